@@ -1,0 +1,57 @@
+// Builds the control plane from its parts: shared schemas, error handling, OpenAPI, then
+// the APIs. Listening is server.ts's job, so tests drive this with app.inject or a port.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
+import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
+import type { DbHandle } from "@berth/db";
+import { systemClock, type Clock } from "./lib/clock.ts";
+import { installErrorHandling } from "./lib/error-handler.ts";
+import { ErrorBody } from "./lib/http-schemas.ts";
+import { instanceSecret } from "./lib/instance-secrets.ts";
+import { startMaintenance } from "./lib/maintenance.ts";
+import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
+import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
+import { Environment } from "./modules/environments/environments.routes.ts";
+import { Project } from "./modules/projects/projects.routes.ts";
+import { Server } from "./modules/servers/servers.routes.ts";
+import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
+import { publicApi } from "./public-api/index.ts";
+import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
+import { createServices, type Services } from "./services.ts";
+
+export interface AppOptions {
+  database: DbHandle;
+  clock?: Clock;
+  logger?: FastifyServerOptions["logger"];
+}
+
+export type App = FastifyInstance & { services: Services };
+
+export async function buildApp(opts: AppOptions): Promise<App> {
+  const clock = opts.clock ?? systemClock;
+  const { db, pool } = opts.database;
+  const app = Fastify({
+    logger: opts.logger ?? false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // An empty body with a JSON content type is treated as no body (curl -X POST -H ... is common).
+  const defaultJson = app.getDefaultJsonParser("error", "error");
+  app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
+    if (body === "" || body === undefined) return done(null, undefined);
+    return defaultJson(req, body as string, done);
+  });
+
+  installErrorHandling(app);
+  await registerOpenApi(app);
+  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey]) app.addSchema(schema);
+
+  const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret") });
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
+  await app.register(openApiRoutes);
+
+  const maintenance = startMaintenance({ pool, clock, onError: (err) => app.log.warn({ err }, "maintenance failed") });
+  app.addHook("onClose", async () => maintenance.stop());
+
+  return Object.assign(app, { services }) as unknown as App;
+}

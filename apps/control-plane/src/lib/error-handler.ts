@@ -1,0 +1,55 @@
+// Maps every error to the body { error, message, details?, retry_after? } with a stable
+// code. 5xx details are logged, never sent.
+import type { FastifyError, FastifyInstance } from "fastify";
+import { ApiError } from "./errors.ts";
+
+const FASTIFY_CODES: Record<string, string> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: "invalid_json",
+  FST_ERR_CTP_EMPTY_JSON_BODY: "invalid_json",
+  FST_ERR_CTP_BODY_TOO_LARGE: "payload_too_large",
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported_media_type",
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: "invalid_request",
+};
+
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
+    if (err instanceof ApiError) {
+      if (err.headers) reply.headers(err.headers);
+      const retry = err.headers?.["retry-after"];
+      return reply.code(err.statusCode).send({
+        error: err.code,
+        message: err.message,
+        ...(err.details !== undefined ? { details: err.details } : {}),
+        ...(retry ? { retry_after: Number(retry) } : {}),
+      });
+    }
+    if (err.validation) {
+      const where = err.validationContext ?? "body";
+      return reply.code(400).send({
+        error: "validation_error",
+        message: `Invalid request ${where}: ${err.message}`,
+        details: err.validation.map((v) => ({
+          path: `${where}${v.instancePath || ""}${missingProperty(v.params)}`,
+          message: v.message ?? "is invalid",
+        })),
+      });
+    }
+    const status = err.statusCode ?? 500;
+    if (status < 500) {
+      return reply.code(status).send({ error: FASTIFY_CODES[err.code] ?? "invalid_request", message: err.message });
+    }
+    request.log.error({ err }, "request failed");
+    return reply.code(500).send({ error: "internal_error", message: "Something went wrong on our side; try again" });
+  });
+
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: "route_not_found", message: `No route for ${request.method} ${request.url.split("?")[0]}` }),
+  );
+}
+
+function missingProperty(params: unknown): string {
+  const p = params as { missingProperty?: string; additionalProperty?: string } | undefined;
+  if (p?.missingProperty) return `/${p.missingProperty}`;
+  if (p?.additionalProperty) return `/${p.additionalProperty}`;
+  return "";
+}

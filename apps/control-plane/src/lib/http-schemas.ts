@@ -1,0 +1,51 @@
+// Schemas shared by every route: the error body, id parameters, and the pagination envelope.
+import { Type, type TSchema } from "@sinclair/typebox";
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.String({ description: "Stable machine-readable code, e.g. task_in_progress" }),
+    message: Type.String({ description: "Human-readable explanation" }),
+    retry_after: Type.Optional(Type.Integer({ description: "Seconds to wait (429 only)" })),
+    details: Type.Optional(
+      Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
+        description: "Per-field problems (validation errors only)",
+      }),
+    ),
+  },
+  { $id: "Error", title: "Error" },
+);
+
+export const Uuid = Type.String({ format: "uuid" });
+export const Timestamp = Type.String({ format: "date-time" });
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+export const PageQuery = Type.Object(
+  {
+    limit: Type.Integer({ minimum: 1, maximum: 100, default: 20, description: "Page size, 1 to 100" }),
+    cursor: Type.Optional(Type.String({ maxLength: 512, description: "pagination.next_cursor of the previous page" })),
+  },
+  { additionalProperties: false },
+);
+
+export const Page = <T extends TSchema>(item: T) =>
+  Type.Object({
+    data: Type.Array(item),
+    pagination: Type.Object({
+      has_more: Type.Boolean(),
+      next_cursor: Nullable(Type.String()),
+      total: Type.Integer(),
+    }),
+  });
+
+/** Error responses a route can give, for the OpenAPI document and the serialiser. */
+export function errors(...statuses: number[]) {
+  const out: Record<number, typeof ErrorBody> = {};
+  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = Type.Ref(ErrorBody) as unknown as typeof ErrorBody;
+  return out;
+}
+
+export const IdParams = Type.Object({ id: Uuid });
+
+/** A string enum that keeps its literal type and shows as `enum` in OpenAPI. */
+export const StringEnum = <T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
+  Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });

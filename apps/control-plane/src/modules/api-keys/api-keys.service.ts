@@ -1,0 +1,60 @@
+// Rules for API keys: created (shown once) by the platform, listed and revoked through
+// the public API. A project-scoped key manages only keys of its own project.
+import type { Clock } from "../../lib/clock.ts";
+import type { CursorCodec } from "../../lib/cursor.ts";
+import { notFound } from "../../lib/errors.ts";
+import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import type { Scope } from "../../lib/scope.ts";
+import { generateApiKey, type KeyAccess } from "./api-key-format.ts";
+import type { ApiKeyRow, ApiKeysRepo } from "./api-keys.repo.ts";
+
+export function apiKeyView(k: ApiKeyRow) {
+  return {
+    id: k.id,
+    name: k.name,
+    prefix: k.displayPrefix,
+    access: k.access as KeyAccess,
+    scope: k.projectId ? ("project" as const) : ("organization" as const),
+    project_id: k.projectId,
+    created_at: k.createdAt.toISOString(),
+    last_used_at: k.lastUsedAt?.toISOString() ?? null,
+    revoked_at: k.revokedAt?.toISOString() ?? null,
+  };
+}
+
+export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: CursorCodec; clock: Clock }) {
+  return {
+    /** Returns the key text exactly once; only its hash is kept. */
+    async create(input: { organizationId: string; projectId: string | null; access: KeyAccess; name: string; createdBy: string | null }) {
+      const { secret, hash, displayPrefix } = generateApiKey(input.access);
+      const row = await deps.apiKeys.insert({
+        organizationId: input.organizationId,
+        projectId: input.projectId,
+        access: input.access,
+        name: input.name,
+        displayPrefix,
+        keyHash: hash,
+        createdBy: input.createdBy,
+        createdAt: deps.clock.now(),
+      });
+      return { ...apiKeyView(row), key: secret };
+    },
+    async list(scope: Scope, page: PageRequest) {
+      const after = page.cursor ? deps.cursors.decode("api_keys", page.cursor) : undefined;
+      const { rows, total } = await deps.apiKeys.list(scope, page.limit, after);
+      return toPage("api_keys", rows, total, page, deps.cursors, apiKeyView);
+    },
+    async get(scope: Scope, id: string) {
+      const row = await deps.apiKeys.get(scope, id);
+      if (!row) throw notFound("API key");
+      return apiKeyView(row);
+    },
+    /** Revoking twice is not an error: the key stays revoked at its first time. */
+    async revoke(scope: Scope, id: string) {
+      const row = await deps.apiKeys.revoke(scope, id, deps.clock.now());
+      if (!row) throw notFound("API key");
+      return apiKeyView(row);
+    },
+  };
+}
+export type ApiKeysService = ReturnType<typeof createApiKeysService>;

@@ -1,0 +1,105 @@
+// SQL for operations (rows of `deployments`). Creating one locks the environment row,
+// so concurrent requests on one environment are decided one after the other; the partial
+// unique index is the final guarantee.
+import { and, count, eq, inArray, isNull } from "drizzle-orm";
+import { ACTIVE_DEPLOYMENT_STATUSES, deployments, environments, projects, type Database } from "@berth/db";
+import type { CursorPosition } from "../../lib/cursor.ts";
+import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import type { Scope } from "../../lib/scope.ts";
+import type { EnvironmentRow } from "../environments/environments.repo.ts";
+
+export type DeploymentRow = typeof deployments.$inferSelect;
+export type NewOperation = Omit<typeof deployments.$inferInsert, "version" | "organizationId" | "projectId" | "environmentId" | "serverId">;
+
+export type CreateOutcome =
+  | { kind: "created"; row: DeploymentRow }
+  | { kind: "not_found" }
+  | { kind: "busy"; active: DeploymentRow }
+  | { kind: "refused"; environment: EnvironmentRow };
+
+const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
+
+export function createDeploymentsRepo(db: Database) {
+  return {
+    async get(scope: Scope, id: string): Promise<DeploymentRow | undefined> {
+      const conds = [eq(deployments.id, id), eq(deployments.organizationId, scope.organizationId), isNull(projects.deletedAt)];
+      if (scope.projectId) conds.push(eq(deployments.projectId, scope.projectId));
+      const [row] = await db
+        .select({ d: deployments })
+        .from(deployments)
+        .innerJoin(projects, eq(projects.id, deployments.projectId))
+        .where(and(...conds));
+      return row?.d;
+    },
+
+    async listForEnvironment(environmentId: string, kinds: string[], limit: number, after?: CursorPosition) {
+      const where = and(eq(deployments.environmentId, environmentId), inArray(deployments.kind, kinds));
+      const rows = await db
+        .select()
+        .from(deployments)
+        .where(and(where, olderThan(deployments.createdAt, deployments.id, after)))
+        .orderBy(...newestFirst(deployments.createdAt, deployments.id))
+        .limit(limit + 1);
+      const [total] = await db.select({ n: count() }).from(deployments).where(where);
+      return { rows, total: total?.n ?? 0 };
+    },
+
+    /**
+     * Creates an operation on an environment if none is active and `allowed` accepts the
+     * environment as it is now (read under the row lock).
+     */
+    async createOperation(
+      scope: Scope,
+      environmentId: string,
+      op: NewOperation,
+      allowed: (env: EnvironmentRow) => boolean,
+    ): Promise<CreateOutcome> {
+      try {
+        return await db.transaction(async (tx) => {
+          const envConds = [eq(environments.id, environmentId), eq(environments.organizationId, scope.organizationId), isNull(projects.deletedAt)];
+          if (scope.projectId) envConds.push(eq(environments.projectId, scope.projectId));
+          const [found] = await tx
+            .select({ env: environments })
+            .from(environments)
+            .innerJoin(projects, eq(projects.id, environments.projectId))
+            .where(and(...envConds))
+            .for("update", { of: environments });
+          if (!found) return { kind: "not_found" } as const;
+          const env = found.env;
+          const [active] = await tx
+            .select()
+            .from(deployments)
+            .where(and(eq(deployments.environmentId, env.id), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])));
+          if (active) return { kind: "busy", active } as const;
+          if (!allowed(env)) return { kind: "refused", environment: env } as const;
+          const [bumped] = await tx
+            .update(environments)
+            .set({ lastVersion: env.lastVersion + 1 })
+            .where(eq(environments.id, env.id))
+            .returning({ version: environments.lastVersion });
+          const [row] = await tx
+            .insert(deployments)
+            .values({
+              ...op,
+              organizationId: env.organizationId,
+              projectId: env.projectId,
+              environmentId: env.id,
+              serverId: env.serverId,
+              version: bumped!.version,
+            })
+            .returning();
+          return { kind: "created", row: row! } as const;
+        });
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        const [active] = await db
+          .select()
+          .from(deployments)
+          .where(and(eq(deployments.environmentId, environmentId), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])));
+        if (!active) throw err;
+        return { kind: "busy", active };
+      }
+    },
+  };
+}
+export type DeploymentsRepo = ReturnType<typeof createDeploymentsRepo>;

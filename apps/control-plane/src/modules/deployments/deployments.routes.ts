@@ -1,0 +1,109 @@
+// Public API routes for environment actions, deployment history and task polling
+// (public spec 4.1, 4.2, 4.4).
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { requireFullAccess, scopeOf } from "../../public-api/guards.ts";
+import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
+import { TASK_STATUSES } from "./deployment-status.ts";
+
+export const Task = Type.Object(
+  {
+    id: Uuid,
+    type: Type.String({ description: "deploy, redeploy, restart, start or stop" }),
+    status: StringEnum(TASK_STATUSES),
+    environment_id: Nullable(Uuid),
+    progress_percent: Type.Integer({ minimum: 0, maximum: 100 }),
+    current_step: Nullable(Type.String()),
+    steps_completed: Type.Integer(),
+    total_steps: Type.Integer(),
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    duration_seconds: Nullable(Type.Integer()),
+    error_message: Nullable(Type.String()),
+    triggered_by: Nullable(Type.String({ description: "User id; null when an API key triggered it" })),
+    created_at: Timestamp,
+  },
+  { $id: "Task", title: "Task" },
+);
+const TaskRef = Type.Ref(Task) as unknown as typeof Task;
+
+export const ActionResponse = Type.Object(
+  {
+    task_id: Uuid,
+    status: Type.Literal("queued"),
+    environment_id: Uuid,
+    poll_url: Type.String({ examples: ["/api/public/v1/deployments/0b7c…"] }),
+  },
+  { $id: "ActionResponse", title: "ActionResponse" },
+);
+const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+
+const ACTION_TEXT: Record<Action, string> = {
+  deploy: "Full redeployment: pull the latest Git code, update containers, run database migrations.",
+  redeploy: "Redeploy the environment from its current configuration.",
+  restart: "Restart containers without redeploying code. The environment must be running.",
+  start: "Start a stopped environment.",
+  stop: "Stop the containers of a running environment; data is preserved.",
+};
+
+export function deploymentsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    for (const action of ACTIONS) {
+      for (const path of [`/environments/:id/${action}`, `/environments/:id/actions/${action}`]) {
+        app.post(
+          path,
+          {
+            schema: {
+              tags: ["Deployment actions"],
+              summary: `${action[0]!.toUpperCase()}${action.slice(1)} an environment`,
+              description: `${ACTION_TEXT[action]} Returns 202 at once; poll poll_url until the task is completed, failed or cancelled. ` +
+                "Needs a full-access key. Supports Idempotency-Key and X-Idempotency-Key.",
+              params: IdParams,
+              response: { 202: ActionResponseRef, ...errors(404, 409) },
+            },
+          },
+          async (request, reply) => {
+            const p = requireFullAccess(request);
+            const row = await service.requestAction(scopeOf(request), request.params.id, action, { userId: null, apiKeyId: p.keyId });
+            return reply.code(202).send({
+              task_id: row.id,
+              status: "queued" as const,
+              environment_id: row.environmentId,
+              poll_url: `${publicPrefix}/deployments/${row.id}`,
+            });
+          },
+        );
+      }
+    }
+
+    app.get(
+      "/environments/:id/deployments",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Deployment history of an environment",
+          description: "Deploy and redeploy tasks, newest first.",
+          params: IdParams,
+          querystring: PageQuery,
+          response: { 200: Page(TaskRef), ...errors(404) },
+        },
+      },
+      async (request) => service.history(scopeOf(request), request.params.id, request.query),
+    );
+
+    app.get(
+      "/deployments/:id",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Get a task",
+          description: "Poll until status is completed, failed or cancelled.",
+          params: IdParams,
+          response: { 200: TaskRef, ...errors(404) },
+        },
+      },
+      async (request) => service.getTask(scopeOf(request), request.params.id),
+    );
+  };
+}

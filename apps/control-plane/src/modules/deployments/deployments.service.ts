@@ -1,0 +1,82 @@
+// Rules for operations on environments requested through the public API: one active
+// operation per environment, and the status each action needs (public spec 3.2, 4.1).
+import { stepsForKind } from "@berth/protocol";
+import type { Clock } from "../../lib/clock.ts";
+import type { CursorCodec } from "../../lib/cursor.ts";
+import { conflict, notFound } from "../../lib/errors.ts";
+import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import type { Scope } from "../../lib/scope.ts";
+import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
+import type { DeploymentsRepo } from "./deployments.repo.ts";
+import { taskView } from "./task-view.ts";
+
+export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
+export type Action = (typeof ACTIONS)[number];
+
+/** Environment status each action needs; deploy and redeploy need none. */
+const REQUIRED_STATUS: Partial<Record<Action, { status: string; code: string; message: string }>> = {
+  restart: { status: "running", code: "environment_not_running", message: "The environment is not running; start or deploy it first" },
+  stop: { status: "running", code: "environment_not_running", message: "The environment is not running" },
+  start: { status: "stopped", code: "environment_not_stopped", message: "The environment is not stopped" },
+};
+
+/** Who asked: a user (platform API) or an API key (public API). */
+export interface Actor {
+  userId: string | null;
+  apiKeyId: string | null;
+}
+
+const HISTORY_KINDS = ["deploy", "redeploy"];
+
+export function createDeploymentsService(deps: {
+  deployments: DeploymentsRepo;
+  environments: Pick<EnvironmentsRepo, "get">;
+  cursors: CursorCodec;
+  clock: Clock;
+}) {
+  return {
+    async requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor) {
+      const required = REQUIRED_STATUS[action];
+      const outcome = await deps.deployments.createOperation(
+        scope,
+        environmentId,
+        {
+          kind: action,
+          status: "queued",
+          trigger: "manual",
+          triggeredBy: actor.userId,
+          apiKeyId: actor.apiKeyId,
+          totalSteps: stepsForKind(action).length,
+          createdAt: deps.clock.now(),
+        },
+        (env) => !required || env.status === required.status,
+      );
+      switch (outcome.kind) {
+        case "not_found":
+          throw notFound("Environment");
+        case "busy":
+          throw conflict("task_in_progress", `Task ${outcome.active.id} is already queued or running on this environment`);
+        case "refused":
+          throw conflict(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
+        case "created":
+          return outcome.row;
+      }
+    },
+
+    async getTask(scope: Scope, id: string) {
+      const row = await deps.deployments.get(scope, id);
+      if (!row) throw notFound("Task");
+      return taskView(row);
+    },
+
+    async history(scope: Scope, environmentId: string, page: PageRequest) {
+      const env = await deps.environments.get(scope, environmentId);
+      if (!env) throw notFound("Environment");
+      const list = `deployments:${environmentId}`;
+      const after = page.cursor ? deps.cursors.decode(list, page.cursor) : undefined;
+      const { rows, total } = await deps.deployments.listForEnvironment(env.id, HISTORY_KINDS, page.limit, after);
+      return toPage(list, rows, total, page, deps.cursors, taskView);
+    },
+  };
+}
+export type DeploymentsService = ReturnType<typeof createDeploymentsService>;

@@ -1,0 +1,31 @@
+// ERP versions Berth can host (platform spec 4.3): only major.minor selects the image.
+import { badRequest } from "../../lib/errors.ts";
+
+export const ERP_VERSIONS = {
+  "19.0": "active",
+  "18.0": "active",
+  "17.0": "active",
+  "16.0": "active",
+  "15.0": "deprecated",
+  "14.0": "deprecated",
+  "13.0": "limited",
+} as const;
+
+export type ErpVersion = keyof typeof ERP_VERSIONS;
+
+/** "17.0.1.0", "saas~17.4" or "17.0+e-20250703" -> "17.0"-style major.minor, or null. */
+export function majorMinor(version: string): string | null {
+  const m = /^(?:saas~)?(\d+)\.(\d+)/.exec(version.trim());
+  return m ? `${m[1]}.${m[2]}` : null;
+}
+
+export function assertSupportedErpVersion(version: string): ErpVersion {
+  const mm = majorMinor(version);
+  if (!mm || !(mm in ERP_VERSIONS)) {
+    throw badRequest(
+      "unsupported_erp_version",
+      `ERP version ${JSON.stringify(version)} is not supported; use one of ${Object.keys(ERP_VERSIONS).join(", ")}`,
+    );
+  }
+  return mm as ErpVersion;
+}

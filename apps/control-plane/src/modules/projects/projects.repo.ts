@@ -1,0 +1,77 @@
+// SQL for projects. Soft-deleted projects are invisible to every query here.
+import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
+import { environments, projects, type Database } from "@berth/db";
+import type { CursorPosition } from "../../lib/cursor.ts";
+import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import type { Scope } from "../../lib/scope.ts";
+
+export type ProjectRow = typeof projects.$inferSelect & { environmentCount: number };
+
+const columns = {
+  id: projects.id,
+  organizationId: projects.organizationId,
+  serverId: projects.serverId,
+  name: projects.name,
+  erpVersion: projects.erpVersion,
+  gitRepoUrl: projects.gitRepoUrl,
+  defaultBranch: projects.defaultBranch,
+  createdAt: projects.createdAt,
+  updatedAt: projects.updatedAt,
+  deletedAt: projects.deletedAt,
+  environmentCount: sql<number>`(select count(*)::int from environments e where e.project_id = "projects"."id" and e.is_active)`,
+};
+
+export function createProjectsRepo(db: Database) {
+  const visible = (scope: Scope): SQL[] => {
+    const conds = [eq(projects.organizationId, scope.organizationId), isNull(projects.deletedAt)];
+    if (scope.projectId) conds.push(eq(projects.id, scope.projectId));
+    return conds;
+  };
+  const get = async (scope: Scope, id: string): Promise<ProjectRow | undefined> => {
+    const [row] = await db.select(columns).from(projects).where(and(eq(projects.id, id), ...visible(scope)));
+    return row;
+  };
+  return {
+    get,
+    async list(scope: Scope, limit: number, after?: CursorPosition) {
+      const rows = await db
+        .select(columns)
+        .from(projects)
+        .where(and(...visible(scope), olderThan(projects.createdAt, projects.id, after)))
+        .orderBy(...newestFirst(projects.createdAt, projects.id))
+        .limit(limit + 1);
+      const [total] = await db.select({ n: count() }).from(projects).where(and(...visible(scope)));
+      return { rows, total: total?.n ?? 0 };
+    },
+    async insert(values: typeof projects.$inferInsert): Promise<ProjectRow> {
+      const [row] = await db.insert(projects).values(values).returning({ id: projects.id });
+      return (await get({ organizationId: values.organizationId, projectId: null }, row!.id))!;
+    },
+    async update(scope: Scope, id: string, values: Partial<typeof projects.$inferInsert>): Promise<ProjectRow | undefined> {
+      const [row] = await db.update(projects).set(values).where(and(eq(projects.id, id), ...visible(scope))).returning({ id: projects.id });
+      return row ? get(scope, row.id) : undefined;
+    },
+    /**
+     * Soft-deletes the project unless an environment is running, deploying or holding an
+     * active operation. The environment rows are locked, so an action cannot slip in
+     * between the check and the delete (actions lock the same rows).
+     */
+    async deleteIfIdle(scope: Scope, id: string, at: Date): Promise<"deleted" | "not_found" | "busy"> {
+      return db.transaction(async (tx) => {
+        const found = await tx.select({ id: projects.id }).from(projects).where(and(eq(projects.id, id), ...visible(scope))).for("update");
+        if (found.length === 0) return "not_found";
+        await tx.select({ id: environments.id }).from(environments).where(eq(environments.projectId, id)).for("update");
+        const { rows } = await tx.execute<{ n: number }>(sql`
+          select count(*)::int as n from environments e
+          where e.project_id = ${id} and e.is_active
+            and (e.status in ('running', 'deploying')
+                 or exists (select 1 from deployments d where d.environment_id = e.id
+                            and d.status in ('pending', 'queued', 'building', 'deploying', 'running')))`);
+        if ((rows[0]?.n ?? 0) > 0) return "busy";
+        await tx.update(projects).set({ deletedAt: at }).where(eq(projects.id, id));
+        return "deleted";
+      });
+    },
+  };
+}
+export type ProjectsRepo = ReturnType<typeof createProjectsRepo>;

@@ -1,0 +1,132 @@
+// Public API routes for projects (public spec 4.3).
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { badRequest } from "../../lib/errors.ts";
+import { requireFullAccess, requireOrgScope, scopeOf } from "../../public-api/guards.ts";
+import type { ProjectsService } from "./projects.service.ts";
+
+export const Project = Type.Object(
+  {
+    id: Uuid,
+    name: Type.String(),
+    erp_version: Nullable(Type.String({ examples: ["17.0"] })),
+    git_repo_url: Nullable(Type.String()),
+    default_branch: Nullable(Type.String()),
+    environment_count: Type.Integer({ description: "Number of active environments" }),
+    server_id: Nullable(Uuid),
+    created_at: Timestamp,
+  },
+  { $id: "Project", title: "Project" },
+);
+
+const HttpsUrl = Type.String({ maxLength: 2048, pattern: "^https://[^\\s/$.?#][^\\s]*$", description: "HTTPS URL of the Git repository" });
+const Name = Type.String({ minLength: 1, maxLength: 255 });
+const Branch = Type.String({ minLength: 1, maxLength: 255 });
+
+const CreateProject = Type.Object(
+  {
+    name: Name,
+    server_id: Uuid,
+    git_repo_url: Type.Optional(HttpsUrl),
+    default_branch: Type.Optional(Branch),
+    erp_version: Type.Optional(Type.String({ maxLength: 32, examples: ["17.0"] })),
+  },
+  { additionalProperties: false },
+);
+
+const UpdateProject = Type.Object(
+  {
+    name: Type.Optional(Name),
+    default_branch: Type.Optional(Branch),
+    git_repo_url: Type.Optional(Nullable(HttpsUrl)),
+  },
+  { additionalProperties: false },
+);
+
+const ProjectRef = Type.Ref(Project) as unknown as typeof Project;
+
+export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.get(
+      "/projects",
+      {
+        schema: {
+          tags: ["Projects"],
+          summary: "List projects",
+          description: "Active projects of the organisation, newest first. A project-scoped key sees only its project.",
+          querystring: PageQuery,
+          response: { 200: Page(ProjectRef), ...errors() },
+        },
+      },
+      async (request) => service.list(scopeOf(request), request.query),
+    );
+
+    app.post(
+      "/projects",
+      {
+        schema: {
+          tags: ["Projects"],
+          summary: "Create a project",
+          description: "Needs a full-access, organisation-scoped key. Supports X-Idempotency-Key.",
+          body: CreateProject,
+          response: { 201: ProjectRef, ...errors(409) },
+        },
+      },
+      async (request, reply) => {
+        requireFullAccess(request);
+        requireOrgScope(request);
+        return reply.code(201).send(await service.create(scopeOf(request), request.body));
+      },
+    );
+
+    app.get(
+      "/projects/:id",
+      { schema: { tags: ["Projects"], summary: "Get a project", params: IdParams, response: { 200: ProjectRef, ...errors(404) } } },
+      async (request) => service.get(scopeOf(request), request.params.id),
+    );
+
+    app.patch(
+      "/projects/:id",
+      {
+        schema: {
+          tags: ["Projects"],
+          summary: "Update a project",
+          description: "Omitted fields are left unchanged. Needs a full-access key.",
+          params: IdParams,
+          body: UpdateProject,
+          response: { 200: ProjectRef, ...errors(404) },
+        },
+      },
+      async (request) => {
+        requireFullAccess(request);
+        return service.update(scopeOf(request), request.params.id, request.body ?? {});
+      },
+    );
+
+    app.delete(
+      "/projects/:id",
+      {
+        schema: {
+          tags: ["Projects"],
+          summary: "Delete a project",
+          description:
+            "Soft-deletes the project. Needs a full-access, organisation-scoped key and the header `X-Confirm-Delete: true`. " +
+            "Refused with 409 environments_running while an environment is running or deploying.",
+          params: IdParams,
+          headers: Type.Object({ "x-confirm-delete": Type.Optional(Type.String()) }),
+          response: { 204: Type.Null({ description: "Deleted" }), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        requireFullAccess(request);
+        requireOrgScope(request);
+        if (request.headers["x-confirm-delete"] !== "true") {
+          throw badRequest("confirm_required", "Deleting a project needs the header X-Confirm-Delete: true");
+        }
+        await service.remove(scopeOf(request), request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+  };
+}

@@ -1,0 +1,92 @@
+// Rules for projects: creation on one of the organisation's servers, partial updates,
+// and the delete rules of public spec 4.3.
+import type { Clock } from "../../lib/clock.ts";
+import { badRequest, conflict, notFound } from "../../lib/errors.ts";
+import type { PageRequest } from "../../lib/keyset.ts";
+import type { CursorCodec } from "../../lib/cursor.ts";
+import type { Scope } from "../../lib/scope.ts";
+import { toPage } from "../../lib/keyset.ts";
+import type { ServersRepo } from "../servers/servers.repo.ts";
+import { assertSupportedErpVersion } from "./erp-versions.ts";
+import type { ProjectRow, ProjectsRepo } from "./projects.repo.ts";
+
+export interface CreateProjectInput {
+  name: string;
+  server_id: string;
+  git_repo_url?: string | undefined;
+  default_branch?: string | undefined;
+  erp_version?: string | undefined;
+}
+
+export interface UpdateProjectInput {
+  name?: string | undefined;
+  default_branch?: string | undefined;
+  git_repo_url?: string | null | undefined;
+}
+
+export function projectView(p: ProjectRow) {
+  return {
+    id: p.id,
+    name: p.name,
+    erp_version: p.erpVersion,
+    git_repo_url: p.gitRepoUrl,
+    default_branch: p.defaultBranch,
+    environment_count: p.environmentCount,
+    server_id: p.serverId,
+    created_at: p.createdAt.toISOString(),
+  };
+}
+
+export function createProjectsService(deps: {
+  projects: ProjectsRepo;
+  servers: Pick<ServersRepo, "get">;
+  cursors: CursorCodec;
+  clock: Clock;
+}) {
+  return {
+    async list(scope: Scope, page: PageRequest) {
+      const after = page.cursor ? deps.cursors.decode("projects", page.cursor) : undefined;
+      const { rows, total } = await deps.projects.list(scope, page.limit, after);
+      return toPage("projects", rows, total, page, deps.cursors, projectView);
+    },
+    async get(scope: Scope, id: string) {
+      const row = await deps.projects.get(scope, id);
+      if (!row) throw notFound("Project");
+      return projectView(row);
+    },
+    async create(scope: Scope, input: CreateProjectInput) {
+      const erpVersion = input.erp_version === undefined ? null : assertSupportedErpVersion(input.erp_version);
+      const server = await deps.servers.get(scope.organizationId, input.server_id);
+      if (!server) throw badRequest("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
+      const row = await deps.projects.insert({
+        organizationId: scope.organizationId,
+        serverId: server.id,
+        name: input.name,
+        gitRepoUrl: input.git_repo_url ?? null,
+        defaultBranch: input.default_branch ?? "main",
+        erpVersion,
+        createdAt: deps.clock.now(),
+        updatedAt: deps.clock.now(),
+      });
+      return projectView(row);
+    },
+    async update(scope: Scope, id: string, input: UpdateProjectInput) {
+      const values: Record<string, unknown> = {};
+      if (input.name !== undefined) values.name = input.name;
+      if (input.default_branch !== undefined) values.defaultBranch = input.default_branch;
+      if (input.git_repo_url !== undefined) values.gitRepoUrl = input.git_repo_url;
+      if (Object.keys(values).length === 0) return this.get(scope, id);
+      const row = await deps.projects.update(scope, id, { ...values, updatedAt: deps.clock.now() });
+      if (!row) throw notFound("Project");
+      return projectView(row);
+    },
+    async remove(scope: Scope, id: string) {
+      const outcome = await deps.projects.deleteIfIdle(scope, id, deps.clock.now());
+      if (outcome === "not_found") throw notFound("Project");
+      if (outcome === "busy") {
+        throw conflict("environments_running", "The project has environments that are running or deploying; stop them first");
+      }
+    },
+  };
+}
+export type ProjectsService = ReturnType<typeof createProjectsService>;

@@ -1,0 +1,35 @@
+// The public API v1 (API keys): authentication and metering, idempotency, and the routes.
+import type { FastifyInstance } from "fastify";
+import type pg from "pg";
+import type { Clock } from "../lib/clock.ts";
+import type { Services } from "../services.ts";
+import { apiKeysRoutes } from "../modules/api-keys/api-keys.routes.ts";
+import { deploymentsRoutes } from "../modules/deployments/deployments.routes.ts";
+import { environmentsRoutes } from "../modules/environments/environments.routes.ts";
+import { projectsRoutes } from "../modules/projects/projects.routes.ts";
+import { serversRoutes } from "../modules/servers/servers.routes.ts";
+import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
+import { createApiKeyAuth } from "./api-key-auth.ts";
+import { principalOf } from "./guards.ts";
+import { createIdempotency } from "./idempotency.ts";
+import { PUBLIC_PREFIX } from "./openapi.ts";
+
+export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
+  return async function (api: FastifyInstance) {
+    const authenticate = createApiKeyAuth(deps);
+    const idempotency = createIdempotency({ ...deps, scopeOf: (r) => `api_key:${principalOf(r).keyId}` });
+    api.decorateRequest("principal", null);
+    api.decorateRequest("idempotencyClaim", null);
+    api.addHook("onRequest", authenticate);
+    api.addHook("preHandler", idempotency.preHandler);
+    api.addHook("onSend", idempotency.onSend);
+
+    const s = deps.services;
+    await api.register(projectsRoutes(s.projects));
+    await api.register(serversRoutes({ servers: s.repos.servers, cursors: s.cursors }));
+    await api.register(environmentsRoutes(s.environments));
+    await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
+    await api.register(webhooksRoutes(s.webhooks));
+    await api.register(apiKeysRoutes(s.apiKeys));
+  };
+}

@@ -1,0 +1,64 @@
+// The OpenAPI 3.1 document of the public API, generated from the route schemas, and the
+// two explorers (Swagger UI and Redoc), all served locally: no CDN.
+import { createRequire } from "node:module";
+import { createReadStream } from "node:fs";
+import swagger from "@fastify/swagger";
+import swaggerUi from "@fastify/swagger-ui";
+import type { FastifyInstance } from "fastify";
+
+export const PUBLIC_PREFIX = "/api/public/v1";
+const require = createRequire(import.meta.url);
+
+type Doc = { paths?: Record<string, unknown> } & Record<string, unknown>;
+
+/** Keeps only the public API's paths, relative to its server URL. */
+function publicDocument(doc: Doc): Doc {
+  const paths: Record<string, unknown> = {};
+  for (const [p, v] of Object.entries(doc.paths ?? {})) {
+    if (p.startsWith(`${PUBLIC_PREFIX}/`)) paths[p.slice(PUBLIC_PREFIX.length)] = v;
+  }
+  return { ...doc, servers: [{ url: PUBLIC_PREFIX }], paths };
+}
+
+/** Registers the generator; must run before the routes are added. */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: "3.1.0",
+      info: {
+        title: "Berth public API",
+        version: "v1",
+        description:
+          "API-key interface for automation: projects, servers, environments, deployment actions and task polling. " +
+          "Every request carries `Authorization: Bearer <API_KEY>`. Errors have the body `{error, message}` with a stable code. " +
+          "Responses carry X-RateLimit-Limit / -Remaining / -Window. POST requests accept X-Idempotency-Key (action endpoints also Idempotency-Key).",
+      },
+      components: { securitySchemes: { apiKey: { type: "http", scheme: "bearer", description: "svc_live_ro_… or svc_live_rw_…" } } },
+      security: [{ apiKey: [] }],
+    },
+    refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+  });
+}
+
+/** The document and explorers, outside the authenticated scope. */
+export async function openApiRoutes(app: FastifyInstance): Promise<void> {
+  app.get(`${PUBLIC_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => publicDocument(app.swagger() as unknown as Doc));
+
+  await app.register(swaggerUi, {
+    routePrefix: `${PUBLIC_PREFIX}/docs`,
+    transformSpecification: (spec) => publicDocument(spec as Doc),
+    uiConfig: { deepLinking: true },
+  });
+
+  const redocBundle = require.resolve("redoc/bundles/redoc.standalone.js");
+  app.get(`${PUBLIC_PREFIX}/redoc/redoc.standalone.js`, { schema: { hide: true } }, async (_req, reply) =>
+    reply.type("application/javascript").header("cache-control", "public, max-age=86400").send(createReadStream(redocBundle)),
+  );
+  app.get(`${PUBLIC_PREFIX}/redoc`, { schema: { hide: true } }, async (_req, reply) =>
+    reply.type("text/html").send(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Berth public API v1</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="${PUBLIC_PREFIX}/openapi.json"></redoc>
+<script src="${PUBLIC_PREFIX}/redoc/redoc.standalone.js"></script></body></html>`),
+  );
+}

@@ -1,0 +1,39 @@
+// Builds every repo and service once from their dependencies (no globals), so the HTTP
+// layer, scripts and tests share one wiring.
+import type { Database } from "@berth/db";
+import type { Clock } from "./lib/clock.ts";
+import { createCursorCodec } from "./lib/cursor.ts";
+import { createApiKeysRepo } from "./modules/api-keys/api-keys.repo.ts";
+import { createApiKeysService } from "./modules/api-keys/api-keys.service.ts";
+import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts";
+import { createDeploymentsService } from "./modules/deployments/deployments.service.ts";
+import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
+import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
+import { createProjectsRepo } from "./modules/projects/projects.repo.ts";
+import { createProjectsService } from "./modules/projects/projects.service.ts";
+import { createServersRepo } from "./modules/servers/servers.repo.ts";
+import { createWebhooksRepo } from "./modules/webhooks/webhooks.repo.ts";
+import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
+
+export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string }) {
+  const { db, clock } = deps;
+  const cursors = createCursorCodec(deps.cursorSecret);
+  const repos = {
+    projects: createProjectsRepo(db),
+    servers: createServersRepo(db),
+    environments: createEnvironmentsRepo(db),
+    deployments: createDeploymentsRepo(db),
+    webhooks: createWebhooksRepo(db),
+    apiKeys: createApiKeysRepo(db),
+  };
+  return {
+    repos,
+    cursors,
+    projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock }),
+    environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
+    deployments: createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock }),
+    webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
+    apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock }),
+  };
+}
+export type Services = ReturnType<typeof createServices>;

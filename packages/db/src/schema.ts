@@ -1,0 +1,263 @@
+// The control plane's whole state. PostgreSQL is the only source of truth; every table
+// that holds customer data carries organization_id so every query can be scoped by it.
+import { sql } from "drizzle-orm";
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+
+// Millisecond precision: a JavaScript Date holds exactly what is stored, so keyset cursors round-trip.
+const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date", precision: 3 });
+const id = () => uuid("id").primaryKey().default(sql`gen_random_uuid()`);
+
+export const organizations = pgTable("organizations", {
+  id: id(),
+  name: text("name").notNull(),
+  /** free | starter | pro | enterprise — the public API needs starter or higher. */
+  plan: text("plan").notNull().default("starter"),
+  createdAt: ts("created_at").notNull().defaultNow(),
+});
+
+export const users = pgTable(
+  "users",
+  {
+    id: id(),
+    email: text("email").notNull(),
+    name: text("name").notNull(),
+    passwordHash: text("password_hash"),
+    isPortalAdmin: boolean("is_portal_admin").notNull().default(false),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex("users_email_key").on(sql`lower(${t.email})`)],
+);
+
+/** Organisation-level roles: owner | admin | member. */
+export const memberships = pgTable(
+  "memberships",
+  {
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    userId: uuid("user_id").notNull().references(() => users.id),
+    role: text("role").notNull(),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.organizationId, t.userId] })],
+);
+
+export const servers = pgTable(
+  "servers",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    name: text("name").notNull(),
+    provider: text("provider").notNull().default("self-hosted"),
+    region: text("region"),
+    hostname: text("hostname"),
+    cpuCores: integer("cpu_cores").notNull().default(0),
+    ramMb: integer("ram_mb").notNull().default(0),
+    diskGb: integer("disk_gb").notNull().default(0),
+    /** pending (never connected) | online | offline */
+    status: text("status").notNull().default("pending"),
+    lastSeenAt: ts("last_seen_at"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    deletedAt: ts("deleted_at"),
+  },
+  (t) => [index("servers_org_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+export const projects = pgTable(
+  "projects",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    serverId: uuid("server_id").references(() => servers.id),
+    name: text("name").notNull(),
+    erpVersion: text("erp_version"),
+    gitRepoUrl: text("git_repo_url"),
+    defaultBranch: text("default_branch").notNull().default("main"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+    deletedAt: ts("deleted_at"),
+  },
+  (t) => [index("projects_org_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+/** Project-level roles: admin | member. */
+export const projectMemberships = pgTable(
+  "project_memberships",
+  {
+    projectId: uuid("project_id").notNull().references(() => projects.id),
+    userId: uuid("user_id").notNull().references(() => users.id),
+    role: text("role").notNull(),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.userId] })],
+);
+
+export const environments = pgTable(
+  "environments",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    projectId: uuid("project_id").notNull().references(() => projects.id),
+    serverId: uuid("server_id").references(() => servers.id),
+    name: text("name").notNull(),
+    /** pending | deploying | running | stopped | error */
+    status: text("status").notNull().default("pending"),
+    gitBranch: text("git_branch").notNull(),
+    autoDeploy: boolean("auto_deploy").notNull().default(false),
+    domain: text("domain"),
+    cpuCores: integer("cpu_cores").notNull().default(1),
+    ramMb: integer("ram_mb").notNull().default(2048),
+    diskGb: integer("disk_gb").notNull().default(20),
+    workers: integer("workers").notNull().default(2),
+    isActive: boolean("is_active").notNull().default(true),
+    containerId: text("container_id"),
+    containerName: text("container_name"),
+    migrationId: uuid("migration_id"),
+    migrationRestoreCompleted: boolean("migration_restore_completed").notNull().default(false),
+    migrationRestoreCompletedAt: ts("migration_restore_completed_at"),
+    /** Last per-environment deployment version handed out; bumped under a row lock. */
+    lastVersion: integer("last_version").notNull().default(0),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+  },
+  (t) => [
+    index("environments_project_idx").on(t.projectId, t.createdAt, t.id),
+    uniqueIndex("environments_project_name_key").on(t.projectId, sql`lower(${t.name})`).where(sql`${t.isActive}`),
+  ],
+);
+
+/** Statuses of an operation that still holds the environment. */
+export const ACTIVE_DEPLOYMENT_STATUSES = ["pending", "queued", "building", "deploying", "running"] as const;
+
+/** One row per operation (deploy, redeploy, restart, start, stop, rollback, destroy, backup, restore). */
+export const deployments = pgTable(
+  "deployments",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    projectId: uuid("project_id").notNull().references(() => projects.id),
+    environmentId: uuid("environment_id").notNull().references(() => environments.id),
+    serverId: uuid("server_id").references(() => servers.id),
+    kind: text("kind").notNull(),
+    version: integer("version").notNull(),
+    /** Platform vocabulary: pending queued building deploying running success failed cancelled rolled_back destroyed */
+    status: text("status").notNull(),
+    trigger: text("trigger").notNull(),
+    triggeredBy: uuid("triggered_by").references(() => users.id),
+    apiKeyId: uuid("api_key_id"),
+    gitBranch: text("git_branch"),
+    gitCommit: text("git_commit"),
+    gitMessage: text("git_message"),
+    rollbackFromId: uuid("rollback_from_id"),
+    extraData: jsonb("extra_data").notNull().default({}),
+    containerId: text("container_id"),
+    imageTag: text("image_tag"),
+    progressPercent: integer("progress_percent").notNull().default(0),
+    currentStep: text("current_step"),
+    stepsCompleted: integer("steps_completed").notNull().default(0),
+    totalSteps: integer("total_steps").notNull().default(0),
+    errorMessage: text("error_message"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    startedAt: ts("started_at"),
+    completedAt: ts("completed_at"),
+  },
+  (t) => [
+    uniqueIndex("deployments_env_version_key").on(t.environmentId, t.version),
+    // The database, not a check-then-insert, guarantees one active operation per environment.
+    uniqueIndex("deployments_one_active_per_env")
+      .on(t.environmentId)
+      .where(sql`${t.status} in ('pending', 'queued', 'building', 'deploying', 'running')`),
+    index("deployments_env_created_idx").on(t.environmentId, t.createdAt, t.id),
+    index("deployments_org_created_idx").on(t.organizationId, t.createdAt, t.id),
+  ],
+);
+
+export const apiKeys = pgTable(
+  "api_keys",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    projectId: uuid("project_id").references(() => projects.id),
+    /** read_only | full_access */
+    access: text("access").notNull(),
+    name: text("name").notNull(),
+    /** The first characters of the key, safe to show (e.g. svc_live_rw_3fA9). */
+    displayPrefix: text("display_prefix").notNull(),
+    /** SHA-256 of the whole key; the key itself is never stored. */
+    keyHash: text("key_hash").notNull(),
+    createdBy: uuid("created_by").references(() => users.id),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    lastUsedAt: ts("last_used_at"),
+    revokedAt: ts("revoked_at"),
+  },
+  (t) => [
+    uniqueIndex("api_keys_hash_key").on(t.keyHash),
+    index("api_keys_org_idx").on(t.organizationId, t.createdAt, t.id),
+  ],
+);
+
+export const idempotencyRecords = pgTable(
+  "idempotency_records",
+  {
+    /** Who the key belongs to, e.g. api_key:<uuid> or user:<uuid>. */
+    scope: text("scope").notNull(),
+    key: text("key").notNull(),
+    /** in_flight | completed */
+    state: text("state").notNull(),
+    method: text("method").notNull(),
+    path: text("path").notNull(),
+    statusCode: integer("status_code"),
+    responseBody: text("response_body"),
+    responseHeaders: jsonb("response_headers"),
+    createdAt: ts("created_at").notNull(),
+    lockedAt: ts("locked_at").notNull(),
+    expiresAt: ts("expires_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.scope, t.key] }), index("idempotency_expires_idx").on(t.expiresAt)],
+);
+
+export const rateLimitCounters = pgTable(
+  "rate_limit_counters",
+  {
+    bucket: text("bucket").notNull(),
+    windowStart: bigint("window_start", { mode: "number" }).notNull(),
+    count: integer("count").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.bucket, t.windowStart] })],
+);
+
+export const webhookSubscriptions = pgTable(
+  "webhook_subscriptions",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    projectId: uuid("project_id").references(() => projects.id),
+    url: text("url").notNull(),
+    events: text("events").array().notNull(),
+    description: text("description"),
+    enabled: boolean("enabled").notNull().default(true),
+    /** Needed in clear to sign outgoing deliveries; never returned after creation. */
+    secret: text("secret").notNull(),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    updatedAt: ts("updated_at").notNull().defaultNow(),
+    deletedAt: ts("deleted_at"),
+  },
+  (t) => [index("webhooks_org_idx").on(t.organizationId, t.createdAt, t.id)],
+);
+
+/** Instance-wide secrets and settings shared by every replica (e.g. the cursor signing key). */
+export const instanceSettings = pgTable("instance_settings", {
+  key: text("key").primaryKey(),
+  value: jsonb("value").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
+});

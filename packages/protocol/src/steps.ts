@@ -1,0 +1,76 @@
+// Step ids of a deployment (platform spec 2.2), in the order they run, and the steps
+// each operation kind walks through. Both apps read progress from these lists.
+import { Type } from "@sinclair/typebox";
+
+export const DEPLOY_STEP_IDS = [
+  "initializing",
+  "connecting",
+  "creating_network",
+  "configuring_dns",
+  "creating_postgres",
+  "cloning_platform_repos",
+  "cloning_org_repos",
+  "cloning_repo",
+  "pulling_image",
+  "generating_config",
+  "starting_container",
+  "installing_dependencies",
+  "initializing_database",
+  "verifying_dns",
+  "configuring_traefik",
+  "health_check",
+  "completed",
+] as const;
+
+export type StepId = (typeof DEPLOY_STEP_IDS)[number];
+/** Runtime check for a step id carried in an event. */
+export const StepId = Type.Union(DEPLOY_STEP_IDS.map((id) => Type.Literal(id)));
+
+export const STEP_NAMES: Record<StepId, string> = {
+  initializing: "Initializing",
+  connecting: "Connecting to server",
+  creating_network: "Creating network",
+  configuring_dns: "Configuring DNS",
+  creating_postgres: "Creating database",
+  cloning_platform_repos: "Cloning platform repositories",
+  cloning_org_repos: "Cloning organisation repositories",
+  cloning_repo: "Cloning repository",
+  pulling_image: "Pulling image",
+  generating_config: "Generating configuration",
+  starting_container: "Starting container",
+  installing_dependencies: "Installing dependencies",
+  initializing_database: "Initializing database",
+  verifying_dns: "Verifying DNS",
+  configuring_traefik: "Configuring routing",
+  health_check: "Health check",
+  completed: "Completed",
+};
+
+/** Every operation recorded as a row of `deployments`. */
+export const OPERATION_KINDS = [
+  "deploy",
+  "redeploy",
+  "rollback",
+  "restart",
+  "start",
+  "stop",
+  "destroy",
+  "backup",
+  "restore",
+] as const;
+export type OperationKind = (typeof OPERATION_KINDS)[number];
+
+const LIFECYCLE_STEPS: Record<Exclude<OperationKind, "deploy" | "redeploy" | "rollback">, readonly StepId[]> = {
+  restart: ["initializing", "connecting", "starting_container", "health_check", "completed"],
+  start: ["initializing", "connecting", "starting_container", "health_check", "completed"],
+  stop: ["initializing", "connecting", "completed"],
+  destroy: ["initializing", "connecting", "completed"],
+  backup: ["initializing", "connecting", "completed"],
+  restore: ["initializing", "connecting", "initializing_database", "starting_container", "health_check", "completed"],
+};
+
+/** The ordered step ids an operation of this kind reports. */
+export function stepsForKind(kind: OperationKind): readonly StepId[] {
+  if (kind === "deploy" || kind === "redeploy" || kind === "rollback") return DEPLOY_STEP_IDS;
+  return LIFECYCLE_STEPS[kind];
+}

@@ -1,0 +1,62 @@
+// One PostgreSQL server for the whole run (embedded, or DATABASE_URL when set) and one
+// migrated template database; each test file clones the template, which takes milliseconds.
+import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { ensureDatabase, runMigrations, startEmbeddedPostgres } from "@berth/db";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    pgAdminUrl: string;
+    pgTemplateDb: string;
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, "127.0.0.1", () => {
+      const addr = srv.address();
+      srv.close(() => (typeof addr === "object" && addr ? resolve(addr.port) : reject(new Error("no port"))));
+    });
+  });
+}
+
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+export default async function setup(project: TestProject) {
+  let adminUrl: string;
+  let stop = async () => {};
+  if (process.env.DATABASE_URL) {
+    adminUrl = withDatabase(process.env.DATABASE_URL, "postgres");
+  } else {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "berth-test-pg-"));
+    await chmod(dir, 0o755); // PostgreSQL runs as its own user when we are root.
+    const server = await startEmbeddedPostgres({ dataDir: path.join(dir, "data"), port: await freePort(), database: "postgres" });
+    adminUrl = server.url;
+    stop = async () => {
+      await server.stop();
+      await rm(dir, { recursive: true, force: true });
+    };
+  }
+  const template = `berth_template_${process.pid}`;
+  await ensureDatabase(adminUrl, template);
+  await runMigrations(withDatabase(adminUrl, template));
+  project.provide("pgAdminUrl", adminUrl);
+  project.provide("pgTemplateDb", template);
+
+  return async () => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    await client.query(`drop database if exists "${template}" with (force)`).catch(() => {});
+    await client.end();
+    await stop();
+  };
+}

@@ -1,0 +1,42 @@
+// A real control plane on a fresh database for one test file.
+import { createDb, type DbHandle } from "@berth/db";
+import { buildApp, manualClock, type App } from "@berth/control-plane";
+import { createTestDatabase } from "./database.ts";
+
+export interface TestControlPlane {
+  app: App;
+  database: DbHandle;
+  url: string;
+  clock: ReturnType<typeof manualClock>;
+  close(): Promise<void>;
+}
+
+export async function startControlPlane(opts: { listen?: boolean; url?: string } = {}): Promise<TestControlPlane> {
+  const testDb = opts.url ? undefined : await createTestDatabase();
+  const url = opts.url ?? testDb!.url;
+  const database = createDb(url, { max: 20 });
+  const clock = manualClock(new Date());
+  // The clock follows real time unless a test moves it.
+  const realStart = Date.now();
+  const base = clock.now().getTime();
+  let offset = 0;
+  const liveClock = Object.assign(clock, {
+    now: () => new Date(base + (Date.now() - realStart) + offset),
+    advance: (ms: number) => {
+      offset += ms;
+    },
+  });
+  const app = await buildApp({ database, clock: liveClock });
+  if (opts.listen) await app.listen({ port: 0, host: "127.0.0.1" });
+  return {
+    app,
+    database,
+    url,
+    clock: liveClock,
+    async close() {
+      await app.close();
+      await database.close();
+      await testDb?.drop();
+    },
+  };
+}
