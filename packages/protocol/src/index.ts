@@ -1,1 +1,13 @@
+// Public entry of @berth/protocol: every agent <-> control-plane message, step id and
+// signing rule, shared by both apps.
 export * from "./steps.ts";
+export * from "./versions.ts";
+export * from "./fields.ts";
+export * from "./canonical.ts";
+export * from "./commands.ts";
+export * from "./events.ts";
+export * from "./messages.ts";
+export * from "./envelope.ts";
+export * from "./keys.ts";
+export * from "./signing.ts";
+export * from "./close-codes.ts";

@@ -1,0 +1,23 @@
+// WebSocket close codes of the link (4000-4999 is the application range), so the side
+// that is cut off knows whether reconnecting can help.
+
+export const CLOSE_CODES = {
+  /** Clean close, e.g. the agent is shutting down. Reconnect normally. */
+  normal: 1000,
+  /** The control plane is restarting or draining. Reconnect with backoff. */
+  going_away: 1001,
+  /** Challenge signature did not verify or the server is not enrolled. Retrying is pointless until re-enrolment; back off to the maximum. */
+  auth_failed: 4001,
+  /** No protocol version in common. The agent needs an upgrade; back off to the maximum. */
+  no_common_version: 4002,
+  /** Two heartbeat intervals passed without a frame. Reconnect with backoff. */
+  heartbeat_timeout: 4003,
+  /** A newer connection from the same server took over. Do not reconnect this one. */
+  replaced: 4004,
+  /** The handshake did not finish in time. Reconnect with backoff. */
+  handshake_timeout: 4005,
+  /** The peer kept sending frames that could not be parsed. Reconnect with backoff. */
+  protocol_error: 4006,
+} as const;
+
+export type CloseReason = keyof typeof CLOSE_CODES;

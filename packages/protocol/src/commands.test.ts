@@ -1,0 +1,78 @@
+import { Value } from "@sinclair/typebox/value";
+import { describe, expect, it } from "vitest";
+import {
+  checkCommand,
+  COMMAND_PARAMS,
+  COMMAND_TYPES,
+  DeployParams,
+  isCommandType,
+  LogsTailParams,
+  type SignedCommand,
+} from "./commands.ts";
+import { unsignedDeploy } from "./test-fixtures.ts";
+
+const deployParams = unsignedDeploy().params;
+const ids = { deployment_id: deployParams.deployment_id, environment_id: deployParams.environment_id };
+const backupId = "c0ffee00-1234-4abc-8def-0123456789ab";
+
+describe("command params", () => {
+  it("has a params schema for every command type", () => {
+    expect(Object.keys(COMMAND_PARAMS).sort()).toEqual([...COMMAND_TYPES].sort());
+    expect(isCommandType("logs.tail")).toBe(true);
+    expect(isCommandType("rollback")).toBe(false);
+    expect(isCommandType("constructor")).toBe(false);
+  });
+
+  it.each([
+    ["deploy", deployParams],
+    ["redeploy", { ...deployParams, git: null, domain: null, env: {} }],
+    ["restart", ids],
+    ["start", ids],
+    ["stop", ids],
+    ["destroy", { ...ids, delete_data: true }],
+    ["backup", { ...ids, backup_id: backupId }],
+    ["restore", { ...ids, backup_id: backupId }],
+    ["logs.tail", { environment_id: ids.environment_id, lines: 200 }],
+    ["diagnostics", {}],
+  ] as const)("accepts valid %s params", (type, params) => {
+    expect(Value.Check(COMMAND_PARAMS[type], params)).toBe(true);
+  });
+
+  it.each([
+    ["an unknown field", { ...deployParams, privileged: true }],
+    ["an unknown nested field", { ...deployParams, resources: { ...deployParams.resources, gpu: 1 } }],
+    ["zero cpu", { ...deployParams, resources: { ...deployParams.resources, cpu_cores: 0 } }],
+    ["fractional ram", { ...deployParams, resources: { ...deployParams.resources, ram_mb: 1.5 } }],
+    ["a bad env var name", { ...deployParams, env: { "1BAD": "x" } }],
+    ["a non-string env value", { ...deployParams, env: { GOOD: 1 } }],
+    ["an uppercase domain", { ...deployParams, domain: "ERP.example.com" }],
+    ["a single-label domain", { ...deployParams, domain: "localhost" }],
+    ["a short commit", { ...deployParams, git: { url: "u", branch: "main", commit: "abc" } }],
+    ["a missing git field", { ...deployParams, git: { url: "u", branch: "main" } }],
+  ])("rejects deploy params with %s", (_name, params) => {
+    expect(Value.Check(DeployParams, params)).toBe(false);
+  });
+
+  it("bounds logs.tail lines to 1..10000", () => {
+    const base = { environment_id: ids.environment_id };
+    expect(Value.Check(LogsTailParams, { ...base, lines: 1 })).toBe(true);
+    expect(Value.Check(LogsTailParams, { ...base, lines: 10_000 })).toBe(true);
+    expect(Value.Check(LogsTailParams, { ...base, lines: 0 })).toBe(false);
+    expect(Value.Check(LogsTailParams, { ...base, lines: 10_001 })).toBe(false);
+  });
+});
+
+describe("checkCommand", () => {
+  const signed = { ...unsignedDeploy(), key_id: "k", signature: "" } as SignedCommand;
+
+  it("narrows a known command", () => {
+    const result = checkCommand(signed);
+    expect(result.ok).toBe(true);
+    if (result.ok && result.command.type === "deploy") expect(result.command.params.image).toBe(deployParams.image);
+  });
+
+  it("reports unknown types and bad params", () => {
+    expect(checkCommand({ ...signed, type: "reboot" })).toMatchObject({ ok: false, code: "unsupported_command" });
+    expect(checkCommand({ ...signed, params: {} })).toMatchObject({ ok: false, code: "invalid_params" });
+  });
+});

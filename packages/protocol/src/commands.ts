@@ -1,0 +1,174 @@
+// Commands the control plane sends an agent: the signed wrapper every command shares,
+// and the parameters of each command type.
+import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { Base64, JsonObject, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
+import { firstError } from "./validation.ts";
+
+export const COMMAND_TYPES = [
+  "deploy",
+  "redeploy",
+  "restart",
+  "start",
+  "stop",
+  "backup",
+  "restore",
+  "destroy",
+  "logs.tail",
+  "diagnostics",
+] as const;
+export type CommandType = (typeof COMMAND_TYPES)[number];
+
+// Parameter schemas reject unknown fields: an agent that silently ignored an instruction
+// it does not understand (a new flag, say) would do something other than what was signed.
+const strict = { additionalProperties: false } as const;
+
+const HOSTNAME_PATTERN =
+  "^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$";
+const ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$";
+
+export const GitSource = Type.Object(
+  {
+    url: Type.String({ minLength: 1 }),
+    branch: Type.String({ minLength: 1 }),
+    /** Null deploys the branch head at the time the agent clones. */
+    commit: Nullable(Type.String({ pattern: "^[0-9a-f]{7,64}$" })),
+  },
+  strict,
+);
+export type GitSource = Static<typeof GitSource>;
+
+export const Resources = Type.Object(
+  {
+    cpu_cores: Type.Number({ exclusiveMinimum: 0 }),
+    ram_mb: Type.Integer({ minimum: 1 }),
+    disk_gb: Type.Integer({ minimum: 1 }),
+    workers: Type.Integer({ minimum: 0 }),
+  },
+  strict,
+);
+export type Resources = Static<typeof Resources>;
+
+export const DeployParams = Type.Object(
+  {
+    deployment_id: Uuid,
+    environment_id: Uuid,
+    erp_version: Type.String({ minLength: 1, maxLength: 32 }),
+    image: Type.String({ minLength: 1 }),
+    /** Null runs the image as is, without a customer repository. */
+    git: Nullable(GitSource),
+    resources: Resources,
+    domain: Nullable(Type.String({ pattern: HOSTNAME_PATTERN })),
+    env: Type.Record(Type.String({ pattern: ENV_NAME_PATTERN }), Type.String(), strict),
+  },
+  strict,
+);
+export type DeployParams = Static<typeof DeployParams>;
+
+/** restart, start and stop: the operation's deployment row and its environment. */
+export const LifecycleParams = Type.Object({ deployment_id: Uuid, environment_id: Uuid }, strict);
+export type LifecycleParams = Static<typeof LifecycleParams>;
+
+export const DestroyParams = Type.Object(
+  { deployment_id: Uuid, environment_id: Uuid, delete_data: Type.Boolean() },
+  strict,
+);
+export type DestroyParams = Static<typeof DestroyParams>;
+
+/** backup and restore: which backup to write or read. */
+export const BackupParams = Type.Object({ deployment_id: Uuid, environment_id: Uuid, backup_id: Uuid }, strict);
+export type BackupParams = Static<typeof BackupParams>;
+
+export const LogsTailParams = Type.Object(
+  { environment_id: Uuid, lines: Type.Integer({ minimum: 1, maximum: 10_000 }) },
+  strict,
+);
+export type LogsTailParams = Static<typeof LogsTailParams>;
+
+export const DiagnosticsParams = Type.Object({}, strict);
+export type DiagnosticsParams = Static<typeof DiagnosticsParams>;
+
+export const COMMAND_PARAMS = {
+  deploy: DeployParams,
+  redeploy: DeployParams,
+  restart: LifecycleParams,
+  start: LifecycleParams,
+  stop: LifecycleParams,
+  backup: BackupParams,
+  restore: BackupParams,
+  destroy: DestroyParams,
+  "logs.tail": LogsTailParams,
+  diagnostics: DiagnosticsParams,
+} as const satisfies Record<CommandType, TSchema>;
+
+export type CommandParams<T extends CommandType> = Static<(typeof COMMAND_PARAMS)[T]>;
+
+/**
+ * A command as it travels. `type` and `params` are checked loosely here so that a command
+ * of a type this agent does not know still parses, verifies, and can be rejected as
+ * `unsupported_command` with its id; `checkCommand` then applies the per-type schema.
+ * Unknown top-level fields are kept, and the signature covers them.
+ */
+export const SignedCommand = Type.Object({
+  command_id: Uuid,
+  server_id: Uuid,
+  /** Per server, increasing; the agent reports the highest it journaled in `hello`. */
+  seq: Seq,
+  type: Type.String({ minLength: 1, maxLength: 64 }),
+  issued_at: Timestamp,
+  expires_at: Timestamp,
+  key_id: Type.String({ minLength: 1, maxLength: 64 }),
+  /** User who caused the command; null for the platform itself (schedules, hooks). */
+  issued_by: Nullable(Type.String({ minLength: 1, maxLength: 128 })),
+  params: JsonObject,
+  signature: Base64,
+});
+export type SignedCommand = Static<typeof SignedCommand>;
+
+/** A signed command whose type is known and whose params match that type. */
+export type Command<T extends CommandType = CommandType> = T extends CommandType
+  ? Omit<SignedCommand, "type" | "params"> & { type: T; params: CommandParams<T> }
+  : never;
+
+/** What the control plane fills in before signing; `signCommand` adds key_id and signature. */
+export type UnsignedCommand<T extends CommandType = CommandType> = T extends CommandType
+  ? Omit<Command<T>, "key_id" | "signature">
+  : never;
+
+export const COMMAND_REJECTION_CODES = [
+  "bad_signature",
+  "unknown_key",
+  "wrong_server",
+  "expired",
+  "replayed",
+  "invalid_params",
+  "unsupported_command",
+] as const;
+export type CommandRejectionCode = (typeof COMMAND_REJECTION_CODES)[number];
+export const CommandRejectionCode = Type.Union(COMMAND_REJECTION_CODES.map((code) => Type.Literal(code)));
+
+export function isCommandType(type: string): type is CommandType {
+  return (COMMAND_TYPES as readonly string[]).includes(type);
+}
+
+export const checkSignedCommandShape: TypeCheck<typeof SignedCommand> = TypeCompiler.Compile(SignedCommand);
+
+const PARAM_CHECKS = Object.fromEntries(
+  COMMAND_TYPES.map((type) => [type, TypeCompiler.Compile(COMMAND_PARAMS[type] as TSchema)]),
+) as Record<CommandType, TypeCheck<TSchema>>;
+
+export type CommandCheck =
+  | { ok: true; command: Command }
+  | { ok: false; code: "unsupported_command" | "invalid_params"; message: string };
+
+/** Narrows a structurally valid signed command to its typed form. Never throws. */
+export function checkCommand(cmd: SignedCommand): CommandCheck {
+  if (!isCommandType(cmd.type)) {
+    return { ok: false, code: "unsupported_command", message: `unsupported command type "${cmd.type}"` };
+  }
+  const check = PARAM_CHECKS[cmd.type];
+  if (!check.Check(cmd.params)) {
+    return { ok: false, code: "invalid_params", message: `params: ${firstError(check, cmd.params)}` };
+  }
+  return { ok: true, command: cmd as Command };
+}

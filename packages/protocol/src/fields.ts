@@ -1,0 +1,32 @@
+// Field schemas shared by several messages. Patterns rather than `format` keep the
+// schemas free of TypeBox's global format registry, so importing them changes nothing.
+import { Type, type TSchema } from "@sinclair/typebox";
+
+/** Lowercase only: ids are compared as strings (journal, outbox, replay checks). */
+export const UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
+
+/** ISO 8601 / RFC 3339 date-time with seconds and an explicit offset. */
+export const TIMESTAMP_PATTERN =
+  "^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:Z|[+-]\\d{2}:\\d{2})$";
+
+export const BASE64_PATTERN = "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$";
+
+export const Uuid = Type.String({ pattern: UUID_PATTERN });
+export const Timestamp = Type.String({ pattern: TIMESTAMP_PATTERN });
+export const Base64 = Type.String({ pattern: BASE64_PATTERN });
+
+/** Sequence numbers start at 1; 0 in a cursor field means "nothing yet". */
+export const Seq = Type.Integer({ minimum: 1 });
+export const SeqCursor = Type.Integer({ minimum: 0 });
+
+/** Stable machine-readable code plus a human message, as in every Berth error. */
+export const ErrorBody = Type.Object({
+  code: Type.String({ minLength: 1, maxLength: 64 }),
+  message: Type.String(),
+});
+
+export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+export function Nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}
