@@ -34,6 +34,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // The APIs speak JSON only: any other body is a 415, not a confusing validation error.
+  app.removeContentTypeParser("text/plain");
   // An empty body with a JSON content type is treated as no body (curl -X POST -H ... is common).
   const defaultJson = app.getDefaultJsonParser("error", "error");
   app.addContentTypeParser("application/json", { parseAs: "string" }, (req, body, done) => {
