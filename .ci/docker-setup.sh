@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Gives a bare Debian 12 machine (CI, a developer's) a running Docker engine and Berth's
+# test images. Idempotent: installs only what is missing, starts dockerd only when `docker
+# info` fails, rebuilds an image only when its inputs changed. Quiet unless something fails.
+#
+# dockerd runs in the background and outlives this script, with the flags known to work on
+# these machines (vfs storage, no iptables, so containers get no route out either); its log
+# is $BERTH_DOCKERD_LOG.
+set -euo pipefail
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+readonly repo
+readonly DOCKERD_LOG=${BERTH_DOCKERD_LOG:-/tmp/berth-dockerd.log}
+readonly APT_LOG=/tmp/berth-docker-setup-apt.log
+readonly BUILD_LOG=/tmp/berth-images-build.log
+readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
+# docker.io: engine and CLI; busybox-static: the images' shell and tools; postgresql-15,
+# libpq-dev, gcc, binutils (strip), util-linux (setpriv): what the images are built from.
+readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
+	binutils util-linux)
+
+die() {
+	echo "docker-setup: $*" >&2
+	exit 1
+}
+
+installed() {
+	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
+}
+
+install_packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		# An engine that already answers (Docker CE, say) needs no docker.io beside it.
+		if [ "$p" = docker.io ] && docker info >/dev/null 2>&1; then continue; fi
+		installed "$p" || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	[ "$(id -u)" = 0 ] || die "missing packages (${missing[*]}) and not root to install them"
+	# Only the server binaries are wanted: no 'main' cluster of the host's own on port 5432,
+	# which could collide with the PostgreSQL the other tests start.
+	if ! installed postgresql-common; then
+		mkdir -p /etc/postgresql-common/createcluster.d
+		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/berth-no-main-cluster.conf
+	fi
+	if ! {
+		apt-get update -qq &&
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+	} >"$APT_LOG" 2>&1; then
+		tail -n 30 "$APT_LOG" >&2
+		die "apt-get install ${missing[*]} failed (full log: $APT_LOG)"
+	fi
+}
+
+dockerd_running() {
+	local pid
+	pid=$(cat /var/run/docker.pid 2>/dev/null) || return 1
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
+}
+
+start_docker() {
+	docker info >/dev/null 2>&1 && return 0
+	if ! dockerd_running; then
+		[ "$(id -u)" = 0 ] || die "the Docker engine is not running and starting it needs root"
+		# setsid: the engine must not die with the shell or the CI step that started it.
+		setsid nohup dockerd --iptables=false --storage-driver=vfs >>"$DOCKERD_LOG" 2>&1 </dev/null &
+	fi
+	local deadline=$((SECONDS + DOCKER_WAIT_SECONDS))
+	until docker info >/dev/null 2>&1; do
+		if [ $SECONDS -ge $deadline ]; then
+			tail -n 30 "$DOCKERD_LOG" >&2 || true
+			die "the Docker engine did not answer within ${DOCKER_WAIT_SECONDS} s (log: $DOCKERD_LOG)"
+		fi
+		sleep 1
+	done
+}
+
+build_images() {
+	if ! bash "$repo/test/images/build.sh" --quiet >"$BUILD_LOG" 2>&1; then
+		tail -n 40 "$BUILD_LOG" >&2
+		die "building the test images failed (full log: $BUILD_LOG)"
+	fi
+}
+
+install_packages
+start_docker
+build_images

@@ -1,0 +1,1053 @@
+/*
+ * Stand-in for the official ERP (Odoo) server, for Berth's Docker tests.
+ *
+ * It reproduces what Berth relies on and nothing more: the configuration file and
+ * environment of the official image, the 30 s wait for PostgreSQL, the database and the
+ * file store written on first start, /web/health, and a tiny table (berth_probe) that
+ * tests use to prove data survives restarts, redeploys, rollbacks and restores.
+ * See ../README.md for the HTTP routes and the hooks tests can use.
+ *
+ * One process per connection (fork): a stuck request can only ever hold its own child,
+ * which alarm() ends, so health checks keep being answered.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libpq-fe.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MARKER_SHA1
+#error "build with -DMARKER_SHA1=\"<sha1 of MARKER_CONTENT>\" (test/images/build.sh does)"
+#endif
+#define MARKER_CONTENT "berth stand-in ERP: file store marker\n"
+
+#define MAX_KV 128
+#define MAX_HEADER 16384
+#define MAX_BODY 65536
+#define MAX_CHILDREN 256
+#define REQUEST_SECONDS 20
+
+struct kv { char *key; char *value; };
+static struct kv conf[MAX_KV];
+static int nconf;
+
+static const char *config_path;
+static char db_name[256];
+static char addons_version[256];
+static int addons_version_set;
+static int fail_health;
+static int server_version_major = 17;
+static char server_version[32] = "17.0";
+static volatile sig_atomic_t stopping;
+
+/* ---------- logging, in Odoo's format so log tails look familiar ---------- */
+
+static void log_line(const char *level, const char *logger, const char *fmt, ...) {
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  struct tm tm;
+  gmtime_r(&tv.tv_sec, &tm);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  /* One write per line so lines of concurrent children never interleave. */
+  char line[2300];
+  int n = snprintf(line, sizeof line, "%s,%03d %d %s %s %s: %s\n", stamp, (int)(tv.tv_usec / 1000),
+                   (int)getpid(), level, db_name[0] ? db_name : "?", logger, msg);
+  if (n > (int)sizeof line - 1) n = (int)sizeof line - 1;
+  if (n > 0 && write(STDERR_FILENO, line, (size_t)n) < 0) { /* nowhere left to report it */ }
+}
+
+/* ---------- configuration: odoo.conf, then command line, then environment ---------- */
+
+static char *trim(char *s) {
+  while (isspace((unsigned char)*s)) s++;
+  char *e = s + strlen(s);
+  while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+  return s;
+}
+
+static void conf_set(const char *key, const char *value) {
+  for (int i = 0; i < nconf; i++)
+    if (strcmp(conf[i].key, key) == 0) {
+      free(conf[i].value);
+      conf[i].value = strdup(value);
+      return;
+    }
+  if (nconf < MAX_KV) {
+    conf[nconf].key = strdup(key);
+    conf[nconf].value = strdup(value);
+    nconf++;
+  }
+}
+
+/* Odoo reads "False"/"None" (and an empty value) in its config file as "not set". */
+static const char *conf_get(const char *key) {
+  for (int i = 0; i < nconf; i++)
+    if (strcmp(conf[i].key, key) == 0) {
+      const char *v = conf[i].value;
+      if (!*v || strcasecmp(v, "false") == 0 || strcmp(v, "None") == 0) return NULL;
+      return v;
+    }
+  return NULL;
+}
+
+static const char *conf_or(const char *key, const char *fallback) {
+  const char *v = conf_get(key);
+  return v ? v : fallback;
+}
+
+static int read_config_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char buf[4096];
+  int in_options = 0;
+  while (fgets(buf, sizeof buf, f)) {
+    char *line = trim(buf);
+    if (!*line || *line == ';' || *line == '#') continue;
+    if (*line == '[') {
+      in_options = strncmp(line, "[options]", 9) == 0;
+      continue;
+    }
+    if (!in_options) continue;
+    char *eq = strchr(line, '=');
+    if (!eq) eq = strchr(line, ':');
+    if (!eq) continue;
+    *eq = 0;
+    conf_set(trim(line), trim(eq + 1));
+  }
+  fclose(f);
+  return 0;
+}
+
+static int flag_without_value(const char *name) {
+  static const char *flags[] = {"stop_after_init", "proxy_mode", "no_http", "no_database_list",
+                                "without_demo_all", "debug", "dev_mode", "syslog", NULL};
+  for (int i = 0; flags[i]; i++)
+    if (strcmp(name, flags[i]) == 0) return 1;
+  return 0;
+}
+
+static const char *short_option(char c) {
+  switch (c) {
+    case 'c': return "config";
+    case 'd': return "db_name";
+    case 'r': return "db_user";
+    case 'w': return "db_password";
+    case 'p': return "http_port";
+    case 'i': return "init";
+    case 'u': return "update";
+    case 's': return "save";
+    default: return NULL;
+  }
+}
+
+/* Command-line options, as the official entrypoint passes them (--db_host x, -d name). */
+static void parse_args(int argc, char **argv, struct kv *out, int *nout) {
+  for (int i = 0; i < argc && *nout < MAX_KV; i++) {
+    const char *a = argv[i];
+    char name[128];
+    const char *value = NULL;
+    if (a[0] == '-' && a[1] == '-' && a[2]) {
+      const char *eq = strchr(a + 2, '=');
+      size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+      if (len >= sizeof name) len = sizeof name - 1;
+      memcpy(name, a + 2, len);
+      name[len] = 0;
+      for (char *p = name; *p; p++)
+        if (*p == '-') *p = '_';
+      if (eq) value = eq + 1;
+    } else if (a[0] == '-' && a[1] && !a[2] && short_option(a[1])) {
+      snprintf(name, sizeof name, "%s", short_option(a[1]));
+    } else if (a[0] == '-' && a[1] && a[2] && short_option(a[1])) {
+      snprintf(name, sizeof name, "%s", short_option(a[1]));
+      value = a + 2;
+    } else {
+      continue;
+    }
+    if (strcmp(name, "database") == 0) snprintf(name, sizeof name, "db_name");
+    if (!value) {
+      if (flag_without_value(name)) value = "True";
+      else if (i + 1 < argc) value = argv[++i];
+      else value = "True";
+    }
+    out[*nout].key = strdup(name);
+    out[*nout].value = strdup(value);
+    (*nout)++;
+  }
+}
+
+static char *env_or(const char *a, const char *b, const char *fallback) {
+  const char *v = getenv(a);
+  if (v && *v) return strdup(v);
+  if (b) {
+    v = getenv(b);
+    if (v && *v) return strdup(v);
+  }
+  return fallback ? strdup(fallback) : NULL;
+}
+
+static char *read_small_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char buf[256];
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  return strdup(trim(buf));
+}
+
+/* Mirrors the official entrypoint: a key in odoo.conf wins, else HOST/PORT/USER/PASSWORD
+ * (then PG*), else db/5432/odoo/odoo. */
+static void apply_db_env_fallbacks(void) {
+  if (!conf_get("db_host")) conf_set("db_host", env_or("HOST", "PGHOST", "db"));
+  if (!conf_get("db_port")) conf_set("db_port", env_or("PORT", "PGPORT", "5432"));
+  if (!conf_get("db_user")) conf_set("db_user", env_or("USER", "PGUSER", "odoo"));
+  if (!conf_get("db_password")) {
+    char *pw = NULL;
+    const char *pwfile = getenv("PASSWORD_FILE");
+    if (pwfile && *pwfile) pw = read_small_file(pwfile);
+    if (!pw) pw = env_or("PASSWORD", "PGPASSWORD", "odoo");
+    conf_set("db_password", pw);
+  }
+}
+
+static int file_exists(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Looks for a file in each addons_path entry, then in /mnt/extra-addons. */
+static int find_in_addons(const char *file, char *found, size_t size) {
+  char paths[2048];
+  snprintf(paths, sizeof paths, "%s,/mnt/extra-addons", conf_or("addons_path", ""));
+  char *save = NULL;
+  for (char *p = strtok_r(paths, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    p = trim(p);
+    if (!*p) continue;
+    snprintf(found, size, "%s/%s", p, file);
+    if (file_exists(found)) return 1;
+  }
+  return 0;
+}
+
+/* ---------- database ---------- */
+
+/* libpq's messages span lines; a log line must not. */
+static const char *one_line(char *s) {
+  for (char *p = s; *p; p++)
+    if (*p == '\n' || *p == '\r' || *p == '\t') *p = ' ';
+  return trim(s);
+}
+
+static char last_db_error[512];
+
+static PGconn *db_connect(const char *dbname, int timeout_seconds) {
+  char timeout[16];
+  snprintf(timeout, sizeof timeout, "%d", timeout_seconds);
+  const char *keys[] = {"host", "port", "user", "password", "dbname", "connect_timeout",
+                        "application_name", "sslmode", "options", NULL};
+  const char *values[] = {conf_get("db_host"), conf_get("db_port"), conf_get("db_user"),
+                          conf_get("db_password"), dbname, timeout, "odoo-berth-standin",
+                          conf_or("db_sslmode", "prefer"), "-c statement_timeout=10000", NULL};
+  PGconn *c = PQconnectdbParams(keys, values, 0);
+  if (PQstatus(c) != CONNECTION_OK) {
+    snprintf(last_db_error, sizeof last_db_error, "%s", PQerrorMessage(c));
+    one_line(last_db_error);
+    PQfinish(c);
+    return NULL;
+  }
+  return c;
+}
+
+static int exec_ok(PGconn *c, const char *sql) {
+  PGresult *r = PQexec(c, sql);
+  ExecStatusType s = PQresultStatus(r);
+  int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+  if (!ok) log_line("ERROR", "odoo.sql_db", "%s: %s", sql, one_line(PQresultErrorMessage(r)));
+  PQclear(r);
+  return ok;
+}
+
+static int wait_for_postgres(int seconds) {
+  time_t deadline = time(NULL) + seconds;
+  int attempts = 0;
+  while (!stopping) {
+    PGconn *c = db_connect("postgres", 3);
+    if (c) {
+      PQfinish(c);
+      return 0;
+    }
+    if (attempts++ == 0) log_line("INFO", "odoo.sql_db", "waiting for PostgreSQL: %s", last_db_error);
+    if (time(NULL) >= deadline) {
+      log_line("ERROR", "odoo.sql_db", "Database connection failure: %s", last_db_error);
+      return -1;
+    }
+    sleep(1);
+  }
+  return -1;
+}
+
+/* Odoo creates the databases named in db_name when they are missing (odoo/cli/server.py). */
+static int ensure_database(void) {
+  PGconn *c = db_connect("postgres", 5);
+  if (!c) {
+    log_line("ERROR", "odoo.sql_db", "%s", last_db_error);
+    return -1;
+  }
+  const char *params[] = {db_name};
+  PGresult *r = PQexecParams(c, "SELECT 1 FROM pg_database WHERE datname = $1", 1, NULL, params, NULL, NULL, 0);
+  int exists = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0;
+  PQclear(r);
+  int ok = 1;
+  if (!exists) {
+    char *ident = PQescapeIdentifier(c, db_name, strlen(db_name));
+    char sql[600];
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s ENCODING 'unicode' LC_COLLATE 'C' TEMPLATE template0", ident);
+    PQfreemem(ident);
+    ok = exec_ok(c, sql);
+    if (ok) log_line("INFO", "odoo.service.db", "Create database `%s`.", db_name);
+  }
+  PQfinish(c);
+  return ok ? 0 : -1;
+}
+
+static int init_database(void) {
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) {
+    log_line("ERROR", "odoo.sql_db", "%s", last_db_error);
+    return -1;
+  }
+  /* The lock makes two containers starting on one database create the table once. */
+  int ok = exec_ok(c, "BEGIN") && exec_ok(c, "SELECT pg_advisory_xact_lock(4242)");
+  if (ok) {
+    PGresult *r = PQexec(c, "SELECT to_regclass('public.berth_probe') IS NULL");
+    int fresh = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    if (fresh) {
+      ok = exec_ok(c, "CREATE TABLE public.berth_probe (id serial PRIMARY KEY, note text NOT NULL, "
+                      "created_at timestamptz NOT NULL DEFAULT now())") &&
+           exec_ok(c, "INSERT INTO public.berth_probe (note) VALUES ('created on first start')");
+      if (ok) log_line("INFO", "odoo.modules.loading", "init db: created table berth_probe");
+    }
+  }
+  ok = ok && exec_ok(c, "COMMIT");
+  PQfinish(c);
+  return ok ? 0 : -1;
+}
+
+static void marker_path(char *out, size_t size) {
+  snprintf(out, size, "%s/filestore/%s/%.2s/%s", conf_or("data_dir", "/var/lib/odoo"), db_name, MARKER_SHA1,
+           MARKER_SHA1);
+}
+
+static int mkdirs(const char *path) {
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", path);
+  for (char *p = tmp + 1; *p; p++)
+    if (*p == '/') {
+      *p = 0;
+      if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return -1;
+      *p = '/';
+    }
+  return mkdir(tmp, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* Real Odoo only logs when its data dir is not writable, so this only warns. */
+static void write_filestore_marker(void) {
+  char path[1024], dir[1024];
+  marker_path(path, sizeof path);
+  if (file_exists(path)) return;
+  snprintf(dir, sizeof dir, "%s", path);
+  *strrchr(dir, '/') = 0;
+  FILE *f = mkdirs(dir) == 0 ? fopen(path, "w") : NULL;
+  if (!f || fputs(MARKER_CONTENT, f) < 0 || fclose(f) != 0) {
+    log_line("WARNING", "odoo.addons.base.models.ir_attachment", "cannot write file store %s: %s", path,
+             strerror(errno));
+    return;
+  }
+  log_line("INFO", "odoo.addons.base.models.ir_attachment", "file store marker written to %s", path);
+}
+
+/* ---------- HTTP ---------- */
+
+struct buf { char *data; size_t len, cap; };
+
+static void buf_add(struct buf *b, const char *s, size_t n) {
+  if (b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 1024;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (!d) _exit(70);
+    b->data = d;
+    b->cap = cap;
+  }
+  memcpy(b->data + b->len, s, n);
+  b->len += n;
+  b->data[b->len] = 0;
+}
+
+static void buf_str(struct buf *b, const char *s) { buf_add(b, s, strlen(s)); }
+
+static void buf_printf(struct buf *b, const char *fmt, ...) {
+  char tmp[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n > 0) buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+}
+
+static void buf_json_string(struct buf *b, const char *s) {
+  if (!s) {
+    buf_str(b, "null");
+    return;
+  }
+  buf_str(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') {
+      char e[2] = {'\\', (char)*p};
+      buf_add(b, e, 2);
+    } else if (*p < 0x20) {
+      buf_printf(b, "\\u%04x", *p);
+    } else {
+      buf_add(b, (const char *)p, 1);
+    }
+  }
+  buf_str(b, "\"");
+}
+
+static void buf_html(struct buf *b, const char *s) {
+  for (; *s; s++) switch (*s) {
+      case '<': buf_str(b, "&lt;"); break;
+      case '>': buf_str(b, "&gt;"); break;
+      case '&': buf_str(b, "&amp;"); break;
+      case '"': buf_str(b, "&quot;"); break;
+      default: buf_add(b, s, 1);
+    }
+}
+
+struct request {
+  char method[16];
+  char path[1024];
+  char query[2048];
+  char content_type[128];
+  char peer[64];
+  char *body;
+  size_t body_len;
+};
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+static void respond(int fd, const struct request *rq, int status, const char *type, const char *body) {
+  const char *reason = status == 200 ? "OK" : status == 201 ? "Created" : status == 400 ? "Bad Request"
+                     : status == 404 ? "Not Found" : status == 405 ? "Method Not Allowed"
+                     : status == 408 ? "Request Timeout" : status == 413 ? "Payload Too Large"
+                     : status == 503 ? "Service Unavailable" : "Internal Server Error";
+  size_t len = strlen(body);
+  char head[512];
+  int n = snprintf(head, sizeof head,
+                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
+                   "Server: berth-erp-standin\r\nConnection: close\r\n\r\n",
+                   status, reason, type, len);
+  if (write_all(fd, head, (size_t)n) == 0 && strcmp(rq->method, "HEAD") != 0) write_all(fd, body, len);
+  log_line("INFO", "werkzeug", "%s - - \"%s %s%s%s HTTP/1.1\" %d - 0 0.000 0.000", rq->peer, rq->method,
+           rq->path, rq->query[0] ? "?" : "", rq->query, status);
+}
+
+static void respond_json(int fd, const struct request *rq, int status, struct buf *b) {
+  respond(fd, rq, status, "application/json", b->data ? b->data : "");
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+static void url_decode(const char *in, size_t len, char *out, size_t size) {
+  size_t o = 0;
+  for (size_t i = 0; i < len && o + 1 < size; i++) {
+    if (in[i] == '+') out[o++] = ' ';
+    else if (in[i] == '%' && i + 2 < len && hexval(in[i + 1]) >= 0 && hexval(in[i + 2]) >= 0) {
+      out[o++] = (char)(hexval(in[i + 1]) * 16 + hexval(in[i + 2]));
+      i += 2;
+    } else out[o++] = in[i];
+  }
+  out[o] = 0;
+}
+
+/* Value of `name` in an application/x-www-form-urlencoded string, or NULL. */
+static int form_value(const char *form, size_t len, const char *name, char *out, size_t size) {
+  size_t nl = strlen(name);
+  const char *end = form + len;
+  for (const char *p = form; p < end;) {
+    const char *amp = memchr(p, '&', (size_t)(end - p));
+    if (!amp) amp = end;
+    if ((size_t)(amp - p) > nl && strncmp(p, name, nl) == 0 && p[nl] == '=') {
+      url_decode(p + nl + 1, (size_t)(amp - p - nl - 1), out, size);
+      return 1;
+    }
+    if ((size_t)(amp - p) == nl && strncmp(p, name, nl) == 0) {
+      out[0] = 0;
+      return 1;
+    }
+    p = amp + 1;
+  }
+  return 0;
+}
+
+static void put_utf8(unsigned cp, char *out, size_t *o, size_t size) {
+  unsigned char u[4];
+  int n;
+  if (cp < 0x80) { u[0] = (unsigned char)cp; n = 1; }
+  else if (cp < 0x800) { u[0] = (unsigned char)(0xC0 | (cp >> 6)); u[1] = (unsigned char)(0x80 | (cp & 0x3F)); n = 2; }
+  else if (cp < 0x10000) {
+    u[0] = (unsigned char)(0xE0 | (cp >> 12)); u[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    u[2] = (unsigned char)(0x80 | (cp & 0x3F)); n = 3;
+  } else {
+    u[0] = (unsigned char)(0xF0 | (cp >> 18)); u[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    u[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F)); u[3] = (unsigned char)(0x80 | (cp & 0x3F)); n = 4;
+  }
+  for (int i = 0; i < n && *o + 1 < size; i++) out[(*o)++] = (char)u[i];
+}
+
+/* The string value of "note" in a JSON object: enough JSON for {"note": "..."}. */
+static int json_note(const char *body, char *out, size_t size) {
+  const char *p = strstr(body, "\"note\"");
+  if (!p) return 0;
+  p += 6;
+  while (isspace((unsigned char)*p)) p++;
+  if (*p++ != ':') return 0;
+  while (isspace((unsigned char)*p)) p++;
+  if (*p++ != '"') return 0;
+  size_t o = 0;
+  while (*p && *p != '"') {
+    if (*p != '\\') {
+      if (o + 1 < size) out[o++] = *p;
+      p++;
+      continue;
+    }
+    p++;
+    char c = *p ? *p++ : 0;
+    switch (c) {
+      case 'n': c = '\n'; break;
+      case 't': c = '\t'; break;
+      case 'r': c = '\r'; break;
+      case 'b': c = '\b'; break;
+      case 'f': c = '\f'; break;
+      case 'u': {
+        unsigned cp = 0;
+        for (int i = 0; i < 4; i++) {
+          int h = hexval(*p);
+          if (h < 0) return 0;
+          cp = cp * 16 + (unsigned)h;
+          p++;
+        }
+        if (cp >= 0xD800 && cp < 0xDC00 && p[0] == '\\' && p[1] == 'u') {
+          unsigned lo = 0;
+          for (int i = 2; i < 6; i++) {
+            int h = hexval(p[i]);
+            if (h < 0) return 0;
+            lo = lo * 16 + (unsigned)h;
+          }
+          cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+          p += 6;
+        }
+        put_utf8(cp, out, &o, size);
+        continue;
+      }
+      default: break; /* \" \\ \/ stand for themselves */
+    }
+    if (o + 1 < size) out[o++] = c;
+  }
+  if (*p != '"') return 0;
+  out[o] = 0;
+  return 1;
+}
+
+static void error_json(struct buf *b, const char *message) {
+  buf_str(b, "{\"error\": ");
+  buf_json_string(b, message);
+  buf_str(b, "}");
+}
+
+static const char *ROWS_SQL =
+    "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'note', note, 'created_at', created_at) ORDER BY id), "
+    "'[]')::text FROM public.berth_probe";
+
+static void handle_health(int fd, const struct request *rq) {
+  struct buf b = {0};
+  char flag[16];
+  int check_db = form_value(rq->query, strlen(rq->query), "db_server_status", flag, sizeof flag) && flag[0] &&
+                 strcmp(flag, "0") != 0 && strcasecmp(flag, "false") != 0;
+  int status = 200;
+  if (fail_health) {
+    buf_str(&b, "{\"status\": \"fail\"}");
+    respond_json(fd, rq, 500, &b);
+    return;
+  }
+  buf_str(&b, "{\"status\": \"pass\"");
+  if (check_db) {
+    PGconn *c = db_connect("postgres", 3);
+    if (c) {
+      PQfinish(c);
+      buf_str(&b, ", \"db_server_status\": true}");
+    } else {
+      b.len = 0;
+      buf_str(&b, "{\"status\": \"fail\", \"db_server_status\": false}");
+      status = 500;
+    }
+  } else {
+    buf_str(&b, "}");
+  }
+  respond_json(fd, rq, status, &b);
+}
+
+static void handle_rows(int fd, const struct request *rq) {
+  struct buf b = {0};
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) {
+    log_line("WARNING", "odoo.sql_db", "connection to %s failed: %s", db_name, last_db_error);
+    error_json(&b, "database unreachable");
+    respond_json(fd, rq, 503, &b);
+    return;
+  }
+  PGresult *r = PQexec(c, ROWS_SQL);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    error_json(&b, trim(PQresultErrorMessage(r)));
+    respond_json(fd, rq, 500, &b);
+  } else {
+    char marker[1024];
+    marker_path(marker, sizeof marker);
+    buf_str(&b, "{\"database\": ");
+    buf_json_string(&b, db_name);
+    buf_str(&b, ", \"server_version\": ");
+    buf_json_string(&b, server_version);
+    buf_str(&b, ", \"addons_version\": ");
+    buf_json_string(&b, addons_version_set ? addons_version : NULL);
+    buf_printf(&b, ", \"filestore_marker\": %s, \"rows\": ", file_exists(marker) ? "true" : "false");
+    buf_str(&b, PQgetvalue(r, 0, 0));
+    buf_str(&b, "}");
+    respond_json(fd, rq, 200, &b);
+  }
+  PQclear(r);
+  PQfinish(c);
+}
+
+static void handle_add(int fd, const struct request *rq) {
+  struct buf b = {0};
+  char note[8192];
+  int found;
+  if (strcmp(rq->method, "GET") == 0) {
+    found = form_value(rq->query, strlen(rq->query), "note", note, sizeof note);
+  } else if (strncasecmp(rq->content_type, "application/json", 16) == 0) {
+    found = rq->body && json_note(rq->body, note, sizeof note);
+  } else if (strncasecmp(rq->content_type, "application/x-www-form-urlencoded", 33) == 0) {
+    found = rq->body && form_value(rq->body, rq->body_len, "note", note, sizeof note);
+  } else {
+    size_t n = rq->body_len < sizeof note - 1 ? rq->body_len : sizeof note - 1;
+    if (n) memcpy(note, rq->body, n);
+    note[n] = 0;
+    found = n > 0;
+  }
+  if (!found || !note[0]) {
+    error_json(&b, "give a non-empty note: ?note=..., {\"note\": \"...\"}, a form field or a text body");
+    respond_json(fd, rq, 400, &b);
+    return;
+  }
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) {
+    log_line("WARNING", "odoo.sql_db", "connection to %s failed: %s", db_name, last_db_error);
+    error_json(&b, "database unreachable");
+    respond_json(fd, rq, 503, &b);
+    return;
+  }
+  const char *params[] = {note};
+  PGresult *r = PQexecParams(c,
+                             "INSERT INTO public.berth_probe (note) VALUES ($1) RETURNING "
+                             "jsonb_build_object('id', id, 'note', note, 'created_at', created_at)::text",
+                             1, NULL, params, NULL, NULL, 0);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    error_json(&b, trim(PQresultErrorMessage(r)));
+    respond_json(fd, rq, 500, &b);
+  } else {
+    buf_str(&b, PQgetvalue(r, 0, 0));
+    respond_json(fd, rq, 201, &b);
+  }
+  PQclear(r);
+  PQfinish(c);
+}
+
+static void handle_index(int fd, const struct request *rq) {
+  struct buf b = {0};
+  buf_str(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Berth ERP stand-in</title></head><body>\n");
+  buf_str(&b, "<h1>Berth ERP stand-in</h1>\n<p>Database: <code>");
+  buf_html(&b, db_name);
+  buf_str(&b, "</code>, server ");
+  buf_html(&b, server_version);
+  buf_str(&b, ", addons version: <code>");
+  buf_html(&b, addons_version_set ? addons_version : "(none)");
+  buf_str(&b, "</code></p>\n");
+  int status = 200;
+  PGconn *c = db_connect(db_name, 5);
+  PGresult *r = c ? PQexec(c, "SELECT id, note, created_at FROM public.berth_probe ORDER BY id") : NULL;
+  if (!c) {
+    buf_str(&b, "<p class=\"error\">database unreachable</p>\n");
+    status = 503;
+  } else if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    buf_str(&b, "<p class=\"error\">");
+    buf_html(&b, PQresultErrorMessage(r));
+    buf_str(&b, "</p>\n");
+    status = 500;
+  } else {
+    buf_str(&b, "<table id=\"rows\">\n<tr><th>id</th><th>note</th><th>created_at</th></tr>\n");
+    for (int i = 0; i < PQntuples(r); i++) {
+      buf_str(&b, "<tr>");
+      for (int j = 0; j < 3; j++) {
+        buf_str(&b, "<td>");
+        buf_html(&b, PQgetvalue(r, i, j));
+        buf_str(&b, "</td>");
+      }
+      buf_str(&b, "</tr>\n");
+    }
+    buf_str(&b, "</table>\n");
+  }
+  if (r) PQclear(r);
+  if (c) PQfinish(c);
+  buf_str(&b, "<form method=\"post\" action=\"/berth/rows\"><input name=\"note\"><button>Add</button></form>\n");
+  buf_str(&b, "</body></html>\n");
+  respond(fd, rq, status, "text/html; charset=utf-8", b.data);
+}
+
+static void handle_info(int fd, const struct request *rq) {
+  struct buf b = {0};
+  buf_str(&b, "{\"server_version\": ");
+  buf_json_string(&b, server_version);
+  buf_str(&b, ", \"database\": ");
+  buf_json_string(&b, db_name);
+  buf_str(&b, ", \"addons_version\": ");
+  buf_json_string(&b, addons_version_set ? addons_version : NULL);
+  buf_str(&b, ", \"config_file\": ");
+  buf_json_string(&b, config_path);
+  buf_printf(&b, ", \"uid\": %d, \"gid\": %d, \"options\": {", (int)getuid(), (int)getgid());
+  for (int i = 0; i < nconf; i++) {
+    if (i) buf_str(&b, ", ");
+    buf_json_string(&b, conf[i].key);
+    buf_str(&b, ": ");
+    /* Passwords stay out of a response that tests may print. */
+    buf_json_string(&b, strstr(conf[i].key, "passw") ? "********" : conf[i].value);
+  }
+  buf_str(&b, "}}");
+  respond_json(fd, rq, 200, &b);
+}
+
+static void handle_version_info(int fd, const struct request *rq) {
+  struct buf b = {0};
+  buf_str(&b, "{\"jsonrpc\": \"2.0\", \"id\": null, \"result\": {\"server_version\": ");
+  buf_json_string(&b, server_version);
+  buf_printf(&b, ", \"server_version_info\": [%d, 0, 0, \"final\", 0, \"\"], \"server_serie\": ",
+             server_version_major);
+  buf_json_string(&b, server_version);
+  buf_str(&b, ", \"protocol_version\": 1}}");
+  respond_json(fd, rq, 200, &b);
+}
+
+static void route(int fd, struct request *rq) {
+  int get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
+  int post = strcmp(rq->method, "POST") == 0;
+  const char *p = rq->path;
+  if (strcmp(p, "/web/health") == 0 && get) handle_health(fd, rq);
+  else if ((strcmp(p, "/") == 0 || strcmp(p, "/web") == 0 || strcmp(p, "/odoo") == 0 ||
+            strcmp(p, "/web/login") == 0) && get) handle_index(fd, rq);
+  else if (strcmp(p, "/berth/rows") == 0 && get) handle_rows(fd, rq);
+  else if ((strcmp(p, "/berth/rows") == 0 && post) || (strcmp(p, "/berth/add") == 0 && (get || post)))
+    handle_add(fd, rq);
+  else if (strcmp(p, "/berth/info") == 0 && get) handle_info(fd, rq);
+  else if (strcmp(p, "/web/webclient/version_info") == 0 && (get || post)) handle_version_info(fd, rq);
+  else if (strcmp(p, "/web/health") == 0 || strncmp(p, "/berth/", 7) == 0)
+    respond(fd, rq, 405, "text/plain", "method not allowed\n");
+  else respond(fd, rq, 404, "text/html; charset=utf-8", "<!DOCTYPE html><html><body><h1>404: Page not found</h1></body></html>\n");
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  _exit(3);
+}
+
+static void serve_connection(int fd, const struct sockaddr_in *peer) {
+  signal(SIGALRM, on_alarm);
+  alarm(REQUEST_SECONDS);
+  struct request rq = {0};
+  inet_ntop(AF_INET, &peer->sin_addr, rq.peer, sizeof rq.peer);
+  snprintf(rq.method, sizeof rq.method, "-");
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+
+  char *head = malloc(MAX_HEADER + MAX_BODY + 1);
+  if (!head) _exit(70);
+  size_t len = 0;
+  char *end = NULL;
+  while (!end) {
+    if (len >= MAX_HEADER) {
+      respond(fd, &rq, 413, "text/plain", "request header too large\n");
+      return;
+    }
+    ssize_t n = read(fd, head + len, MAX_HEADER - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return; /* closed or timed out before a full request: nothing to answer */
+    len += (size_t)n;
+    head[len] = 0;
+    end = strstr(head, "\r\n\r\n");
+  }
+  size_t header_len = (size_t)(end - head) + 4;
+
+  char target[3072] = "";
+  if (sscanf(head, "%15s %3071s", rq.method, target) != 2) {
+    respond(fd, &rq, 400, "text/plain", "bad request line\n");
+    return;
+  }
+  char *q = strchr(target, '?');
+  if (q) {
+    *q = 0;
+    snprintf(rq.query, sizeof rq.query, "%s", q + 1);
+  }
+  snprintf(rq.path, sizeof rq.path, "%s", target);
+
+  size_t content_length = 0;
+  int expect_continue = 0;
+  for (char *line = strstr(head, "\r\n") + 2; line < end; line = strstr(line, "\r\n") + 2) {
+    if (strncasecmp(line, "Content-Length:", 15) == 0) content_length = strtoul(line + 15, NULL, 10);
+    else if (strncasecmp(line, "Expect:", 7) == 0 && strcasestr(line, "100-continue")) expect_continue = 1;
+    else if (strncasecmp(line, "Content-Type:", 13) == 0) {
+      const char *v = line + 13;
+      while (*v == ' ') v++;
+      size_t n = strcspn(v, "\r");
+      if (n >= sizeof rq.content_type) n = sizeof rq.content_type - 1;
+      memcpy(rq.content_type, v, n);
+      rq.content_type[n] = 0;
+    }
+  }
+  if (content_length > MAX_BODY) {
+    respond(fd, &rq, 413, "text/plain", "request body too large\n");
+    return;
+  }
+  /* curl sends large bodies only after this (or after waiting a second for it). */
+  if (expect_continue && content_length > len - header_len) write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+  /* Move what came after the headers to the start of the body buffer. */
+  size_t have = len - header_len;
+  memmove(head, head + header_len, have);
+  while (have < content_length) {
+    ssize_t n = read(fd, head + have, content_length - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      respond(fd, &rq, 408, "text/plain", "request body incomplete\n");
+      return;
+    }
+    have += (size_t)n;
+  }
+  head[content_length] = 0;
+  rq.body = head;
+  rq.body_len = content_length;
+  route(fd, &rq);
+}
+
+static int listen_on(const char *interface, int port) {
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  int one = 1;
+  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  struct sockaddr_in a = {0};
+  a.sin_family = AF_INET;
+  a.sin_port = htons((unsigned short)port);
+  if (!interface || inet_pton(AF_INET, interface, &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
+  if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 128) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+static void on_stop(int sig) {
+  (void)sig;
+  stopping = 1;
+}
+
+int main(int argc, char **argv) {
+  /* As PID 1 in a container, signals without a handler are ignored: handle them. */
+  struct sigaction sa = {0};
+  sa.sa_handler = on_stop;
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGINT, &sa, NULL);
+  signal(SIGPIPE, SIG_IGN);
+
+  int first = 1;
+  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+    const char *v = getenv("ODOO_VERSION");
+    printf("Odoo Server %s (Berth stand-in)\n", v && *v ? v : server_version);
+    return 0;
+  }
+  if (argc > 1 && strcmp(argv[1], "server") == 0) first = 2;
+  else if (argc > 1 && argv[1][0] != '-') {
+    fprintf(stderr, "odoo (Berth stand-in): unknown command '%s'; only 'server' is supported\n", argv[1]);
+    return 2;
+  }
+
+  struct kv cli[MAX_KV];
+  int ncli = 0;
+  parse_args(argc - first, argv + first, cli, &ncli);
+  config_path = getenv("ODOO_RC") && *getenv("ODOO_RC") ? getenv("ODOO_RC") : "/etc/odoo/odoo.conf";
+  for (int i = 0; i < ncli; i++)
+    if (strcmp(cli[i].key, "config") == 0) config_path = cli[i].value;
+  if (read_config_file(config_path) != 0)
+    log_line("WARNING", "odoo.tools.config", "cannot read config file %s: %s", config_path, strerror(errno));
+  for (int i = 0; i < ncli; i++)
+    if (strcmp(cli[i].key, "config") != 0) conf_set(cli[i].key, cli[i].value);
+  apply_db_env_fallbacks();
+
+  const char *version = getenv("ODOO_VERSION");
+  if (version && *version) {
+    snprintf(server_version, sizeof server_version, "%s", version);
+    server_version_major = atoi(version);
+  }
+  const char *names = conf_get("db_name");
+  if (names) {
+    char first_name[256];
+    snprintf(first_name, sizeof first_name, "%s", names);
+    first_name[strcspn(first_name, ",")] = 0;
+    snprintf(db_name, sizeof db_name, "%s", trim(first_name));
+  }
+  if (!db_name[0]) snprintf(db_name, sizeof db_name, "%s", conf_get("db_user"));
+
+  char found[1100];
+  if (find_in_addons("VERSION", found, sizeof found)) {
+    char *v = read_small_file(found);
+    if (v) {
+      snprintf(addons_version, sizeof addons_version, "%s", v);
+      addons_version_set = 1;
+    }
+  }
+  fail_health = find_in_addons("BERTH_FAIL_HEALTH", found, sizeof found);
+
+  log_line("INFO", "odoo", "Odoo version %s (Berth stand-in)", server_version);
+  log_line("INFO", "odoo", "Using configuration file at %s", config_path);
+  log_line("INFO", "odoo", "addons version: %s", addons_version_set ? addons_version : "(none)");
+  log_line("INFO", "odoo", "database: %s@%s:%s", conf_get("db_user"), conf_get("db_host"), conf_get("db_port"));
+
+  if (find_in_addons("BERTH_FAIL_START", found, sizeof found)) {
+    log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`: %s asks to fail", db_name,
+             found);
+    return 1;
+  }
+  const char *delay = getenv("BERTH_START_DELAY");
+  if (delay && atoi(delay) > 0) sleep((unsigned)atoi(delay));
+
+  /* The official entrypoint gives PostgreSQL 30 s, then gives up. */
+  if (wait_for_postgres(30) != 0) {
+    log_line("ERROR", "odoo.sql_db", "Database connection failure: PostgreSQL not reachable within 30 s");
+    return 1;
+  }
+  if (stopping) return 0;
+  if (ensure_database() != 0 || init_database() != 0) {
+    log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
+    return 1;
+  }
+  write_filestore_marker();
+  if (conf_get("stop_after_init")) {
+    log_line("INFO", "odoo.service.server", "Stopping gracefully (--stop-after-init)");
+    return 0;
+  }
+
+  int fds[2], nfds = 0;
+  int port = atoi(conf_or("http_port", "8069"));
+  const char *interface = conf_get("http_interface");
+  fds[nfds] = listen_on(interface, port);
+  if (fds[nfds] < 0) {
+    log_line("CRITICAL", "odoo.service.server", "cannot listen on port %d: %s", port, strerror(errno));
+    return 1;
+  }
+  nfds++;
+  log_line("INFO", "odoo.service.server", "HTTP service (werkzeug) running on %s:%d", interface ? interface : "0.0.0.0",
+           port);
+  /* With workers, real Odoo also serves websockets on gevent_port: routing tests need it there. */
+  if (atoi(conf_or("workers", "0")) > 0) {
+    int gport = atoi(conf_or("gevent_port", conf_or("longpolling_port", "8072")));
+    fds[nfds] = listen_on(interface, gport);
+    if (fds[nfds] >= 0) {
+      nfds++;
+      log_line("INFO", "odoo.service.server", "Evented Service (websocket) running on %s:%d",
+               interface ? interface : "0.0.0.0", gport);
+    }
+  }
+
+  int children = 0;
+  while (!stopping) {
+    while (waitpid(-1, NULL, WNOHANG) > 0) children--;
+    if (children >= MAX_CHILDREN) {
+      usleep(10000);
+      continue;
+    }
+    struct pollfd pfd[2];
+    for (int i = 0; i < nfds; i++) pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
+    int ready = poll(pfd, (nfds_t)nfds, 500);
+    if (ready <= 0) continue;
+    for (int i = 0; i < nfds; i++) {
+      if (!(pfd[i].revents & POLLIN)) continue;
+      struct sockaddr_in peer;
+      socklen_t plen = sizeof peer;
+      int c = accept4(fds[i], (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      pid_t pid = fork();
+      if (pid == 0) {
+        for (int j = 0; j < nfds; j++) close(fds[j]);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        serve_connection(c, &peer);
+        shutdown(c, SHUT_WR);
+        close(c);
+        _exit(0);
+      }
+      if (pid > 0) children++;
+      close(c);
+    }
+  }
+  log_line("INFO", "odoo.service.server", "Initiating shutdown");
+  for (int i = 0; i < nfds; i++) close(fds[i]);
+  /* Let requests in flight finish (they end within REQUEST_SECONDS anyway). */
+  time_t deadline = time(NULL) + 3;
+  while (children > 0 && time(NULL) < deadline) {
+    if (waitpid(-1, NULL, WNOHANG) > 0) children--;
+    else usleep(20000);
+  }
+  return 0;
+}
