@@ -11,7 +11,10 @@ export interface TestControlPlane {
   close(): Promise<void>;
 }
 
-export async function startControlPlane(opts: { listen?: boolean; url?: string } = {}): Promise<TestControlPlane> {
+/** Replicas of one test share a database, so they share this master key too. */
+export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
+
+export async function startControlPlane(opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number } = {}): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
   const database = createDb(url, { max: 20 });
@@ -26,8 +29,8 @@ export async function startControlPlane(opts: { listen?: boolean; url?: string }
       offset += ms;
     },
   });
-  const app = await buildApp({ database, clock: liveClock });
-  if (opts.listen) await app.listen({ port: 0, host: "127.0.0.1" });
+  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}) });
+  if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
   return {
     app,
     database,

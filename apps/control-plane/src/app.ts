@@ -1,5 +1,7 @@
 // Builds the control plane from its parts: shared schemas, error handling, OpenAPI, then
 // the APIs. Listening is server.ts's job, so tests drive this with app.inject or a port.
+import { randomUUID } from "node:crypto";
+import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
@@ -14,17 +16,24 @@ import { Environment } from "./modules/environments/environments.routes.ts";
 import { Project } from "./modules/projects/projects.routes.ts";
 import { Server } from "./modules/servers/servers.routes.ts";
 import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
+import { createAgentGateway, type AgentGateway } from "./modules/agents/agent-gateway.ts";
+import { agentsRoutes } from "./modules/agents/agents.routes.ts";
+import { createEventIngest } from "./modules/agents/event-ingest.ts";
 import { publicApi } from "./public-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
 
 export interface AppOptions {
   database: DbHandle;
+  /** 32 bytes; encrypts secrets at rest. Every replica must have the same one. */
+  masterKey: Buffer;
   clock?: Clock;
   logger?: FastifyServerOptions["logger"];
+  /** How often agents ping; two missed intervals mean a dead link. */
+  heartbeatMs?: number;
 }
 
-export type App = FastifyInstance & { services: Services };
+export type App = FastifyInstance & { services: Services; gateway: AgentGateway };
 
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
@@ -47,13 +56,25 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await registerOpenApi(app);
   for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey]) app.addSchema(schema);
 
-  const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret") });
+  const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
+  const gateway = await createAgentGateway({
+    pool,
+    commands: services.agentCommands,
+    ingest: createEventIngest({ pool }),
+    replicaId: randomUUID(),
+    heartbeatMs: opts.heartbeatMs ?? 15_000,
+    log: app.log,
+  });
+  app.addHook("onClose", async () => gateway.close());
+
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
+  await app.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(openApiRoutes);
 
   const maintenance = startMaintenance({ pool, clock, onError: (err) => app.log.warn({ err }, "maintenance failed") });
   app.addHook("onClose", async () => maintenance.stop());
 
-  return Object.assign(app, { services }) as unknown as App;
+  return Object.assign(app, { services, gateway }) as unknown as App;
 }

@@ -23,7 +23,8 @@ export function loadConfig(): Config {
     port: port("PORT", 3000),
     host: process.env.HOST || "127.0.0.1",
     databaseUrl: process.env.DATABASE_URL || undefined,
-    dataDir: path.resolve(process.env.BERTH_DATA_DIR || ".data"),
+    // npm runs workspace scripts in the workspace folder; INIT_CWD is where the user typed the command.
+    dataDir: path.resolve(process.env.INIT_CWD ?? process.cwd(), process.env.BERTH_DATA_DIR || ".data"),
     embeddedPgPort: port("BERTH_EMBEDDED_PG_PORT", 54329),
     logLevel: process.env.LOG_LEVEL || "info",
   };

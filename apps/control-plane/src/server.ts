@@ -3,12 +3,14 @@ import { createDb } from "@berth/db";
 import { buildApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
 import { resolveDatabase } from "./database.ts";
+import { loadMasterKey } from "./lib/master-key.ts";
 
 const config = loadConfig();
 const log = (msg: string) => process.stdout.write(`berth: ${msg}\n`);
 const database = await resolveDatabase(config, log);
 const handle = createDb(database.url);
-const app = await buildApp({ database: handle, logger: { level: config.logLevel } });
+const masterKey = loadMasterKey({ env: process.env.BERTH_MASTER_KEY, dataDir: config.dataDir });
+const app = await buildApp({ database: handle, masterKey, logger: { level: config.logLevel } });
 const address = await app.listen({ port: config.port, host: config.host });
 log(`control plane listening on ${address}`);
 log(`public API docs: ${address}/api/public/v1/docs`);

@@ -14,9 +14,13 @@ import { createProjectsService } from "./modules/projects/projects.service.ts";
 import { createServersRepo } from "./modules/servers/servers.repo.ts";
 import { createWebhooksRepo } from "./modules/webhooks/webhooks.repo.ts";
 import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
+import { createAgentCommands } from "./modules/agents/agent-commands.ts";
+import { createEnrollment } from "./modules/agents/enrollment.ts";
+import { createCommandSigner } from "./modules/agents/signing-keys.ts";
 
-export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string }) {
+export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
   const { db, clock } = deps;
+  const signer = createCommandSigner({ db, masterKey: deps.masterKey });
   const cursors = createCursorCodec(deps.cursorSecret);
   const repos = {
     projects: createProjectsRepo(db),
@@ -34,6 +38,9 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     deployments: createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
     apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock }),
+    signer,
+    enrollment: createEnrollment({ db, clock, signer }),
+    agentCommands: createAgentCommands({ db, clock, signer }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

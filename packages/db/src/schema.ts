@@ -4,6 +4,7 @@ import { sql } from "drizzle-orm";
 import {
   bigint,
   boolean,
+  doublePrecision,
   index,
   integer,
   jsonb,
@@ -67,6 +68,17 @@ export const servers = pgTable(
     /** pending (never connected) | online | offline */
     status: text("status").notNull().default("pending"),
     lastSeenAt: ts("last_seen_at"),
+    /** The agent's Ed25519 public key (raw, base64), set at enrolment. */
+    agentPublicKey: text("agent_public_key"),
+    agentVersion: text("agent_version"),
+    os: text("os"),
+    arch: text("arch"),
+    dockerVersion: text("docker_version"),
+    enrolledAt: ts("enrolled_at"),
+    /** Last command seq handed out for this server; bumped under a row lock. */
+    lastCommandSeq: bigint("last_command_seq", { mode: "number" }).notNull().default(0),
+    /** Highest agent event seq stored: events at or below it are duplicates. */
+    lastEventSeq: bigint("last_event_seq", { mode: "number" }).notNull().default(0),
     createdAt: ts("created_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),
   },
@@ -260,4 +272,101 @@ export const instanceSettings = pgTable("instance_settings", {
   key: text("key").primaryKey(),
   value: jsonb("value").notNull(),
   createdAt: ts("created_at").notNull().defaultNow(),
+});
+
+/** One-time, short-lived tokens an agent exchanges for its server's identity. */
+export const enrollmentTokens = pgTable(
+  "enrollment_tokens",
+  {
+    id: id(),
+    serverId: uuid("server_id").notNull().references(() => servers.id),
+    tokenHash: text("token_hash").notNull(),
+    createdBy: text("created_by"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    expiresAt: ts("expires_at").notNull(),
+    usedAt: ts("used_at"),
+  },
+  (t) => [uniqueIndex("enrollment_tokens_hash_key").on(t.tokenHash)],
+);
+
+/** The control plane's command-signing keys; private keys are encrypted at rest. */
+export const signingKeys = pgTable("signing_keys", {
+  keyId: text("key_id").primaryKey(),
+  publicKey: text("public_key").notNull(),
+  /** AES-256-GCM ciphertext of the PKCS#8 PEM, under the instance master key. */
+  privateKeyEnc: text("private_key_enc").notNull(),
+  /** active (signs new commands) | accepted (still pinned, not signing) | retired */
+  state: text("state").notNull(),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  retiredAt: ts("retired_at"),
+});
+
+/** Command outbox: a command lives here until the agent has answered it. */
+export const agentCommands = pgTable(
+  "agent_commands",
+  {
+    commandId: uuid("command_id").primaryKey(),
+    serverId: uuid("server_id").notNull().references(() => servers.id),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    type: text("type").notNull(),
+    signed: jsonb("signed").notNull(),
+    /** Who asked: user:<id>, api_key:<id> or system:<job>. */
+    issuedBy: text("issued_by").notNull(),
+    deploymentId: uuid("deployment_id"),
+    /** pending | accepted | rejected | expired | succeeded | failed */
+    state: text("state").notNull().default("pending"),
+    rejectionCode: text("rejection_code"),
+    result: jsonb("result"),
+    error: jsonb("error"),
+    createdAt: ts("created_at").notNull(),
+    expiresAt: ts("expires_at").notNull(),
+    sentAt: ts("sent_at"),
+    acceptedAt: ts("accepted_at"),
+    completedAt: ts("completed_at"),
+  },
+  (t) => [
+    uniqueIndex("agent_commands_server_seq_key").on(t.serverId, t.seq),
+    index("agent_commands_pending_idx").on(t.serverId, t.seq).where(sql`${t.state} = 'pending'`),
+  ],
+);
+
+/** Which replica holds which agent's WebSocket right now. */
+export const agentSessions = pgTable("agent_sessions", {
+  serverId: uuid("server_id").primaryKey().references(() => servers.id),
+  replicaId: text("replica_id").notNull(),
+  connectionId: text("connection_id").notNull(),
+  connectedAt: ts("connected_at").notNull(),
+});
+
+/** Events received from agents (logs, steps, results), unique on (server_id, seq). */
+export const agentEvents = pgTable(
+  "agent_events",
+  {
+    serverId: uuid("server_id").notNull(),
+    seq: bigint("seq", { mode: "number" }).notNull(),
+    kind: text("kind").notNull(),
+    ts: ts("ts").notNull(),
+    commandId: uuid("command_id"),
+    deploymentId: uuid("deployment_id"),
+    level: text("level"),
+    body: jsonb("body").notNull(),
+    receivedAt: ts("received_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.serverId, t.seq] }), index("agent_events_deployment_idx").on(t.deploymentId, t.seq)],
+);
+
+/** Latest resource figures of each server, from its agent's stats events. */
+export const serverStats = pgTable("server_stats", {
+  serverId: uuid("server_id").primaryKey().references(() => servers.id),
+  sampledAt: ts("sampled_at").notNull(),
+  cpuPercent: doublePrecision("cpu_percent").notNull(),
+  ramUsedMb: integer("ram_used_mb").notNull(),
+  ramTotalMb: integer("ram_total_mb").notNull(),
+  diskUsedGb: doublePrecision("disk_used_gb").notNull(),
+  diskTotalGb: doublePrecision("disk_total_gb").notNull(),
+  load1: doublePrecision("load1").notNull(),
+  load5: doublePrecision("load5").notNull(),
+  load15: doublePrecision("load15").notNull(),
+  containersRunning: integer("containers_running").notNull(),
+  containersTotal: integer("containers_total").notNull(),
 });

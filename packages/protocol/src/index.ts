@@ -11,3 +11,4 @@ export * from "./envelope.ts";
 export * from "./keys.ts";
 export * from "./signing.ts";
 export * from "./close-codes.ts";
+export * from "./enrollment.ts";

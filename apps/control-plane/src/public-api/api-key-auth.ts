@@ -6,6 +6,7 @@ import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
 import { ApiError } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey, type KeyAccess } from "../modules/api-keys/api-key-format.ts";
+import { requireFullAccess, requireOrgScope } from "./guards.ts";
 import { KEY_LIMITS, RATE_WINDOW_SECONDS, WEBHOOK_WRITE_LIMIT, rateHeaders, tightest, type Meter } from "./rate-limits.ts";
 
 export interface KeyPrincipal {
@@ -22,6 +23,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** Counted against the extra webhook-write limit. */
     webhookWrite?: boolean;
+    /** Refused to project-scoped keys (creating and deleting projects, adding servers). */
+    orgScoped?: boolean;
   }
 }
 
@@ -116,5 +119,9 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock }) {
       access: row.access,
     };
     touch(row.id, now);
+    // Permissions are decided before the request is validated: a key that may not make
+    // this request learns that, not what was wrong with its body.
+    if (request.method !== "GET" && request.method !== "HEAD") requireFullAccess(request);
+    if (request.routeOptions.config.orgScoped) requireOrgScope(request);
   };
 }

@@ -26,7 +26,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
 
     const s = deps.services;
     await api.register(projectsRoutes(s.projects));
-    await api.register(serversRoutes({ servers: s.repos.servers, cursors: s.cursors }));
+    await api.register(serversRoutes({ servers: s.repos.servers, cursors: s.cursors, enrollment: s.enrollment }));
     await api.register(environmentsRoutes(s.environments));
     await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(webhooksRoutes(s.webhooks));

@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { requireFullAccess, scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "../../public-api/guards.ts";
 import type { ApiKeysService } from "./api-keys.service.ts";
 
 export const ApiKey = Type.Object(
@@ -56,7 +56,6 @@ export function apiKeysRoutes(service: ApiKeysService): FastifyPluginAsyncTypebo
         },
       },
       async (request) => {
-        requireFullAccess(request);
         return service.revoke(scopeOf(request), request.params.id);
       },
     );

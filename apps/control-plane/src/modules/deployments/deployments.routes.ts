@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { requireFullAccess, scopeOf } from "../../public-api/guards.ts";
+import { principalOf, scopeOf } from "../../public-api/guards.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-status.ts";
 
@@ -64,7 +64,7 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
             },
           },
           async (request, reply) => {
-            const p = requireFullAccess(request);
+            const p = principalOf(request);
             const row = await service.requestAction(scopeOf(request), request.params.id, action, { userId: null, apiKeyId: p.keyId });
             return reply.code(202).send({
               task_id: row.id,

@@ -2,7 +2,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { requireFullAccess, scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "../../public-api/guards.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
 
 export const Environment = Type.Object(
@@ -83,7 +83,6 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
         },
       },
       async (request, reply) => {
-        requireFullAccess(request);
         return reply.code(201).send(await service.create(scopeOf(request), request.body));
       },
     );

@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { badRequest } from "../../lib/errors.ts";
-import { requireFullAccess, requireOrgScope, scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "../../public-api/guards.ts";
 import type { ProjectsService } from "./projects.service.ts";
 
 export const Project = Type.Object(
@@ -65,6 +65,7 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
     app.post(
       "/projects",
       {
+        config: { orgScoped: true },
         schema: {
           tags: ["Projects"],
           summary: "Create a project",
@@ -74,8 +75,6 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
         },
       },
       async (request, reply) => {
-        requireFullAccess(request);
-        requireOrgScope(request);
         return reply.code(201).send(await service.create(scopeOf(request), request.body));
       },
     );
@@ -99,7 +98,6 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
         },
       },
       async (request) => {
-        requireFullAccess(request);
         return service.update(scopeOf(request), request.params.id, request.body ?? {});
       },
     );
@@ -107,6 +105,7 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
     app.delete(
       "/projects/:id",
       {
+        config: { orgScoped: true },
         schema: {
           tags: ["Projects"],
           summary: "Delete a project",
@@ -119,8 +118,6 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
         },
       },
       async (request, reply) => {
-        requireFullAccess(request);
-        requireOrgScope(request);
         if (request.headers["x-confirm-delete"] !== "true") {
           throw badRequest("confirm_required", "Deleting a project needs the header X-Confirm-Delete: true");
         }

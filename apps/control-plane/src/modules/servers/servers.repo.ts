@@ -1,10 +1,12 @@
-// SQL for servers. environment_count counts active environments of live projects.
+// SQL for servers. environment_count counts active environments of live projects; status
+// comes from the live link (a session held by a replica, seen recently), not a flag.
 import { and, count, eq, isNull, sql } from "drizzle-orm";
-import { servers, type Database } from "@berth/db";
+import { servers, serverStats, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../lib/keyset.ts";
 
-export type ServerRow = typeof servers.$inferSelect & { environmentCount: number };
+/** A server whose replica died without closing its session counts as offline after this. */
+export const STALE_AFTER_SECONDS = 45;
 
 const columns = {
   id: servers.id,
@@ -16,25 +18,30 @@ const columns = {
   cpuCores: servers.cpuCores,
   ramMb: servers.ramMb,
   diskGb: servers.diskGb,
-  status: servers.status,
+  agentVersion: servers.agentVersion,
   lastSeenAt: servers.lastSeenAt,
+  enrolledAt: servers.enrolledAt,
   createdAt: servers.createdAt,
-  deletedAt: servers.deletedAt,
+  status: sql<string>`case
+    when "servers"."enrolled_at" is null then 'pending'
+    when exists (select 1 from agent_sessions a where a.server_id = "servers"."id")
+         and "servers"."last_seen_at" > now() - make_interval(secs => ${STALE_AFTER_SECONDS}) then 'online'
+    else 'offline' end`,
   environmentCount: sql<number>`(select count(*)::int from environments e join projects p on p.id = e.project_id
     where e.server_id = "servers"."id" and e.is_active and p.deleted_at is null)`,
+  stats: serverStats,
 };
 
 export function createServersRepo(db: Database) {
   const visible = (organizationId: string) => [eq(servers.organizationId, organizationId), isNull(servers.deletedAt)];
+  const base = () => db.select(columns).from(servers).leftJoin(serverStats, eq(serverStats.serverId, servers.id));
   return {
-    async get(organizationId: string, id: string): Promise<ServerRow | undefined> {
-      const [row] = await db.select(columns).from(servers).where(and(eq(servers.id, id), ...visible(organizationId)));
+    async get(organizationId: string, id: string) {
+      const [row] = await base().where(and(eq(servers.id, id), ...visible(organizationId)));
       return row;
     },
     async list(organizationId: string, limit: number, after?: CursorPosition) {
-      const rows = await db
-        .select(columns)
-        .from(servers)
+      const rows = await base()
         .where(and(...visible(organizationId), olderThan(servers.createdAt, servers.id, after)))
         .orderBy(...newestFirst(servers.createdAt, servers.id))
         .limit(limit + 1);
@@ -44,3 +51,4 @@ export function createServersRepo(db: Database) {
   };
 }
 export type ServersRepo = ReturnType<typeof createServersRepo>;
+export type ServerRow = NonNullable<Awaited<ReturnType<ServersRepo["get"]>>>;

@@ -5,7 +5,9 @@ import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { toPage } from "../../lib/keyset.ts";
-import { scopeOf } from "../../public-api/guards.ts";
+import type { FastifyRequest } from "fastify";
+import { principalOf, scopeOf } from "../../public-api/guards.ts";
+import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
 import type { ServerRow, ServersRepo } from "./servers.repo.ts";
 
 export const Server = Type.Object(
@@ -18,8 +20,27 @@ export const Server = Type.Object(
     ram_mb: Type.Integer(),
     disk_gb: Type.Integer(),
     environment_count: Type.Integer({ description: "Active environments currently on this server" }),
-    status: Type.String({ description: "pending (agent never connected), online or offline" }),
+    status: Type.String({ description: "pending (no agent enrolled yet), online (live link) or offline" }),
     last_seen_at: Nullable(Timestamp),
+    agent_version: Nullable(Type.String()),
+    usage: Nullable(
+      Type.Object(
+        {
+          sampled_at: Timestamp,
+          cpu_percent: Type.Number(),
+          ram_used_mb: Type.Integer(),
+          ram_total_mb: Type.Integer(),
+          disk_used_gb: Type.Number(),
+          disk_total_gb: Type.Number(),
+          load1: Type.Number(),
+          load5: Type.Number(),
+          load15: Type.Number(),
+          containers_running: Type.Integer(),
+          containers_total: Type.Integer(),
+        },
+        { description: "Latest figures reported by the server's agent; null before the first sample" },
+      ),
+    ),
   },
   { $id: "Server", title: "Server" },
 );
@@ -37,11 +58,91 @@ export function serverView(s: ServerRow) {
     environment_count: s.environmentCount,
     status: s.status,
     last_seen_at: s.lastSeenAt?.toISOString() ?? null,
+    agent_version: s.agentVersion,
+    usage: s.stats
+      ? {
+          sampled_at: s.stats.sampledAt.toISOString(),
+          cpu_percent: s.stats.cpuPercent,
+          ram_used_mb: s.stats.ramUsedMb,
+          ram_total_mb: s.stats.ramTotalMb,
+          disk_used_gb: s.stats.diskUsedGb,
+          disk_total_gb: s.stats.diskTotalGb,
+          load1: s.stats.load1,
+          load5: s.stats.load5,
+          load15: s.stats.load15,
+          containers_running: s.stats.containersRunning,
+          containers_total: s.stats.containersTotal,
+        }
+      : null,
   };
 }
 
-export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec }): FastifyPluginAsyncTypebox {
+const Enrollment = Type.Object(
+  {
+    token: Type.String({ description: "One-time enrolment token; shown only in this response" }),
+    expires_at: Timestamp,
+    install_command: Type.String({ description: "Run on the server to install and enrol the agent" }),
+  },
+  { $id: "Enrollment", title: "Enrollment" },
+);
+
+const CreateServer = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 255 }),
+    provider: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: "Free text, e.g. hetzner" })),
+    region: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+  },
+  { additionalProperties: false },
+);
+
+function withInstall(request: FastifyRequest, e: { token: string; expires_at: string }) {
+  const base = `${request.protocol}://${request.host}`;
+  return { ...e, install_command: `curl -fsSL ${base}/install.sh | sudo sh -s -- --url ${base} --token ${e.token}` };
+}
+
+export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec; enrollment: EnrollmentService }): FastifyPluginAsyncTypebox {
   return async (app) => {
+    app.post(
+      "/servers",
+      {
+        config: { orgScoped: true },
+        schema: {
+          tags: ["Servers"],
+          summary: "Add a server",
+          description:
+            "Registers a server and returns a one-time enrolment token (valid 1 hour) with the command that installs the agent. " +
+            "The server is `pending` until its agent enrols, then `online` while the agent's link is up. Needs a full-access, organisation-scoped key.",
+          body: CreateServer,
+          response: { 201: Type.Object({ server: ServerRef, enrollment: Enrollment }), ...errors() },
+        },
+      },
+      async (request, reply) => {
+        const p = principalOf(request);
+        const created = await deps.enrollment.createServer(p.organizationId, request.body, `api_key:${p.keyId}`);
+        const row = await deps.servers.get(p.organizationId, created.serverId);
+        return reply.code(201).send({ server: serverView(row!), enrollment: withInstall(request, created.enrollment) });
+      },
+    );
+
+    app.post(
+      "/servers/:id/enrollment-token",
+      {
+        config: { orgScoped: true },
+        schema: {
+          tags: ["Servers"],
+          summary: "Create a new enrolment token",
+          description: "For (re)installing the agent. Earlier unused tokens stay valid until they expire. Needs a full-access, organisation-scoped key.",
+          params: IdParams,
+          response: { 201: Enrollment, ...errors(404) },
+        },
+      },
+      async (request, reply) => {
+        const p = principalOf(request);
+        const token = await deps.enrollment.newToken(p.organizationId, request.params.id, `api_key:${p.keyId}`);
+        return reply.code(201).send(withInstall(request, token));
+      },
+    );
+
     app.get(
       "/servers",
       {

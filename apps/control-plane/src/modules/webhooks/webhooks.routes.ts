@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { requireFullAccess, scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "../../public-api/guards.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
 import type { WebhooksService } from "./webhooks.service.ts";
 
@@ -57,7 +57,6 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         },
       },
       async (request, reply) => {
-        requireFullAccess(request);
         return reply.code(201).send(await service.create(scopeOf(request), { ...request.body, events: request.body.events as string[] }));
       },
     );
@@ -91,7 +90,6 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         },
       },
       async (request) => {
-        requireFullAccess(request);
         const body = request.body ?? {};
         return service.update(scopeOf(request), request.params.id, { ...body, events: body.events as string[] | undefined });
       },
@@ -104,7 +102,6 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
         schema: { tags: ["Webhooks"], summary: "Delete a subscription", params: IdParams, response: { 204: Type.Null(), ...errors(404) } },
       },
       async (request, reply) => {
-        requireFullAccess(request);
         await service.remove(scopeOf(request), request.params.id);
         return reply.code(204).send(null);
       },

@@ -1,0 +1,110 @@
+// The command outbox. A command is signed and written in one transaction with the next
+// per-server seq; NOTIFY (delivered at commit) wakes whichever replica holds the agent.
+import { randomUUID } from "node:crypto";
+import { and, asc, eq, lte, sql } from "drizzle-orm";
+import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
+import { agentCommands, servers, type Database } from "@berth/db";
+import type { Clock } from "../../lib/clock.ts";
+import { notFound } from "../../lib/errors.ts";
+import type { CommandSigner } from "./signing-keys.ts";
+
+export const COMMANDS_CHANNEL = "berth_agent_commands";
+export const DEFAULT_COMMAND_TTL_MS = 15 * 60 * 1000;
+
+export type AgentCommandRow = typeof agentCommands.$inferSelect;
+
+export interface IssueInput {
+  organizationId: string;
+  serverId: string;
+  type: CommandType;
+  params: Record<string, unknown>;
+  /** user:<id>, api_key:<id> or system:<what> — recorded for the audit trail. */
+  issuedBy: string;
+  deploymentId?: string | null;
+  ttlMs?: number;
+}
+
+export function createAgentCommands(deps: { db: Database; clock: Clock; signer: CommandSigner }) {
+  return {
+    async issue(input: IssueInput): Promise<AgentCommandRow> {
+      const now = deps.clock.now();
+      const expiresAt = new Date(now.getTime() + (input.ttlMs ?? DEFAULT_COMMAND_TTL_MS));
+      return deps.db.transaction(async (tx) => {
+        const [server] = await tx
+          .update(servers)
+          .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
+          .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
+          .returning({ seq: servers.lastCommandSeq });
+        if (!server) throw notFound("Server");
+        const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
+        const unsigned = {
+          command_id: randomUUID(),
+          server_id: input.serverId,
+          seq: server.seq,
+          type: input.type,
+          issued_at: now.toISOString(),
+          expires_at: expiresAt.toISOString(),
+          issued_by: userId,
+          params: input.params,
+        } as unknown as UnsignedCommand;
+        const signed = await deps.signer.sign(unsigned);
+        const [row] = await tx
+          .insert(agentCommands)
+          .values({
+            commandId: signed.command_id,
+            serverId: input.serverId,
+            seq: signed.seq,
+            type: signed.type,
+            signed,
+            issuedBy: input.issuedBy,
+            deploymentId: input.deploymentId ?? null,
+            createdAt: now,
+            expiresAt,
+          })
+          .returning();
+        await tx.execute(sql`select pg_notify(${COMMANDS_CHANNEL}, ${input.serverId})`);
+        return row!;
+      });
+    },
+
+    async get(commandId: string): Promise<AgentCommandRow | undefined> {
+      const [row] = await deps.db.select().from(agentCommands).where(eq(agentCommands.commandId, commandId));
+      return row;
+    },
+
+    /** Unanswered, unexpired commands of a server in seq order; expired ones are closed, never sent. */
+    async deliverable(serverId: string): Promise<SignedCommand[]> {
+      const now = deps.clock.now();
+      await deps.db
+        .update(agentCommands)
+        .set({ state: "expired", completedAt: now })
+        .where(and(eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending"), lte(agentCommands.expiresAt, now)));
+      const rows = await deps.db
+        .select({ signed: agentCommands.signed })
+        .from(agentCommands)
+        .where(and(eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")))
+        .orderBy(asc(agentCommands.seq));
+      return rows.map((r) => r.signed as SignedCommand);
+    },
+
+    async markSent(commandIds: string[]) {
+      if (commandIds.length === 0) return;
+      await deps.db.execute(sql`update agent_commands set sent_at = coalesce(sent_at, now()) where command_id = any(${commandIds}::uuid[])`);
+    },
+
+    async markAccepted(serverId: string, commandId: string) {
+      await deps.db
+        .update(agentCommands)
+        .set({ state: "accepted", acceptedAt: deps.clock.now() })
+        .where(and(eq(agentCommands.commandId, commandId), eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")));
+    },
+
+    async markRejected(serverId: string, commandId: string, code: string, message: string) {
+      await deps.db
+        .update(agentCommands)
+        .set({ state: "rejected", rejectionCode: code, error: { code, message }, completedAt: deps.clock.now() })
+        .where(and(eq(agentCommands.commandId, commandId), eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")));
+    },
+  };
+}
+export type AgentCommands = ReturnType<typeof createAgentCommands>;

@@ -1,0 +1,248 @@
+// The control plane's end of the agent link: challenge/hello/ready, heartbeats, command
+// delivery from the outbox, event ingestion with cumulative acks. One connection per
+// server across all replicas: a newer connection takes over (LISTEN/NOTIFY tells the
+// replica holding the old one to close it).
+import { randomBytes, randomUUID } from "node:crypto";
+import type { WebSocket } from "ws";
+import type pg from "pg";
+import {
+  AGENT_MESSAGE_TYPES,
+  CLOSE_CODES,
+  PROTOCOL_VERSIONS,
+  encodeFrame,
+  importPublicKey,
+  nackFor,
+  negotiateVersion,
+  parseFrame,
+  verifyChallenge,
+  type Frame,
+  type MessageType,
+  type Payload,
+} from "@berth/protocol";
+import { listen, type PgListener } from "../../lib/pg-listener.ts";
+import { COMMANDS_CHANNEL, type AgentCommands } from "./agent-commands.ts";
+import type { EventIngest } from "./event-ingest.ts";
+
+export const TAKEOVER_CHANNEL = "berth_agent_takeover";
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
+interface Connection {
+  id: string;
+  socket: WebSocket;
+  serverId: string | null;
+  version: number;
+  lastFrameAt: number;
+  /** Frames are handled one after another so acks and results keep their order. */
+  queue: Promise<void>;
+  /** Frame id -> command id, so a nack of a command frame is recorded as a rejection. */
+  sentCommands: Map<string, string>;
+  timers: NodeJS.Timeout[];
+  /** The challenge this connection must sign. */
+  nonce: string;
+}
+
+export interface GatewayOptions {
+  pool: pg.Pool;
+  commands: AgentCommands;
+  ingest: EventIngest;
+  replicaId: string;
+  heartbeatMs: number;
+  log: { info(o: object, m: string): void; warn(o: object, m: string): void };
+}
+
+export async function createAgentGateway(opts: GatewayOptions) {
+  const { pool } = opts;
+  const live = new Map<string, Connection>();
+  const seen = new Set<string>();
+
+  const listener: PgListener = await listen(
+    pool,
+    [COMMANDS_CHANNEL, TAKEOVER_CHANNEL],
+    (channel, payload) => {
+      if (channel === COMMANDS_CHANNEL) {
+        const conn = live.get(payload);
+        if (conn) void deliver(conn);
+      } else if (channel === TAKEOVER_CHANNEL) {
+        const [serverId, connectionId] = payload.split(":");
+        const conn = serverId ? live.get(serverId) : undefined;
+        if (conn && conn.id !== connectionId) close(conn, CLOSE_CODES.replaced, "replaced by a newer connection");
+      }
+    },
+    (msg, err) => opts.log.warn({ err }, msg),
+  );
+
+  // last_seen_at is written for all live agents in one statement every few seconds.
+  const seenTimer = setInterval(() => {
+    if (seen.size === 0) return;
+    const ids = [...seen];
+    seen.clear();
+    pool.query("update servers set last_seen_at = now() where id = any($1::uuid[])", [ids]).catch((err) => opts.log.warn({ err }, "last_seen update failed"));
+  }, Math.min(5_000, opts.heartbeatMs));
+  seenTimer.unref();
+
+  function send<T extends MessageType>(conn: Connection, type: T, payload: Payload<T>, id?: string) {
+    if (conn.socket.readyState !== conn.socket.OPEN) return;
+    conn.socket.send(encodeFrame(type, payload, { v: conn.version, ...(id ? { id } : {}) }));
+  }
+
+  function close(conn: Connection, code: number, reason: string) {
+    try {
+      conn.socket.close(code, reason);
+    } catch {
+      conn.socket.terminate();
+    }
+  }
+
+  async function deliver(conn: Connection) {
+    if (!conn.serverId) return;
+    const cmds = await opts.commands.deliverable(conn.serverId);
+    for (const cmd of cmds) {
+      const frameId = randomUUID();
+      conn.sentCommands.set(frameId, cmd.command_id);
+      send(conn, "command", cmd, frameId);
+    }
+    await opts.commands.markSent(cmds.map((c) => c.command_id));
+  }
+
+  async function onHello(conn: Connection, hello: Payload<"hello">) {
+    const { rows } = await pool.query<{ agent_public_key: string | null; last_event_seq: string }>(
+      "select agent_public_key, last_event_seq from servers where id = $1 and deleted_at is null",
+      [hello.server_id],
+    );
+    const server = rows[0];
+    const ok =
+      !!server?.agent_public_key &&
+      verifyChallenge(conn.nonce, hello.server_id, hello.challenge_signature, importPublicKey(server.agent_public_key));
+    if (!ok) {
+      send(conn, "nack", { ref_id: null, code: "auth_failed", message: "challenge signature did not verify for this server" });
+      return close(conn, CLOSE_CODES.auth_failed, "authentication failed");
+    }
+    const version = negotiateVersion(PROTOCOL_VERSIONS, hello.protocol_versions);
+    if (version === null) {
+      send(conn, "nack", { ref_id: null, code: "no_common_version", message: `control plane speaks ${PROTOCOL_VERSIONS.join(", ")}` });
+      return close(conn, CLOSE_CODES.no_common_version, "no common protocol version");
+    }
+    conn.serverId = hello.server_id;
+    const previous = live.get(hello.server_id);
+    live.set(hello.server_id, conn);
+    if (previous && previous !== conn) close(previous, CLOSE_CODES.replaced, "replaced by a newer connection");
+    await pool.query(
+      `insert into agent_sessions (server_id, replica_id, connection_id, connected_at) values ($1, $2, $3, now())
+       on conflict (server_id) do update set replica_id = excluded.replica_id, connection_id = excluded.connection_id, connected_at = excluded.connected_at`,
+      [hello.server_id, opts.replicaId, conn.id],
+    );
+    await pool.query("update servers set status = 'online', last_seen_at = now(), agent_version = $2 where id = $1", [hello.server_id, hello.agent_version]);
+    await pool.query("select pg_notify($1, $2)", [TAKEOVER_CHANNEL, `${hello.server_id}:${conn.id}`]);
+    conn.version = version;
+    send(conn, "ready", { protocol_version: version, heartbeat_ms: opts.heartbeatMs, resend_from: Number(server!.last_event_seq) + 1 });
+    opts.log.info({ serverId: hello.server_id, agentVersion: hello.agent_version }, "agent connected");
+    await deliver(conn);
+  }
+
+  async function onFrame(conn: Connection, text: string) {
+    conn.lastFrameAt = Date.now();
+    const handshaking = conn.serverId === null;
+    const parsed = parseFrame(text, {
+      versions: handshaking ? PROTOCOL_VERSIONS : [conn.version],
+      accept: handshaking ? ["hello", "nack"] : AGENT_MESSAGE_TYPES,
+    });
+    if (!parsed.ok) {
+      if (parsed.error.type !== "nack") send(conn, "nack", nackFor(parsed.error));
+      return;
+    }
+    const frame = parsed.frame as Frame;
+    switch (frame.type) {
+      case "hello":
+        return onHello(conn, frame.payload as Payload<"hello">);
+      case "ping":
+        seen.add(conn.serverId!);
+        return send(conn, "pong", { ts: (frame.payload as Payload<"ping">).ts });
+      case "command.accepted":
+        return opts.commands.markAccepted(conn.serverId!, (frame.payload as Payload<"command.accepted">).command_id);
+      case "command.rejected": {
+        const p = frame.payload as Payload<"command.rejected">;
+        return opts.commands.markRejected(conn.serverId!, p.command_id, p.code, p.message);
+      }
+      case "events": {
+        const { events } = frame.payload as Payload<"events">;
+        seen.add(conn.serverId!);
+        const upTo = await opts.ingest.ingest(conn.serverId!, events);
+        return send(conn, "events.ack", { up_to_seq: upTo });
+      }
+      case "nack": {
+        const p = frame.payload as Payload<"nack">;
+        const commandId = p.ref_id ? conn.sentCommands.get(p.ref_id) : undefined;
+        if (commandId) await opts.commands.markRejected(conn.serverId!, commandId, p.code, p.message);
+        opts.log.warn({ serverId: conn.serverId, nack: p }, "agent refused a frame");
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  async function onClose(conn: Connection) {
+    for (const t of conn.timers) clearTimeout(t);
+    if (!conn.serverId || live.get(conn.serverId) !== conn) return;
+    live.delete(conn.serverId);
+    await pool.query("delete from agent_sessions where server_id = $1 and connection_id = $2", [conn.serverId, conn.id]);
+    await pool.query(
+      "update servers set status = 'offline', last_seen_at = now() where id = $1 and not exists (select 1 from agent_sessions where server_id = $1)",
+      [conn.serverId],
+    );
+    opts.log.info({ serverId: conn.serverId }, "agent disconnected");
+  }
+
+  return {
+    /** Handler for the WebSocket route. */
+    accept(socket: WebSocket) {
+      const conn: Connection = {
+        id: randomUUID(),
+        socket,
+        serverId: null,
+        version: 1,
+        lastFrameAt: Date.now(),
+        queue: Promise.resolve(),
+        sentCommands: new Map(),
+        timers: [],
+        nonce: randomBytes(32).toString("base64"),
+      };
+      conn.timers.push(
+        setTimeout(() => {
+          if (!conn.serverId) close(conn, CLOSE_CODES.handshake_timeout, "handshake timed out");
+        }, HANDSHAKE_TIMEOUT_MS),
+      );
+      // Two heartbeat intervals without any frame: the link is dead, whatever TCP thinks.
+      const watch = setInterval(() => {
+        if (Date.now() - conn.lastFrameAt > 2 * opts.heartbeatMs) {
+          clearInterval(watch);
+          conn.socket.close(CLOSE_CODES.heartbeat_timeout, "heartbeat timeout");
+          setTimeout(() => conn.socket.terminate(), 1000).unref();
+        }
+      }, Math.max(100, Math.floor(opts.heartbeatMs / 2)));
+      conn.timers.push(watch);
+      socket.on("message", (data) => {
+        const text = data.toString();
+        conn.queue = conn.queue.then(() => onFrame(conn, text)).catch((err) => opts.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
+      });
+      socket.on("close", () => {
+        conn.queue = conn.queue.then(() => onClose(conn)).catch((err) => opts.log.warn({ err }, "agent close handling failed"));
+      });
+      socket.on("error", () => {});
+      send(conn, "challenge", { nonce: conn.nonce, server_time: new Date().toISOString() });
+    },
+
+    isConnected: (serverId: string) => live.has(serverId),
+    connectedCount: () => live.size,
+
+    async close() {
+      clearInterval(seenTimer);
+      await listener.close();
+      const conns = [...live.values()];
+      for (const conn of conns) close(conn, CLOSE_CODES.going_away, "control plane shutting down");
+      await Promise.all(conns.map((c) => c.queue));
+      await Promise.all(conns.map((c) => onClose(c)));
+    },
+  };
+}
+export type AgentGateway = Awaited<ReturnType<typeof createAgentGateway>>;

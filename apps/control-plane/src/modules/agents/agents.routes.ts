@@ -1,0 +1,25 @@
+// Routes the agent itself calls: enrolment (HTTP) and the link (WebSocket). No API key:
+// enrolment is authorised by its one-time token, the link by the agent's signed challenge.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { AGENT_CONNECT_PATH, AGENT_ENROLL_PATH, EnrollRequest, EnrollResponse } from "@berth/protocol";
+import { ErrorBody } from "../../lib/http-schemas.ts";
+import type { AgentGateway } from "./agent-gateway.ts";
+import type { Enrollment } from "./enrollment.ts";
+
+export function agentsRoutes(deps: { enrollment: Enrollment; gateway: AgentGateway }): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      AGENT_ENROLL_PATH,
+      {
+        schema: {
+          hide: true,
+          body: EnrollRequest,
+          response: { 200: EnrollResponse, 400: ErrorBody, 401: ErrorBody },
+        },
+      },
+      async (request) => deps.enrollment.enroll(request.body),
+    );
+
+    app.get(AGENT_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket) => deps.gateway.accept(socket));
+  };
+}

@@ -1,0 +1,61 @@
+// `npm run seed:demo -- --json`: creates a fresh demo organisation in the control plane's
+// database (DATABASE_URL, or the embedded server `npm start` runs) and prints its ids and keys.
+import { createDb, embeddedUrl, runMigrations, startEmbeddedPostgres } from "@berth/db";
+import path from "node:path";
+import pg from "pg";
+import { loadConfig } from "../config.ts";
+import { instanceSecret } from "../lib/instance-secrets.ts";
+import { systemClock } from "../lib/clock.ts";
+import { loadMasterKey } from "../lib/master-key.ts";
+import { createServices } from "../services.ts";
+import { createDemoOrganization } from "./demo-data.ts";
+
+const json = process.argv.includes("--json");
+const config = loadConfig();
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+let url = config.databaseUrl;
+let stopEmbedded: (() => Promise<void>) | undefined;
+if (!url) {
+  url = embeddedUrl(config.embeddedPgPort);
+  if (!(await reachable(url))) {
+    // No control plane running: start its embedded database ourselves, then stop it.
+    const server = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, "postgres"), port: config.embeddedPgPort });
+    url = server.url;
+    stopEmbedded = () => server.stop();
+  }
+}
+await runMigrations(url);
+const handle = createDb(url, { max: 2 });
+try {
+  const masterKey = loadMasterKey({ env: process.env.BERTH_MASTER_KEY, dataDir: config.dataDir });
+  const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: await instanceSecret(handle.db, "cursor_secret"), masterKey });
+  const demo = await createDemoOrganization(handle.db, services);
+  const baseUrl = process.env.BERTH_URL ?? `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`;
+  const out = {
+    base_url: baseUrl,
+    public_api_url: `${baseUrl}/api/public/v1`,
+    docs_url: `${baseUrl}/api/public/v1/docs`,
+    ...demo,
+  };
+  if (json) {
+    process.stdout.write(`${JSON.stringify(out)}\n`);
+  } else {
+    process.stdout.write(`Demo organisation ${demo.organization_id}\n`);
+    for (const [k, v] of Object.entries(out)) process.stdout.write(`  ${k}: ${typeof v === "object" ? JSON.stringify(v) : v}\n`);
+    process.stdout.write(`\nTry: curl -H "Authorization: Bearer ${demo.api_keys.org_ro}" ${baseUrl}/api/public/v1/projects\n`);
+  }
+} finally {
+  await handle.close();
+  await stopEmbedded?.();
+}
