@@ -29,7 +29,7 @@ export async function startControlPlane(opts: { listen?: boolean; url?: string; 
       offset += ms;
     },
   });
-  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}) });
+  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}) });
   if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
   return {
     app,

@@ -1,7 +1,7 @@
 // The command outbox. A command is signed and written in one transaction with the next
 // per-server seq; NOTIFY (delivered at commit) wakes whichever replica holds the agent.
 import { randomUUID } from "node:crypto";
-import { and, asc, eq, lte, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import { agentCommands, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
@@ -89,7 +89,10 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
 
     async markSent(commandIds: string[]) {
       if (commandIds.length === 0) return;
-      await deps.db.execute(sql`update agent_commands set sent_at = coalesce(sent_at, now()) where command_id = any(${commandIds}::uuid[])`);
+      await deps.db
+        .update(agentCommands)
+        .set({ sentAt: sql`coalesce(${agentCommands.sentAt}, now())` })
+        .where(inArray(agentCommands.commandId, commandIds));
     },
 
     async markAccepted(serverId: string, commandId: string) {

@@ -54,6 +54,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   const { pool } = opts;
   const live = new Map<string, Connection>();
   const seen = new Set<string>();
+  let shuttingDown = false;
 
   const listener: PgListener = await listen(
     pool,
@@ -185,6 +186,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     for (const t of conn.timers) clearTimeout(t);
     if (!conn.serverId || live.get(conn.serverId) !== conn) return;
     live.delete(conn.serverId);
+    if (shuttingDown) return;
     await pool.query("delete from agent_sessions where server_id = $1 and connection_id = $2", [conn.serverId, conn.id]);
     await pool.query(
       "update servers set status = 'offline', last_seen_at = now() where id = $1 and not exists (select 1 from agent_sessions where server_id = $1)",
@@ -242,6 +244,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
       for (const conn of conns) close(conn, CLOSE_CODES.going_away, "control plane shutting down");
       await Promise.all(conns.map((c) => c.queue));
       await Promise.all(conns.map((c) => onClose(c)));
+      shuttingDown = true;
     },
   };
 }
