@@ -41,3 +41,16 @@ export function toPage<R extends Keyed, O>(
     },
   };
 }
+
+/** Decodes the cursor for `list`, fetches limit+1 rows after it, and builds the page. */
+export async function listPage<R extends Keyed, O>(
+  codec: CursorCodec,
+  list: string,
+  req: PageRequest,
+  fetch: (limit: number, after: CursorPosition | undefined) => Promise<{ rows: R[]; total: number }>,
+  view: (row: R) => O,
+) {
+  const after = req.cursor ? codec.decode(list, req.cursor) : undefined;
+  const { rows, total } = await fetch(req.limit, after);
+  return toPage(list, rows, total, req, codec, view);
+}

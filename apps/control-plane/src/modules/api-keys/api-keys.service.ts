@@ -3,7 +3,7 @@
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
-import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { generateApiKey, type KeyAccess } from "./api-key-format.ts";
 import type { ApiKeyRow, ApiKeysRepo } from "./api-keys.repo.ts";
@@ -40,9 +40,7 @@ export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: Curs
       return { ...apiKeyView(row), key: secret };
     },
     async list(scope: Scope, page: PageRequest) {
-      const after = page.cursor ? deps.cursors.decode("api_keys", page.cursor) : undefined;
-      const { rows, total } = await deps.apiKeys.list(scope, page.limit, after);
-      return toPage("api_keys", rows, total, page, deps.cursors, apiKeyView);
+      return listPage(deps.cursors, "api_keys", page, (limit, after) => deps.apiKeys.list(scope, limit, after), apiKeyView);
     },
     async get(scope: Scope, id: string) {
       const row = await deps.apiKeys.get(scope, id);

@@ -4,7 +4,7 @@ import { stepsForKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { conflict, notFound } from "../../lib/errors.ts";
-import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { DeploymentsRepo } from "./deployments.repo.ts";
@@ -72,10 +72,7 @@ export function createDeploymentsService(deps: {
     async history(scope: Scope, environmentId: string, page: PageRequest) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");
-      const list = `deployments:${environmentId}`;
-      const after = page.cursor ? deps.cursors.decode(list, page.cursor) : undefined;
-      const { rows, total } = await deps.deployments.listForEnvironment(env.id, HISTORY_KINDS, page.limit, after);
-      return toPage(list, rows, total, page, deps.cursors, taskView);
+      return listPage(deps.cursors, `deployments:${environmentId}`, page, (limit, after) => deps.deployments.listForEnvironment(env.id, HISTORY_KINDS, limit, after), taskView);
     },
   };
 }

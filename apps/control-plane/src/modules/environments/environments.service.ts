@@ -3,7 +3,7 @@
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { conflict, notFound } from "../../lib/errors.ts";
-import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
@@ -62,10 +62,7 @@ export function createEnvironmentsService(deps: {
     async listForProject(scope: Scope, projectId: string, page: PageRequest) {
       const project = await deps.projects.get(scope, projectId);
       if (!project) throw notFound("Project");
-      const list = `environments:${projectId}`;
-      const after = page.cursor ? deps.cursors.decode(list, page.cursor) : undefined;
-      const { rows, total } = await deps.environments.listForProject(projectId, page.limit, after);
-      return toPage(list, rows, total, page, deps.cursors, environmentView);
+      return listPage(deps.cursors, `environments:${projectId}`, page, (limit, after) => deps.environments.listForProject(projectId, limit, after), environmentView);
     },
     async create(scope: Scope, input: CreateEnvironmentInput) {
       const project = await deps.projects.get(scope, input.project_id);

@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from "../../lib/errors.ts";
 import type { PageRequest } from "../../lib/keyset.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import type { Scope } from "../../lib/scope.ts";
-import { toPage } from "../../lib/keyset.ts";
+import { listPage } from "../../lib/keyset.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import { assertSupportedErpVersion } from "./erp-versions.ts";
 import type { ProjectRow, ProjectsRepo } from "./projects.repo.ts";
@@ -45,9 +45,7 @@ export function createProjectsService(deps: {
 }) {
   return {
     async list(scope: Scope, page: PageRequest) {
-      const after = page.cursor ? deps.cursors.decode("projects", page.cursor) : undefined;
-      const { rows, total } = await deps.projects.list(scope, page.limit, after);
-      return toPage("projects", rows, total, page, deps.cursors, projectView);
+      return listPage(deps.cursors, "projects", page, (limit, after) => deps.projects.list(scope, limit, after), projectView);
     },
     async get(scope: Scope, id: string) {
       const row = await deps.projects.get(scope, id);

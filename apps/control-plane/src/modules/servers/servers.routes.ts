@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { toPage } from "../../lib/keyset.ts";
+import { listPage } from "../../lib/keyset.ts";
 import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../../public-api/guards.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
@@ -156,9 +156,7 @@ export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec
       },
       async (request) => {
         const { organizationId } = scopeOf(request);
-        const after = request.query.cursor ? deps.cursors.decode("servers", request.query.cursor) : undefined;
-        const { rows, total } = await deps.servers.list(organizationId, request.query.limit, after);
-        return toPage("servers", rows, total, request.query, deps.cursors, serverView);
+        return listPage(deps.cursors, "servers", request.query, (limit, after) => deps.servers.list(organizationId, limit, after), serverView);
       },
     );
 

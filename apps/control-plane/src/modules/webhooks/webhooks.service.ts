@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { badRequest, notFound } from "../../lib/errors.ts";
-import { toPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";
@@ -61,9 +61,7 @@ export function createWebhooksService(deps: {
 
   return {
     async list(scope: Scope, page: PageRequest) {
-      const after = page.cursor ? deps.cursors.decode("webhooks", page.cursor) : undefined;
-      const { rows, total } = await deps.webhooks.list(scope, page.limit, after);
-      return toPage("webhooks", rows, total, page, deps.cursors, webhookView);
+      return listPage(deps.cursors, "webhooks", page, (limit, after) => deps.webhooks.list(scope, limit, after), webhookView);
     },
     async get(scope: Scope, id: string) {
       const row = await deps.webhooks.get(scope, id);
