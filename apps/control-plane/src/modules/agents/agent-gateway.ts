@@ -39,6 +39,8 @@ interface Connection {
   timers: NodeJS.Timeout[];
   /** The challenge this connection must sign. */
   nonce: string;
+  /** Set when a batch could not be stored: nothing after it may be acknowledged. */
+  broken: boolean;
 }
 
 export interface GatewayOptions {
@@ -141,6 +143,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   }
 
   async function onFrame(conn: Connection, text: string) {
+    if (conn.broken) return;
     conn.lastFrameAt = Date.now();
     const handshaking = conn.serverId === null;
     const parsed = parseFrame(text, {
@@ -167,7 +170,16 @@ export async function createAgentGateway(opts: GatewayOptions) {
       case "events": {
         const { events } = frame.payload as Payload<"events">;
         seen.add(conn.serverId!);
-        const upTo = await opts.ingest.ingest(conn.serverId!, events);
+        let upTo: number;
+        try {
+          upTo = await opts.ingest.ingest(conn.serverId!, events);
+        } catch (err) {
+          // Acks are cumulative: acknowledging a later batch would cover this lost one.
+          // Drop the link instead; the agent resends from its last ack on reconnect.
+          conn.broken = true;
+          close(conn, CLOSE_CODES.going_away, "could not store events");
+          throw err;
+        }
         return send(conn, "events.ack", { up_to_seq: upTo });
       }
       case "nack": {
@@ -208,6 +220,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
         sentCommands: new Map(),
         timers: [],
         nonce: randomBytes(32).toString("base64"),
+        broken: false,
       };
       conn.timers.push(
         setTimeout(() => {

@@ -1,0 +1,86 @@
+// `berth-agent run`: the daemon. Loads the identity, opens the journal, connects, and on
+// SIGINT/SIGTERM shuts down in order: no new commands, running ones get time to finish,
+// the last events get time to be acknowledged, the link closes normally, the journal closes.
+import { systemClock } from "../clock.ts";
+import { EXIT_CONFIG, type RunConfig } from "../config/agent-config.ts";
+import { checkControlPlaneUrl, connectUrl } from "../config/control-plane-url.ts";
+import { createAgent } from "../agent/agent.ts";
+import { createDockerClient } from "../docker/docker-client.ts";
+import { openJournal } from "../journal/journal.ts";
+import type { Journal } from "../journal/journal-types.ts";
+import { createLogger } from "../logger.ts";
+import { loadIdentity, StateError, type LoadedIdentity } from "../state/identity.ts";
+import { writeLinkStatus, type LinkStatus } from "../state/link-status-file.ts";
+import { ensureStateDir, statePaths } from "../state/state-dir.ts";
+import { AGENT_VERSION } from "../version.ts";
+import type { CliIo } from "./cli-io.ts";
+
+export async function runCommand(config: RunConfig, io: CliIo): Promise<number> {
+  const paths = statePaths(config.stateDir);
+  let loaded: LoadedIdentity;
+  try {
+    loaded = loadIdentity(paths);
+    ensureStateDir(paths.dir);
+  } catch (error) {
+    io.err(`berth-agent: ${error instanceof StateError || error instanceof Error ? error.message : String(error)}`);
+    return EXIT_CONFIG;
+  }
+  const url = checkControlPlaneUrl(loaded.identity.control_plane_url, config.insecure);
+  if (!url.ok) {
+    io.err(`berth-agent: ${url.message} (the URL comes from ${paths.identity})`);
+    return EXIT_CONFIG;
+  }
+  let journal: Journal;
+  try {
+    journal = openJournal({ path: paths.journal });
+  } catch (error) {
+    io.err(`berth-agent: cannot open the journal ${paths.journal}: ${error instanceof Error ? error.message : String(error)}`);
+    return EXIT_CONFIG;
+  }
+
+  const logger = createLogger(config.logLevel);
+  let statusWriteFailed = false;
+  const recordStatus = (status: LinkStatus) => {
+    try {
+      writeLinkStatus(paths.linkStatus, status, systemClock.now());
+    } catch (error) {
+      // The status file is for `status` only; failing to write it must not stop the agent.
+      if (!statusWriteFailed) logger.warn({ error: String(error) }, "cannot write the link status file");
+      statusWriteFailed = true;
+    }
+  };
+
+  const agent = createAgent({
+    url: connectUrl(url.url, loaded.identity.connect_path),
+    serverId: loaded.identity.server_id,
+    privateKey: loaded.privateKey,
+    trustedKeys: loaded.trustedKeys,
+    journal,
+    docker: createDockerClient({ socketPath: config.dockerSocket }),
+    stateDir: paths.dir,
+    WebSocket: io.WebSocket,
+    logger,
+    onStatus: recordStatus,
+  });
+
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    const onSignal = (signal: NodeJS.Signals) => {
+      resolve(signal);
+      // A second signal means "now": the journal is crash-safe, so exiting is safe.
+      process.once("SIGINT", () => process.exit(130));
+      process.once("SIGTERM", () => process.exit(143));
+    };
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  });
+
+  agent.start();
+  logger.info({ server_id: loaded.identity.server_id, url: url.url.http, version: AGENT_VERSION }, "agent started");
+  const reason = await Promise.race([signalled, agent.link.ended]);
+  logger.info({ reason }, "stopping");
+  await agent.shutdown();
+  journal.close();
+  recordStatus(agent.link.status());
+  logger.info({}, "stopped");
+  return reason === "replaced" ? 1 : 0;
+}

@@ -1,0 +1,163 @@
+// The agent's one outbound link: dial, run a session until it ends, wait a jittered backoff,
+// dial again, until stopped. The backoff returns to its first step only after a connection
+// that reached `ready` stayed up for a while (10 s by default): a control plane that accepts
+// and then drops at once (crash loop, misrouted balancer) must not be hammered at the
+// shortest delay forever, which resetting on `ready` alone would do.
+import { CLOSE_CODES, type KeyObject } from "@berth/protocol";
+import { sleep, type Clock } from "../clock.ts";
+import type { EventOutbox } from "../events/event-outbox.ts";
+import type { CommandRunner } from "../executor/command-runner.ts";
+import type { Journal } from "../journal/journal-types.ts";
+import type { Logger } from "../logger.ts";
+import type { LinkStatus } from "../state/link-status-file.ts";
+import { createBackoff, type BackoffOptions } from "./backoff.ts";
+import type { EventSenderOptions } from "./event-sender.ts";
+import { openSession, type Session, type SessionEnd, type WebSocketConstructor } from "./session.ts";
+
+export interface LinkDeps {
+  /** Full ws:// or wss:// URL of the connect endpoint. */
+  url: string;
+  serverId: string;
+  privateKey: KeyObject;
+  agentVersion: string;
+  capabilities: readonly string[];
+  journal: Pick<Journal, "lastCommandSeq" | "nextEventSeq" | "skipEventSeqTo" | "ack" | "pending" | "lastAckedSeq">;
+  outbox: Pick<EventOutbox, "subscribe">;
+  commands: Pick<CommandRunner, "receive" | "cancel">;
+  WebSocket: WebSocketConstructor;
+  clock: Clock;
+  logger: Logger;
+  backoff?: BackoffOptions;
+  /** A connection up this long after `ready` resets the backoff. Default 10 s. */
+  stableAfterMs?: number;
+  handshakeTimeoutMs?: number;
+  sender?: EventSenderOptions;
+  onStatus?: (status: LinkStatus) => void;
+}
+
+/** Why the link stopped for good: asked to, or another agent took this identity over. */
+export type LinkEnd = "stopped" | "replaced";
+
+export interface Link {
+  start(): void;
+  /** Flushes unacknowledged events for up to `flushMs` if connected, then closes normally. */
+  stop(options?: { flushMs?: number }): Promise<void>;
+  status(): LinkStatus;
+  /** Resolves when the loop ends, by stop() or because the connection was replaced. */
+  readonly ended: Promise<LinkEnd>;
+}
+
+export function createLink(deps: LinkDeps): Link {
+  const { clock, logger } = deps;
+  const backoff = createBackoff(deps.backoff);
+  const stableAfterMs = deps.stableAfterMs ?? 10_000;
+  const stopping = new AbortController();
+  let session: Session | null = null;
+  let loop: Promise<LinkEnd> | null = null;
+  let resolveEnded!: (end: LinkEnd) => void;
+  const ended = new Promise<LinkEnd>((resolve) => {
+    resolveEnded = resolve;
+  });
+  let status: LinkStatus = {
+    state: "stopped",
+    since: clock.now().toISOString(),
+    connected_at: null,
+    last_heartbeat_at: null,
+    rtt_ms: null,
+    last_error: null,
+    next_attempt_at: null,
+  };
+
+  function update(change: Partial<LinkStatus>): void {
+    const now = clock.now().toISOString();
+    const since = change.state !== undefined && change.state !== status.state ? now : status.since;
+    status = { ...status, ...change, since };
+    deps.onStatus?.(status);
+  }
+
+  async function run(): Promise<LinkEnd> {
+    while (!stopping.signal.aborted) {
+      update({ state: "connecting", next_attempt_at: null });
+      const current = openSession({
+        url: deps.url,
+        WebSocket: deps.WebSocket,
+        serverId: deps.serverId,
+        privateKey: deps.privateKey,
+        agentVersion: deps.agentVersion,
+        capabilities: deps.capabilities,
+        journal: deps.journal,
+        outbox: deps.outbox,
+        commands: deps.commands,
+        clock,
+        logger,
+        handshakeTimeoutMs: deps.handshakeTimeoutMs ?? 15_000,
+        ...(deps.sender === undefined ? {} : { sender: deps.sender }),
+        onHandshaking: () => update({ state: "handshaking" }),
+        onReady: (ready) => {
+          logger.info({ url: deps.url, heartbeat_ms: ready.heartbeat_ms, resend_from: ready.resend_from }, "link ready");
+          update({ state: "ready", connected_at: clock.now().toISOString(), last_error: null });
+        },
+        onPong: (rtt) => update({ last_heartbeat_at: clock.now().toISOString(), rtt_ms: rtt }),
+      });
+      session = current;
+      const end = await current.ended;
+      session = null;
+      update({ connected_at: null, last_error: describe(end) });
+      if (stopping.signal.aborted) break;
+
+      if (end.code === CLOSE_CODES.replaced) {
+        logger.error({}, "another agent connected with this server's identity; this one stops (is the agent running twice?)");
+        return "replaced";
+      }
+      adjustBackoff(end);
+      const delay = backoff.next();
+      logger.info({ code: end.code, reason: end.reason || end.error, retry_in_ms: delay }, "link down; reconnecting");
+      update({ state: "waiting", next_attempt_at: new Date(clock.now().getTime() + delay).toISOString() });
+      await sleep(clock, delay, stopping.signal);
+    }
+    return "stopped";
+  }
+
+  function adjustBackoff(end: SessionEnd): void {
+    if (end.readyAt !== null && end.endedAt - end.readyAt >= stableAfterMs) backoff.reset();
+    if (end.code === CLOSE_CODES.auth_failed) {
+      logger.error({}, "the control plane refused this agent's identity (auth_failed): re-enrol the server if it was removed");
+      backoff.toMax();
+    } else if (end.code === CLOSE_CODES.no_common_version) {
+      logger.error({}, "the control plane speaks no protocol version this agent does: upgrade the agent");
+      backoff.toMax();
+    }
+  }
+
+  return {
+    start() {
+      if (loop !== null) return;
+      loop = run();
+      void loop.then((end) => {
+        update({ state: "stopped", next_attempt_at: null });
+        resolveEnded(end);
+      });
+    },
+    async stop(options = {}) {
+      stopping.abort();
+      const current = session;
+      if (current !== null) {
+        if (current.isReady()) {
+          const flushed = await current.flush(options.flushMs ?? 5_000);
+          if (!flushed) {
+            logger.warn({}, "some events are not acknowledged yet; they stay journalled and go after the next start");
+          }
+        }
+        current.close(CLOSE_CODES.normal, "agent shutting down");
+      }
+      if (loop !== null) await ended;
+    },
+    status: () => status,
+    ended,
+  };
+}
+
+function describe(end: SessionEnd): string {
+  if (end.error !== null && end.code === 1006) return end.error;
+  return `closed with ${end.code}${end.reason === "" ? "" : ` (${end.reason})`}`;
+}
