@@ -21,7 +21,16 @@ afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
 });
 
-async function seed(): Promise<Record<string, unknown> & { api_keys: Record<string, string>; environments: Record<string, string> }> {
+interface SeedOutput {
+  base_url: string;
+  organization_id: string;
+  server_id: string;
+  project_id: string;
+  environments: { running: string; stopped: string };
+  api_keys: { org_rw: string; org_ro: string; project_rw: string; project_ro: string };
+}
+
+async function seed(): Promise<SeedOutput> {
   const { stdout } = await run("npm", ["run", "-s", "seed:demo", "--", "--json"], {
     cwd: path.resolve(import.meta.dirname, "../.."),
     env: { ...process.env, DATABASE_URL: cp.url, BERTH_DATA_DIR: dataDir, BERTH_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), PORT: "3999" },

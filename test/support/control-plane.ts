@@ -9,6 +9,8 @@ export interface TestControlPlane {
   url: string;
   clock: ReturnType<typeof manualClock>;
   close(): Promise<void>;
+  /** Stops the app and its pool but keeps the database, e.g. to restart on it. */
+  stop(): Promise<void>;
 }
 
 /** Replicas of one test share a database, so they share this master key too. */
@@ -30,15 +32,22 @@ export async function startControlPlane(opts: { listen?: boolean; url?: string; 
     },
   });
   const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}) });
+  let stopped = false;
   if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    await app.close();
+    await database.close();
+  };
   return {
     app,
     database,
     url,
     clock: liveClock,
+    stop,
     async close() {
-      await app.close();
-      await database.close();
+      await stop();
       await testDb?.drop();
     },
   };

@@ -1,0 +1,122 @@
+// End to end: a real control plane, the real agent process and a real Docker engine, with
+// the link cut and restored, the agent killed and restarted, and the control plane
+// restarted while commands and events flow. Nothing is lost, nothing stored or run twice.
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { AgentProcess } from "../support/agent-process.ts";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { freePort } from "../setup/global-setup.ts";
+import { publicClient } from "../support/http.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+
+let cp: TestControlPlane;
+let first: TestControlPlane | undefined;
+let port: number;
+let proxy: TcpProxy;
+let agent: AgentProcess;
+let d: DemoOrganization;
+let serverId: string;
+const issued: string[] = [];
+
+beforeAll(async () => {
+  port = await freePort();
+  cp = await startControlPlane({ port, heartbeatMs: 1000 });
+  proxy = await startTcpProxy(port);
+  d = await createDemoOrganization(cp.database.db, cp.app.services);
+  agent = await AgentProcess.create();
+}, 60_000);
+
+afterAll(async () => {
+  await agent?.cleanup();
+  await proxy?.close();
+  await cp?.close();
+  await first?.close();
+});
+
+const q = async <T = Record<string, unknown>>(text: string, values: unknown[] = []) => (await cp.database.pool.query(text, values)).rows as T[];
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}\nagent output:\n${agent.output.slice(-3000)}`);
+}
+
+const online = () => cp.app.gateway.isConnected(serverId);
+const issue = async () => {
+  const row = await cp.app.services.agentCommands.issue({ organizationId: d.organization_id, serverId, type: "diagnostics", params: {}, issuedBy: "system:e2e" });
+  issued.push(row.commandId);
+  return row.commandId;
+};
+const finished = async (ids: string[]) => {
+  const rows = await q<{ n: number }>("select count(*)::int as n from agent_commands where command_id = any($1::uuid[]) and state in ('succeeded', 'failed')", [ids]);
+  return rows[0]!.n === ids.length;
+};
+
+it("enrols through the public API's token and comes online", async () => {
+  const created = await publicClient(cp.app, d.api_keys.org_rw).post("/servers", { name: "e2e" });
+  serverId = created.body.server.id;
+  await agent.enroll(`http://127.0.0.1:${proxy.port}`, created.body.enrollment.token);
+  agent.start();
+  await waitFor("agent online", async () => online());
+  const view = await publicClient(cp.app, d.api_keys.org_ro).get(`/servers/${serverId}`);
+  expect(view.body).toMatchObject({ status: "online", agent_version: expect.any(String) });
+  expect(view.body.cpu_cores).toBeGreaterThan(0);
+}, 90_000);
+
+it("runs diagnostics against the real Docker engine and records the result", async () => {
+  const id = await issue();
+  await waitFor("diagnostics result", () => finished([id]));
+  const [row] = await q<{ state: string; result: { docker?: unknown } }>("select state, result from agent_commands where command_id = $1", [id]);
+  expect(row!.state).toBe("succeeded");
+  expect(JSON.stringify(row!.result)).toMatch(/containers/i);
+}, 60_000);
+
+it("commands issued while the link is cut run once it is restored", async () => {
+  proxy.cut();
+  await waitFor("link seen as down", async () => !online(), 10_000);
+  const ids = [await issue(), await issue(), await issue()];
+  await new Promise((r) => setTimeout(r, 1500));
+  proxy.restore();
+  await waitFor("agent back online", async () => online());
+  await waitFor("results after the cut", () => finished(ids));
+}, 90_000);
+
+it("a killed agent restarts, keeps its identity, and no command runs twice", async () => {
+  const before = await issue();
+  await agent.stop("SIGKILL");
+  const during = [await issue(), await issue()];
+  agent.start();
+  await waitFor("agent online after restart", async () => online());
+  await waitFor("results after restart", () => finished([before, ...during]));
+}, 90_000);
+
+it("survives a control-plane restart", async () => {
+  first = cp;
+  await first.stop();
+  const ids: string[] = [];
+  // The database keeps the outbox while no control plane runs.
+  cp = await startControlPlane({ url: first.url, port, heartbeatMs: 1000 });
+  ids.push(await issue(), await issue());
+  await waitFor("agent reconnected to the new control plane", async () => online(), 60_000);
+  await waitFor("results after the restart", () => finished(ids));
+}, 120_000);
+
+it("ends with every command answered exactly once and every event stored once", async () => {
+  await waitFor("agent journal drained", async () => (await agent.status()).journal.pendingCount === 0, 30_000);
+  const results = await q<{ command_id: string; n: number }>(
+    "select command_id, count(*)::int as n from agent_events where server_id = $1 and kind = 'command.result' group by command_id",
+    [serverId],
+  );
+  const byId = new Map(results.map((r) => [r.command_id, r.n]));
+  for (const id of issued) expect(byId.get(id), `result events for ${id}`).toBe(1);
+  const states = await q<{ state: string }>("select state from agent_commands where command_id = any($1::uuid[])", [issued]);
+  expect(states.every((s) => s.state === "succeeded" || s.state === "failed")).toBe(true);
+  const status = await agent.status();
+  const [server] = await q<{ last_event_seq: string }>("select last_event_seq from servers where id = $1", [serverId]);
+  expect(Number(server!.last_event_seq)).toBe(status.journal.nextEventSeq - 1);
+  expect(status.journal.lastAckedSeq).toBe(status.journal.nextEventSeq - 1);
+  expect(await agent.stop("SIGTERM")).toBe(0);
+}, 60_000);

@@ -1,0 +1,58 @@
+// The real agent, run as its own process from source (tsx), with its own state directory.
+import { spawn, execFile, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+
+const ROOT = path.resolve(import.meta.dirname, "../..");
+const CLI = path.join(ROOT, "apps/agent/src/cli.ts");
+// One process (node with tsx's loader), so SIGKILL really kills the agent: the tsx
+// command would run it in a child of its own.
+const NODE = process.execPath;
+const LOADER = ["--import", "tsx"];
+const exec = promisify(execFile);
+
+export class AgentProcess {
+  child: ChildProcess | null = null;
+  output = "";
+  private constructor(readonly stateDir: string) {}
+
+  static async create(): Promise<AgentProcess> {
+    return new AgentProcess(await mkdtemp(path.join(os.tmpdir(), "berth-agent-e2e-")));
+  }
+
+  async enroll(url: string, token: string): Promise<void> {
+    await exec(NODE, [...LOADER, CLI, "enroll", "--url", url, "--token", token, "--state-dir", this.stateDir], { cwd: ROOT, timeout: 60_000 });
+  }
+
+  start(): void {
+    const child = spawn(NODE, [...LOADER, CLI, "run", "--state-dir", this.stateDir], {
+      cwd: ROOT,
+      env: { ...process.env, BERTH_LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout!.on("data", (d) => (this.output += d));
+    child.stderr!.on("data", (d) => (this.output += d));
+    this.child = child;
+  }
+
+  /** Ends the process: SIGTERM for a graceful stop, SIGKILL for a crash. */
+  async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    child.kill(signal);
+    return exited;
+  }
+
+  async status(): Promise<{ journal: { pendingCount: number; nextEventSeq: number; lastAckedSeq: number } }> {
+    const { stdout } = await exec(NODE, [...LOADER, CLI, "status", "--json", "--state-dir", this.stateDir], { cwd: ROOT, timeout: 30_000 });
+    return JSON.parse(stdout);
+  }
+
+  async cleanup(): Promise<void> {
+    await this.stop("SIGKILL").catch(() => {});
+    await rm(this.stateDir, { recursive: true, force: true });
+  }
+}
