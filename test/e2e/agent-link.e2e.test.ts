@@ -1,7 +1,9 @@
 // End to end: a real control plane, the real agent process and a real Docker engine, with
 // the link cut and restored, the agent killed and restarted, and the control plane
 // restarted while commands and events flow. Nothing is lost, nothing stored or run twice.
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateKeyPair, keyIdFor, signCommand, type SignedCommand, type UnsignedCommand } from "@berth/protocol";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
@@ -103,6 +105,88 @@ it("survives a control-plane restart", async () => {
   await waitFor("agent reconnected to the new control plane", async () => online(), 60_000);
   await waitFor("results after the restart", () => finished(ids));
 }, 120_000);
+
+describe("commands the real agent must refuse", () => {
+  // Written straight into the outbox, as a compromised or rogue control plane would.
+  async function inject(cmd: SignedCommand): Promise<void> {
+    await q(
+      `insert into agent_commands (command_id, server_id, seq, type, signed, issued_by, state, created_at, expires_at)
+       values ($1, $2, $3, $4, $5, 'system:rogue', 'pending', now(), now() + interval '10 minutes')`,
+      [cmd.command_id, serverId, cmd.seq, cmd.type, cmd],
+    );
+    await q("select pg_notify('berth_agent_commands', $1)", [serverId]);
+  }
+  async function nextSeq(): Promise<number> {
+    const [row] = await q<{ seq: string }>("update servers set last_command_seq = last_command_seq + 1 where id = $1 returning last_command_seq as seq", [serverId]);
+    return Number(row!.seq);
+  }
+  async function unsigned(overrides: Record<string, unknown> = {}) {
+    const now = Date.now();
+    return {
+      command_id: randomUUID(),
+      server_id: serverId,
+      seq: await nextSeq(),
+      type: "diagnostics",
+      issued_at: new Date(now).toISOString(),
+      expires_at: new Date(now + 600_000).toISOString(),
+      issued_by: null,
+      params: {},
+      ...overrides,
+    } as unknown as UnsignedCommand;
+  }
+  async function rejection(commandId: string): Promise<string | null> {
+    await waitFor(`rejection of ${commandId}`, async () => {
+      const [row] = await q<{ state: string }>("select state from agent_commands where command_id = $1", [commandId]);
+      return row?.state === "rejected";
+    });
+    const [row] = await q<{ rejection_code: string }>("select rejection_code from agent_commands where command_id = $1", [commandId]);
+    const ran = await q("select 1 from agent_events where server_id = $1 and kind = 'command.result' and command_id = $2", [serverId, commandId]);
+    expect(ran).toHaveLength(0);
+    return row!.rejection_code;
+  }
+
+  it("signed with a key the agent did not pin", async () => {
+    const rogue = generateKeyPair();
+    const cmd = signCommand(await unsigned(), rogue.privateKey, keyIdFor(rogue.publicKey));
+    await inject(cmd);
+    expect(await rejection(cmd.command_id)).toBe("unknown_key");
+  }, 30_000);
+
+  it("tampered after signing", async () => {
+    const cmd = await cp.app.services.signer.sign(await unsigned());
+    await inject({ ...cmd, issued_by: "00000000-0000-4000-8000-000000000666" });
+    expect(await rejection(cmd.command_id)).toBe("bad_signature");
+  }, 30_000);
+
+  it("for another server", async () => {
+    const cmd = await cp.app.services.signer.sign(await unsigned({ server_id: randomUUID() }));
+    await inject(cmd);
+    expect(await rejection(cmd.command_id)).toBe("wrong_server");
+  }, 30_000);
+
+  it("expired", async () => {
+    const past = Date.now() - 3_600_000;
+    const cmd = await cp.app.services.signer.sign(
+      await unsigned({ issued_at: new Date(past).toISOString(), expires_at: new Date(past + 60_000).toISOString() }),
+    );
+    await inject(cmd);
+    expect(await rejection(cmd.command_id)).toBe("expired");
+  }, 30_000);
+
+  it("replayed: a command that already ran gets its recorded answer and never runs again", async () => {
+    const id = issued[0]!;
+    await q("update agent_commands set state = 'pending' where command_id = $1", [id]);
+    await q("select pg_notify('berth_agent_commands', $1)", [serverId]);
+    await waitFor("replayed command answered", async () => {
+      const [row] = await q<{ state: string }>("select state from agent_commands where command_id = $1", [id]);
+      return row?.state !== "pending";
+    });
+    await new Promise((r) => setTimeout(r, 1000));
+    const results = await q("select 1 from agent_events where server_id = $1 and kind = 'command.result' and command_id = $2", [serverId, id]);
+    expect(results).toHaveLength(1);
+    await q("update agent_commands set state = 'succeeded' where command_id = $1", [id]);
+  }, 30_000);
+});
 
 it("ends with every command answered exactly once and every event stored once", async () => {
   await waitFor("agent journal drained", async () => (await agent.status()).journal.pendingCount === 0, 30_000);
