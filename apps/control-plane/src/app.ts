@@ -9,7 +9,7 @@ import { systemClock, type Clock } from "./lib/clock.ts";
 import { installErrorHandling } from "./lib/error-handler.ts";
 import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./lib/instance-secrets.ts";
-import { startMaintenance } from "./lib/maintenance.ts";
+import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
 import { Environment } from "./modules/environments/environments.routes.ts";
@@ -19,6 +19,7 @@ import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
 import { createAgentGateway, type AgentGateway } from "./modules/agents/agent-gateway.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { createEventIngest } from "./modules/agents/event-ingest.ts";
+import { applyDeploymentEvents } from "./modules/deployments/deployment-events.ts";
 import { publicApi } from "./public-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
@@ -33,7 +34,7 @@ export interface AppOptions {
   heartbeatMs?: number;
 }
 
-export type App = FastifyInstance & { services: Services; gateway: AgentGateway };
+export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance };
 
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
@@ -60,7 +61,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const gateway = await createAgentGateway({
     pool,
     commands: services.agentCommands,
-    ingest: createEventIngest({ pool }),
+    ingest: createEventIngest({ pool, appliers: [applyDeploymentEvents] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     log: app.log,
@@ -73,8 +74,13 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(openApiRoutes);
 
-  const maintenance = startMaintenance({ pool, clock, onError: (err) => app.log.warn({ err }, "maintenance failed") });
+  const maintenance = startMaintenance({
+    pool,
+    clock,
+    tasks: [() => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now())],
+    onError: (err) => app.log.warn({ err }, "maintenance failed"),
+  });
   app.addHook("onClose", async () => maintenance.stop());
 
-  return Object.assign(app, { services, gateway }) as unknown as App;
+  return Object.assign(app, { services, gateway, maintenance }) as unknown as App;
 }

@@ -17,10 +17,15 @@ import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
 import { createEnrollment } from "./modules/agents/enrollment.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
+import { createDispatcher } from "./modules/deployments/dispatcher.ts";
+import { createErpImages } from "./modules/erp-images/erp-images.ts";
 
 export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
   const { db, clock } = deps;
   const signer = createCommandSigner({ db, masterKey: deps.masterKey });
+  const agentCommands = createAgentCommands({ db, clock, signer });
+  const images = createErpImages(db);
+  const dispatcher = createDispatcher({ db, commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);
   const repos = {
     projects: createProjectsRepo(db),
@@ -35,12 +40,14 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     cursors,
     projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock }),
     environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
-    deployments: createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock }),
+    deployments: createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
     apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock }),
     signer,
     enrollment: createEnrollment({ db, clock, signer }),
-    agentCommands: createAgentCommands({ db, clock, signer }),
+    agentCommands,
+    images,
+    dispatcher,
   };
 }
 export type Services = ReturnType<typeof createServices>;

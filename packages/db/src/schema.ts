@@ -326,6 +326,8 @@ export const agentCommands = pgTable(
   },
   (t) => [
     uniqueIndex("agent_commands_server_seq_key").on(t.serverId, t.seq),
+    // One command per operation: dispatching twice (fast path and repair sweep) cannot double it.
+    uniqueIndex("agent_commands_deployment_key").on(t.deploymentId).where(sql`${t.deploymentId} is not null`),
     index("agent_commands_pending_idx").on(t.serverId, t.seq).where(sql`${t.state} = 'pending'`),
   ],
 );

@@ -3,7 +3,14 @@
 import type pg from "pg";
 import type { Clock } from "./clock.ts";
 
-export function startMaintenance(deps: { pool: pg.Pool; clock: Clock; everyMs?: number; onError?: (err: unknown) => void }) {
+export function startMaintenance(deps: {
+  pool: pg.Pool;
+  clock: Clock;
+  /** Further periodic work (dispatch repair, task timeouts), run after the housekeeping. */
+  tasks?: (() => Promise<unknown>)[];
+  everyMs?: number;
+  onError?: (err: unknown) => void;
+}) {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   const every = deps.everyMs ?? 60_000;
@@ -13,6 +20,7 @@ export function startMaintenance(deps: { pool: pg.Pool; clock: Clock; everyMs?: 
     const oldWindow = Math.floor(now.getTime() / 1000) - 2 * 60;
     await deps.pool.query("delete from rate_limit_counters where window_start < $1", [oldWindow]);
     await deps.pool.query("delete from idempotency_records where expires_at < $1", [now]);
+    for (const task of deps.tasks ?? []) await task();
   }
 
   function schedule() {
@@ -27,6 +35,7 @@ export function startMaintenance(deps: { pool: pg.Pool; clock: Clock; everyMs?: 
   schedule();
 
   return {
+    /** Runs every task now (tests use it instead of waiting a minute). */
     runOnce,
     stop() {
       stopped = true;
@@ -34,3 +43,4 @@ export function startMaintenance(deps: { pool: pg.Pool; clock: Clock; everyMs?: 
     },
   };
 }
+export type Maintenance = ReturnType<typeof startMaintenance>;

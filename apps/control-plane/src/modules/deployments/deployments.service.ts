@@ -8,6 +8,7 @@ import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { DeploymentsRepo } from "./deployments.repo.ts";
+import type { Dispatcher } from "./dispatcher.ts";
 import { taskView } from "./task-view.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
@@ -33,6 +34,7 @@ export function createDeploymentsService(deps: {
   environments: Pick<EnvironmentsRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
+  dispatcher: Pick<Dispatcher, "dispatch">;
 }) {
   return {
     async requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor) {
@@ -59,6 +61,8 @@ export function createDeploymentsService(deps: {
         case "refused":
           throw conflict(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
         case "created":
+          // The row is the record; a failed dispatch here is repaired by the sweep.
+          await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
           return outcome.row;
       }
     },

@@ -1,0 +1,109 @@
+// Turns an operation row into a signed command for the agent of its server. Called right
+// after the row is written (fast path) and by the maintenance sweep (repair path, e.g.
+// after a crash between the two); the unique deployment_id on the outbox makes a second
+// dispatch of the same row a no-op.
+import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { COMMAND_TYPES, type CommandType } from "@berth/protocol";
+import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
+import type { AgentCommands } from "../agents/agent-commands.ts";
+import type { ErpImages } from "../erp-images/erp-images.ts";
+import type { DeploymentRow } from "./deployments.repo.ts";
+
+/** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
+export const DISPATCH_TTL_MS = 30 * 60 * 1000;
+
+const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
+
+const COMMAND_FOR_KIND: Record<string, CommandType> = {
+  deploy: "deploy",
+  redeploy: "redeploy",
+  rollback: "redeploy",
+  restart: "restart",
+  start: "start",
+  stop: "stop",
+  destroy: "destroy",
+  backup: "backup",
+  restore: "restore",
+};
+
+export function createDispatcher(deps: { db: Database; commands: Pick<AgentCommands, "issue">; images: ErpImages }) {
+  async function paramsFor(d: DeploymentRow, type: CommandType): Promise<Record<string, unknown>> {
+    const base = { deployment_id: d.id, environment_id: d.environmentId };
+    if (type !== "deploy" && type !== "redeploy") {
+      const extra = (d.extraData ?? {}) as Record<string, unknown>;
+      if (type === "destroy") return { ...base, delete_data: extra.delete_data === true };
+      if (type === "backup" || type === "restore") return { ...base, backup_id: String(extra.backup_id) };
+      return base;
+    }
+    const [row] = await deps.db
+      .select({ env: environments, project: projects })
+      .from(environments)
+      .innerJoin(projects, eq(projects.id, environments.projectId))
+      .where(eq(environments.id, d.environmentId));
+    if (!row) throw new Error(`environment ${d.environmentId} vanished`);
+    const { env, project } = row;
+    const image = await deps.images.imageFor(project.erpVersion);
+    return {
+      ...base,
+      erp_version: image.version,
+      image: d.imageTag ?? image.image,
+      git: project.gitRepoUrl ? { url: project.gitRepoUrl, branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
+      resources: { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
+      domain: env.domain ? env.domain.toLowerCase() : null,
+      env: {},
+    };
+  }
+
+  async function dispatch(d: DeploymentRow, issuedBy: string): Promise<void> {
+    const type = COMMAND_FOR_KIND[d.kind];
+    if (!type || !COMMAND_TYPES.includes(type) || !d.serverId) return;
+    try {
+      await deps.commands.issue({
+        organizationId: d.organizationId,
+        serverId: d.serverId,
+        type,
+        params: await paramsFor(d, type),
+        issuedBy,
+        deploymentId: d.id,
+        ttlMs: DISPATCH_TTL_MS,
+      });
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+    }
+  }
+
+  return {
+    dispatch,
+    /** Queued operations that have no command yet (a crash between write and dispatch). */
+    async dispatchPending(): Promise<number> {
+      const rows = await deps.db
+        .select({ d: deployments })
+        .from(deployments)
+        .leftJoin(agentCommands, eq(agentCommands.deploymentId, deployments.id))
+        .where(and(inArray(deployments.status, ["pending", "queued"]), isNull(agentCommands.commandId)))
+        .limit(500);
+      for (const { d } of rows) await dispatch(d, d.triggeredBy ? `user:${d.triggeredBy}` : d.apiKeyId ? `api_key:${d.apiKeyId}` : "system:dispatcher");
+      return rows.length;
+    },
+    /**
+     * Fails operations whose command expired before the agent took it (server offline),
+     * or that the agent refused. The environment is left as it was: nothing ran.
+     */
+    async failUndelivered(now: Date): Promise<number> {
+      await deps.db
+        .update(agentCommands)
+        .set({ state: "expired", completedAt: now })
+        .where(and(eq(agentCommands.state, "pending"), sql`${agentCommands.expiresAt} <= ${now.toISOString()}::timestamptz`));
+      const { rows } = await deps.db.execute<{ id: string }>(sql`
+        update deployments d set status = 'failed', completed_at = ${now.toISOString()}::timestamptz,
+          error_message = case c.state
+            when 'expired' then 'The server was offline: its agent did not connect within ' || ${DISPATCH_TTL_MS / 60000} || ' minutes, so the task timed out before it started'
+            else 'The agent refused the command (' || coalesce(c.rejection_code, 'unknown reason') || ')' end
+        from agent_commands c
+        where c.deployment_id = d.id and c.state in ('expired', 'rejected') and d.status in ('pending', 'queued')
+        returning d.id`);
+      return rows.length;
+    },
+  };
+}
+export type Dispatcher = ReturnType<typeof createDispatcher>;

@@ -1,0 +1,1 @@
+CREATE UNIQUE INDEX "agent_commands_deployment_key" ON "agent_commands" USING btree ("deployment_id") WHERE "agent_commands"."deployment_id" is not null;
