@@ -1,0 +1,461 @@
+// `npm run bench:api`: throughput of the public API's two hottest reads on the real control
+// plane over real HTTP, against a bare Fastify + pg baseline serving the same rows.
+//
+// Each server runs in its own child process, started by the same code with the same pool
+// size, and autocannon drives both from this process with the same settings. In one
+// process the load generator and the server would share an event loop, and the heavier
+// server would also slow its own load generator, which skews the ratio. With one process
+// each, the server under test gets a whole event loop while the other one sits idle.
+//
+// Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50), BENCH_ROUNDS
+// (1; more repeat every run and report the median one, for machines with noisy neighbours),
+// BENCH_ORGS (50), BENCH_PROJECTS_PER_ORG (20), BENCH_POOL_MAX (10), BENCH_ASSUMED_MAX_RPS
+// (6000, sizes the key spread), DATABASE_URL (use that server, in a fresh database).
+// Diagnostics, which slow both variants: BENCH_CPU_PROF=1 (a V8 profile of each measured
+// run, kept in a printed directory), BENCH_INSTRUMENT=1 (SQL and request timings),
+// BENCH_LOG_LEVEL (full stack logs at that level to /dev/null, as server.ts logs at info),
+// BENCH_PG_SETTINGS ("synchronous_commit=off,..." set on the bench database for both variants),
+// BENCH_SETUP_SQL (run on the bench database before the servers start, for what-if runs such
+// as "alter table rate_limit_counters set unlogged"), BENCH_ATTRIBUTION=1 (adds the variant
+// bare-auth: bare plus the product's metering statement).
+import { fork, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { isDeepStrictEqual } from "node:util";
+import autocannon, { type Request, type Result } from "autocannon";
+import pg from "pg";
+import { createDb, runMigrations } from "@berth/db";
+import { createServices, systemClock } from "@berth/control-plane";
+import { BASELINE_SQL } from "./bare-app.ts";
+import { cpuSnapshot, cpuUse, parentOf, type CpuUse } from "./cpu.ts";
+import { startBenchDatabase, type BenchDatabase } from "./database.ts";
+import type { Stats } from "./instrument.ts";
+import { seed, type Target } from "./seed.ts";
+import type { Command, Reply, Variant } from "./server-process.ts";
+
+function setting(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+const DURATION_S = setting("BENCH_DURATION_S", 10);
+const WARMUP_S = setting("BENCH_WARMUP_S", 2);
+const CONNECTIONS = setting("BENCH_CONNECTIONS", 50);
+const ORGS = setting("BENCH_ORGS", 50);
+const PROJECTS_PER_ORG = setting("BENCH_PROJECTS_PER_ORG", 20);
+/** createDb's default, which is what server.ts runs with. */
+const POOL_MAX = setting("BENCH_POOL_MAX", 10);
+const ASSUMED_MAX_RPS = setting("BENCH_ASSUMED_MAX_RPS", 6000);
+const PROFILE = process.env.BENCH_CPU_PROF === "1";
+const INSTRUMENT = process.env.BENCH_INSTRUMENT === "1";
+const ATTRIBUTION = process.env.BENCH_ATTRIBUTION === "1";
+const ROUNDS = Math.round(setting("BENCH_ROUNDS", 1));
+/** Variants that spend rate limit, each on its own keys; bare borrows full's, as it meters nothing. */
+const METERED: Variant[] = ATTRIBUTION ? ["full", "bare-auth"] : ["full"];
+const VARIANTS: Variant[] = ATTRIBUTION ? ["full", "bare-auth", "bare"] : ["full", "bare"];
+
+const GOAL_RATIO = 0.7;
+/** Read-only keys may make 120 requests per 60 s window (rate-limits.ts). */
+const READ_ONLY_LIMIT = 120;
+/** Half the limit, so the rate limiter is never what is measured, even if the estimate is off. */
+const PER_KEY_BUDGET = READ_ONLY_LIMIT / 2;
+const PREFIX = "/api/public/v1";
+
+type Route = "projects" | "task";
+const ROUTES: Record<Route, { label: string; path: (t: Target) => string }> = {
+  projects: { label: "GET /projects", path: () => `${PREFIX}/projects` },
+  task: { label: "GET /deployments/{id}", path: (t) => `${PREFIX}/deployments/${t.taskId}` },
+};
+
+const log = (line = "") => process.stdout.write(`${line}\n`);
+
+interface ServerProcess {
+  variant: Variant;
+  url: string;
+  pid: number;
+  call(cmd: Exclude<Command, { type: "close" }>): Promise<Extract<Reply, { type: "done" }>>;
+  stop(): Promise<void>;
+}
+
+async function startServer(variant: Variant, databaseUrl: string, masterKey: Buffer): Promise<ServerProcess> {
+  const child: ChildProcess = fork(fileURLToPath(new URL("./server-process.ts", import.meta.url)), [variant], {
+    // The parent runs under tsx; its loader flags let the child load TypeScript too.
+    execArgv: process.execArgv,
+    env: { ...process.env, BENCH_DATABASE_URL: databaseUrl, BENCH_POOL_MAX: String(POOL_MAX), BENCH_MASTER_KEY: masterKey.toString("base64") },
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const next = () =>
+    new Promise<Reply>((resolve, reject) => {
+      const onExit = (code: number | null) => reject(new Error(`the ${variant} server exited (code ${code})`));
+      child.once("exit", onExit);
+      child.once("message", (msg) => {
+        child.off("exit", onExit);
+        resolve(msg as Reply);
+      });
+    });
+  const ready = await next();
+  if (ready.type !== "ready") throw new Error(`the ${variant} server sent ${JSON.stringify(ready)} instead of its port`);
+  return {
+    variant,
+    url: `http://127.0.0.1:${ready.port}`,
+    pid: child.pid!,
+    async call(cmd) {
+      const reply = next();
+      child.send(cmd);
+      const r = await reply;
+      if (r.type !== "done" || r.of !== cmd.type) throw new Error(`the ${variant} server answered ${JSON.stringify(r)} to ${cmd.type}`);
+      return r;
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.send({ type: "close" } satisfies Command);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/**
+ * Every request carries the same two headers on both variants, so both parse the same bytes:
+ * the full stack authenticates with the key, the baseline reads the organisation.
+ */
+function rotatingRequests(route: Route, targets: Target[]): Request[] {
+  let i = 0;
+  return [
+    {
+      method: "GET",
+      setupRequest: (req) => {
+        const t = targets[i++ % targets.length]!;
+        return { ...req, path: ROUTES[route].path(t), headers: { authorization: t.authorization, "x-organization-id": t.organizationId } };
+      },
+    },
+  ];
+}
+
+const load = async (url: string, requests: Request[], limit: { duration: number } | { amount: number }): Promise<Result> =>
+  // autocannon refuses more connections than requests.
+  autocannon({ url, connections: "amount" in limit ? Math.min(CONNECTIONS, limit.amount) : CONNECTIONS, pipelining: 1, timeout: 10, requests, ...limit });
+
+/** Proves the baseline serves the same document the product does, before timing either. */
+async function assertSameBody(route: Route, target: Target, full: ServerProcess, bare: ServerProcess): Promise<void> {
+  const headers = { authorization: target.authorization, "x-organization-id": target.organizationId };
+  const get = async (server: ServerProcess) => {
+    const res = await fetch(server.url + ROUTES[route].path(target), { headers });
+    const body: unknown = await res.json();
+    if (res.status !== 200) throw new Error(`${route} on the ${server.variant} server answered ${res.status}: ${JSON.stringify(body)}`);
+    return body;
+  };
+  const [a, b] = [await get(full), await get(bare)];
+  if (!isDeepStrictEqual(a, b)) {
+    throw new Error(`the baseline's ${route} body differs from the product's:\nfull: ${JSON.stringify(a)}\nbare: ${JSON.stringify(b)}`);
+  }
+}
+
+/**
+ * Captures the SQL the product's services send for the two reads and fails if the baseline
+ * no longer sends the same: a repo change must not silently turn this into another comparison.
+ */
+async function assertSameSql(url: string, masterKey: Buffer, target: Target): Promise<void> {
+  const handle = createDb(url, { max: 1 });
+  try {
+    const sent: string[] = [];
+    const query = handle.pool.query.bind(handle.pool) as (...args: unknown[]) => unknown;
+    (handle.pool as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const q = args[0];
+      sent.push(typeof q === "string" ? q : String((q as { text?: unknown }).text));
+      return query(...args);
+    };
+    const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: "bench-sql-check", masterKey });
+    const scope = { organizationId: target.organizationId, projectId: null };
+    for (const [route, call] of [
+      ["projects", () => services.projects.list(scope, { limit: 20 })],
+      ["task", () => services.deployments.getTask(scope, target.taskId)],
+    ] as const) {
+      sent.length = 0;
+      await call();
+      if (!isDeepStrictEqual(sent, BASELINE_SQL[route])) {
+        throw new Error(`the product's SQL for ${route} changed; update bare-app.ts to send:\n${sent.join("\n")}`);
+      }
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+interface Run {
+  round: number;
+  route: Route;
+  variant: Variant;
+  warmup: Result;
+  result: Result;
+  cpu?: CpuUse;
+  stats?: Stats;
+}
+
+const count429 = (r: Result) => r.statusCodeStats["429"]?.count ?? 0;
+const fmt = (n: number, digits = 0) => n.toFixed(digits);
+const pad = (cells: string[], widths: number[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+
+function printStats(run: Run): void {
+  const s = run.stats;
+  if (!s || s.request.count === 0) return;
+  const perRequest = (t: { count: number }) => fmt(t.count / s.request.count, 2);
+  log(`  ${run.route} ${run.variant}: ${s.request.count} requests, server time avg ${fmt(s.request.totalMs / s.request.count, 2)} ms`);
+  for (const [sql, t] of Object.entries(s.onConnection)) {
+    const pooled = s.throughPool[sql];
+    const waited = pooled ? ` | via pool avg ${fmt(pooled.totalMs / pooled.count, 2)} ms` : "";
+    log(`    ${perRequest(t)}/req  on connection avg ${fmt(t.totalMs / t.count, 2)} ms${waited}  ${sql}`);
+  }
+}
+
+/** BENCH_PG_SETTINGS and BENCH_SETUP_SQL: changes to the database for both variants alike. */
+async function whatIf(url: string): Promise<void> {
+  const settings = (process.env.BENCH_PG_SETTINGS ?? "").split(",").filter(Boolean);
+  const setupSql = process.env.BENCH_SETUP_SQL;
+  if (settings.length === 0 && !setupSql) return;
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  try {
+    const dbName = (await admin.query<{ db: string }>("select current_database() as db")).rows[0]!.db;
+    for (const setting of settings) {
+      const [name, value] = setting.split("=").map((x) => x.trim());
+      if (!name || !value || !/^[a-z_.]+$/.test(name)) throw new Error(`BENCH_PG_SETTINGS: expected name=value, got ${JSON.stringify(setting)}`);
+      await admin.query(`alter database "${dbName}" set ${name} = '${value.replaceAll("'", "''")}'`);
+      log(`what-if: PostgreSQL setting ${name} = ${value}`);
+    }
+    if (setupSql) {
+      await admin.query(setupSql);
+      log(`what-if: ran ${setupSql}`);
+    }
+  } finally {
+    await admin.end();
+  }
+}
+
+async function main(): Promise<number> {
+  const keysPerVariant = Math.max(ORGS, Math.ceil((ASSUMED_MAX_RPS * (WARMUP_S + DURATION_S)) / PER_KEY_BUDGET));
+  const keysPerRoute = keysPerVariant * METERED.length;
+  const targetsFor = (all: Target[], variant: Variant) =>
+    variant === "bare-auth" ? all.slice(keysPerVariant, 2 * keysPerVariant) : all.slice(0, keysPerVariant);
+  let database: BenchDatabase | undefined;
+  const servers: ServerProcess[] = [];
+  try {
+    database = await startBenchDatabase();
+    log(`PostgreSQL: ${database.description}`);
+    await runMigrations(database.url);
+    const started = Date.now();
+    const masterKey = randomBytes(32);
+    const seeded = await seed(database.url, { organizations: ORGS, projectsPerOrganization: PROJECTS_PER_ORG, keysPerRoute, masterKey });
+    const c = seeded.counts;
+    log(`seeded in ${fmt((Date.now() - started) / 1000, 1)} s: ${c.organizations} organisations, ${c.projects} projects, ${c.tasks} tasks, ${c.keys} API keys`);
+    log(`  ${keysPerVariant} read-only keys per route and metered variant: <= ${PER_KEY_BUDGET} requests per key per run up to ${ASSUMED_MAX_RPS} req/s (limit ${READ_ONLY_LIMIT} / 60 s)`);
+
+    await assertSameSql(database.url, masterKey, seeded.task[0]!);
+    await whatIf(database.url);
+
+    const full = await startServer("full", database.url, masterKey);
+    servers.push(full);
+    const bare = await startServer("bare", database.url, masterKey);
+    servers.push(bare);
+    const byVariant: Partial<Record<Variant, ServerProcess>> = { full, bare };
+    await assertSameBody("projects", seeded.projects[0]!, full, bare);
+    await assertSameBody("task", seeded.task[0]!, full, bare);
+    if (ATTRIBUTION) {
+      const bareAuth = await startServer("bare-auth", database.url, masterKey);
+      servers.push(bareAuth);
+      byVariant["bare-auth"] = bareAuth;
+      await assertSameBody("projects", seeded.projects[keysPerVariant]!, full, bareAuth);
+      await assertSameBody("task", seeded.task[keysPerVariant]!, full, bareAuth);
+    }
+    log(`servers: ${servers.map((s) => `${s.variant} ${s.url}`).join(", ")} (one process each, pool max ${POOL_MAX}); SQL and bodies checked identical`);
+    log(`load: autocannon in this process, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per variant`);
+
+    const profileDir = PROFILE ? await mkdtemp(path.join(os.tmpdir(), "berth-bench-prof-")) : undefined;
+    if (profileDir) log(`CPU profiles (figures below are slowed by the profiler): ${profileDir}`);
+    if (INSTRUMENT) log("instruments on: figures below are slowed by them");
+    log();
+
+    // Full first on one route and last on the other: slow drift (autovacuum, checkpoints,
+    // the neighbours' load) favours no variant.
+    const plan: [Route, Variant][] = [
+      ...VARIANTS.map((v): [Route, Variant] => ["projects", v]),
+      ...[...VARIANTS].reverse().map((v): [Route, Variant] => ["task", v]),
+    ];
+    const runs: Run[] = [];
+    let maxKeyUse = 0;
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    const postmaster = database.local
+      ? await parentOf((await admin.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid)
+      : undefined;
+    const measure = async (round: number, route: Route, variant: Variant): Promise<Run> => {
+      const server = byVariant[variant]!;
+      const targets = targetsFor(seeded[route], variant);
+      log(`${ROUNDS > 1 ? `round ${round}/${ROUNDS}: ` : ""}${ROUTES[route].label} ${variant}: priming, warming up, measuring...`);
+      // One request per key first: the full stack writes api_keys.last_used_at on a key's
+      // first use and then at most once a minute. Spreading load over many keys would
+      // otherwise turn that write, rare in production, into one in every few requests.
+      const prime = await load(server.url, rotatingRequests(route, targets), { amount: targets.length });
+      const requests = rotatingRequests(route, targets);
+      const warmup = await load(server.url, requests, { duration: WARMUP_S });
+      if (INSTRUMENT) await server.call({ type: "stats" });
+      if (profileDir) await server.call({ type: "profile-start" });
+      const before = await cpuSnapshot();
+      const result = await load(server.url, requests, { duration: DURATION_S });
+      const after = await cpuSnapshot();
+      if (profileDir) await server.call({ type: "profile-stop", file: path.join(profileDir, `${route}-${variant}-${round}.cpuprofile`) });
+      const stats = INSTRUMENT ? (await server.call({ type: "stats" })).stats : undefined;
+      const cpu = before && after ? cpuUse(before, after, { server: server.pid, self: process.pid, ...(postmaster ? { postmaster } : {}) }) : undefined;
+      warmup.non2xx += prime.non2xx;
+      warmup.errors += prime.errors;
+      warmup.timeouts += prime.timeouts;
+      for (const [code, n] of Object.entries(prime.statusCodeStats)) {
+        (warmup.statusCodeStats[code] ??= { count: 0 }).count += n.count;
+      }
+      if (METERED.includes(variant)) {
+        const { rows } = await admin.query<{ max: number }>("select coalesce(max(count), 0)::int as max from rate_limit_counters where bucket like 'key:%'");
+        maxKeyUse = Math.max(maxKeyUse, rows[0]?.max ?? 0);
+      }
+      return { round, route, variant, warmup, result, ...(cpu ? { cpu } : {}), ...(stats ? { stats } : {}) };
+    };
+    try {
+      for (let round = 1; round <= ROUNDS; round++) {
+        for (const [route, variant] of plan) {
+          runs.push(await measure(round, route, variant));
+          await sleep(1000);
+        }
+      }
+    } finally {
+      await admin.end();
+    }
+
+    /** The median run by throughput (the upper one of an even count). */
+    const find = (route: Route, variant: Variant) => {
+      const all = runs.filter((r) => r.route === route && r.variant === variant).sort((a, b) => a.result.requests.average - b.result.requests.average);
+      return all[Math.floor(all.length / 2)]!;
+    };
+    if (ROUNDS > 1) {
+      log();
+      log(`req/s per round (the tables show each variant's median run):`);
+      for (const route of ["projects", "task"] as Route[]) {
+        for (const variant of VARIANTS) {
+          const each = runs.filter((r) => r.route === route && r.variant === variant).map((r) => fmt(r.result.requests.average));
+          log(`  ${ROUTES[route].label} ${variant}: ${each.join(", ")}`);
+        }
+      }
+    }
+    const widths = [22, 9, 10, 8, 8, 8, 7];
+    log();
+    log(pad(["route", "variant", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors"], widths));
+    log("-".repeat(widths.reduce((a, b) => a + b + 2, -2)));
+    for (const route of ["projects", "task"] as Route[]) {
+      for (const variant of VARIANTS) {
+        const r = find(route, variant).result;
+        const cells = [ROUTES[route].label, variant, fmt(r.requests.average), fmt(r.latency.p50, 1), fmt(r.latency.p99, 1), String(r.non2xx)];
+        log(pad([...cells, String(r.errors + r.timeouts)], widths));
+      }
+    }
+    log();
+    const summary: Record<string, number | boolean | string> = {};
+    let goalMet = true;
+    for (const route of ["projects", "task"] as Route[]) {
+      const f = find(route, "full").result;
+      const b = find(route, "bare").result;
+      const ratio = b.requests.average > 0 ? f.requests.average / b.requests.average : 0;
+      goalMet &&= ratio >= GOAL_RATIO;
+      log(`${ROUTES[route].label}: full/bare = ${fmt(ratio, 3)}  (goal >= ${GOAL_RATIO}: ${ratio >= GOAL_RATIO ? "met" : "NOT met"})`);
+      if (ATTRIBUTION) {
+        const a = find(route, "bare-auth").result;
+        log(`  bare-auth/bare = ${fmt(a.requests.average / b.requests.average, 3)} (the metering round trip), full/bare-auth = ${fmt(f.requests.average / a.requests.average, 3)} (the rest of the stack)`);
+        Object.assign(summary, { [`${route}_bare_auth_rps`]: Number(fmt(a.requests.average, 1)) });
+      }
+      Object.assign(summary, {
+        [`${route}_full_rps`]: Number(fmt(f.requests.average, 1)),
+        [`${route}_bare_rps`]: Number(fmt(b.requests.average, 1)),
+        [`${route}_ratio`]: Number(fmt(ratio, 3)),
+        [`${route}_full_p50_ms`]: f.latency.p50,
+        [`${route}_full_p99_ms`]: f.latency.p99,
+        [`${route}_bare_p50_ms`]: b.latency.p50,
+        [`${route}_bare_p99_ms`]: b.latency.p99,
+        [`${route}_full_non2xx`]: f.non2xx,
+        [`${route}_bare_non2xx`]: b.non2xx,
+      });
+    }
+    log(`goal (full stack keeps >= ${GOAL_RATIO * 100}% of the bare route's throughput): ${goalMet ? "met" : "NOT met"}`);
+    log(`max requests on one key in one 60 s window: ${maxKeyUse} (limit ${READ_ONLY_LIMIT})`);
+    if (runs.some((r) => r.cpu)) {
+      log();
+      log(`CPU during each measured run, in % of the machine's ${os.cpus().length} cores ("steal": taken by the hypervisor; "other": processes`);
+      log("outside the benchmark), and CPU time per request, which holds whatever else ran on the machine:");
+      const w = [22, 9, 5, 5, 5, 6, 8, 10, 5, 13, 15];
+      log(pad(["route", "variant", "busy", "steal", "irq", "server", "postgres", "autocannon", "other", "server ms/req", "postgres ms/req"], w));
+      const cores = os.cpus().length;
+      const shown = (["projects", "task"] as Route[]).flatMap((route) => VARIANTS.map((variant) => find(route, variant)));
+      for (const r of shown) {
+        if (!r.cpu) continue;
+        const u = r.cpu;
+        // percent of all cores -> core-milliseconds per second -> per request
+        const perRequest = (percent: number) => fmt((percent / 100) * cores * 1000 / Math.max(1, r.result.requests.average), 2);
+        const shares = [u.busyPercent, u.stealPercent, u.irqPercent, u.serverPercent, u.postgresPercent, u.loadGeneratorPercent, u.otherPercent].map((x) => fmt(x));
+        log(pad([ROUTES[r.route].label, r.variant, ...shares, perRequest(u.serverPercent), perRequest(u.postgresPercent)], w));
+      }
+      for (const r of shown) if (r.cpu?.topOthers.length) log(`  other during ${r.route} ${r.variant}: ${r.cpu.topOthers.join(", ")}`);
+    }
+    if (INSTRUMENT) {
+      log();
+      log("instruments (per measured run):");
+      for (const run of runs) if (run === find(run.route, run.variant)) printStats(run);
+    }
+
+    // A run with failures measured something else than the route (429s: the rate limiter).
+    const problems: string[] = [];
+    for (const run of runs) {
+      for (const [phase, r] of [["priming and warm-up", run.warmup], ["run", run.result]] as const) {
+        const name = `${run.route} ${run.variant} ${phase}`;
+        if (count429(r) > 0) {
+          problems.push(`${name}: ${count429(r)} responses were 429, the key spread is too thin (max ${maxKeyUse} per key per window); raise BENCH_ASSUMED_MAX_RPS`);
+        } else if (r.non2xx > 0) {
+          problems.push(`${name}: ${r.non2xx} non-2xx responses (${JSON.stringify(r.statusCodeStats)})`);
+        }
+        if (r.errors + r.timeouts > 0) problems.push(`${name}: ${r.errors} connection errors, ${r.timeouts} timeouts`);
+      }
+    }
+    if (problems.length > 0) {
+      for (const p of problems) process.stderr.write(`FAILED: ${p}\n`);
+      return 1;
+    }
+
+    Object.assign(summary, {
+      goal_min_ratio: GOAL_RATIO,
+      goal_met: goalMet,
+      max_requests_per_key_window: maxKeyUse,
+      duration_s: DURATION_S,
+      warmup_s: WARMUP_S,
+      connections: CONNECTIONS,
+      pool_max: POOL_MAX,
+      rounds: ROUNDS,
+    });
+    log(JSON.stringify(summary));
+    return 0;
+  } finally {
+    for (const s of servers) await s.stop().catch((err: unknown) => process.stderr.write(`stopping ${s.variant}: ${String(err)}\n`));
+    await database?.stop().catch((err: unknown) => process.stderr.write(`stopping PostgreSQL: ${String(err)}\n`));
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    process.stderr.write(`bench:api failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  },
+);
