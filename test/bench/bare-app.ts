@@ -118,8 +118,11 @@ export function buildBareApp(pool: pg.Pool, opts: { meter?: boolean; cursorSecre
 
   app.get("/api/public/v1/projects", async (request) => {
     const org = organizationOf(request);
-    const { rows } = await pool.query<ProjectRow>(PROJECTS_PAGE, [org, PAGE_LIMIT + 1]);
-    const totals = await pool.query<{ count: string }>(PROJECTS_TOTAL, [org]);
+    // Page and total in parallel, as the real repository runs them.
+    const [{ rows }, totals] = await Promise.all([
+      pool.query<ProjectRow>(PROJECTS_PAGE, [org, PAGE_LIMIT + 1]),
+      pool.query<{ count: string }>(PROJECTS_TOTAL, [org]),
+    ]);
     const hasMore = rows.length > PAGE_LIMIT;
     const items = hasMore ? rows.slice(0, PAGE_LIMIT) : rows;
     const last = items[items.length - 1];

@@ -69,8 +69,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   app.addHook("onClose", async () => gateway.close());
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  await app.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
-  await app.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
+  // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
+  await app.register(async (agentScope) => {
+    await agentScope.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
+    await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
+  });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(openApiRoutes);
 

@@ -12,7 +12,7 @@ export interface DbHandle {
 }
 
 export function createDb(connectionString: string, options: { max?: number } = {}): DbHandle {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 20 });
   // An idle client that loses its server must not crash the process; the next query reconnects.
   pool.on("error", () => {});
   const db = drizzle(pool, { schema });

@@ -1,6 +1,6 @@
 // A dedicated connection for LISTEN, reconnecting when it drops. NOTIFY is how a replica
 // that writes a command or an event wakes the replica that holds the agent or the stream.
-import type pg from "pg";
+import pg from "pg";
 
 export interface PgListener {
   close(): Promise<void>;
@@ -12,15 +12,17 @@ export async function listen(
   onNotify: (channel: string, payload: string) => void,
   log: (msg: string, err?: unknown) => void,
 ): Promise<PgListener> {
-  let client: pg.PoolClient | null = null;
+  let client: pg.Client | null = null;
   let closed = false;
 
+  // Its own connection, not one of the pool's: a LISTEN connection is held forever.
   async function connect(): Promise<void> {
-    const c = await pool.connect();
+    const c = new pg.Client((pool as unknown as { options: pg.ClientConfig }).options);
+    await c.connect();
     c.on("notification", (n) => onNotify(n.channel, n.payload ?? ""));
     c.on("error", (err) => {
       log("listen connection lost; reconnecting", err);
-      c.release(true);
+      void c.end().catch(() => {});
       if (client === c) client = null;
       if (!closed) setTimeout(() => void reconnect(), 500).unref();
     });
@@ -46,7 +48,7 @@ export async function listen(
       client = null;
       if (c) {
         await c.query("unlisten *").catch(() => {});
-        c.release();
+        await c.end().catch(() => {});
       }
     },
   };

@@ -1,7 +1,7 @@
 // SQL for operations (rows of `deployments`). Creating one locks the environment row,
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
-import { and, count, eq, inArray, isNull } from "drizzle-orm";
+import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import { ACTIVE_DEPLOYMENT_STATUSES, deployments, environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../lib/keyset.ts";
@@ -20,15 +20,27 @@ export type CreateOutcome =
 const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
 
 export function createDeploymentsRepo(db: Database) {
+  // Task polling is hot: its SQL is prepared once per shape (organisation or project key).
+  const getTask = (scoped: boolean) =>
+    db
+      .select({ d: deployments })
+      .from(deployments)
+      .innerJoin(projects, eq(projects.id, deployments.projectId))
+      .where(
+        and(
+          eq(deployments.id, sql.placeholder("id")),
+          eq(deployments.organizationId, sql.placeholder("org")),
+          isNull(projects.deletedAt),
+          ...(scoped ? [eq(deployments.projectId, sql.placeholder("project"))] : []),
+        ),
+      )
+      .prepare(`deployments_get_${scoped}`);
+  const getStatements = { org: getTask(false), project: getTask(true) };
   return {
     async get(scope: Scope, id: string): Promise<DeploymentRow | undefined> {
-      const conds = [eq(deployments.id, id), eq(deployments.organizationId, scope.organizationId), isNull(projects.deletedAt)];
-      if (scope.projectId) conds.push(eq(deployments.projectId, scope.projectId));
-      const [row] = await db
-        .select({ d: deployments })
-        .from(deployments)
-        .innerJoin(projects, eq(projects.id, deployments.projectId))
-        .where(and(...conds));
+      const [row] = scope.projectId
+        ? await getStatements.project.execute({ id, org: scope.organizationId, project: scope.projectId })
+        : await getStatements.org.execute({ id, org: scope.organizationId });
       return row?.d;
     },
 

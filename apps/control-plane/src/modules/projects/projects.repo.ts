@@ -2,7 +2,7 @@
 import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import { newestFirst } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 export type ProjectRow = typeof projects.$inferSelect & { environmentCount: number };
@@ -21,27 +21,58 @@ const columns = {
   environmentCount: sql<number>`(select count(*)::int from environments e where e.project_id = "projects"."id" and e.is_active)`,
 };
 
+// The list and get of projects are the hottest reads of the public API: their SQL is
+// built once as prepared statements (one per shape) instead of on every request.
+const ph = (name: string) => sql.placeholder(name);
+
 export function createProjectsRepo(db: Database) {
   const visible = (scope: Scope): SQL[] => {
     const conds = [eq(projects.organizationId, scope.organizationId), isNull(projects.deletedAt)];
     if (scope.projectId) conds.push(eq(projects.id, scope.projectId));
     return conds;
   };
+  const visibleBy = (scoped: boolean): SQL[] => [
+    eq(projects.organizationId, ph("org")),
+    isNull(projects.deletedAt),
+    ...(scoped ? [eq(projects.id, ph("project"))] : []),
+  ];
+  const prepared = (scoped: boolean) => ({
+    get: db.select(columns).from(projects).where(and(eq(projects.id, ph("id")), ...visibleBy(scoped))).prepare(`projects_get_${scoped}`),
+    first: db
+      .select(columns)
+      .from(projects)
+      .where(and(...visibleBy(scoped)))
+      .orderBy(...newestFirst(projects.createdAt, projects.id))
+      .limit(ph("limit"))
+      .prepare(`projects_first_${scoped}`),
+    after: db
+      .select(columns)
+      .from(projects)
+      .where(and(...visibleBy(scoped), sql`(${projects.createdAt}, ${projects.id}) < (${ph("afterTs")}::timestamptz, ${ph("afterId")}::uuid)`))
+      .orderBy(...newestFirst(projects.createdAt, projects.id))
+      .limit(ph("limit"))
+      .prepare(`projects_after_${scoped}`),
+    count: db.select({ n: count() }).from(projects).where(and(...visibleBy(scoped))).prepare(`projects_count_${scoped}`),
+  });
+  const statements = { org: prepared(false), project: prepared(true) };
+  const pick = (scope: Scope) => (scope.projectId ? statements.project : statements.org);
+  const args = (scope: Scope) => ({ org: scope.organizationId, ...(scope.projectId ? { project: scope.projectId } : {}) });
+
   const get = async (scope: Scope, id: string): Promise<ProjectRow | undefined> => {
-    const [row] = await db.select(columns).from(projects).where(and(eq(projects.id, id), ...visible(scope)));
+    const [row] = await pick(scope).get.execute({ ...args(scope), id });
     return row;
   };
   return {
     get,
     async list(scope: Scope, limit: number, after?: CursorPosition) {
-      const rows = await db
-        .select(columns)
-        .from(projects)
-        .where(and(...visible(scope), olderThan(projects.createdAt, projects.id, after)))
-        .orderBy(...newestFirst(projects.createdAt, projects.id))
-        .limit(limit + 1);
-      const [total] = await db.select({ n: count() }).from(projects).where(and(...visible(scope)));
-      return { rows, total: total?.n ?? 0 };
+      const s = pick(scope);
+      const [rows, total] = await Promise.all([
+        after
+          ? s.after.execute({ ...args(scope), limit: limit + 1, afterTs: after.createdAt.toISOString(), afterId: after.id })
+          : s.first.execute({ ...args(scope), limit: limit + 1 }),
+        s.count.execute(args(scope)),
+      ]);
+      return { rows, total: total[0]?.n ?? 0 };
     },
     async insert(values: typeof projects.$inferInsert): Promise<ProjectRow> {
       const [row] = await db.insert(projects).values(values).returning({ id: projects.id });
