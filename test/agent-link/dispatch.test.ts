@@ -72,6 +72,7 @@ describe("deploy through the public API", () => {
         environment_id: d.environments.running,
         erp_version: "17.0",
         image: "berth-test/erp:17.0",
+        db_image: "berth-test/postgres:15",
         git: { url: "https://git.example.com/demo/erp-addons.git", branch: "main", commit: null },
         resources: { cpu_cores: 1, ram_mb: 2048, disk_gb: 20, workers: 2 },
       });

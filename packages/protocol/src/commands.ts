@@ -60,6 +60,8 @@ export const DeployParams = Type.Object(
     resources: Resources,
     domain: Nullable(Type.String({ pattern: HOSTNAME_PATTERN })),
     env: Type.Record(Type.String({ pattern: ENV_NAME_PATTERN }), Type.String(), strict),
+    /** PostgreSQL image of the environment's database; the agent uses "postgres:16" when absent. */
+    db_image: Type.Optional(Type.String({ minLength: 1 })),
   },
   strict,
 );

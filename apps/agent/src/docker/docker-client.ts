@@ -1,8 +1,11 @@
 // The only module that talks to the Docker engine. Every call has a deadline and is
-// aborted when it passes it, so a wedged engine cannot stall the agent. Mutating calls,
-// when they come, obey the ownership rule in labels.ts.
+// aborted when it passes it, so a wedged engine cannot stall the agent. Mutating calls
+// (workloads.ts) obey the ownership rule in labels.ts.
 import Dockerode from "dockerode";
-import { DeadlineError, withDeadline } from "../with-deadline.ts";
+import { dockerCall } from "./docker-call.ts";
+import { createWorkloads, type DockerWorkloads, type WorkloadDeadlines } from "./workloads.ts";
+
+export { DockerError } from "./docker-call.ts";
 
 export interface DockerVersionInfo {
   version: string;
@@ -31,7 +34,7 @@ export interface DockerDiskUsage {
   volumes: number;
 }
 
-export interface DockerClient {
+export interface DockerClient extends DockerWorkloads {
   version(): Promise<DockerVersionInfo>;
   info(): Promise<DockerEngineInfo>;
   /** One list call for all containers; never per-container stats (about 1 s each). */
@@ -46,6 +49,8 @@ export interface DockerClientOptions {
   callDeadlineMs?: number;
   /** Default deadline of diskUsage. */
   diskUsageDeadlineMs?: number;
+  /** Deadlines of the calls that create, start, stop and remove things. */
+  workloadDeadlines?: Partial<WorkloadDeadlines>;
 }
 
 // dockerode 5 takes an abortSignal on these calls; its typings (v4) do not say so yet.
@@ -57,39 +62,15 @@ interface SignalledDockerode {
   listContainers(options: WithSignal & { all: boolean }): Promise<Dockerode.ContainerInfo[]>;
 }
 
-export class DockerError extends Error {
-  /** docker_unavailable: the engine could not be reached; docker_error: it answered with an error. */
-  readonly code: "docker_unavailable" | "docker_error";
-
-  constructor(what: string, cause: unknown) {
-    const reason = cause instanceof Error ? cause.message : String(cause);
-    const code = unreachable(cause) ? "docker_unavailable" : "docker_error";
-    super(code === "docker_unavailable" ? `Docker engine unreachable (${what}): ${reason}` : `${what} failed: ${reason}`);
-    this.name = "DockerError";
-    this.code = code;
-  }
-}
-
 export function createDockerClient(options: DockerClientOptions): DockerClient {
-  const docker = new Dockerode({ socketPath: options.socketPath }) as unknown as SignalledDockerode;
+  const dockerode = new Dockerode({ socketPath: options.socketPath });
+  const docker = dockerode as unknown as SignalledDockerode;
   const quick = options.callDeadlineMs ?? 5_000;
   const slow = options.diskUsageDeadlineMs ?? 20_000;
-
-  async function call<T>(what: string, ms: number, run: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    const controller = new AbortController();
-    try {
-      return await withDeadline(run(controller.signal), ms, what);
-    } catch (error) {
-      if (error instanceof DeadlineError) {
-        // Frees the socket: otherwise the request would live on until the engine answers.
-        controller.abort();
-        throw error;
-      }
-      throw new DockerError(what, error);
-    }
-  }
+  const call = dockerCall;
 
   return {
+    ...createWorkloads(dockerode, { quick, ...options.workloadDeadlines }),
     async version() {
       const v = await call("docker version", quick, (abortSignal) => docker.version({ abortSignal }));
       return { version: String(v.Version), api_version: String(v.ApiVersion) };
@@ -122,11 +103,6 @@ export function createDockerClient(options: DockerClientOptions): DockerClient {
       };
     },
   };
-}
-
-function unreachable(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return code === "ENOENT" || code === "ECONNREFUSED" || code === "EACCES" || code === "ECONNRESET";
 }
 
 // The engine reports -1 for sizes it did not compute; those count as nothing.

@@ -15,3 +15,34 @@ export const MANAGED_FILTER = { label: [`${MANAGED_LABEL}=${MANAGED_VALUE}`] };
 export function isManaged(labels: Readonly<Record<string, string>> | null | undefined): boolean {
   return labels?.[MANAGED_LABEL] === MANAGED_VALUE;
 }
+
+/** Which environment an object belongs to; every per-environment object carries it. */
+export const ENVIRONMENT_LABEL = "berth.environment_id";
+/** What the object is for within its environment: erp, db, network, db-volume. */
+export const ROLE_LABEL = "berth.role";
+
+export type EnvironmentRole = "erp" | "db" | "network" | "db-volume";
+
+/** The labels of an environment's object: managed, its environment, its role, plus extras. */
+export function environmentLabels(
+  environmentId: string,
+  role: EnvironmentRole,
+  extra: Readonly<Record<string, string>> = {},
+): Record<string, string> {
+  return { ...extra, ...MANAGED_LABELS, [ENVIRONMENT_LABEL]: environmentId, [ROLE_LABEL]: role };
+}
+
+/** The list filter for an environment's objects: Berth's own AND this environment's (AND this role). */
+export function environmentFilter(environmentId: string, role?: EnvironmentRole): { label: string[] } {
+  const label = [...MANAGED_FILTER.label, `${ENVIRONMENT_LABEL}=${environmentId}`];
+  if (role !== undefined) label.push(`${ROLE_LABEL}=${role}`);
+  return { label };
+}
+
+/** True when the object is Berth's and belongs to this environment. */
+export function isEnvironmentObject(
+  labels: Readonly<Record<string, string>> | null | undefined,
+  environmentId: string,
+): boolean {
+  return isManaged(labels) && labels?.[ENVIRONMENT_LABEL] === environmentId;
+}

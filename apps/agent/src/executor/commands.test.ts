@@ -71,6 +71,25 @@ describe("commands", () => {
     expect(log?.seq).toBeLessThan(result?.seq ?? 0);
   }, 30_000);
 
+  it("runs an environment command through the default registry, reporting its steps before the result", async () => {
+    const { cp, identity, connection } = await setup();
+    // An environment this server never deployed: the stop fails at its first step, readably.
+    const command = signedCommand(cp, identity, "stop", {
+      deployment_id: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+      environment_id: "e9d8c7b6-a5f4-4e3d-9c2b-1a0f9e8d7c6b",
+    });
+    sendCommand(connection, command);
+    await eventually(() => resultsFor(cp, command.command_id).length === 1, "the result");
+    expect(connection.hello?.capabilities).toEqual(expect.arrayContaining(["deploy", "redeploy", "stop", "destroy", "backup", "restore"]));
+    const events = [...cp.stored.values()].filter((e) => "command_id" in e && e.command_id === command.command_id);
+    expect(events.map((e) => e.kind)).toEqual(["step.started", "log", "step.failed", "command.result"]);
+    expect(events[0]).toMatchObject({ step: "initializing", deployment_id: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d" });
+    expect(resultsFor(cp, command.command_id)[0]).toMatchObject({
+      ok: false,
+      error: { code: "not_deployed", message: expect.stringContaining("has no ERP container on this server") },
+    });
+  });
+
   it("answers a redelivered command id with the first answer and never runs it twice", async () => {
     const runs: string[] = [];
     const { cp, identity, connection } = await setup(countingRegistry(runs));
@@ -132,28 +151,23 @@ describe("commands", () => {
 
   it("rejects command types it does not run as unsupported_command, before accepting them", async () => {
     const { cp, identity, journal, connection } = await setup();
-    const deploy = signedCommand(cp, identity, "deploy", {
-      deployment_id: "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+    // logs.tail is a protocol command type this build has no handler for.
+    const tail = signedCommand(cp, identity, "logs.tail", {
       environment_id: "e9d8c7b6-a5f4-4e3d-9c2b-1a0f9e8d7c6b",
-      erp_version: "17.0",
-      image: "erp:17.0",
-      git: null,
-      resources: { cpu_cores: 1, ram_mb: 1024, disk_gb: 10, workers: 1 },
-      domain: null,
-      env: {},
+      lines: 100,
     });
     const { signature: _s, ...body } = signedCommand(cp, identity, "diagnostics", {});
     const unknown = signRaw({ ...body, type: "frobnicate" }, cp.signing.privateKey);
-    sendCommand(connection, deploy);
+    sendCommand(connection, tail);
     sendCommand(connection, unknown);
 
     await eventually(() => framesOf(connection, "command.rejected").length === 2, "two rejections");
     expect(framesOf(connection, "command.rejected").map((f) => [f.payload.command_id, f.payload.code])).toEqual([
-      [deploy.command_id, "unsupported_command"],
+      [tail.command_id, "unsupported_command"],
       [unknown.command_id, "unsupported_command"],
     ]);
     expect(framesOf(connection, "command.accepted")).toHaveLength(0);
-    expect(journal.getCommand(deploy.command_id)?.status).toBe("rejected");
+    expect(journal.getCommand(tail.command_id)?.status).toBe("rejected");
     expect(journal.lastCommandSeq()).toBe(0);
   });
 

@@ -2,18 +2,44 @@
 // `unsupported_command` before it is accepted, and is not announced in `hello`.
 import type { Clock } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";
+import { createBackupHandler } from "./backup.ts";
+import { createDeployHandler } from "./deploy.ts";
+import { createDestroyHandler } from "./destroy.ts";
 import { createDiagnosticsHandler } from "./diagnostics.ts";
+import { createEnvironmentLocks } from "./environment-lock.ts";
+import type { ExecutorDeps, TimingOverrides } from "./executor-deps.ts";
 import type { HandlerRegistry } from "./handler-types.ts";
+import { createLifecycleHandler } from "./lifecycle.ts";
+import { createRestoreHandler } from "./restore.ts";
 
 export interface RegistryDeps {
   journal: Pick<Journal, "stats">;
   stateDir: string;
   startedAt: Date;
   clock: Clock;
+  /** Extra labels on every Docker object the handlers create (tests mark theirs). */
+  extraLabels?: Readonly<Record<string, string>>;
+  timing?: TimingOverrides;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
+  // One lock table for all handlers: one operation at a time per environment.
+  const executor: ExecutorDeps = {
+    stateDir: deps.stateDir,
+    clock: deps.clock,
+    locks: createEnvironmentLocks(),
+    ...(deps.extraLabels === undefined ? {} : { extraLabels: deps.extraLabels }),
+    ...(deps.timing === undefined ? {} : { timing: deps.timing }),
+  };
   return {
+    deploy: createDeployHandler(executor, "deploy"),
+    redeploy: createDeployHandler(executor, "redeploy"),
+    restart: createLifecycleHandler(executor, "restart"),
+    start: createLifecycleHandler(executor, "start"),
+    stop: createLifecycleHandler(executor, "stop"),
+    destroy: createDestroyHandler(executor),
+    backup: createBackupHandler(executor),
+    restore: createRestoreHandler(executor),
     diagnostics: createDiagnosticsHandler(deps),
   };
 }

@@ -47,6 +47,7 @@ export function createDispatcher(deps: { db: Database; commands: Pick<AgentComma
       ...base,
       erp_version: image.version,
       image: d.imageTag ?? image.image,
+      db_image: image.db,
       git: project.gitRepoUrl ? { url: project.gitRepoUrl, branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
       resources: { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
       domain: env.domain ? env.domain.toLowerCase() : null,

@@ -1,0 +1,478 @@
+// The Docker calls that run environments: images, networks, volumes, containers, exec and
+// archives. Every call has a deadline (docker-call.ts). Ownership (labels.ts) is enforced
+// here, not by callers: lists only ever return Berth's objects, objects are created only
+// with Berth's label, and every call that changes or enters an existing object inspects it
+// first and refuses one that is not Berth's.
+import { Writable, type Duplex, type Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type Dockerode from "dockerode";
+import { dockerCall, isNotFound } from "./docker-call.ts";
+import { ExecDemux, demuxToText } from "./exec-demux.ts";
+import { isManaged, MANAGED_FILTER } from "./labels.ts";
+
+export interface WorkloadDeadlines {
+  /** Inspect, list, ping. */
+  quick: number;
+  /** Create a network or volume, start, rename. */
+  change: number;
+  /** Create or remove a container: with the vfs driver the engine copies the whole image. */
+  heavy: number;
+  /** A whole image pull. */
+  pull: number;
+}
+
+const DEFAULT_DEADLINES: WorkloadDeadlines = { quick: 5_000, change: 60_000, heavy: 180_000, pull: 15 * 60_000 };
+
+export type Labels = Record<string, string>;
+
+export interface NetworkSummary {
+  id: string;
+  name: string;
+  labels: Labels;
+}
+
+export interface VolumeSummary {
+  name: string;
+  labels: Labels;
+}
+
+export interface ContainerSummary {
+  id: string;
+  name: string;
+  state: string;
+  labels: Labels;
+  /** Unix seconds. */
+  created: number;
+}
+
+export interface ContainerDetails {
+  id: string;
+  name: string;
+  /** The reference it was created from, e.g. "berth-test/erp:17.0". */
+  image: string;
+  /** Docker's state: created, running, paused, restarting, removing, exited, dead. */
+  state: string;
+  running: boolean;
+  exitCode: number;
+  labels: Labels;
+  /** First host port published for each container port ("8069/tcp"), null when none. */
+  hostPorts: Record<string, string | null>;
+}
+
+export interface ContainerSpec {
+  name: string;
+  image: string;
+  /** Must include berth.managed=true. */
+  labels: Labels;
+  env?: string[];
+  cmd?: string[];
+  /** The only network it joins (NetworkMode). */
+  network: string;
+  binds?: string[];
+  /** Container ports ("8069/tcp") published on 127.0.0.1, on a host port Docker chooses. */
+  publishLoopback?: string[];
+  nanoCpus?: number;
+  memoryBytes?: number;
+  restartPolicy?: "no" | "unless-stopped";
+}
+
+export interface ExecOptions {
+  deadlineMs: number;
+  /** Fed to the command's stdin, which is closed at its end. */
+  stdin?: Readable;
+  /** Receives stdout (with backpressure); without it stdout is collected, bounded. */
+  stdout?: Writable;
+  user?: string;
+}
+
+export interface ExecResult {
+  exitCode: number;
+  /** Empty when `stdout` was given. */
+  stdout: string;
+  stderr: string;
+}
+
+/** Refusal to touch an object Berth does not own. */
+export class OwnershipError extends Error {
+  readonly code = "not_managed";
+
+  constructor(what: string) {
+    super(`${what} is not labelled berth.managed=true: Berth does not touch it`);
+    this.name = "OwnershipError";
+  }
+}
+
+export interface DockerWorkloads {
+  ping(): Promise<void>;
+  imageExists(ref: string): Promise<boolean>;
+  pullImage(ref: string): Promise<void>;
+  findNetwork(name: string): Promise<NetworkSummary | null>;
+  createNetwork(name: string, labels: Labels): Promise<NetworkSummary>;
+  /** Berth's networks matching the label filter. */
+  listNetworks(filter: { label: string[] }): Promise<NetworkSummary[]>;
+  removeNetwork(idOrName: string): Promise<void>;
+  findVolume(name: string): Promise<VolumeSummary | null>;
+  createVolume(name: string, labels: Labels): Promise<VolumeSummary>;
+  listVolumes(filter: { label: string[] }): Promise<VolumeSummary[]>;
+  removeVolume(name: string): Promise<void>;
+  /** Berth's containers matching the label filter, stopped ones included. */
+  listContainers(filter: { label: string[] }): Promise<ContainerSummary[]>;
+  /** Any container by id or name (read only), null when there is none. */
+  inspectContainer(idOrName: string): Promise<ContainerDetails | null>;
+  createContainer(spec: ContainerSpec): Promise<string>;
+  startContainer(id: string): Promise<void>;
+  stopContainer(id: string, graceSeconds: number): Promise<void>;
+  restartContainer(id: string, graceSeconds: number): Promise<void>;
+  /** Removes it with its anonymous volumes; force stops it first. */
+  removeContainer(id: string): Promise<void>;
+  renameContainer(id: string, name: string): Promise<void>;
+  /** Runs an argument vector (never a shell string) in a running container. */
+  exec(id: string, cmd: string[], options: ExecOptions): Promise<ExecResult>;
+  /** The last lines of its stdout and stderr. */
+  containerLogs(id: string, tail: number): Promise<string>;
+  /** `docker cp` out: a tar of `path` into `sink`; works on stopped containers too. */
+  readArchive(id: string, path: string, sink: Writable, deadlineMs: number): Promise<void>;
+  /** `docker cp` in: extracts a tar into `path`, keeping its owners; works on stopped containers too. */
+  writeArchive(id: string, path: string, tar: Readable, deadlineMs: number): Promise<void>;
+}
+
+// dockerode 5 takes an abortSignal in every options object; its typings (v4) do not say so.
+function signalled<T extends object>(options: T, abortSignal: AbortSignal): T {
+  return { ...options, abortSignal } as T;
+}
+
+export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDeadlines> = {}): DockerWorkloads {
+  const d: WorkloadDeadlines = { ...DEFAULT_DEADLINES, ...deadlines };
+  const call = dockerCall;
+  const short = (id: string) => (/^[0-9a-f]{64}$/.test(id) ? id.slice(0, 12) : id);
+
+  async function inspect(idOrName: string): Promise<Dockerode.ContainerInspectInfo | null> {
+    try {
+      return await call(`docker inspect ${short(idOrName)}`, d.quick, (abortSignal) =>
+        docker.getContainer(idOrName).inspect(signalled({}, abortSignal)),
+      );
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  // dockerode does not pass a signal on network (or image) inspect: the deadline still holds,
+  // only the socket of a call past it is left to the engine's answer.
+  function inspectNetwork(idOrName: string): Promise<Dockerode.NetworkInspectInfo> {
+    return call(`docker network inspect ${idOrName}`, d.quick, () => docker.getNetwork(idOrName).inspect());
+  }
+
+  /** The container, if it is Berth's; refuses otherwise. */
+  async function owned(idOrName: string): Promise<Dockerode.ContainerInspectInfo> {
+    const info = await inspect(idOrName);
+    if (info === null) throw new OwnershipError(`container ${short(idOrName)} (not found)`);
+    if (!isManaged(info.Config.Labels)) throw new OwnershipError(`container ${info.Name.replace(/^\//, "")}`);
+    return info;
+  }
+
+  return {
+    async ping() {
+      const ping = docker.ping as unknown as (options: object) => Promise<unknown>;
+      await call("docker ping", d.quick, (abortSignal) => ping.call(docker, { abortSignal }));
+    },
+
+    async imageExists(ref) {
+      try {
+        await call(`docker image inspect ${ref}`, d.quick, () => docker.getImage(ref).inspect());
+        return true;
+      } catch (error) {
+        if (isNotFound(error)) return false;
+        throw error;
+      }
+    },
+
+    async pullImage(ref) {
+      await call(`docker pull ${ref}`, d.pull, async (abortSignal) => {
+        const pull = docker.pull as unknown as (ref: string, options: object) => Promise<NodeJS.ReadableStream>;
+        const stream = await pull.call(docker, ref, { abortSignal });
+        // Errors of a started pull (unknown tag, unreachable registry) arrive in the stream.
+        await new Promise<void>((resolve, reject) =>
+          docker.modem.followProgress(stream, (error: unknown) => (error ? reject(error) : resolve())),
+        );
+      });
+    },
+
+    async findNetwork(name) {
+      try {
+        const info = await inspectNetwork(name);
+        return { id: info.Id, name: info.Name, labels: info.Labels ?? {} };
+      } catch (error) {
+        if (isNotFound(error)) return null;
+        throw error;
+      }
+    },
+
+    async createNetwork(name, labels) {
+      if (!isManaged(labels)) throw new OwnershipError(`new network ${name}`);
+      const network = await call(`docker network create ${name}`, d.change, (abortSignal) =>
+        docker.createNetwork(signalled({ Name: name, Driver: "bridge", CheckDuplicate: true, Labels: labels }, abortSignal)),
+      );
+      return { id: network.id, name, labels };
+    },
+
+    async listNetworks(filter) {
+      const list = await call("docker network list", d.quick, (abortSignal) =>
+        docker.listNetworks(signalled({ filters: withManaged(filter) }, abortSignal)),
+      );
+      return list.filter((n) => isManaged(n.Labels)).map((n) => ({ id: n.Id, name: n.Name, labels: n.Labels ?? {} }));
+    },
+
+    async removeNetwork(idOrName) {
+      const info = await inspectNetwork(idOrName);
+      if (!isManaged(info.Labels)) throw new OwnershipError(`network ${info.Name}`);
+      await call(`docker network rm ${info.Name}`, d.change, (abortSignal) =>
+        docker.getNetwork(info.Id).remove(signalled({}, abortSignal)),
+      );
+    },
+
+    async findVolume(name) {
+      try {
+        const info = await call(`docker volume inspect ${name}`, d.quick, (abortSignal) =>
+          docker.getVolume(name).inspect(signalled({}, abortSignal)),
+        );
+        return { name: info.Name, labels: info.Labels ?? {} };
+      } catch (error) {
+        if (isNotFound(error)) return null;
+        throw error;
+      }
+    },
+
+    async createVolume(name, labels) {
+      if (!isManaged(labels)) throw new OwnershipError(`new volume ${name}`);
+      await call(`docker volume create ${name}`, d.change, (abortSignal) =>
+        docker.createVolume(signalled({ Name: name, Labels: labels }, abortSignal)),
+      );
+      return { name, labels };
+    },
+
+    async listVolumes(filter) {
+      const list = await call("docker volume list", d.quick, (abortSignal) =>
+        docker.listVolumes(signalled({ filters: withManaged(filter) }, abortSignal)),
+      );
+      return (list.Volumes ?? []).filter((v) => isManaged(v.Labels)).map((v) => ({ name: v.Name, labels: v.Labels ?? {} }));
+    },
+
+    async removeVolume(name) {
+      const info = await call(`docker volume inspect ${name}`, d.quick, (abortSignal) =>
+        docker.getVolume(name).inspect(signalled({}, abortSignal)),
+      );
+      if (!isManaged(info.Labels)) throw new OwnershipError(`volume ${name}`);
+      await call(`docker volume rm ${name}`, d.change, (abortSignal) =>
+        docker.getVolume(name).remove(signalled({}, abortSignal)),
+      );
+    },
+
+    async listContainers(filter) {
+      const list = await call("docker container list", d.quick, (abortSignal) =>
+        docker.listContainers(signalled({ all: true, filters: withManaged(filter) }, abortSignal)),
+      );
+      return list
+        .filter((c) => isManaged(c.Labels))
+        .map((c) => ({
+          id: c.Id,
+          name: (c.Names[0] ?? c.Id).replace(/^\//, ""),
+          state: c.State,
+          labels: c.Labels,
+          created: c.Created,
+        }));
+    },
+
+    async inspectContainer(idOrName) {
+      const info = await inspect(idOrName);
+      return info === null ? null : details(info);
+    },
+
+    async createContainer(spec) {
+      if (!isManaged(spec.labels)) throw new OwnershipError(`new container ${spec.name}`);
+      const publish = spec.publishLoopback ?? [];
+      const options: Dockerode.ContainerCreateOptions = {
+        name: spec.name,
+        Image: spec.image,
+        Labels: spec.labels,
+        ...(spec.env === undefined ? {} : { Env: spec.env }),
+        ...(spec.cmd === undefined ? {} : { Cmd: spec.cmd }),
+        ExposedPorts: Object.fromEntries(publish.map((port) => [port, {}])),
+        HostConfig: {
+          NetworkMode: spec.network,
+          Binds: spec.binds ?? [],
+          // An empty HostPort lets Docker choose a free one, on loopback only.
+          PortBindings: Object.fromEntries(publish.map((port) => [port, [{ HostIp: "127.0.0.1", HostPort: "" }]])),
+          RestartPolicy: { Name: spec.restartPolicy ?? "no" },
+          ...(spec.nanoCpus === undefined ? {} : { NanoCpus: spec.nanoCpus }),
+          ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes }),
+        },
+      };
+      const container = await call(`docker create ${spec.name}`, d.heavy, (abortSignal) =>
+        docker.createContainer(signalled(options, abortSignal)),
+      );
+      return container.id;
+    },
+
+    async startContainer(id) {
+      const info = await owned(id);
+      await call(`docker start ${name(info)}`, d.change, (abortSignal) =>
+        docker.getContainer(info.Id).start(signalled({}, abortSignal)),
+      );
+    },
+
+    async stopContainer(id, graceSeconds) {
+      const info = await owned(id);
+      await call(`docker stop ${name(info)}`, graceSeconds * 1000 + d.change, (abortSignal) =>
+        docker.getContainer(info.Id).stop(signalled({ t: graceSeconds }, abortSignal)),
+      ).catch((error: unknown) => {
+        // 304: it was not running, which is what was asked for.
+        if ((error as { statusCode?: number }).statusCode !== 304 && !String(error).includes("already stopped")) throw error;
+      });
+    },
+
+    async restartContainer(id, graceSeconds) {
+      const info = await owned(id);
+      await call(`docker restart ${name(info)}`, graceSeconds * 1000 + d.change, (abortSignal) =>
+        docker.getContainer(info.Id).restart(signalled({ t: graceSeconds }, abortSignal)),
+      );
+    },
+
+    async removeContainer(id) {
+      const info = await owned(id);
+      await call(`docker rm ${name(info)}`, d.heavy, (abortSignal) =>
+        docker.getContainer(info.Id).remove(signalled({ force: true, v: true }, abortSignal)),
+      );
+    },
+
+    async renameContainer(id, newName) {
+      const info = await owned(id);
+      await call(`docker rename ${name(info)}`, d.change, (abortSignal) =>
+        docker.getContainer(info.Id).rename(signalled({ name: newName }, abortSignal)),
+      );
+    },
+
+    async exec(id, cmd, options) {
+      const info = await owned(id);
+      const what = `docker exec ${cmd[0] ?? ""} in ${name(info)}`;
+      return call(what, options.deadlineMs, async (abortSignal) => {
+        const withStdin = options.stdin !== undefined;
+        const exec = await docker.getContainer(info.Id).exec(
+          signalled(
+            {
+              Cmd: cmd,
+              AttachStdin: withStdin,
+              AttachStdout: true,
+              AttachStderr: true,
+              ...(options.user === undefined ? {} : { User: options.user }),
+            },
+            abortSignal,
+          ),
+        );
+        const socket = (await exec.start(signalled({ hijack: true, stdin: withStdin }, abortSignal))) as Duplex;
+        const stop = () => socket.destroy();
+        abortSignal.addEventListener("abort", stop, { once: true });
+        try {
+          const demux = new ExecDemux();
+          const collected = options.stdout === undefined ? boundedSink(256 * 1024) : null;
+          const output = pipeline(socket, demux, options.stdout ?? (collected as BoundedSink).sink);
+          let input: Promise<void> = Promise.resolve();
+          if (options.stdin !== undefined) {
+            const source = options.stdin;
+            input = new Promise<void>((resolve, reject) => {
+              source.once("error", reject);
+              // The process may exit before reading everything (it failed): that is its
+              // exit code's story, not a reason to hang here.
+              socket.once("close", () => resolve());
+              source.once("end", () => resolve());
+              source.pipe(socket, { end: true });
+            });
+          }
+          await Promise.all([output, input]);
+          const exitCode = await exitCodeOf(exec, abortSignal);
+          return { exitCode, stdout: collected?.text() ?? "", stderr: demux.stderr() };
+        } finally {
+          abortSignal.removeEventListener("abort", stop);
+          socket.destroy();
+        }
+      });
+    },
+
+    async containerLogs(id, tail) {
+      const info = await owned(id);
+      const logs = await call(`docker logs ${name(info)}`, d.change, (abortSignal) =>
+        docker.getContainer(info.Id).logs(signalled({ stdout: true, stderr: true, tail, follow: false as const }, abortSignal)),
+      );
+      return info.Config.Tty ? logs.toString("utf8") : demuxToText(logs);
+    },
+
+    async readArchive(id, path, sink, deadlineMs) {
+      const info = await owned(id);
+      await call(`docker cp ${name(info)}:${path}`, deadlineMs, async (abortSignal) => {
+        const tar = await docker.getContainer(info.Id).getArchive(signalled({ path }, abortSignal));
+        await pipeline(tar as Readable, sink, { signal: abortSignal });
+      });
+    },
+
+    async writeArchive(id, path, tar, deadlineMs) {
+      const info = await owned(id);
+      await call(`docker cp into ${name(info)}:${path}`, deadlineMs, (abortSignal) =>
+        docker.getContainer(info.Id).putArchive(tar, signalled({ path }, abortSignal)),
+      );
+    },
+  };
+}
+
+function name(info: Dockerode.ContainerInspectInfo): string {
+  return info.Name.replace(/^\//, "");
+}
+
+function details(info: Dockerode.ContainerInspectInfo): ContainerDetails {
+  const ports = (info.NetworkSettings?.Ports ?? {}) as Record<string, { HostIp: string; HostPort: string }[] | null>;
+  return {
+    id: info.Id,
+    name: name(info),
+    image: info.Config.Image,
+    state: info.State.Status,
+    running: info.State.Running,
+    exitCode: info.State.ExitCode,
+    labels: info.Config.Labels ?? {},
+    hostPorts: Object.fromEntries(Object.entries(ports).map(([port, bindings]) => [port, bindings?.[0]?.HostPort || null])),
+  };
+}
+
+/** The caller's label filter, always narrowed to Berth's own objects. */
+function withManaged(filter: { label: string[] }): { label: string[] } {
+  return { label: [...new Set([...MANAGED_FILTER.label, ...filter.label])] };
+}
+
+// The exec's stream can end a moment before the engine records the exit code.
+async function exitCodeOf(exec: Dockerode.Exec, abortSignal: AbortSignal): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const state = await exec.inspect(signalled({}, abortSignal));
+    if (!state.Running && state.ExitCode !== null) return state.ExitCode;
+    if (attempt >= 50) return -1;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+interface BoundedSink {
+  sink: Writable;
+  text(): string;
+}
+
+function boundedSink(limit: number): BoundedSink {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      if (size < limit) {
+        const kept = chunk.subarray(0, limit - size);
+        chunks.push(Buffer.from(kept));
+        size += kept.length;
+      }
+      callback();
+    },
+  });
+  return { sink, text: () => Buffer.concat(chunks).toString("utf8") };
+}
