@@ -1,0 +1,123 @@
+// End to end through the public API: a real control plane, the real agent process and the
+// real Docker engine deploy an ERP stack from the locally built images; its data survives
+// restart, stop/start and redeploy, and destroy removes it.
+import Docker from "dockerode";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { AgentProcess } from "../support/agent-process.ts";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { publicClient } from "../support/http.ts";
+
+let cp: TestControlPlane;
+let agent: AgentProcess;
+let d: DemoOrganization;
+let envId: string;
+const docker = new Docker();
+
+beforeAll(async () => {
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  d = await createDemoOrganization(cp.database.db, cp.app.services);
+  const address = cp.app.server.address() as { port: number };
+  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
+  agent = await AgentProcess.create();
+  await agent.enroll(`http://127.0.0.1:${address.port}`, token.token);
+  agent.start();
+  const api = publicClient(cp.app, d.api_keys.org_rw);
+  // No Git repository: the test reaches nothing outside this machine.
+  const project = await api.post("/projects", { name: "E2E shop", server_id: d.server_id, erp_version: "17.0" });
+  const env = await api.post("/environments", { project_id: project.body.id, name: "production", cpu_cores: 1, ram_mb: 1024 });
+  envId = env.body.id;
+  await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
+}, 90_000);
+
+afterAll(async () => {
+  await agent?.cleanup();
+  await cp?.close();
+  const leftovers = await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } });
+  await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+});
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agent.output.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+// A fresh key per call: these tests make more requests than one key's 20 per minute.
+async function api() {
+  const k = await cp.app.services.apiKeys.create({ organizationId: d.organization_id, projectId: null, access: "full_access", name: "e2e", createdBy: null });
+  return publicClient(cp.app, k.key);
+}
+
+async function act(action: string): Promise<{ status: string; error_message: string | null; steps_completed: number; total_steps: number }> {
+  const res = await (await api()).post(`/environments/${envId}/${action}`);
+  expect(res.status, JSON.stringify(res.body)).toBe(202);
+  let task = { status: "queued" } as { status: string; error_message: string | null; steps_completed: number; total_steps: number };
+  await until(`${action} to finish`, async () => {
+    task = (await (await api()).get(`/deployments/${res.body.task_id}`)).body;
+    return ["completed", "failed", "cancelled"].includes(task.status);
+  }, 120_000);
+  return task;
+}
+
+async function erpPort(): Promise<number> {
+  const { rows } = await cp.database.pool.query(
+    `select c.result from agent_commands c join deployments d on d.id = c.deployment_id
+     where d.environment_id = $1 and c.result ? 'host_port' and c.result->>'host_port' is not null order by c.completed_at desc limit 1`,
+    [envId],
+  );
+  return Number(rows[0].result.host_port);
+}
+
+async function rows(): Promise<{ rows: { note: string }[]; addons_version?: string | null }> {
+  const res = await fetch(`http://127.0.0.1:${await erpPort()}/berth/rows`);
+  expect(res.status).toBe(200);
+  return res.json();
+}
+
+async function envStatus(): Promise<string> {
+  return (await (await api()).get(`/environments/${envId}`)).body.status;
+}
+
+it("deploys every step and the ERP answers on its published port", async () => {
+  const task = await act("deploy");
+  expect(task).toMatchObject({ status: "completed", steps_completed: 17, total_steps: 17, error_message: null });
+  expect(await envStatus()).toBe("running");
+  const health = await fetch(`http://127.0.0.1:${await erpPort()}/web/health`);
+  expect(await health.json()).toEqual({ status: "pass" });
+  const res = await fetch(`http://127.0.0.1:${await erpPort()}/berth/add?note=survivor`);
+  expect(res.status).toBeLessThan(400);
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+}, 180_000);
+
+it("keeps the data through restart, stop/start and redeploy", async () => {
+  expect((await act("restart")).status).toBe("completed");
+  await until("ERP up after restart", async () => fetch(`http://127.0.0.1:${await erpPort()}/web/health`).then((r) => r.ok, () => false));
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+
+  expect((await act("stop")).status).toBe("completed");
+  expect(await envStatus()).toBe("stopped");
+  expect((await act("start")).status).toBe("completed");
+  expect(await envStatus()).toBe("running");
+  await until("ERP up after start", async () => fetch(`http://127.0.0.1:${await erpPort()}/web/health`).then((r) => r.ok, () => false));
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+
+  expect((await act("actions/redeploy")).status).toBe("completed");
+  await until("ERP up after redeploy", async () => fetch(`http://127.0.0.1:${await erpPort()}/web/health`).then((r) => r.ok, () => false));
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+}, 300_000);
+
+it("a failing deploy (image that does not exist) fails with a readable error", async () => {
+  await cp.app.services.images.set({ erp: { "17.0": "127.0.0.1:9/berth-test/missing:17.0" } });
+  try {
+    const task = await act("deploy");
+    expect(task.status).toBe("failed");
+    expect(task.error_message).toMatch(/not found locally and could not be pulled/);
+    expect(await envStatus()).toBe("error");
+  } finally {
+    await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" } });
+  }
+}, 180_000);
