@@ -2,6 +2,8 @@
 // the link cut and restored, the agent killed and restarted, and the control plane
 // restarted while commands and events flow. Nothing is lost, nothing stored or run twice.
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateKeyPair, keyIdFor, signCommand, type SignedCommand, type UnsignedCommand } from "@berth/protocol";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
@@ -186,6 +188,59 @@ describe("commands the real agent must refuse", () => {
     expect(results).toHaveLength(1);
     await q("update agent_commands set state = 'succeeded' where command_id = $1", [id]);
   }, 30_000);
+});
+
+describe("signing key rotation", () => {
+  it("agents learn the new key before it signs, and refuse the old one once it is retired", async () => {
+    const rotation = cp.app.services.keyRotation;
+    const oldKeyId = await cp.app.services.signer.activeKeyId();
+    // Signed now, by the old key, and kept back: a replay of it after retirement must fail.
+    const heldBack = await cp.app.services.signer.sign({
+      command_id: randomUUID(),
+      server_id: serverId,
+      seq: 1_000_000,
+      type: "diagnostics",
+      issued_at: new Date().toISOString(),
+      expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      issued_by: null,
+      params: {},
+    } as unknown as UnsignedCommand);
+    await q("update servers set last_command_seq = greatest(last_command_seq, 1000000) where id = $1", [serverId]);
+
+    const begun = await rotation.begin();
+    await waitFor("agents confirm the new key", async () => (await rotation.unconfirmed(begun.commandIds)) === 0);
+    const pinned = () => JSON.parse(readFileSync(path.join(agent.stateDir, "identity.json"), "utf8")).signing_keys.map((k: { key_id: string }) => k.key_id).sort();
+    expect(pinned()).toEqual([oldKeyId, begun.key.key_id].sort());
+
+    await rotation.promote(begun.key.key_id);
+    const signedByNew = await issue();
+    await waitFor("command signed by the new key", () => finished([signedByNew]));
+    const [row] = await q<{ state: string; key_id: string }>("select state, signed->>'key_id' as key_id from agent_commands where command_id = $1", [signedByNew]);
+    expect(row).toEqual({ state: "succeeded", key_id: begun.key.key_id });
+
+    const retired = await rotation.retire(oldKeyId);
+    await waitFor("agents drop the old key", async () => (await rotation.unconfirmed(retired.commandIds)) === 0);
+    expect(pinned()).toEqual([begun.key.key_id]);
+
+    await q(
+      `insert into agent_commands (command_id, server_id, seq, type, signed, issued_by, state, created_at, expires_at)
+       values ($1, $2, $3, 'diagnostics', $4, 'system:replay', 'pending', now(), now() + interval '10 minutes')`,
+      [heldBack.command_id, serverId, heldBack.seq, heldBack],
+    );
+    await q("select pg_notify('berth_agent_commands', $1)", [serverId]);
+    await waitFor("old-key command refused", async () => {
+      const [r] = await q<{ state: string; rejection_code: string | null }>("select state, rejection_code from agent_commands where command_id = $1", [heldBack.command_id]);
+      return r?.state === "rejected" && r.rejection_code === "unknown_key";
+    });
+
+    // The pinned set survives a restart of the agent.
+    await agent.stop("SIGTERM");
+    agent.start();
+    await waitFor("agent back after restart", async () => online());
+    const after = await issue();
+    await waitFor("command after restart", () => finished([after]));
+    expect(pinned()).toEqual([begun.key.key_id]);
+  }, 90_000);
 });
 
 it("ends with every command answered exactly once and every event stored once", async () => {

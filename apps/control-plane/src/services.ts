@@ -17,6 +17,7 @@ import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
 import { createEnrollment } from "./modules/agents/enrollment.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
+import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 
@@ -46,6 +47,7 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     signer,
     enrollment: createEnrollment({ db, clock, signer }),
     agentCommands,
+    keyRotation: createKeyRotation({ db, signer, commands: agentCommands }),
     images,
     dispatcher,
   };

@@ -3,6 +3,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Base64, JsonObject, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
+import { SigningKey } from "./enrollment.ts";
 import { firstError } from "./validation.ts";
 
 export const COMMAND_TYPES = [
@@ -16,6 +17,7 @@ export const COMMAND_TYPES = [
   "destroy",
   "logs.tail",
   "diagnostics",
+  "keys.update",
 ] as const;
 export type CommandType = (typeof COMMAND_TYPES)[number];
 
@@ -90,6 +92,13 @@ export type LogsTailParams = Static<typeof LogsTailParams>;
 export const DiagnosticsParams = Type.Object({}, strict);
 export type DiagnosticsParams = Static<typeof DiagnosticsParams>;
 
+/**
+ * The complete set of command-signing keys the agent pins from now on. It is itself a
+ * signed command, so only a key the agent already trusts can introduce or retire one.
+ */
+export const KeysUpdateParams = Type.Object({ signing_keys: Type.Array(SigningKey, { minItems: 1, maxItems: 8 }) }, strict);
+export type KeysUpdateParams = Static<typeof KeysUpdateParams>;
+
 export const COMMAND_PARAMS = {
   deploy: DeployParams,
   redeploy: DeployParams,
@@ -101,6 +110,7 @@ export const COMMAND_PARAMS = {
   destroy: DestroyParams,
   "logs.tail": LogsTailParams,
   diagnostics: DiagnosticsParams,
+  "keys.update": KeysUpdateParams,
 } as const satisfies Record<CommandType, TSchema>;
 
 export type CommandParams<T extends CommandType> = Static<(typeof COMMAND_PARAMS)[T]>;

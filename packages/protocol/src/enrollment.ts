@@ -28,7 +28,7 @@ export const EnrollRequest = Type.Object({
 export type EnrollRequest = Static<typeof EnrollRequest>;
 
 export const SigningKey = Type.Object({
-  key_id: Type.String(),
+  key_id: Type.String({ pattern: "^[0-9a-f]{16}$" }),
   /** Raw 32-byte Ed25519 public key, base64. */
   public_key: Base64,
 });

@@ -1,7 +1,7 @@
 // The running agent, assembled from its parts: the command runner, the link and the stats
 // sampler around one journal and one Docker client. Every dependency comes in as an
 // argument, so tests build real agents against a fake control plane and temp journals.
-import type { KeyObject } from "@berth/protocol";
+import type { KeyObject, SigningKey } from "@berth/protocol";
 import { systemClock, type Clock } from "../clock.ts";
 import type { DockerClient } from "../docker/docker-client.ts";
 import { createEventOutbox, type EventOutbox } from "../events/event-outbox.ts";
@@ -25,6 +25,8 @@ export interface AgentDeps {
   serverId: string;
   privateKey: KeyObject;
   trustedKeys: ReadonlyMap<string, KeyObject>;
+  /** Given (with a mutable trustedKeys map), the agent accepts keys.update and persists through it. */
+  saveSigningKeys?: (keys: SigningKey[]) => void;
   journal: Journal;
   docker: DockerClient;
   stateDir: string;
@@ -64,8 +66,11 @@ export function createAgent(deps: AgentDeps): Agent {
   const clock = deps.clock ?? systemClock;
   const { journal, logger } = deps;
   const outbox = createEventOutbox(journal);
+  const pinnedKeys =
+    deps.saveSigningKeys && deps.trustedKeys instanceof Map ? { trusted: deps.trustedKeys, save: deps.saveSigningKeys } : undefined;
   const registry =
-    deps.registry ?? createRegistry({ journal, stateDir: deps.stateDir, startedAt: clock.now(), clock });
+    deps.registry ??
+    createRegistry({ journal, stateDir: deps.stateDir, startedAt: clock.now(), clock, ...(pinnedKeys ? { pinnedKeys } : {}) });
   const commands = createCommandRunner({
     journal,
     outbox,

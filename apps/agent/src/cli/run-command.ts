@@ -9,7 +9,7 @@ import { createDockerClient } from "../docker/docker-client.ts";
 import { openJournal } from "../journal/journal.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import { createLogger } from "../logger.ts";
-import { loadIdentity, StateError, type LoadedIdentity } from "../state/identity.ts";
+import { loadIdentity, saveSigningKeys, StateError, type LoadedIdentity } from "../state/identity.ts";
 import { writeLinkStatus, type LinkStatus } from "../state/link-status-file.ts";
 import { ensureStateDir, statePaths } from "../state/state-dir.ts";
 import { AGENT_VERSION } from "../version.ts";
@@ -55,6 +55,9 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     serverId: loaded.identity.server_id,
     privateKey: loaded.privateKey,
     trustedKeys: loaded.trustedKeys,
+    saveSigningKeys: (keys) => {
+      loaded.identity = saveSigningKeys(paths, loaded.identity, keys);
+    },
     journal,
     docker: createDockerClient({ socketPath: config.dockerSocket }),
     stateDir: paths.dir,

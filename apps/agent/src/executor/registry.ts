@@ -10,6 +10,7 @@ import { createEnvironmentLocks } from "./environment-lock.ts";
 import type { ExecutorDeps, TimingOverrides } from "./executor-deps.ts";
 import type { HandlerRegistry } from "./handler-types.ts";
 import { createLifecycleHandler } from "./lifecycle.ts";
+import { createKeysUpdateHandler, type PinnedKeys } from "./keys-update.ts";
 import { createRestoreHandler } from "./restore.ts";
 
 export interface RegistryDeps {
@@ -20,6 +21,8 @@ export interface RegistryDeps {
   /** Extra labels on every Docker object the handlers create (tests mark theirs). */
   extraLabels?: Readonly<Record<string, string>>;
   timing?: TimingOverrides;
+  /** Given, the agent accepts keys.update (the running daemon); tests may leave it out. */
+  pinnedKeys?: PinnedKeys;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -41,5 +44,6 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     backup: createBackupHandler(executor),
     restore: createRestoreHandler(executor),
     diagnostics: createDiagnosticsHandler(deps),
+    ...(deps.pinnedKeys ? { "keys.update": createKeysUpdateHandler(deps.pinnedKeys) } : {}),
   };
 }

@@ -52,6 +52,13 @@ export function saveIdentity(paths: StatePaths, identity: Identity, privateKeyPe
   writeFileAtomic(paths.identity, `${JSON.stringify(identity, null, 2)}\n`, SECRET_FILE_MODE);
 }
 
+/** Rewrites identity.json with a new set of pinned signing keys (keys.update). */
+export function saveSigningKeys(paths: StatePaths, identity: Identity, keys: SigningKey[]): Identity {
+  const next = { ...identity, signing_keys: keys };
+  writeFileAtomic(paths.identity, `${JSON.stringify(next, null, 2)}\n`, SECRET_FILE_MODE);
+  return next;
+}
+
 /** Reads and checks identity and key; throws a StateError saying what to do. */
 export function loadIdentity(paths: StatePaths): LoadedIdentity {
   if (!existsSync(paths.identity)) {

@@ -21,14 +21,19 @@ export interface CommandSigner {
   sign(cmd: UnsignedCommand): Promise<SignedCommand>;
   /** Keys an agent pins: the active one and any still accepted. */
   pinnedKeys(): Promise<SigningKey[]>;
-  rotate(): Promise<SigningKey>;
+  activeKeyId(): Promise<string>;
+  /** A new key agents will pin, not signing yet. */
+  addKey(): Promise<SigningKey>;
+  /** Makes a pinned key the signing key; the previous one stays pinned ("accepted"). */
+  promote(keyId: string): Promise<void>;
+  /** Stops pinning a key that no longer signs. */
   retire(keyId: string): Promise<void>;
 }
 
 export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): CommandSigner {
   let cached: { keyId: string; key: KeyObject } | null = null;
 
-  async function insertNew(): Promise<SigningKey> {
+  async function insertNew(state: "active" | "accepted" = "active"): Promise<SigningKey> {
     const pair = generateKeyPair();
     const publicKey = exportPublicKey(pair.publicKey);
     const keyId = keyIdFor(pair.publicKey);
@@ -36,7 +41,7 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
       keyId,
       publicKey,
       privateKeyEnc: seal(deps.masterKey, exportPrivateKey(pair.privateKey)),
-      state: "active",
+      state,
     });
     return { key_id: keyId, public_key: publicKey };
   }
@@ -67,16 +72,25 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
       const rows = await deps.db.select().from(signingKeys).where(inArray(signingKeys.state, ["active", "accepted"]));
       return rows.map((r) => ({ key_id: r.keyId, public_key: r.publicKey }));
     },
-    async rotate() {
+    async activeKeyId() {
+      return (await active()).keyId;
+    },
+    async addKey() {
       await active();
-      await deps.db.update(signingKeys).set({ state: "accepted" }).where(eq(signingKeys.state, "active"));
+      return insertNew("accepted");
+    },
+    async promote(keyId) {
+      await deps.db.transaction(async (tx) => {
+        const [row] = await tx.select().from(signingKeys).where(eq(signingKeys.keyId, keyId));
+        if (!row || row.state === "retired") throw new Error(`signing key ${keyId} is not pinned`);
+        await tx.update(signingKeys).set({ state: "accepted" }).where(eq(signingKeys.state, "active"));
+        await tx.update(signingKeys).set({ state: "active" }).where(eq(signingKeys.keyId, keyId));
+      });
       cached = null;
-      const fresh = await insertNew();
-      return fresh;
     },
     async retire(keyId) {
+      if ((await active()).keyId === keyId) throw new Error("the signing key cannot be retired; promote another key first");
       await deps.db.update(signingKeys).set({ state: "retired", retiredAt: new Date() }).where(eq(signingKeys.keyId, keyId));
-      cached = null;
     },
   };
 }
