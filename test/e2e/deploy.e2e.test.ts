@@ -7,8 +7,10 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
+import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 
 let cp: TestControlPlane;
+let proxy: TcpProxy;
 let agent: AgentProcess;
 let d: DemoOrganization;
 let envId: string;
@@ -19,9 +21,11 @@ beforeAll(async () => {
   await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
   d = await createDemoOrganization(cp.database.db, cp.app.services);
   const address = cp.app.server.address() as { port: number };
+  // The agent reaches the control plane through a proxy the test can cut.
+  proxy = await startTcpProxy(address.port);
   const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
   agent = await AgentProcess.create();
-  await agent.enroll(`http://127.0.0.1:${address.port}`, token.token);
+  await agent.enroll(`http://127.0.0.1:${proxy.port}`, token.token);
   agent.start();
   const api = publicClient(cp.app, d.api_keys.org_rw);
   // No Git repository: the test reaches nothing outside this machine.
@@ -33,6 +37,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await agent?.cleanup();
+  await proxy?.close();
   await cp?.close();
   const leftovers = await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } });
   await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
@@ -120,4 +125,49 @@ it("a failing deploy (image that does not exist) fails with a readable error", a
   } finally {
     await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" } });
   }
+}, 180_000);
+
+it("a deploy whose link is cut mid-way finishes and reports every step exactly once", async () => {
+  const res = await (await api()).post(`/environments/${envId}/actions/redeploy`);
+  expect(res.status).toBe(202);
+  const taskId: string = res.body.task_id;
+  await until("the deploy to start", async () => (await (await api()).get(`/deployments/${taskId}`)).body.steps_completed >= 1, 60_000);
+  proxy.cut();
+  await new Promise((r) => setTimeout(r, 3000));
+  proxy.restore();
+  let task = { status: "running" } as { status: string; steps_completed: number };
+  await until("the deploy to finish after the cut", async () => {
+    task = (await (await api()).get(`/deployments/${taskId}`)).body;
+    return task.status === "completed" || task.status === "failed";
+  }, 120_000);
+  expect(task).toMatchObject({ status: "completed", steps_completed: 17 });
+  const finishedSteps = await cp.database.pool.query<{ step: string; n: number }>(
+    "select body->>'step' as step, count(*)::int as n from agent_events where deployment_id = $1 and kind = 'step.finished' group by 1",
+    [taskId],
+  );
+  expect(finishedSteps.rows).toHaveLength(17);
+  for (const r of finishedSteps.rows) expect(r.n, r.step).toBe(1);
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+}, 240_000);
+
+it("a deploy whose repository cannot be cloned fails with the git error", async () => {
+  const client = await api();
+  const project = await client.post("/projects", {
+    name: "Broken repo",
+    server_id: d.server_id,
+    erp_version: "17.0",
+    // Loopback port 1: refused at once, nothing leaves this machine.
+    git_repo_url: "https://127.0.0.1:1/missing.git",
+  });
+  const env = await client.post("/environments", { project_id: project.body.id, name: "staging", ram_mb: 1024 });
+  const res = await (await api()).post(`/environments/${env.body.id}/deploy`);
+  let task = { status: "queued" } as { status: string; error_message: string | null };
+  await until("the clone to fail", async () => {
+    task = (await (await api()).get(`/deployments/${res.body.task_id}`)).body;
+    return task.status === "failed" || task.status === "completed";
+  }, 120_000);
+  expect(task.status).toBe("failed");
+  expect(task.error_message).toMatch(/git clone of https:\/\/127\.0\.0\.1:1\/missing\.git .*failed/);
+  const leftovers = await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${env.body.id}`] } });
+  await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
 }, 180_000);
