@@ -171,3 +171,89 @@ it("a deploy whose repository cannot be cloned fails with the git error", async 
   const leftovers = await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${env.body.id}`] } });
   await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
 }, 180_000);
+
+async function psqlInDb(sqlText: string): Promise<string> {
+  const [db] = await docker.listContainers({ filters: { label: [`berth.environment_id=${envId}`, "berth.role=db"] } });
+  const exec = await docker.getContainer(db!.Id).exec({ Cmd: ["psql", "-U", "odoo", "-d", "odoo", "-tAc", sqlText], AttachStdout: true, AttachStderr: true });
+  const stream = await exec.start({});
+  const chunks: Buffer[] = [];
+  await new Promise<void>((resolve, reject) => {
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", resolve);
+    stream.on("error", reject);
+  });
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+it("backup, then rows deleted, then restore brings them back", async () => {
+  const client = await api();
+  const started = await client.post(`/environments/${envId}/backups`, { comment: "before the accident" });
+  expect(started.status).toBe(202);
+  await until("backup completed", async () => {
+    const list = (await (await api()).get(`/environments/${envId}/backups`)).body;
+    return list.data.some((b: { id: string; status: string }) => b.id === started.body.backup_id && b.status === "completed");
+  }, 120_000);
+  const listed = (await (await api()).get(`/environments/${envId}/backups`)).body.data.find((b: { id: string }) => b.id === started.body.backup_id);
+  expect(listed).toMatchObject({ comment: "before the accident", backup_type: "manual", status: "completed" });
+  expect(listed.size_bytes).toBeGreaterThan(0);
+  for (const f of listed.files) expect(f.sha256).toMatch(/^[0-9a-f]{64}$/);
+
+  await psqlInDb("delete from berth_probe");
+  expect((await rows()).rows).toHaveLength(0);
+
+  const restore = await (await api()).post(`/environments/${envId}/restore`, { backup_id: started.body.backup_id });
+  expect(restore.status).toBe(202);
+  let task = { status: "queued" } as { status: string; error_message: string | null };
+  await until("restore to finish", async () => {
+    task = (await (await api()).get(`/deployments/${restore.body.task_id}`)).body;
+    return ["completed", "failed"].includes(task.status);
+  }, 120_000);
+  expect(task.status, task.error_message ?? "").toBe("completed");
+  await until("ERP up after restore", async () => fetch(`http://127.0.0.1:${await erpPort()}/web/health`).then((r) => r.ok, () => false));
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+}, 300_000);
+
+it("cancel mid-deploy stops at the next step boundary and says so", async () => {
+  const res = await (await api()).post(`/environments/${envId}/actions/redeploy`);
+  await until("the redeploy to start", async () => (await (await api()).get(`/deployments/${res.body.task_id}`)).body.steps_completed >= 1, 60_000);
+  const cancelled = await (await api()).post(`/deployments/${res.body.task_id}/cancel`);
+  expect(cancelled.status).toBe(200);
+  expect(cancelled.body.status).toBe("cancelled");
+  await until("the agent to stop", async () => {
+    const { rows: r } = await cp.database.pool.query("select state, error->>'code' as code from agent_commands where deployment_id = $1", [res.body.task_id]);
+    return r[0]?.state === "failed" && r[0]?.code === "cancelled";
+  }, 60_000);
+  const { rows: logs } = await cp.database.pool.query("select body->>'message' as message from agent_events where deployment_id = $1 and kind = 'log' and level = 'warning'", [res.body.task_id]);
+  expect(logs.map((l: { message: string }) => l.message).join("\n")).toMatch(/Cancelled/);
+  const again = await (await api()).post(`/deployments/${res.body.task_id}/cancel`);
+  expect(again.status).toBe(409);
+  expect(again.body.error).toBe("task_not_cancellable");
+  // Bring the environment back for what follows.
+  expect((await act("deploy")).status).toBe("completed");
+  expect((await rows()).rows.map((r) => r.note)).toContain("survivor");
+}, 300_000);
+
+it("destroy keeps the data directory unless delete_data, and removes every container", async () => {
+  const dataDir = `${agent.stateDir}/environments/${envId}/data`;
+  const { existsSync } = await import("node:fs");
+  const refused = await (await api()).delete(`/environments/${envId}`);
+  expect(refused.status).toBe(400);
+  expect(refused.body.error).toBe("confirm_required");
+
+  const keep = await (await api()).delete(`/environments/${envId}`, { "x-confirm-delete": "true" });
+  expect(keep.status).toBe(202);
+  await until("destroy to finish", async () => (await (await api()).get(`/deployments/${keep.body.task_id}`)).body.status === "completed", 120_000);
+  expect(await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } })).toHaveLength(0);
+  expect(existsSync(dataDir)).toBe(true);
+  const env = (await (await api()).get(`/environments/${envId}`)).body;
+  expect(env).toMatchObject({ status: "pending", is_active: false, container_id: null, container_name: null });
+
+  // Deployed again, the database starts empty (its volume went), the file store stayed.
+  expect((await act("deploy")).status).toBe("completed");
+  expect((await rows()).rows.map((r) => r.note)).not.toContain("survivor");
+
+  const all = await (await api()).delete(`/environments/${envId}?delete_data=true`, { "x-confirm-delete": "true" });
+  await until("destroy with data to finish", async () => (await (await api()).get(`/deployments/${all.body.task_id}`)).body.status === "completed", 120_000);
+  expect(existsSync(dataDir)).toBe(false);
+  expect(await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } })).toHaveLength(0);
+}, 300_000);

@@ -11,6 +11,7 @@ import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./lib/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
+import { Backup } from "./modules/backups/backups.routes.ts";
 import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
 import { Environment } from "./modules/environments/environments.routes.ts";
 import { Project } from "./modules/projects/projects.routes.ts";
@@ -55,7 +56,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   installErrorHandling(app);
   await registerOpenApi(app);
-  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup]) app.addSchema(schema);
 
   const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
   const gateway = await createAgentGateway({

@@ -19,6 +19,7 @@ import { createEnrollment } from "./modules/agents/enrollment.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
+import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 
 export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
@@ -36,12 +37,14 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     webhooks: createWebhooksRepo(db),
     apiKeys: createApiKeysRepo(db),
   };
+  const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
   return {
     repos,
     cursors,
     projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock }),
     environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
-    deployments: createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher }),
+    deployments,
+    backups: createBackupsService({ db, environments: repos.environments, deployments, cursors }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
     apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock }),
     signer,

@@ -372,3 +372,25 @@ export const serverStats = pgTable("server_stats", {
   containersRunning: integer("containers_running").notNull(),
   containersTotal: integer("containers_total").notNull(),
 });
+
+/** Backups an agent made of an environment (database dump + file store), with checksums. */
+export const backups = pgTable(
+  "backups",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    environmentId: uuid("environment_id").notNull().references(() => environments.id),
+    /** The backup operation (a row of deployments, kind backup). */
+    deploymentId: uuid("deployment_id").notNull(),
+    backupType: text("backup_type").notNull().default("manual"),
+    comment: text("comment"),
+    /** pending | completed | failed */
+    status: text("status").notNull().default("pending"),
+    sizeBytes: bigint("size_bytes", { mode: "number" }),
+    files: jsonb("files"),
+    errorMessage: text("error_message"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    completedAt: ts("completed_at"),
+  },
+  (t) => [index("backups_env_idx").on(t.environmentId, t.createdAt, t.id)],
+);

@@ -4,7 +4,9 @@ import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
 import type { Services } from "../services.ts";
 import { apiKeysRoutes } from "../modules/api-keys/api-keys.routes.ts";
+import { backupsRoutes } from "../modules/backups/backups.routes.ts";
 import { deploymentsRoutes } from "../modules/deployments/deployments.routes.ts";
+import { operationsRoutes } from "../modules/deployments/operations.routes.ts";
 import { environmentsRoutes } from "../modules/environments/environments.routes.ts";
 import { projectsRoutes } from "../modules/projects/projects.routes.ts";
 import { serversRoutes } from "../modules/servers/servers.routes.ts";
@@ -29,6 +31,8 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(serversRoutes({ servers: s.repos.servers, cursors: s.cursors, enrollment: s.enrollment }));
     await api.register(environmentsRoutes(s.environments));
     await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
+    await api.register(operationsRoutes(s.deployments, PUBLIC_PREFIX));
+    await api.register(backupsRoutes(s.backups, PUBLIC_PREFIX));
     await api.register(webhooksRoutes(s.webhooks));
     await api.register(apiKeysRoutes(s.apiKeys));
   };

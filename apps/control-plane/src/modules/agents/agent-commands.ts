@@ -9,6 +9,8 @@ import { notFound } from "../../lib/errors.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 export const COMMANDS_CHANNEL = "berth_agent_commands";
+/** Payload server_id:command_id: tell the agent to stop a command it already took. */
+export const CANCEL_CHANNEL = "berth_agent_cancel";
 export const DEFAULT_COMMAND_TTL_MS = 15 * 60 * 1000;
 
 export type AgentCommandRow = typeof agentCommands.$inferSelect;

@@ -20,7 +20,7 @@ import {
   type Payload,
 } from "@berth/protocol";
 import { listen, type PgListener } from "../../lib/pg-listener.ts";
-import { COMMANDS_CHANNEL, type AgentCommands } from "./agent-commands.ts";
+import { CANCEL_CHANNEL, COMMANDS_CHANNEL, type AgentCommands } from "./agent-commands.ts";
 import type { EventIngest } from "./event-ingest.ts";
 
 export const TAKEOVER_CHANNEL = "berth_agent_takeover";
@@ -60,9 +60,13 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
   const listener: PgListener = await listen(
     pool,
-    [COMMANDS_CHANNEL, TAKEOVER_CHANNEL],
+    [COMMANDS_CHANNEL, TAKEOVER_CHANNEL, CANCEL_CHANNEL],
     (channel, payload) => {
-      if (channel === COMMANDS_CHANNEL) {
+      if (channel === CANCEL_CHANNEL) {
+        const [serverId, commandId] = payload.split(":");
+        const conn = serverId ? live.get(serverId) : undefined;
+        if (conn && commandId) send(conn, "command.cancel", { command_id: commandId });
+      } else if (channel === COMMANDS_CHANNEL) {
         const conn = live.get(payload);
         if (conn) void deliver(conn);
       } else if (channel === TAKEOVER_CHANNEL) {

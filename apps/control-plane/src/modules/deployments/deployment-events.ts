@@ -68,35 +68,50 @@ async function stepFinished(client: pg.PoolClient, deploymentId: string) {
 }
 
 async function commandResult(client: pg.PoolClient, r: CommandResultEvent) {
-  const status = r.ok ? "success" : r.error?.code === "cancelled" ? "cancelled" : "failed";
-  const result = (r.result ?? {}) as { container_id?: string; container_name?: string; image?: string; commit?: string };
-  const { rows } = await client.query<{ id: string; kind: string; environment_id: string }>(
-    `update deployments d set status = $2, completed_at = $3::timestamptz, started_at = coalesce(d.started_at, $3::timestamptz),
-       error_message = case when $2 = 'success' then null else coalesce($4, d.error_message) end,
-       progress_percent = case when $2 = 'success' then 100 else d.progress_percent end,
-       current_step = case when $2 = 'success' then 'completed' else d.current_step end,
-       container_id = coalesce($5, d.container_id), image_tag = coalesce($6, d.image_tag), git_commit = coalesce(d.git_commit, $7)
-     from agent_commands c
-     where c.command_id = $1 and c.deployment_id = d.id and d.status in ${ACTIVE}
-     returning d.id, d.kind, d.environment_id`,
-    [r.command_id, status, r.ts, r.error?.message ?? null, result.container_id ?? null, result.image ?? null, result.commit ?? null],
+  const { rows: found } = await client.query<{ id: string; kind: string; environment_id: string }>(
+    `select d.id, d.kind, d.environment_id from agent_commands c join deployments d on d.id = c.deployment_id
+     where c.command_id = $1 and d.status in ${ACTIVE} for update of d`,
+    [r.command_id],
   );
-  const op = rows[0];
+  const op = found[0];
   if (!op) return;
-  if (status === "success" && op.kind === "destroy") {
+  const status = r.ok ? (op.kind === "destroy" ? "destroyed" : "success") : r.error?.code === "cancelled" ? "cancelled" : "failed";
+  const result = (r.result ?? {}) as { container_id?: string; container_name?: string; image?: string; commit?: string };
+  await client.query(
+    `update deployments d set status = $2, completed_at = $3::timestamptz, started_at = coalesce(d.started_at, $3::timestamptz),
+       error_message = case when $4::text is null then null else coalesce($4, d.error_message) end,
+       progress_percent = case when $4::text is null then 100 else d.progress_percent end,
+       current_step = case when $4::text is null then 'completed' else d.current_step end,
+       container_id = coalesce($5, d.container_id), image_tag = coalesce($6, d.image_tag), git_commit = coalesce(d.git_commit, $7)
+     where d.id = $1`,
+    [op.id, status, r.ts, r.ok ? null : (r.error?.message ?? "failed"), result.container_id ?? null, result.image ?? null, result.commit ?? null],
+  );
+  if (op.kind === "backup") await backupResult(client, op.id, r);
+  if (r.ok && op.kind === "destroy") {
     await client.query(
       "update environments set status = 'pending', container_id = null, container_name = null, is_active = false, updated_at = now() where id = $1",
       [op.environment_id],
     );
-  } else if (status === "success" && STATUS_AFTER_SUCCESS[op.kind]) {
+  } else if (r.ok && STATUS_AFTER_SUCCESS[op.kind]) {
     await client.query(
-      `update environments set status = $2, container_id = coalesce($3, container_id), container_name = coalesce($4, container_name), updated_at = now()
+      `update environments set status = $2, container_id = coalesce($3, container_id), container_name = coalesce($4, container_name),
+         is_active = is_active or $5, updated_at = now()
        where id = $1`,
-      [op.environment_id, STATUS_AFTER_SUCCESS[op.kind], result.container_id ?? null, result.container_name ?? null],
+      // A deploy brings a destroyed environment back into use.
+      [op.environment_id, STATUS_AFTER_SUCCESS[op.kind], result.container_id ?? null, result.container_name ?? null, DEPLOY_KINDS.includes(op.kind)],
     );
   } else if (status === "failed" && op.kind !== "backup") {
     await client.query("update environments set status = 'error', updated_at = now() where id = $1", [op.environment_id]);
   }
+}
+
+async function backupResult(client: pg.PoolClient, deploymentId: string, r: CommandResultEvent) {
+  const files = ((r.result ?? {}) as { files?: { size?: number }[] }).files ?? [];
+  await client.query(
+    `update backups set status = $2, files = $3, size_bytes = $4, error_message = $5, completed_at = $6::timestamptz
+     where deployment_id = $1 and status = 'pending'`,
+    [deploymentId, r.ok ? "completed" : "failed", r.ok ? JSON.stringify(files) : null, r.ok ? files.reduce((n, f) => n + (f.size ?? 0), 0) : null, r.ok ? null : (r.error?.message ?? "failed"), r.ts],
+  );
 }
 
 export type { Event };

@@ -2,7 +2,8 @@
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
 import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
-import { ACTIVE_DEPLOYMENT_STATUSES, deployments, environments, projects, type Database } from "@berth/db";
+import { ACTIVE_DEPLOYMENT_STATUSES, agentCommands, deployments, environments, projects, type Database } from "@berth/db";
+import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
@@ -54,6 +55,37 @@ export function createDeploymentsRepo(db: Database) {
         .limit(limit + 1);
       const [total] = await db.select({ n: count() }).from(deployments).where(where);
       return { rows, total: total?.n ?? 0 };
+    },
+
+    /**
+     * Marks an unfinished operation cancelled. A command still waiting in the outbox is
+     * withdrawn; one the agent already took is announced on the cancel channel so the
+     * replica holding the agent sends command.cancel.
+     */
+    async cancel(id: string, at: Date, by: string): Promise<DeploymentRow | undefined> {
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(deployments)
+          .set({ status: "cancelled", completedAt: at, errorMessage: `Cancelled by ${by}` })
+          .where(and(eq(deployments.id, id), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])))
+          .returning();
+        if (!row) return undefined;
+        const withdrawn = await tx
+          .update(agentCommands)
+          .set({ state: "cancelled", completedAt: at })
+          .where(and(eq(agentCommands.deploymentId, id), eq(agentCommands.state, "pending")))
+          .returning({ id: agentCommands.commandId });
+        if (withdrawn.length === 0) {
+          const [cmd] = await tx.select().from(agentCommands).where(eq(agentCommands.deploymentId, id));
+          if (cmd) await tx.execute(sql`select pg_notify(${CANCEL_CHANNEL}, ${`${cmd.serverId}:${cmd.commandId}`})`);
+        }
+        // A deploy stopped half-way leaves the environment in no known good state.
+        await tx
+          .update(environments)
+          .set({ status: "error", updatedAt: at })
+          .where(and(eq(environments.id, row.environmentId), eq(environments.status, "deploying")));
+        return row;
+      });
     },
 
     /**

@@ -1,6 +1,6 @@
 // Rules for operations on environments requested through the public API: one active
 // operation per environment, and the status each action needs (public spec 3.2, 4.1).
-import { stepsForKind } from "@berth/protocol";
+import { stepsForKind, type OperationKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { conflict, notFound } from "../../lib/errors.ts";
@@ -14,8 +14,14 @@ import { taskView } from "./task-view.ts";
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
 
+export interface Requirement {
+  status: string;
+  code: string;
+  message: string;
+}
+
 /** Environment status each action needs; deploy and redeploy need none. */
-const REQUIRED_STATUS: Partial<Record<Action, { status: string; code: string; message: string }>> = {
+const REQUIRED_STATUS: Partial<Record<Action, Requirement>> = {
   restart: { status: "running", code: "environment_not_running", message: "The environment is not running; start or deploy it first" },
   stop: { status: "running", code: "environment_not_running", message: "The environment is not running" },
   start: { status: "stopped", code: "environment_not_stopped", message: "The environment is not stopped" },
@@ -37,18 +43,27 @@ export function createDeploymentsService(deps: {
   dispatcher: Pick<Dispatcher, "dispatch">;
 }) {
   return {
-    async requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor) {
-      const required = REQUIRED_STATUS[action];
+    /** Any operation on an environment: one active at a time, then dispatched to the agent. */
+    async requestOperation(
+      scope: Scope,
+      environmentId: string,
+      kind: OperationKind,
+      actor: Actor,
+      opts: { id?: string; extraData?: Record<string, unknown>; required?: Requirement } = {},
+    ) {
+      const required = opts.required;
       const outcome = await deps.deployments.createOperation(
         scope,
         environmentId,
         {
-          kind: action,
+          ...(opts.id ? { id: opts.id } : {}),
+          kind,
           status: "queued",
-          trigger: "manual",
+          trigger: kind === "destroy" ? "destroy" : "manual",
           triggeredBy: actor.userId,
           apiKeyId: actor.apiKeyId,
-          totalSteps: stepsForKind(action).length,
+          extraData: opts.extraData ?? {},
+          totalSteps: stepsForKind(kind).length,
           createdAt: deps.clock.now(),
         },
         (env) => !required || env.status === required.status,
@@ -65,6 +80,29 @@ export function createDeploymentsService(deps: {
           await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
           return outcome.row;
       }
+    },
+
+    requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor) {
+      const required = REQUIRED_STATUS[action];
+      return this.requestOperation(scope, environmentId, action, actor, required ? { required } : {});
+    },
+
+    /** Removes the environment's containers, database and network; with deleteData also its files. */
+    destroy(scope: Scope, environmentId: string, deleteData: boolean, actor: Actor) {
+      return this.requestOperation(scope, environmentId, "destroy", actor, { extraData: { delete_data: deleteData } });
+    },
+
+    /**
+     * Cancels a task that has not finished. Not yet delivered: it never will be. Running:
+     * the agent is told, and stops at its next step boundary.
+     */
+    async cancel(scope: Scope, id: string, actor: Actor) {
+      const row = await deps.deployments.get(scope, id);
+      if (!row) throw notFound("Task");
+      const by = actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`;
+      const cancelled = await deps.deployments.cancel(row.id, deps.clock.now(), by);
+      if (!cancelled) throw conflict("task_not_cancellable", `Cannot cancel deployment in ${row.status} state`);
+      return taskView(cancelled);
     },
 
     async getTask(scope: Scope, id: string) {

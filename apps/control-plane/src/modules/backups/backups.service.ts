@@ -1,0 +1,94 @@
+// Backups of an environment: each is an operation the agent runs (database dump + file
+// store, with checksums) and a record listed with its size and files; restore is an
+// operation that takes a completed backup of the same environment.
+import { randomUUID } from "node:crypto";
+import { and, count, eq } from "drizzle-orm";
+import { backups, type Database } from "@berth/db";
+import type { CursorCodec } from "../../lib/cursor.ts";
+import { conflict, notFound } from "../../lib/errors.ts";
+import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
+import type { Scope } from "../../lib/scope.ts";
+import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
+import type { Actor, DeploymentsService } from "../deployments/deployments.service.ts";
+
+export type BackupRow = typeof backups.$inferSelect;
+
+export function backupView(b: BackupRow) {
+  return {
+    id: b.id,
+    environment_id: b.environmentId,
+    task_id: b.deploymentId,
+    backup_type: b.backupType,
+    comment: b.comment,
+    status: b.status,
+    size_bytes: b.sizeBytes,
+    files: (b.files ?? []) as { name: string; size: number; sha256: string }[],
+    error_message: b.errorMessage,
+    created_at: b.createdAt.toISOString(),
+    completed_at: b.completedAt?.toISOString() ?? null,
+  };
+}
+
+export function createBackupsService(deps: {
+  db: Database;
+  environments: Pick<EnvironmentsRepo, "get">;
+  deployments: Pick<DeploymentsService, "requestOperation">;
+  cursors: CursorCodec;
+}) {
+  return {
+    async create(scope: Scope, environmentId: string, input: { backup_type?: string | undefined; comment?: string | undefined }, actor: Actor) {
+      const env = await deps.environments.get(scope, environmentId);
+      if (!env) throw notFound("Environment");
+      const backupId = randomUUID();
+      const taskId = randomUUID();
+      // The record exists before the agent can answer, so its result always finds it.
+      await deps.db.insert(backups).values({
+        id: backupId,
+        organizationId: env.organizationId,
+        environmentId: env.id,
+        deploymentId: taskId,
+        backupType: input.backup_type ?? "manual",
+        comment: input.comment ?? null,
+      });
+      try {
+        const op = await deps.deployments.requestOperation(scope, env.id, "backup", actor, { id: taskId, extraData: { backup_id: backupId } });
+        return { op, backupId };
+      } catch (err) {
+        await deps.db.delete(backups).where(eq(backups.id, backupId));
+        throw err;
+      }
+    },
+
+    async list(scope: Scope, environmentId: string, page: PageRequest) {
+      const env = await deps.environments.get(scope, environmentId);
+      if (!env) throw notFound("Environment");
+      const where = eq(backups.environmentId, env.id);
+      return listPage(
+        deps.cursors,
+        `backups:${env.id}`,
+        page,
+        async (limit, after) => {
+          const rows = await deps.db
+            .select()
+            .from(backups)
+            .where(and(where, olderThan(backups.createdAt, backups.id, after)))
+            .orderBy(...newestFirst(backups.createdAt, backups.id))
+            .limit(limit + 1);
+          const [total] = await deps.db.select({ n: count() }).from(backups).where(where);
+          return { rows, total: total?.n ?? 0 };
+        },
+        backupView,
+      );
+    },
+
+    async restore(scope: Scope, environmentId: string, backupId: string, actor: Actor) {
+      const env = await deps.environments.get(scope, environmentId);
+      if (!env) throw notFound("Environment");
+      const [backup] = await deps.db.select().from(backups).where(and(eq(backups.id, backupId), eq(backups.environmentId, env.id)));
+      if (!backup) throw notFound("Backup");
+      if (backup.status !== "completed") throw conflict("backup_not_ready", `Backup ${backupId} is ${backup.status}; only a completed backup can be restored`);
+      return deps.deployments.requestOperation(scope, env.id, "restore", actor, { extraData: { backup_id: backupId } });
+    },
+  };
+}
+export type BackupsService = ReturnType<typeof createBackupsService>;

@@ -1,0 +1,57 @@
+// Public API additions beyond spec 4.1 (non-breaking, spec 9): cancelling a task and
+// destroying an environment. Same services as the platform API will use.
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { badRequest } from "../../lib/errors.ts";
+import { errors, IdParams } from "../../lib/http-schemas.ts";
+import { principalOf, scopeOf } from "../../public-api/guards.ts";
+import { ActionResponse, Task } from "./deployments.routes.ts";
+import type { DeploymentsService } from "./deployments.service.ts";
+
+const TaskRef = Type.Ref(Task) as unknown as typeof Task;
+const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+
+export function operationsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.post(
+      "/deployments/:id/cancel",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Cancel a task",
+          description:
+            "A task not yet started is never sent; a running one stops at its next step boundary and says so in its log. " +
+            "409 task_not_cancellable once it has finished. Needs a full-access key.",
+          params: IdParams,
+          response: { 200: TaskRef, ...errors(404, 409) },
+        },
+      },
+      async (request) => service.cancel(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId }),
+    );
+
+    app.delete(
+      "/environments/:id",
+      {
+        schema: {
+          tags: ["Deployment actions"],
+          summary: "Destroy an environment",
+          description:
+            "Removes the environment's application and database containers, its database volume, network and configuration; " +
+            "with delete_data=true also its data directory (file store, addons). Needs X-Confirm-Delete: true and a full-access key. " +
+            "Returns 202 with a task to poll; the environment ends pending and inactive.",
+          params: IdParams,
+          querystring: Type.Object({ delete_data: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+          headers: Type.Object({ "x-confirm-delete": Type.Optional(Type.String()) }),
+          response: { 202: ActionResponseRef, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        if (request.headers["x-confirm-delete"] !== "true") {
+          throw badRequest("confirm_required", "Destroying an environment needs the header X-Confirm-Delete: true");
+        }
+        const row = await service.destroy(scopeOf(request), request.params.id, request.query.delete_data, { userId: null, apiKeyId: principalOf(request).keyId });
+        return reply.code(202).send({ task_id: row.id, status: "queued" as const, environment_id: row.environmentId, poll_url: `${publicPrefix}/deployments/${row.id}` });
+      },
+    );
+  };
+}
