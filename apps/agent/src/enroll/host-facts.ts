@@ -2,7 +2,6 @@
 // once, so cost matters less than in the sampler; each reading still has a deadline and a
 // fallback, because an enrolment must not fail on a slow `lscpu`.
 import { arch, availableParallelism, hostname, release, totalmem, type } from "node:os";
-import si from "systeminformation";
 import type { HostFacts } from "@berth/protocol";
 import type { DockerClient } from "../docker/docker-client.ts";
 import { BYTES_PER_GB, BYTES_PER_MB, filesystemUsage } from "../stats/filesystem-usage.ts";
@@ -11,6 +10,8 @@ import { withDeadline } from "../with-deadline.ts";
 const READ_DEADLINE_MS = 10_000;
 
 export async function gatherHostFacts(docker: Pick<DockerClient, "version">): Promise<HostFacts> {
+  // Loaded only here (enrolment): the running daemon never pays for systeminformation.
+  const { default: si } = await import("systeminformation");
   const [osInfo, cpu, mem, rootFs, dockerVersion] = await Promise.all([
     orNull(withDeadline(si.osInfo(), READ_DEADLINE_MS, "os info")),
     orNull(withDeadline(si.cpu(), READ_DEADLINE_MS, "cpu info")),
