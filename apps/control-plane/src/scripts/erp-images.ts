@@ -1,0 +1,45 @@
+// `npm run erp-images -- [--set 17.0=registry.example.com/odoo:17.0 ...] [--db postgres:16]`:
+// shows, and lets an administrator change, which image runs each ERP version and which
+// PostgreSQL image backs it. Uses DATABASE_URL, or the embedded server `npm start` runs.
+import { createDb, embeddedUrl, runMigrations } from "@berth/db";
+import { loadConfig } from "../config.ts";
+import { ApiError } from "../lib/errors.ts";
+import { createErpImages } from "../modules/erp-images/erp-images.ts";
+
+const args = process.argv.slice(2);
+const erp: Record<string, string> = {};
+let db: string | undefined;
+for (let i = 0; i < args.length; i++) {
+  const arg = args[i];
+  const value = args[i + 1];
+  if (arg === "--set" && value && /^\d+\.\d+=\S+$/.test(value)) {
+    const [version, image] = value.split("=") as [string, string];
+    erp[version] = image;
+    i++;
+  } else if (arg === "--db" && value) {
+    db = value;
+    i++;
+  } else {
+    process.stderr.write("usage: npm run erp-images -- [--set <major.minor>=<image> ...] [--db <postgres image>]\n");
+    process.exit(2);
+  }
+}
+
+const config = loadConfig();
+const url = config.databaseUrl ?? embeddedUrl(config.embeddedPgPort);
+await runMigrations(url);
+const handle = createDb(url, { max: 1 });
+let failed = false;
+try {
+  const images = createErpImages(handle.db);
+  const map = Object.keys(erp).length > 0 || db ? await images.set({ erp, ...(db ? { db } : {}) }) : await images.get();
+  for (const [version, image] of Object.entries(map.erp).sort()) process.stdout.write(`${version}\t${image}\n`);
+  process.stdout.write(`postgres\t${map.db}\n`);
+} catch (err) {
+  process.stderr.write(`erp-images: ${err instanceof ApiError ? err.message : String(err)}\n`);
+  failed = true;
+} finally {
+  await handle.close();
+}
+// Explicit: an exit code set on process.exitCode does not survive the tsx launcher here.
+process.exit(failed ? 1 : 0);
