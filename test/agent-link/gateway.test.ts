@@ -5,6 +5,7 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { CLOSE_CODES, generateKeyPair } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
+import { waitFor } from "../support/wait.ts";
 import { SimAgent } from "../support/sim-agent.ts";
 
 let cp: TestControlPlane;
@@ -292,12 +293,3 @@ describe("two replicas on one database", () => {
     }
   });
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error("condition not reached in time");
-}
