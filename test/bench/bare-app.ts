@@ -120,8 +120,9 @@ export function buildBareApp(pool: pg.Pool, opts: { meter?: boolean; cursorSecre
     const org = organizationOf(request);
     // Page and total in parallel, as the real repository runs them.
     const [{ rows }, totals] = await Promise.all([
-      pool.query<ProjectRow>(PROJECTS_PAGE, [org, PAGE_LIMIT + 1]),
-      pool.query<{ count: string }>(PROJECTS_TOTAL, [org]),
+      // Named, i.e. prepared once per connection, as the real repository's statements are.
+      pool.query<ProjectRow>({ name: "bare_projects_page", text: PROJECTS_PAGE, values: [org, PAGE_LIMIT + 1] }),
+      pool.query<{ count: string }>({ name: "bare_projects_total", text: PROJECTS_TOTAL, values: [org] }),
     ]);
     const hasMore = rows.length > PAGE_LIMIT;
     const items = hasMore ? rows.slice(0, PAGE_LIMIT) : rows;
@@ -146,7 +147,7 @@ export function buildBareApp(pool: pg.Pool, opts: { meter?: boolean; cursorSecre
   });
 
   app.get<{ Params: { id: string } }>("/api/public/v1/deployments/:id", async (request, reply) => {
-    const { rows } = await pool.query<TaskRow>(TASK, [request.params.id, organizationOf(request)]);
+    const { rows } = await pool.query<TaskRow>({ name: "bare_task", text: TASK, values: [request.params.id, organizationOf(request)] });
     const d = rows[0];
     if (!d) return reply.code(404).send({ error: "not_found", message: "Task not found" });
     return {
