@@ -31,6 +31,8 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
     async issue(input: IssueInput): Promise<AgentCommandRow> {
       const now = deps.clock.now();
       const expiresAt = new Date(now.getTime() + (input.ttlMs ?? DEFAULT_COMMAND_TTL_MS));
+      // The key is loaded before the transaction opens (see CommandSigner.prepare).
+      const sign = await deps.signer.prepare();
       return deps.db.transaction(async (tx) => {
         const [server] = await tx
           .update(servers)
@@ -49,7 +51,7 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
           issued_by: userId,
           params: input.params,
         } as unknown as UnsignedCommand;
-        const signed = await deps.signer.sign(unsigned);
+        const signed = sign(unsigned);
         const [row] = await tx
           .insert(agentCommands)
           .values({

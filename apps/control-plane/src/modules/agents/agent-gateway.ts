@@ -148,7 +148,6 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
   async function onFrame(conn: Connection, text: string) {
     if (conn.broken) return;
-    conn.lastFrameAt = Date.now();
     const handshaking = conn.serverId === null;
     const parsed = parseFrame(text, {
       versions: handshaking ? PROTOCOL_VERSIONS : [conn.version],
@@ -241,6 +240,9 @@ export async function createAgentGateway(opts: GatewayOptions) {
       }, Math.max(100, Math.floor(opts.heartbeatMs / 2)));
       conn.timers.push(watch);
       socket.on("message", (data) => {
+        // Liveness counts when a frame arrives, not when the queue gets to it: a slow
+        // database must not make a healthy agent look dead.
+        conn.lastFrameAt = Date.now();
         const text = data.toString();
         conn.queue = conn.queue.then(() => onFrame(conn, text)).catch((err) => opts.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
       });

@@ -19,6 +19,12 @@ import { open, seal } from "../../lib/master-key.ts";
 
 export interface CommandSigner {
   sign(cmd: UnsignedCommand): Promise<SignedCommand>;
+  /**
+   * Loads the signing key and returns a synchronous signer. Callers that sign inside a
+   * database transaction must use this before opening it: loading the key takes another
+   * pool client, and N concurrent transactions waiting for one deadlock the pool.
+   */
+  prepare(): Promise<(cmd: UnsignedCommand) => SignedCommand>;
   /** Keys an agent pins: the active one and any still accepted. */
   pinnedKeys(): Promise<SigningKey[]>;
   activeKeyId(): Promise<string>;
@@ -33,11 +39,11 @@ export interface CommandSigner {
 export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): CommandSigner {
   let cached: { keyId: string; key: KeyObject } | null = null;
 
-  async function insertNew(state: "active" | "accepted" = "active"): Promise<SigningKey> {
+  async function insertNew(state: "active" | "accepted" = "active", executor: Pick<Database, "insert"> = deps.db): Promise<SigningKey> {
     const pair = generateKeyPair();
     const publicKey = exportPublicKey(pair.publicKey);
     const keyId = keyIdFor(pair.publicKey);
-    await deps.db.insert(signingKeys).values({
+    await executor.insert(signingKeys).values({
       keyId,
       publicKey,
       privateKeyEnc: seal(deps.masterKey, exportPrivateKey(pair.privateKey)),
@@ -54,7 +60,8 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
       await deps.db.transaction(async (tx) => {
         await tx.execute(sql`select pg_advisory_xact_lock(724311002)`);
         const [again] = await tx.select().from(signingKeys).where(eq(signingKeys.state, "active"));
-        if (!again) await insertNew();
+        // Inside the transaction: taking a second pool client here deadlocks under load.
+        if (!again) await insertNew("active", tx);
       });
       [row] = await deps.db.select().from(signingKeys).where(eq(signingKeys.state, "active"));
     }
@@ -66,6 +73,10 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
     async sign(cmd) {
       const { keyId, key } = await active();
       return signCommand(cmd, key, keyId);
+    },
+    async prepare() {
+      const { keyId, key } = await active();
+      return (cmd) => signCommand(cmd, key, keyId);
     },
     async pinnedKeys() {
       await active();
