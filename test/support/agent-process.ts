@@ -40,7 +40,8 @@ export class AgentProcess {
   /** Ends the process: SIGTERM for a graceful stop, SIGKILL for a crash. */
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
     const child = this.child;
-    if (!child || child.exitCode !== null) return child?.exitCode ?? null;
+    // Killed by a signal, exitCode stays null: signalCode says it has already exited.
+    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
     const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
     child.kill(signal);
     return exited;
