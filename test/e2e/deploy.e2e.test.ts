@@ -14,6 +14,8 @@ let proxy: TcpProxy;
 let agent: AgentProcess;
 let d: DemoOrganization;
 let envId: string;
+/** Every environment this file creates, for the clean-up. */
+const envIds: string[] = [];
 const docker = new Docker();
 
 beforeAll(async () => {
@@ -32,6 +34,7 @@ beforeAll(async () => {
   const project = await api.post("/projects", { name: "E2E shop", server_id: d.server_id, erp_version: "17.0" });
   const env = await api.post("/environments", { project_id: project.body.id, name: "production", cpu_cores: 1, ram_mb: 1024 });
   envId = env.body.id;
+  envIds.push(envId);
   await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
 }, 90_000);
 
@@ -39,8 +42,16 @@ afterAll(async () => {
   await agent?.cleanup();
   await proxy?.close();
   await cp?.close();
-  const leftovers = await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } });
-  await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+  // Everything this file's environments left: containers first, then their volumes and networks.
+  for (const id of envIds) {
+    const label = { label: [`berth.environment_id=${id}`] };
+    const containers = await docker.listContainers({ all: true, filters: label });
+    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+    const { Volumes } = await docker.listVolumes({ filters: label });
+    await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
+    const networks = await docker.listNetworks({ filters: label });
+    await Promise.all(networks.map((n) => docker.getNetwork(n.Id).remove().catch(() => {})));
+  }
 });
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
@@ -160,6 +171,7 @@ it("a deploy whose repository cannot be cloned fails with the git error", async 
     git_repo_url: "https://127.0.0.1:1/missing.git",
   });
   const env = await client.post("/environments", { project_id: project.body.id, name: "staging", ram_mb: 1024 });
+  envIds.push(env.body.id);
   const res = await (await api()).post(`/environments/${env.body.id}/deploy`);
   let task = { status: "queued" } as { status: string; error_message: string | null };
   await until("the clone to fail", async () => {
