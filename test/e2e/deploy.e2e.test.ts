@@ -235,7 +235,7 @@ it("cancel mid-deploy stops at the next step boundary and says so", async () => 
     const { rows: r } = await cp.database.pool.query("select state, error->>'code' as code from agent_commands where deployment_id = $1", [res.body.task_id]);
     return r[0]?.state === "failed" && r[0]?.code === "cancelled";
   }, 60_000);
-  const { rows: logs } = await cp.database.pool.query("select body->>'message' as message from agent_events where deployment_id = $1 and kind = 'log' and level = 'warning'", [res.body.task_id]);
+  const { rows: logs } = await cp.database.pool.query("select message from deployment_logs where deployment_id = $1 and level = 'warning'", [res.body.task_id]);
   expect(logs.map((l: { message: string }) => l.message).join("\n")).toMatch(/Cancelled/);
   const again = await (await api()).post(`/deployments/${res.body.task_id}/cancel`);
   expect(again.status).toBe(409);

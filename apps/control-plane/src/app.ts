@@ -17,11 +17,13 @@ import { Environment } from "./modules/environments/environments.routes.ts";
 import { Project } from "./modules/projects/projects.routes.ts";
 import { Server } from "./modules/servers/servers.routes.ts";
 import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
+import { User } from "./modules/auth/auth.routes.ts";
 import { createAgentGateway, type AgentGateway } from "./modules/agents/agent-gateway.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { createEventIngest } from "./modules/agents/event-ingest.ts";
 import { applyDeploymentEvents } from "./modules/deployments/deployment-events.ts";
 import { publicApi } from "./public-api/index.ts";
+import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
 
@@ -56,7 +58,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   installErrorHandling(app);
   await registerOpenApi(app);
-  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup]) app.addSchema(schema);
+  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
 
   const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
   const gateway = await createAgentGateway({
@@ -76,6 +78,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
   });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
+  await app.register(platformApi({ db, pool, clock, services }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
 
   const maintenance = startMaintenance({

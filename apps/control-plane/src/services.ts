@@ -21,6 +21,8 @@ import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
+import { createAccess } from "./modules/auth/access.ts";
+import { createSessions } from "./modules/auth/sessions.ts";
 
 export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
   const { db, clock } = deps;
@@ -53,6 +55,8 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     keyRotation: createKeyRotation({ db, signer, commands: agentCommands }),
     images,
     dispatcher,
+    sessions: createSessions({ db, clock }),
+    access: createAccess(db),
   };
 }
 export type Services = ReturnType<typeof createServices>;

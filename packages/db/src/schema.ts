@@ -3,7 +3,9 @@
 import { sql } from "drizzle-orm";
 import {
   bigint,
+  bigserial,
   boolean,
+  customType,
   doublePrecision,
   index,
   integer,
@@ -19,6 +21,13 @@ import {
 // Millisecond precision: a JavaScript Date holds exactly what is stored, so keyset cursors round-trip.
 const ts = (name: string) => timestamp(name, { withTimezone: true, mode: "date", precision: 3 });
 const id = () => uuid("id").primaryKey().default(sql`gen_random_uuid()`);
+/**
+ * The writing transaction's id. Readers of an append-only stream deliver only rows whose
+ * transaction is older than every transaction still running, so a row that commits late
+ * can never fall behind a reader's cursor (no gaps on resume).
+ */
+const xid8 = customType<{ data: string; driverData: string }>({ dataType: () => "xid8" });
+const txId = () => xid8("tx").notNull().default(sql`pg_current_xact_id()`);
 
 export const organizations = pgTable("organizations", {
   id: id(),
@@ -95,6 +104,8 @@ export const projects = pgTable(
     erpVersion: text("erp_version"),
     gitRepoUrl: text("git_repo_url"),
     defaultBranch: text("default_branch").notNull().default("main"),
+    /** HMAC-SHA256 key of the inbound git push hook; sealed with the instance master key. */
+    gitHookSecretEnc: text("git_hook_secret_enc"),
     createdAt: ts("created_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),
@@ -393,4 +404,128 @@ export const backups = pgTable(
     completedAt: ts("completed_at"),
   },
   (t) => [index("backups_env_idx").on(t.environmentId, t.createdAt, t.id)],
+);
+
+/** People's sign-ins: opaque bearer tokens stored as SHA-256 only, expiring, revocable. */
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: id(),
+    userId: uuid("user_id").notNull().references(() => users.id),
+    tokenHash: text("token_hash").notNull(),
+    userAgent: text("user_agent"),
+    ip: text("ip"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    lastUsedAt: ts("last_used_at"),
+    expiresAt: ts("expires_at").notNull(),
+    revokedAt: ts("revoked_at"),
+  },
+  (t) => [uniqueIndex("sessions_token_hash_key").on(t.tokenHash), index("sessions_user_idx").on(t.userId, t.createdAt)],
+);
+
+/** Extra Git repositories (ERP addons) an environment deploys beside its own code. */
+export const environmentAddons = pgTable(
+  "environment_addons",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    environmentId: uuid("environment_id").notNull().references(() => environments.id),
+    name: text("name").notNull(),
+    gitUrl: text("git_url").notNull(),
+    branch: text("branch").notNull(),
+    autoDeploy: boolean("auto_deploy").notNull().default(true),
+    isActive: boolean("is_active").notNull().default(true),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [index("environment_addons_env_idx").on(t.environmentId)],
+);
+
+/** Inbound git push deliveries already handled: a redelivered id deploys nothing twice. */
+export const gitHookDeliveries = pgTable(
+  "git_hook_deliveries",
+  {
+    gitHost: text("git_host").notNull(),
+    deliveryId: text("delivery_id").notNull(),
+    projectId: uuid("project_id").notNull().references(() => projects.id),
+    deploymentIds: uuid("deployment_ids").array().notNull(),
+    receivedAt: ts("received_at").notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.gitHost, t.deliveryId, t.projectId] })],
+);
+
+/** Structured log entries of an operation, from its agent or from the control plane. */
+export const deploymentLogs = pgTable(
+  "deployment_logs",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    organizationId: uuid("organization_id").notNull(),
+    deploymentId: uuid("deployment_id").notNull(),
+    ts: ts("ts").notNull(),
+    /** debug | info | warning | error */
+    level: text("level").notNull(),
+    message: text("message").notNull(),
+    step: text("step"),
+    data: jsonb("data").notNull().default({}),
+    tx: txId(),
+  },
+  (t) => [index("deployment_logs_deployment_idx").on(t.deploymentId, t.id), index("deployment_logs_org_tx_idx").on(t.organizationId, t.tx, t.id)],
+);
+
+/** An organisation's live events other than log lines (status changes, server figures, migrations). */
+export const orgEvents = pgTable(
+  "org_events",
+  {
+    id: bigserial("id", { mode: "number" }).primaryKey(),
+    organizationId: uuid("organization_id").notNull(),
+    type: text("type").notNull(),
+    data: jsonb("data").notNull(),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    tx: txId(),
+  },
+  (t) => [index("org_events_org_tx_idx").on(t.organizationId, t.tx, t.id), index("org_events_created_idx").on(t.createdAt)],
+);
+
+/** One outgoing webhook delivery: an event for one subscription, its attempts and outcome. */
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    subscriptionId: uuid("subscription_id").notNull().references(() => webhookSubscriptions.id),
+    eventId: text("event_id").notNull(),
+    eventType: text("event_type").notNull(),
+    payload: jsonb("payload").notNull(),
+    /** pending | succeeded | failed */
+    status: text("status").notNull().default("pending"),
+    attempts: integer("attempts").notNull().default(0),
+    responseStatus: integer("response_status"),
+    responseBody: text("response_body"),
+    error: text("error"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+    lastAttemptAt: ts("last_attempt_at"),
+    deliveredAt: ts("delivered_at"),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_key").on(t.subscriptionId, t.eventId),
+    index("webhook_deliveries_sub_idx").on(t.subscriptionId, t.createdAt, t.id),
+  ],
+);
+
+/** Who did what to which target, and why: every support command and sensitive change. */
+export const auditLog = pgTable(
+  "audit_log",
+  {
+    id: id(),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    actorUserId: uuid("actor_user_id").references(() => users.id),
+    action: text("action").notNull(),
+    targetType: text("target_type").notNull(),
+    targetId: text("target_id").notNull(),
+    reason: text("reason"),
+    commandId: uuid("command_id"),
+    deploymentId: uuid("deployment_id"),
+    result: jsonb("result"),
+    createdAt: ts("created_at").notNull().defaultNow(),
+  },
+  (t) => [index("audit_log_org_idx").on(t.organizationId, t.createdAt, t.id)],
 );

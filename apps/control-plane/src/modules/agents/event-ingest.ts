@@ -2,7 +2,8 @@
 // watermark (highest seq stored) and the (server_id, seq) key make resends harmless: an
 // event is stored once however often it arrives.
 import type pg from "pg";
-import type { CommandResultEvent, Event, StatsEvent } from "@berth/protocol";
+import type { CommandResultEvent, Event, LogEvent, StatsEvent } from "@berth/protocol";
+import { appendLogs, appendOrgEvent } from "../events/event-log.ts";
 
 export interface EventIngest {
   /** Returns the seq to acknowledge (everything up to it is stored). */
@@ -10,7 +11,10 @@ export interface EventIngest {
 }
 
 /** Called inside the ingest transaction with the fresh (never seen) events, for derived state. */
-export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Event[]) => Promise<void>;
+export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Event[], organizationId: string) => Promise<void>;
+
+/** A deployment's log lines live in deployment_logs (its history and the live stream), not agent_events. */
+const isDeploymentLog = (e: Event): e is LogEvent & { deployment_id: string } => e.kind === "log" && e.deployment_id !== null;
 
 export function createEventIngest(deps: { pool: pg.Pool; appliers?: EventApplier[] }): EventIngest {
   return {
@@ -18,18 +22,27 @@ export function createEventIngest(deps: { pool: pg.Pool; appliers?: EventApplier
       const client = await deps.pool.connect();
       try {
         await client.query("begin");
-        const { rows } = await client.query<{ last_event_seq: string }>("select last_event_seq from servers where id = $1 for update", [serverId]);
+        const { rows } = await client.query<{ last_event_seq: string; organization_id: string }>(
+          "select last_event_seq, organization_id from servers where id = $1 for update",
+          [serverId],
+        );
         const watermark = Number(rows[0]?.last_event_seq ?? 0);
+        const organizationId = rows[0]?.organization_id ?? "";
         const fresh = events.filter((e) => e.seq > watermark);
         if (fresh.length === 0) {
           await client.query("commit");
           return watermark;
         }
-        await storeEvents(client, serverId, fresh.filter((e) => e.kind !== "stats"));
+        await storeEvents(client, serverId, fresh.filter((e) => e.kind !== "stats" && !isDeploymentLog(e)));
+        await appendLogs(
+          client,
+          organizationId,
+          fresh.filter(isDeploymentLog).map((e) => ({ deploymentId: e.deployment_id, ts: e.ts, level: e.level, message: e.message, step: e.step, ...(e.data ? { data: e.data } : {}) })),
+        );
         const stats = fresh.filter((e): e is StatsEvent => e.kind === "stats").at(-1);
-        if (stats) await storeStats(client, serverId, stats);
+        if (stats) await storeStats(client, serverId, organizationId, stats);
         await storeResults(client, serverId, fresh.filter((e): e is CommandResultEvent => e.kind === "command.result"));
-        for (const apply of deps.appliers ?? []) await apply(client, serverId, fresh);
+        for (const apply of deps.appliers ?? []) await apply(client, serverId, fresh, organizationId);
         const top = fresh[fresh.length - 1]!.seq;
         await client.query("update servers set last_event_seq = $2 where id = $1", [serverId, top]);
         await client.query("commit");
@@ -64,7 +77,7 @@ async function storeEvents(client: pg.PoolClient, serverId: string, events: Even
   );
 }
 
-async function storeStats(client: pg.PoolClient, serverId: string, s: StatsEvent) {
+async function storeStats(client: pg.PoolClient, serverId: string, organizationId: string, s: StatsEvent) {
   await client.query(
     `insert into server_stats as t (server_id, sampled_at, cpu_percent, ram_used_mb, ram_total_mb, disk_used_gb, disk_total_gb,
        load1, load5, load15, containers_running, containers_total)
@@ -76,6 +89,9 @@ async function storeStats(client: pg.PoolClient, serverId: string, s: StatsEvent
      where t.sampled_at <= excluded.sampled_at`,
     [serverId, s.ts, s.cpu_percent, Math.round(s.ram_used_mb), Math.round(s.ram_total_mb), s.disk_used_gb, s.disk_total_gb, s.load1, s.load5, s.load15, s.containers_running, s.containers_total],
   );
+  // The live figure for dashboards, and the short history behind their charts.
+  const { kind: _kind, seq: _seq, ...figures } = s;
+  await appendOrgEvent(client, organizationId, "server.stats", { server_id: serverId, ...figures });
 }
 
 async function storeResults(client: pg.PoolClient, serverId: string, results: CommandResultEvent[]) {

@@ -97,6 +97,8 @@ export function createDeploymentsRepo(db: Database) {
       environmentId: string,
       op: NewOperation,
       allowed: (env: EnvironmentRow) => boolean,
+      /** Fields taken from the environment as it is under the lock (e.g. a configuration snapshot). */
+      fill: (env: EnvironmentRow) => Partial<NewOperation> = () => ({}),
     ): Promise<CreateOutcome> {
       try {
         return await db.transaction(async (tx) => {
@@ -125,6 +127,7 @@ export function createDeploymentsRepo(db: Database) {
             .insert(deployments)
             .values({
               ...op,
+              ...fill(env),
               organizationId: env.organizationId,
               projectId: env.projectId,
               environmentId: env.id,

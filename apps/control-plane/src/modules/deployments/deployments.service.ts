@@ -3,11 +3,12 @@
 import { stepsForKind, type OperationKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { conflict, notFound } from "../../lib/errors.ts";
+import { ApiError, conflict, notFound } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
-import type { DeploymentsRepo } from "./deployments.repo.ts";
+import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
+import type { EnvironmentRow } from "../environments/environments.repo.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { taskView } from "./task-view.ts";
 
@@ -34,6 +35,28 @@ export interface Actor {
 }
 
 const HISTORY_KINDS = ["deploy", "redeploy"];
+/** Operations that (re)build the application: they record the configuration they ran with. */
+export const DEPLOY_KINDS: string[] = ["deploy", "redeploy", "rollback"];
+
+export interface OperationOptions {
+  id?: string;
+  extraData?: Record<string, unknown>;
+  required?: Requirement;
+  trigger?: string;
+  git?: { branch?: string | null; commit?: string | null; message?: string | null };
+  imageTag?: string | null;
+  rollbackFromId?: string | null;
+  /** Cancel an operation in progress instead of refusing with 409 (platform redeploy with force). */
+  force?: boolean;
+  forced?: boolean;
+  /** The 409 message when another operation is active. */
+  busyMessage?: string;
+}
+
+/** The resource configuration an operation ran with (platform spec 2.1 extra_data.config). */
+export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskGb" | "workers">) {
+  return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers };
+}
 
 export function createDeploymentsService(deps: {
   deployments: DeploymentsRepo;
@@ -49,9 +72,10 @@ export function createDeploymentsService(deps: {
       environmentId: string,
       kind: OperationKind,
       actor: Actor,
-      opts: { id?: string; extraData?: Record<string, unknown>; required?: Requirement } = {},
-    ) {
+      opts: OperationOptions = {},
+    ): Promise<DeploymentRow> {
       const required = opts.required;
+      const deploys = DEPLOY_KINDS.includes(kind);
       const outcome = await deps.deployments.createOperation(
         scope,
         environmentId,
@@ -59,20 +83,33 @@ export function createDeploymentsService(deps: {
           ...(opts.id ? { id: opts.id } : {}),
           kind,
           status: "queued",
-          trigger: kind === "destroy" ? "destroy" : "manual",
+          trigger: opts.trigger ?? (kind === "destroy" ? "destroy" : kind === "rollback" ? "rollback" : "manual"),
           triggeredBy: actor.userId,
           apiKeyId: actor.apiKeyId,
-          extraData: opts.extraData ?? {},
+          gitBranch: opts.git?.branch ?? null,
+          gitCommit: opts.git?.commit ?? null,
+          gitMessage: opts.git?.message ?? null,
+          imageTag: opts.imageTag ?? null,
+          rollbackFromId: opts.rollbackFromId ?? null,
           totalSteps: stepsForKind(kind).length,
           createdAt: deps.clock.now(),
         },
         (env) => !required || env.status === required.status,
+        (env) => ({
+          gitBranch: opts.git?.branch ?? (deploys ? env.gitBranch : null),
+          // A deployment records the configuration it ran with: retry and rollback reuse it.
+          extraData: deploys ? { config: configOf(env), ...opts.extraData } : (opts.extraData ?? {}),
+        }),
       );
       switch (outcome.kind) {
         case "not_found":
           throw notFound("Environment");
         case "busy":
-          throw conflict("task_in_progress", `Task ${outcome.active.id} is already queued or running on this environment`);
+          if (opts.force && !opts.forced) {
+            await deps.deployments.cancel(outcome.active.id, deps.clock.now(), "a forced redeploy");
+            return this.requestOperation(scope, environmentId, kind, actor, { ...opts, forced: true });
+          }
+          throw new ApiError(409, "task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
         case "refused":
           throw conflict(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
         case "created":

@@ -43,13 +43,15 @@ export function createDispatcher(deps: { db: Database; commands: Pick<AgentComma
     if (!row) throw new Error(`environment ${d.environmentId} vanished`);
     const { env, project } = row;
     const image = await deps.images.imageFor(project.erpVersion);
+    // Retry and rollback carry the configuration of the deployment they repeat.
+    const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number } }).config;
     return {
       ...base,
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,
       git: project.gitRepoUrl ? { url: project.gitRepoUrl, branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
-      resources: { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
+      resources: config ?? { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
       domain: env.domain ? env.domain.toLowerCase() : null,
       env: {},
     };

@@ -5,7 +5,8 @@ import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 
-export type ProjectRow = typeof projects.$inferSelect & { environmentCount: number };
+/** The secret of the git hook is never read with the project; the hook reads it on its own. */
+export type ProjectRow = Omit<typeof projects.$inferSelect, "gitHookSecretEnc"> & { environmentCount: number };
 
 const columns = {
   id: projects.id,

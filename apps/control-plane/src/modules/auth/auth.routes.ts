@@ -1,0 +1,175 @@
+// Platform API: registration, sign-in and sign-out, the caller's sessions and who they are.
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type pg from "pg";
+import { sql } from "drizzle-orm";
+import type { Database } from "@berth/db";
+import type { Clock } from "../../lib/clock.ts";
+import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { enforce } from "../../lib/rate-meter.ts";
+import { personOf } from "../../platform-api/session-auth.ts";
+import { PASSWORD_MIN_LENGTH } from "./passwords.ts";
+import { higher, orgRole, permissionsOf, projectRole, ROLES, type Role } from "./permissions.ts";
+import { sessionView, userView, type Sessions } from "./sessions.ts";
+
+const TAG = ["Sessions"];
+/** Sign-in attempts per e-mail address and per client address, per minute. */
+const LOGIN_LIMIT = 10;
+
+export const User = Type.Object(
+  { id: Uuid, email: Type.String(), name: Type.String(), is_portal_admin: Type.Boolean(), created_at: Timestamp },
+  { $id: "User", title: "User" },
+);
+const UserRef = Type.Ref(User) as unknown as typeof User;
+const Session = Type.Object({
+  id: Uuid,
+  created_at: Timestamp,
+  last_used_at: Nullable(Timestamp),
+  expires_at: Timestamp,
+  user_agent: Nullable(Type.String()),
+  ip: Nullable(Type.String()),
+  current: Type.Boolean({ description: "The session this request was made with" }),
+});
+const SignedIn = Type.Object({
+  token: Type.String({ description: "Session token (bst_…), shown once: send it as Authorization: Bearer <token>" }),
+  expires_at: Timestamp,
+  user: UserRef,
+});
+const Email = Type.String({ format: "email", maxLength: 254 });
+const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: 256, description: `At least ${PASSWORD_MIN_LENGTH} characters` });
+const RoleName = StringEnum(ROLES, { description: "portal_admin > org_owner > org_admin > project_admin > project_member" });
+
+export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Pool; clock: Clock }): FastifyPluginAsyncTypebox {
+  const meta = (r: { headers: Record<string, unknown>; ip: string }) => ({ userAgent: String(r.headers["user-agent"] ?? "") || undefined, ip: r.ip });
+  return async (app) => {
+    app.post(
+      "/auth/register",
+      {
+        config: { anonymous: true },
+        schema: {
+          tags: TAG,
+          summary: "Create an account and its organisation",
+          description: "Creates a user who owns a new organisation, and signs them in.",
+          security: [],
+          body: Type.Object(
+            { email: Email, name: Type.String({ minLength: 1, maxLength: 200 }), password: Password, organization_name: Type.String({ minLength: 1, maxLength: 200 }) },
+            { additionalProperties: false },
+          ),
+          response: { 201: Type.Object({ ...SignedIn.properties, organization: Type.Object({ id: Uuid, name: Type.String() }) }), ...errors(409) },
+        },
+      },
+      async (request, reply) => {
+        await enforce(deps.pool, deps.clock, reply, `register:${request.ip}`, LOGIN_LIMIT, "registrations");
+        const b = request.body;
+        const out = await deps.sessions.register({ email: b.email, name: b.name, password: b.password, organizationName: b.organization_name }, meta(request));
+        return reply.code(201).send({
+          token: out.token,
+          expires_at: out.session.expiresAt.toISOString(),
+          user: userView(out.user),
+          organization: { id: out.organization.id, name: out.organization.name },
+        });
+      },
+    );
+
+    app.post(
+      "/auth/login",
+      {
+        config: { anonymous: true },
+        schema: {
+          tags: TAG,
+          summary: "Sign in",
+          description: "Exchanges an e-mail address and password for a session token (valid 7 days). Wrong credentials: 401 invalid_credentials.",
+          security: [],
+          body: Type.Object({ email: Email, password: Type.String({ minLength: 1, maxLength: 256 }) }, { additionalProperties: false }),
+          response: { 200: SignedIn, ...errors() },
+        },
+      },
+      async (request, reply) => {
+        await enforce(deps.pool, deps.clock, reply, `login:${request.body.email.toLowerCase()}`, LOGIN_LIMIT, "sign-in attempts for this account");
+        await enforce(deps.pool, deps.clock, reply, `login-ip:${request.ip}`, LOGIN_LIMIT * 3, "sign-in attempts from this address");
+        const out = await deps.sessions.login(request.body.email, request.body.password, meta(request));
+        return { token: out.token, expires_at: out.session.expiresAt.toISOString(), user: userView(out.user) };
+      },
+    );
+
+    app.post(
+      "/auth/logout",
+      { schema: { tags: TAG, summary: "Sign out", description: "Ends the session this request was made with.", response: { 204: Type.Null(), ...errors() } } },
+      async (request, reply) => {
+        const p = personOf(request);
+        await deps.sessions.revoke(p.userId, p.sessionId);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.get(
+      "/auth/sessions",
+      { schema: { tags: TAG, summary: "List my sessions", response: { 200: Type.Object({ data: Type.Array(Session) }), ...errors() } } },
+      async (request) => {
+        const p = personOf(request);
+        return { data: (await deps.sessions.list(p.userId)).map((s) => sessionView(s, p.sessionId)) };
+      },
+    );
+
+    app.delete(
+      "/auth/sessions/:id",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Revoke one of my sessions",
+          description: "Signs that session out at once (e.g. a lost laptop). Another person's session is a 404.",
+          params: Type.Object({ id: Uuid }),
+          response: { 204: Type.Null(), ...errors(404) },
+        },
+      },
+      async (request, reply) => {
+        await deps.sessions.revoke(personOf(request).userId, request.params.id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.get(
+      "/me",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Who am I",
+          description: "The signed-in user, their organisations and projects, with their role and permission codes in each.",
+          response: {
+            200: Type.Object({
+              user: UserRef,
+              organizations: Type.Array(Type.Object({ id: Uuid, name: Type.String(), plan: Type.String(), role: RoleName, permissions: Type.Array(Type.String()) })),
+              projects: Type.Array(Type.Object({ id: Uuid, organization_id: Uuid, name: Type.String(), role: RoleName, permissions: Type.Array(Type.String()) })),
+            }),
+            ...errors(),
+          },
+        },
+      },
+      async (request) => {
+        const p = personOf(request);
+        const { rows: orgs } = await deps.db.execute<{ id: string; name: string; plan: string; role: string }>(sql`
+          select o.id, o.name, o.plan, m.role from memberships m join organizations o on o.id = m.organization_id
+          where m.user_id = ${p.userId} order by o.name`);
+        const { rows: projects } = await deps.db.execute<{ id: string; organization_id: string; name: string; org_role: string | null; project_role: string | null }>(sql`
+          select pr.id, pr.organization_id, pr.name, m.role as org_role, pm.role as project_role
+          from projects pr
+          left join memberships m on m.organization_id = pr.organization_id and m.user_id = ${p.userId}
+          left join project_memberships pm on pm.project_id = pr.id and pm.user_id = ${p.userId}
+          where pr.deleted_at is null and (pm.user_id is not null or m.role in ('owner', 'admin'))
+          order by pr.name`);
+        const [user] = await deps.db.execute<{ id: string; email: string; name: string; is_portal_admin: boolean; created_at: Date }>(
+          sql`select id, email, name, is_portal_admin, created_at from users where id = ${p.userId}`,
+        ).then((r) => r.rows);
+        const orgRoleOf = (stored: string): Role => (p.isPortalAdmin ? "portal_admin" : (orgRole(stored) ?? "project_member"));
+        return {
+          user: { ...user!, created_at: new Date(user!.created_at).toISOString() },
+          organizations: orgs.map((o) => ({ id: o.id, name: o.name, plan: o.plan, role: orgRoleOf(o.role), permissions: permissionsOf(orgRoleOf(o.role)) })),
+          projects: projects.map((pr) => {
+            const role = (p.isPortalAdmin ? "portal_admin" : higher(orgRole(pr.org_role), projectRole(pr.project_role))) ?? "project_member";
+            return { id: pr.id, organization_id: pr.organization_id, name: pr.name, role, permissions: permissionsOf(role) };
+          }),
+        };
+      },
+    );
+  };
+}

@@ -1,0 +1,28 @@
+// The platform API v1 (session tokens): people and permissions, the deployment lifecycle,
+// live events, the git push hook. Mounted at /api/v1.
+import type { FastifyInstance } from "fastify";
+import type pg from "pg";
+import type { Database } from "@berth/db";
+import type { Clock } from "../lib/clock.ts";
+import type { Services } from "../services.ts";
+import { authRoutes } from "../modules/auth/auth.routes.ts";
+import { organizationsRoutes } from "../modules/organizations/organizations.routes.ts";
+import { createSessionAuth } from "./session-auth.ts";
+
+export const PLATFORM_PREFIX = "/api/v1";
+
+export interface PlatformDeps {
+  db: Database;
+  pool: pg.Pool;
+  clock: Clock;
+  services: Services;
+}
+
+export function platformApi(deps: PlatformDeps) {
+  return async function (api: FastifyInstance) {
+    api.decorateRequest("person", null);
+    api.addHook("onRequest", createSessionAuth(deps.services.sessions));
+    await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock }));
+    await api.register(organizationsRoutes(deps));
+  };
+}

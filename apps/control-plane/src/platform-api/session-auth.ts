@@ -1,0 +1,41 @@
+// Session-token authentication for the platform API: `Authorization: Bearer bst_...`.
+// Routes marked `config: { anonymous: true }` (sign-in, the HMAC-signed git hook) skip it.
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { ApiError } from "../lib/errors.ts";
+import type { SessionPrincipal, Sessions } from "../modules/auth/sessions.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    person: SessionPrincipal | null;
+  }
+  interface FastifyContextConfig {
+    /** No session needed (sign-in, registration, signed hooks). */
+    anonymous?: boolean;
+  }
+}
+
+export function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+  if (!m) throw new ApiError(401, "invalid_authorization_header", "Use the header: Authorization: Bearer <ACCESS_TOKEN>");
+  return m[1]!;
+}
+
+export function createSessionAuth(sessions: Sessions) {
+  return async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
+    if (request.routeOptions.config?.anonymous) return;
+    // SSE clients (EventSource) cannot set headers: they may pass the token as access_token.
+    const fromQuery = (request.query as { access_token?: unknown } | undefined)?.access_token;
+    const token = bearerToken(request) ?? (typeof fromQuery === "string" ? fromQuery : null);
+    if (!token) throw new ApiError(401, "authentication_required", "Sign in and send your session token as: Authorization: Bearer <ACCESS_TOKEN>");
+    const person = await sessions.authenticate(token);
+    if (!person) throw new ApiError(401, "invalid_session", "This session token is unknown, expired or signed out; sign in again");
+    request.person = person;
+  };
+}
+
+export function personOf(request: FastifyRequest): SessionPrincipal {
+  if (!request.person) throw new ApiError(401, "authentication_required", "Sign in and send your session token as: Authorization: Bearer <ACCESS_TOKEN>");
+  return request.person;
+}
