@@ -8,11 +8,11 @@ export interface Res {
   body: any;
 }
 
-export function publicClient(app: App, key: string | null, extraHeaders: Record<string, string> = {}) {
-  async function call(method: "GET" | "POST" | "PATCH" | "DELETE", path: string, payload?: unknown, headers: Record<string, string> = {}): Promise<Res> {
+export function publicClient(app: App, key: string | null, extraHeaders: Record<string, string> = {}, prefix = "/api/public/v1") {
+  async function call(method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, payload?: unknown, headers: Record<string, string> = {}): Promise<Res> {
     const res = await app.inject({
       method,
-      url: `/api/public/v1${path}`,
+      url: `${prefix}${path}`,
       headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...extraHeaders, ...headers },
       ...(payload !== undefined ? { payload: payload as object } : {}),
     });
@@ -23,7 +23,13 @@ export function publicClient(app: App, key: string | null, extraHeaders: Record<
   return {
     get: (path: string, headers?: Record<string, string>) => call("GET", path, undefined, headers),
     post: (path: string, payload?: unknown, headers?: Record<string, string>) => call("POST", path, payload, headers),
+    put: (path: string, payload?: unknown, headers?: Record<string, string>) => call("PUT", path, payload, headers),
     patch: (path: string, payload?: unknown, headers?: Record<string, string>) => call("PATCH", path, payload, headers),
     delete: (path: string, headers?: Record<string, string>) => call("DELETE", path, undefined, headers),
   };
+}
+
+/** The platform API (/api/v1) with a person's session token. */
+export function platformClient(app: App, token: string | null, extraHeaders: Record<string, string> = {}) {
+  return publicClient(app, token, extraHeaders, "/api/v1");
 }

@@ -23,6 +23,7 @@ import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createAccess } from "./modules/auth/access.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
+import { createMemberships } from "./modules/organizations/memberships.ts";
 
 export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
   const { db, clock } = deps;
@@ -57,6 +58,7 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     dispatcher,
     sessions: createSessions({ db, clock }),
     access: createAccess(db),
+    memberships: createMemberships({ db, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

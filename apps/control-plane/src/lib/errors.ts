@@ -18,3 +18,9 @@ export const notFound = (what: string) => new ApiError(404, "not_found", `${what
 export const conflict = (code: string, message: string) => new ApiError(409, code, message);
 export const badRequest = (code: string, message: string, details?: unknown) => new ApiError(400, code, message, details);
 export const forbidden = (code: string, message: string) => new ApiError(403, code, message);
+
+/** A PostgreSQL unique violation (23505), whether raised by pg directly or wrapped by drizzle. */
+export function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; cause?: { code?: string } } | null;
+  return e?.code === "23505" || e?.cause?.code === "23505";
+}

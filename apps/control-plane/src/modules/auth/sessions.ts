@@ -4,7 +4,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { memberships, organizations, sessions, users, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
-import { ApiError, conflict, notFound } from "../../lib/errors.ts";
+import { ApiError, conflict, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { hashPassword, verifyPassword } from "./passwords.ts";
 
 export const SESSION_PREFIX = "bst_";
@@ -22,7 +22,6 @@ export interface SessionPrincipal {
 }
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
-const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
 
 export function sessionView(s: typeof sessions.$inferSelect, currentId?: string) {
   return {

@@ -59,6 +59,12 @@ export function createBackupsService(deps: {
       }
     },
 
+    async get(scope: Scope, id: string): Promise<BackupRow> {
+      const [row] = await deps.db.select().from(backups).where(and(eq(backups.id, id), eq(backups.organizationId, scope.organizationId)));
+      if (!row) throw notFound("Backup");
+      return row;
+    },
+
     async list(scope: Scope, environmentId: string, page: PageRequest) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");

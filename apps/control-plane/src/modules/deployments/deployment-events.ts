@@ -87,6 +87,10 @@ async function commandResult(client: pg.PoolClient, r: CommandResultEvent) {
     [op.id, status, r.ts, r.ok ? null : (r.error?.message ?? "failed"), result.container_id ?? null, result.image ?? null, result.commit ?? null],
   );
   if (op.kind === "backup") await backupResult(client, op.id, r);
+  // The deployment a successful rollback replaced is marked rolled_back.
+  if (r.ok && op.kind === "rollback") {
+    await client.query("update deployments set status = 'rolled_back' where id = (select rollback_from_id from deployments where id = $1) and status = 'success'", [op.id]);
+  }
   if (r.ok && op.kind === "destroy") {
     await client.query(
       "update environments set status = 'pending', container_id = null, container_name = null, is_active = false, updated_at = now() where id = $1",

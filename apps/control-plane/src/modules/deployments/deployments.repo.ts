@@ -2,6 +2,7 @@
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
 import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
+import { isUniqueViolation } from "../../lib/errors.ts";
 import { ACTIVE_DEPLOYMENT_STATUSES, agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
@@ -18,7 +19,6 @@ export type CreateOutcome =
   | { kind: "busy"; active: DeploymentRow }
   | { kind: "refused"; environment: EnvironmentRow };
 
-const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
 
 export function createDeploymentsRepo(db: Database) {
   // Task polling is hot: its SQL is prepared once per shape (organisation or project key).

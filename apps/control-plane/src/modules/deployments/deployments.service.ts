@@ -51,6 +51,8 @@ export interface OperationOptions {
   forced?: boolean;
   /** The 409 message when another operation is active. */
   busyMessage?: string;
+  /** pending for platform deployment records (platform spec 3.1); the public API's tasks start queued. */
+  initialStatus?: "pending" | "queued";
 }
 
 /** The resource configuration an operation ran with (platform spec 2.1 extra_data.config). */
@@ -82,7 +84,7 @@ export function createDeploymentsService(deps: {
         {
           ...(opts.id ? { id: opts.id } : {}),
           kind,
-          status: "queued",
+          status: opts.initialStatus ?? "queued",
           trigger: opts.trigger ?? (kind === "destroy" ? "destroy" : kind === "rollback" ? "rollback" : "manual"),
           triggeredBy: actor.userId,
           apiKeyId: actor.apiKeyId,

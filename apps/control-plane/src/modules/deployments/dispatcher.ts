@@ -3,6 +3,7 @@
 // after a crash between the two); the unique deployment_id on the outbox makes a second
 // dispatch of the same row a no-op.
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import { isUniqueViolation } from "../../lib/errors.ts";
 import { COMMAND_TYPES, type CommandType } from "@berth/protocol";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import type { AgentCommands } from "../agents/agent-commands.ts";
@@ -12,7 +13,6 @@ import type { DeploymentRow } from "./deployments.repo.ts";
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
 
-const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
 
 const COMMAND_FOR_KIND: Record<string, CommandType> = {
   deploy: "deploy",

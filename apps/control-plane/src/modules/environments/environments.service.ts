@@ -2,7 +2,7 @@
 // with a name unique among the project's active environments.
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { conflict, notFound } from "../../lib/errors.ts";
+import { conflict, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
@@ -45,7 +45,6 @@ export function environmentView(e: EnvironmentRow) {
   };
 }
 
-const isUniqueViolation = (err: unknown) => (err as { code?: string } | null)?.code === "23505";
 
 export function createEnvironmentsService(deps: {
   environments: EnvironmentsRepo;

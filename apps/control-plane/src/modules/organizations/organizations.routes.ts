@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { and, eq, sql } from "drizzle-orm";
-import { memberships, projectMemberships, users } from "@berth/db";
+import { memberships, users } from "@berth/db";
 import { ApiError, forbidden, notFound } from "../../lib/errors.ts";
 import { errors, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../../platform-api/session-auth.ts";
@@ -91,12 +91,8 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
           }
           user = await services.sessions.createUser({ email: request.body.email, name: request.body.name, password: request.body.password });
         }
-        const [m] = await db
-          .insert(memberships)
-          .values({ organizationId: orgId, userId: user.id, role: request.body.role, createdAt: deps.clock.now() })
-          .onConflictDoUpdate({ target: [memberships.organizationId, memberships.userId], set: { role: request.body.role } })
-          .returning();
-        return { user_id: user.id, email: user.email, name: user.name, role: m!.role, created_at: m!.createdAt.toISOString() };
+        const m = await services.memberships.addToOrganization(orgId, user.id, request.body.role);
+        return { user_id: user.id, email: user.email, name: user.name, role: m.role, created_at: m.createdAt.toISOString() };
       },
     );
 
@@ -117,10 +113,7 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
         const a = await access.requireProject(personOf(request), project_id, "project.members.manage");
         const [member] = await db.select().from(memberships).where(and(eq(memberships.organizationId, a.organizationId), eq(memberships.userId, user_id)));
         if (!member) throw notFound("Member");
-        await db
-          .insert(projectMemberships)
-          .values({ projectId: project_id, userId: user_id, role: request.body.role, createdAt: deps.clock.now() })
-          .onConflictDoUpdate({ target: [projectMemberships.projectId, projectMemberships.userId], set: { role: request.body.role } });
+        await services.memberships.addToProject(project_id, user_id, request.body.role);
         return { project_id, user_id, role: request.body.role };
       },
     );

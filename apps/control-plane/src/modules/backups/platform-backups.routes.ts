@@ -1,0 +1,72 @@
+// Platform API routes for an environment's backups and restore (platform spec 4.1).
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
+import { personOf } from "../../platform-api/session-auth.ts";
+import type { PlatformDeployments } from "../deployments/platform-deployments.service.ts";
+import { Backup } from "./backups.routes.ts";
+import { backupView, type BackupsService } from "./backups.service.ts";
+import { ApiError } from "../../lib/errors.ts";
+
+const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
+const EnvParams = Type.Object({ env_id: Uuid });
+
+export function platformBackupsRoutes(deps: { backups: BackupsService; deployments: PlatformDeployments }): FastifyPluginAsyncTypebox {
+  const inProgress = (err: unknown) => {
+    if (err instanceof ApiError && err.code === "task_in_progress") throw new ApiError(409, "deployment_in_progress", "Deployment already in progress");
+    throw err;
+  };
+  return async (app) => {
+    app.get(
+      "/environments/:env_id/backups",
+      { schema: { tags: ["Backups"], summary: "List backups", params: EnvParams, querystring: PageQuery, response: { 200: Page(BackupRef), ...errors(404) } } },
+      async (request) => {
+        const scope = await deps.deployments.environmentScope(personOf(request), request.params.env_id, "project.backups.list");
+        return deps.backups.list(scope, request.params.env_id, request.query);
+      },
+    );
+
+    app.post(
+      "/environments/:env_id/backups",
+      {
+        schema: {
+          tags: ["Backups"],
+          summary: "Back up an environment",
+          description: "Starts a backup (database dump + file store, with SHA-256 checksums) on the environment's server; the record is pending until the agent reports.",
+          params: EnvParams,
+          body: Type.Object({ backup_type: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })), comment: Type.Optional(Type.String({ maxLength: 500 })) }, { additionalProperties: false }),
+          response: { 201: BackupRef, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const person = personOf(request);
+        const scope = await deps.deployments.environmentScope(person, request.params.env_id, "project.backups.create");
+        await deps.deployments.heavy(reply, scope.organizationId);
+        const { backupId } = await deps.backups.create(scope, request.params.env_id, request.body ?? {}, { userId: person.userId, apiKeyId: null }).catch(inProgress);
+        const row = await deps.backups.get(scope, backupId);
+        return reply.code(201).send(backupView(row));
+      },
+    );
+
+    app.post(
+      "/environments/:env_id/restore",
+      {
+        schema: {
+          tags: ["Backups"],
+          summary: "Restore a backup",
+          description: "Restores a completed backup of this environment (database and file store). Returns the restore operation to follow.",
+          params: EnvParams,
+          body: Type.Object({ backup_id: Uuid }, { additionalProperties: false }),
+          response: { 202: Type.Object({ message: Type.String(), deployment_id: Uuid, backup_id: Uuid, status: Type.String() }), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const person = personOf(request);
+        const scope = await deps.deployments.environmentScope(person, request.params.env_id, "project.backups.restore");
+        await deps.deployments.heavy(reply, scope.organizationId);
+        const op = await deps.backups.restore(scope, request.params.env_id, request.body.backup_id, { userId: person.userId, apiKeyId: null }).catch(inProgress);
+        return reply.code(202).send({ message: "Restore started", deployment_id: op.id, backup_id: request.body.backup_id, status: op.status });
+      },
+    );
+  };
+}

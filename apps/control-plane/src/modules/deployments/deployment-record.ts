@@ -1,0 +1,71 @@
+// The platform API's projection of an operation row (platform spec 2.1 and 2.3): the
+// deployment record, its log entries and its step progress.
+import { stepsForKind, STEP_NAMES, type OperationKind, type StepId } from "@berth/protocol";
+import type { DeploymentRow } from "./deployments.repo.ts";
+
+export function deploymentRecord(d: DeploymentRow) {
+  const end = d.completedAt ?? null;
+  return {
+    id: d.id,
+    project_id: d.projectId,
+    environment_id: d.environmentId,
+    vm_id: d.serverId,
+    kind: d.kind,
+    version: d.version,
+    status: d.status,
+    trigger: d.trigger,
+    triggered_by: d.triggeredBy,
+    git_branch: d.gitBranch,
+    git_commit: d.gitCommit,
+    git_message: d.gitMessage,
+    rollback_from_id: d.rollbackFromId,
+    extra_data: (d.extraData ?? {}) as Record<string, unknown>,
+    container_id: d.containerId,
+    image_tag: d.imageTag,
+    created_at: d.createdAt.toISOString(),
+    started_at: d.startedAt?.toISOString() ?? null,
+    completed_at: end?.toISOString() ?? null,
+    duration_seconds: d.startedAt && end ? Math.max(0, (end.getTime() - d.startedAt.getTime()) / 1000) : null,
+    error_message: d.errorMessage,
+  };
+}
+
+export interface LogRow {
+  id: number;
+  deployment_id: string;
+  ts: Date;
+  level: string;
+  message: string;
+  step: string | null;
+  data: Record<string, unknown>;
+}
+
+export function logEntry(l: LogRow) {
+  return { id: String(l.id), deployment_id: l.deployment_id, timestamp: new Date(l.ts).toISOString(), level: l.level, message: l.message, step: l.step, data: l.data ?? {} };
+}
+
+const FINISHED_OK = ["success", "rolled_back", "destroyed"];
+
+/**
+ * Steps of the operation with their state: before the current step completed, the current
+ * one running (failed when the operation failed or was cancelled there), the rest pending.
+ */
+export function progressView(d: DeploymentRow, logsByStep: Map<string, { message: string; timestamp: string }[]>) {
+  const steps = stepsForKind(d.kind as OperationKind) as readonly StepId[];
+  const done = FINISHED_OK.includes(d.status);
+  const stopped = d.status === "failed" || d.status === "cancelled";
+  const current = d.currentStep ? steps.indexOf(d.currentStep as StepId) : -1;
+  return {
+    deployment_id: d.id,
+    status: d.status,
+    progress_percent: done ? 100 : d.progressPercent,
+    current_step: d.currentStep ?? (done ? "completed" : (steps[0] ?? "initializing")),
+    started_at: d.startedAt?.toISOString() ?? null,
+    error_message: d.errorMessage,
+    steps: steps.map((id, i) => {
+      const status = done || i < current ? "completed" : i === current ? (stopped ? "failed" : "running") : "pending";
+      const logs = logsByStep.get(id);
+      return { id, name: STEP_NAMES[id], status, ...(logs && logs.length > 0 ? { logs } : {}) };
+    }),
+  };
+}

@@ -1,0 +1,293 @@
+// Platform API routes of the deployment lifecycle (platform spec 4.1). Routes parse and
+// answer; the rules live in platform-deployments.service.ts.
+import { Type } from "@sinclair/typebox";
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { personOf } from "../../platform-api/session-auth.ts";
+import { Environment } from "../environments/environments.routes.ts";
+import { environmentView } from "../environments/environments.service.ts";
+import { deploymentRecord, logEntry, progressView, type LogRow } from "./deployment-record.ts";
+import { DEPLOYMENT_STATUSES, type PlatformDeployments } from "./platform-deployments.service.ts";
+
+const TAG = ["Deployments"];
+const LEVELS = ["debug", "info", "warning", "error"] as const;
+const BRANCH = Type.String({ minLength: 1, maxLength: 255, pattern: "^[A-Za-z0-9._/-]+$", description: "Git branch name" });
+const COMMIT = Type.String({ pattern: "^[0-9a-fA-F]{7,64}$", description: "Full commit id (hex)" });
+
+export const DeploymentRecord = Type.Object(
+  {
+    id: Uuid,
+    project_id: Uuid,
+    environment_id: Uuid,
+    vm_id: Nullable(Uuid),
+    kind: Type.String({ description: "deploy, redeploy, rollback, restart, start, stop, destroy, backup or restore" }),
+    version: Type.Integer({ description: "Per-environment sequence number" }),
+    status: StringEnum(DEPLOYMENT_STATUSES),
+    trigger: Type.String({ description: "manual, git_push, webhook, rollback, auto_deploy, destroy, config_update" }),
+    triggered_by: Nullable(Uuid),
+    git_branch: Nullable(Type.String()),
+    git_commit: Nullable(Type.String()),
+    git_message: Nullable(Type.String()),
+    rollback_from_id: Nullable(Uuid),
+    extra_data: Type.Record(Type.String(), Type.Unknown(), { description: "retry_of, rollback_to, config {cpu_cores, ram_mb, disk_gb, workers}, addons, delete_data" }),
+    container_id: Nullable(Type.String()),
+    image_tag: Nullable(Type.String()),
+    created_at: Timestamp,
+    started_at: Nullable(Timestamp),
+    completed_at: Nullable(Timestamp),
+    duration_seconds: Nullable(Type.Number()),
+    error_message: Nullable(Type.String()),
+  },
+  { $id: "DeploymentRecord", title: "DeploymentRecord" },
+);
+const Record_ = Type.Ref(DeploymentRecord) as unknown as typeof DeploymentRecord;
+const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
+
+const LogEntry = Type.Object({
+  id: Type.String(),
+  deployment_id: Uuid,
+  timestamp: Timestamp,
+  level: StringEnum(["debug", "info", "warning", "error"] as const),
+  message: Type.String(),
+  step: Nullable(Type.String()),
+  data: Type.Record(Type.String(), Type.Unknown()),
+});
+const Progress = Type.Object({
+  deployment_id: Uuid,
+  status: Type.String(),
+  progress_percent: Type.Integer({ minimum: 0, maximum: 100 }),
+  current_step: Type.String(),
+  started_at: Nullable(Timestamp),
+  error_message: Nullable(Type.String()),
+  steps: Type.Array(
+    Type.Object({
+      id: Type.String(),
+      name: Type.String(),
+      description: Type.Optional(Type.String()),
+      status: StringEnum(["completed", "running", "pending", "failed"] as const, { description: "failed marks the step a failed or cancelled deployment stopped at" }),
+      logs: Type.Optional(Type.Array(Type.Object({ message: Type.String(), timestamp: Timestamp }))),
+    }),
+  ),
+});
+const Message = Type.Object({ message: Type.String() });
+const EnvironmentDeploy = Type.Object({
+  message: Type.String(),
+  skipped: Type.Boolean({ description: "True when nothing was started because the environment already runs (no force)" }),
+  deployment: Nullable(Record_),
+  migration_restore_reset: Type.Optional(Type.Boolean({ description: "force_restore cleared the restore flag: the next deployment restores the migration backup again" })),
+});
+const DeploymentParams = Type.Object({ deployment_id: Uuid });
+
+export function platformDeploymentsRoutes(service: PlatformDeployments): FastifyPluginAsyncTypebox {
+  return async (app) => {
+    app.addSchema(DeploymentRecord);
+
+    app.post(
+      "/deployments",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Create a deployment",
+          description: "Deploys an environment of a project (trigger manual). 409 while another deployment of the environment is pending or running. At most 10 per minute per organisation.",
+          body: Type.Object({ project_id: Uuid, environment_id: Uuid, git_branch: BRANCH, git_commit: Type.Optional(COMMIT) }, { additionalProperties: false }),
+          response: { 201: Record_, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => reply.code(201).send(deploymentRecord(await service.create(personOf(request), reply, request.body))),
+    );
+
+    app.get(
+      "/deployments",
+      {
+        schema: {
+          tags: TAG,
+          summary: "List deployments",
+          description: "Newest first, across the projects the caller can see (or one project).",
+          querystring: Type.Object(
+            {
+              project_id: Type.Optional(Uuid),
+              status: Type.Optional(Type.Union(DEPLOYMENT_STATUSES.map((v) => Type.Literal(v)))),
+              skip: Type.Integer({ minimum: 0, default: 0 }),
+              limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Type.Array(Record_), ...errors(404) },
+        },
+      },
+      async (request) => (await service.list(personOf(request), request.query)).map(deploymentRecord),
+    );
+
+    app.get(
+      "/deployments/:deployment_id",
+      { schema: { tags: TAG, summary: "Get a deployment", params: DeploymentParams, response: { 200: Record_, ...errors(404) } } },
+      async (request) => deploymentRecord(await service.load(personOf(request), request.params.deployment_id, "project.deployments.view")),
+    );
+
+    app.get(
+      "/deployments/:deployment_id/logs",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Deployment logs",
+          description: "Log entries in the order they were written; `level` keeps entries of exactly that level.",
+          params: DeploymentParams,
+          querystring: Type.Object(
+            {
+              level: Type.Optional(Type.Union(LEVELS.map((v) => Type.Literal(v)))),
+              skip: Type.Integer({ minimum: 0, default: 0 }),
+              limit: Type.Integer({ minimum: 1, maximum: 500, default: 500 }),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Type.Object({ deployment_id: Uuid, logs: Type.Array(LogEntry) }), ...errors(404) },
+        },
+      },
+      async (request) => {
+        const { deployment, rows } = await service.logs(personOf(request), request.params.deployment_id, request.query);
+        return { deployment_id: deployment.id, logs: (rows as LogRow[]).map(logEntry) };
+      },
+    );
+
+    app.get(
+      "/deployments/:deployment_id/progress",
+      { schema: { tags: TAG, summary: "Deployment progress", description: "Steps in order with their state and latest log lines.", params: DeploymentParams, response: { 200: Progress, ...errors(404) } } },
+      async (request) => {
+        const { deployment, byStep } = await service.progress(personOf(request), request.params.deployment_id);
+        return progressView(deployment, byStep);
+      },
+    );
+
+    app.post(
+      "/deployments/:deployment_id/retry",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Retry a failed deployment",
+          description: "A new deployment (next version) with the same branch, commit and configuration; extra_data.retry_of names the original. 400 unless the original failed.",
+          params: DeploymentParams,
+          response: { 200: Record_, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => deploymentRecord(await service.retry(personOf(request), reply, request.params.deployment_id)),
+    );
+
+    app.post(
+      "/deployments/:deployment_id/rollback",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Roll back to this deployment",
+          description:
+            "The path names the successful deployment to go back TO. Code, image, configuration and addons return to it; the database and file store are not rolled back.",
+          params: DeploymentParams,
+          response: { 200: Record_, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => deploymentRecord(await service.rollback(personOf(request), reply, request.params.deployment_id)),
+    );
+
+    app.post(
+      "/deployments/:deployment_id/cancel",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Cancel a deployment",
+          description: "Allowed while the deployment is pending or running; the agent stops at its next step. Partial resources are not cleaned up.",
+          params: DeploymentParams,
+          response: { 200: Message, ...errors(404) },
+        },
+      },
+      async (request) => service.cancel(personOf(request), request.params.deployment_id),
+    );
+
+    app.delete(
+      "/deployments/environment/:environment_id/destroy",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Destroy an environment",
+          description:
+            "Removes the application and database containers, the database volume, the network and the configuration; with delete_data also the data directory. " +
+            "Records a destroy deployment; the environment becomes pending and inactive. A deployment in progress is cancelled first.",
+          params: Type.Object({ environment_id: Uuid }),
+          querystring: Type.Object({ delete_data: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+          response: {
+            200: Type.Object({
+              message: Type.String(),
+              environment_id: Uuid,
+              deployment_id: Uuid,
+              deleted_containers: Type.Boolean(),
+              deleted_database: Type.Boolean(),
+              deleted_data: Type.Boolean(),
+            }),
+            ...errors(404),
+          },
+        },
+      },
+      async (request, reply) => {
+        const { op, env } = await service.destroy(personOf(request), reply, request.params.environment_id, request.query.delete_data);
+        return {
+          message: "Environment destroy started",
+          environment_id: env.id,
+          deployment_id: op.id,
+          deleted_containers: true,
+          deleted_database: true,
+          deleted_data: request.query.delete_data,
+        };
+      },
+    );
+
+    app.post(
+      "/environments/:environment_id/deploy",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Deploy an environment",
+          description:
+            "force: true redeploys from the current configuration (a deployment in progress is cancelled; database and file store kept). " +
+            "Without force: 409 while a deployment is in progress, and nothing happens (200, skipped) when the environment already runs.",
+          params: Type.Object({ environment_id: Uuid }),
+          body: Type.Object({ force: Type.Boolean({ default: false }), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false }),
+          response: { 200: EnvironmentDeploy, 201: EnvironmentDeploy, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const out = await service.deployEnvironment(personOf(request), reply, request.params.environment_id, request.body ?? { force: false });
+        return reply.code(out.skipped ? 200 : 201).send({ ...out, deployment: out.deployment ? deploymentRecord(out.deployment) : null });
+      },
+    );
+
+    app.post(
+      "/projects/:project_id/environments/:env_id/deploy",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Deploy a project's environment",
+          description: "force_restore=true on an environment created by a migration whose backup was restored: the next deployment restores the backup again, replacing current data.",
+          params: Type.Object({ project_id: Uuid, env_id: Uuid }),
+          querystring: Type.Object({ force_restore: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+          response: { 201: EnvironmentDeploy, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const out = await service.deployProjectEnvironment(personOf(request), reply, request.params.project_id, request.params.env_id, request.query.force_restore);
+        return reply.code(201).send({ ...out, deployment: deploymentRecord(out.deployment) });
+      },
+    );
+
+    app.patch(
+      "/projects/:project_id/environments/:env_id",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Change auto-deploy or branch",
+          params: Type.Object({ project_id: Uuid, env_id: Uuid }),
+          body: Type.Object({ auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false, minProperties: 1 }),
+          response: { 200: EnvironmentRef, ...errors(404) },
+        },
+      },
+      async (request) => environmentView(await service.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
+    );
+  };
+}
