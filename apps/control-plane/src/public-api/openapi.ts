@@ -7,18 +7,36 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance } from "fastify";
 
 export const PUBLIC_PREFIX = "/api/public/v1";
+const PLATFORM_PREFIX = "/api/v1";
 const require = createRequire(import.meta.url);
 
 type Doc = { paths?: Record<string, unknown> } & Record<string, unknown>;
 
-/** Keeps only the public API's paths, relative to its server URL. */
-function publicDocument(doc: Doc): Doc {
+/** Keeps only one API's paths, relative to its server URL. */
+function documentFor(doc: Doc, prefix: string, extra: Record<string, unknown> = {}): Doc {
   const paths: Record<string, unknown> = {};
   for (const [p, v] of Object.entries(doc.paths ?? {})) {
-    if (p.startsWith(`${PUBLIC_PREFIX}/`)) paths[p.slice(PUBLIC_PREFIX.length)] = v;
+    if (p.startsWith(`${prefix}/`)) paths[p.slice(prefix.length)] = v;
   }
-  return { ...doc, servers: [{ url: PUBLIC_PREFIX }], paths };
+  return { ...doc, ...extra, servers: [{ url: prefix }], paths };
 }
+const publicDocument = (doc: Doc) => documentFor(doc, PUBLIC_PREFIX);
+
+/** The platform API (session tokens): same generator, its own title and security scheme. */
+const platformDocument = (doc: Doc) =>
+  documentFor(doc, PLATFORM_PREFIX, {
+    info: {
+      title: "Berth platform API",
+      version: "v1",
+      description:
+        "Session-token interface for people and the dashboard: sign-in, members, the deployment lifecycle, backups, live events (SSE) and the git push hook. " +
+        "Sign in with POST /auth/login and send `Authorization: Bearer <token>`. Errors have the body `{error, message}`; permission failures are 403 with the message " +
+        "\"You don't have permission to <action>.\"; resources the caller cannot see are 404. Deployment and heavy operations are limited to 10 per minute per organisation " +
+        "(X-RateLimit-Limit / -Remaining / -Window, Retry-After on 429).",
+    },
+    components: { ...(doc.components as object), securitySchemes: { session: { type: "http", scheme: "bearer", description: "bst_… session token from POST /auth/login" } } },
+    security: [{ session: [] }],
+  });
 
 /** Registers the generator; must run before the routes are added. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
@@ -43,6 +61,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
 /** The document and explorers, outside the authenticated scope. */
 export async function openApiRoutes(app: FastifyInstance): Promise<void> {
   app.get(`${PUBLIC_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => publicDocument(app.swagger() as unknown as Doc));
+  app.get(`${PLATFORM_PREFIX}/openapi.json`, { schema: { hide: true } }, async () => platformDocument(app.swagger() as unknown as Doc));
 
   await app.register(swaggerUi, {
     routePrefix: `${PUBLIC_PREFIX}/docs`,
