@@ -28,6 +28,7 @@ interface SeedOutput {
   project_id: string;
   environments: { running: string; stopped: string };
   api_keys: { org_rw: string; org_ro: string; project_rw: string; project_ro: string };
+  users: { owner: { email: string; password: string } };
 }
 
 async function seed(): Promise<SeedOutput> {
@@ -63,6 +64,11 @@ it("prints ids and four working keys, and makes a fresh organisation each run", 
   expect(restart.status).toBe(202);
   const projects = await publicClient(cp.app, first.api_keys.project_ro).get("/projects");
   expect(projects.body.data.map((p: { id: string }) => p.id)).toEqual([first.project_id]);
+  // The demo owner signs in to the platform API and owns the organisation.
+  const login = await cp.app.inject({ method: "POST", url: "/api/v1/auth/login", payload: first.users.owner });
+  expect(login.statusCode).toBe(200);
+  const me = await cp.app.inject({ method: "GET", url: "/api/v1/me", headers: { authorization: `Bearer ${JSON.parse(login.body).token}` } });
+  expect(JSON.parse(me.body).organizations).toEqual([expect.objectContaining({ id: first.organization_id, role: "org_owner" })]);
 
   const second = await seed();
   expect(second.organization_id).not.toBe(first.organization_id);
