@@ -3,6 +3,7 @@
 import type { Database } from "@berth/db";
 import type { Clock } from "./lib/clock.ts";
 import { createCursorCodec } from "./lib/cursor.ts";
+import { createKeyCache } from "./public-api/key-cache.ts";
 import { createApiKeysRepo } from "./modules/api-keys/api-keys.repo.ts";
 import { createApiKeysService } from "./modules/api-keys/api-keys.service.ts";
 import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts";
@@ -32,6 +33,7 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
   const images = createErpImages(db);
   const dispatcher = createDispatcher({ db, commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);
+  const keyCache = createKeyCache();
   const repos = {
     projects: createProjectsRepo(db),
     servers: createServersRepo(db),
@@ -49,7 +51,8 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     deployments,
     backups: createBackupsService({ db, environments: repos.environments, deployments, cursors }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
-    apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock }),
+    apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) }),
+    keyCache,
     signer,
     enrollment: createEnrollment({ db, clock, signer }),
     agentCommands,

@@ -1,6 +1,7 @@
-// Authenticates the API key and meters its rate limit in ONE statement: the key lookup
-// and the counter upserts are a single round trip on every request. Counters live in
-// PostgreSQL so every replica counts the same.
+// Authenticates the API key and meters its rate limit. Keys are remembered per replica
+// (key-cache.ts, dropped on revocation everywhere) and budgets are leased from shared
+// counters in PostgreSQL (rate-leases.ts), so most requests make no round trip for either
+// while every replica still counts the same budget exactly.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
@@ -8,6 +9,8 @@ import { ApiError } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey, type KeyAccess } from "../modules/api-keys/api-key-format.ts";
 import { requireFullAccess, requireOrgScope } from "./guards.ts";
 import { KEY_LIMITS, RATE_WINDOW_SECONDS, WEBHOOK_WRITE_LIMIT, rateHeaders, tightest, type Meter } from "./rate-limits.ts";
+import type { CachedKey, KeyCache } from "./key-cache.ts";
+import { createLeaseMeter } from "./rate-leases.ts";
 
 export interface KeyPrincipal {
   keyId: string;
@@ -28,42 +31,37 @@ declare module "fastify" {
   }
 }
 
-const AUTH_AND_METER = `
-with k as (
-  select k.id, k.organization_id, k.project_id, k.access, k.revoked_at, o.plan
-  from api_keys k join organizations o on o.id = k.organization_id
-  where k.key_hash = $1
-), hit as (
-  insert into rate_limit_counters as c (bucket, window_start, count)
-  select 'key:' || k.id, $2, 1 from k where k.revoked_at is null and k.plan <> 'free'
-  on conflict (bucket, window_start) do update set count = c.count + 1
-  returning c.count
-), webhook_hit as (
-  insert into rate_limit_counters as c (bucket, window_start, count)
-  select 'webhook:' || k.id, $2, 1 from k where $3::boolean and k.revoked_at is null and k.plan <> 'free'
-  on conflict (bucket, window_start) do update set count = c.count + 1
-  returning c.count
-)
-select k.id, k.organization_id, k.project_id, k.access, k.revoked_at, k.plan,
-       (select count from hit) as used, (select count from webhook_hit) as webhook_used
-from k`;
+const LOOKUP = `
+select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
+from api_keys k join organizations o on o.id = k.organization_id
+where k.key_hash = $1`;
 
 interface Row {
   id: string;
   organization_id: string;
   project_id: string | null;
   access: KeyAccess;
-  revoked_at: Date | null;
+  revoked: boolean;
   plan: string;
-  used: number | null;
-  webhook_used: number | null;
 }
 
 const unauthorized = (code: string, message: string) =>
   new ApiError(401, code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
 
-export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock }) {
+export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyCache }) {
   const lastUsedWritten = new Map<string, number>();
+  const meter = createLeaseMeter(deps.pool);
+
+  async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
+    const cached = deps.keys.get(hash, nowMs);
+    if (cached) return cached;
+    const { rows } = await deps.pool.query<Row>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hash] });
+    const row = rows[0];
+    if (!row) return undefined;
+    const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked };
+    deps.keys.set(hash, key, nowMs);
+    return key;
+  }
 
   /** last_used_at is informative: written at most once a minute per key, off the hot path. */
   function touch(keyId: string, now: Date) {
@@ -84,21 +82,16 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock }) {
     const now = deps.clock.now();
     const windowStart = Math.floor(now.getTime() / 1000 / RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS;
     const webhookWrite = request.routeOptions.config.webhookWrite === true;
-    const { rows } = await deps.pool.query<Row>({
-      name: "berth_auth_and_meter",
-      text: AUTH_AND_METER,
-      values: [hashApiKey(key), windowStart, webhookWrite],
-    });
-    const row = rows[0];
+    const row = await lookup(hashApiKey(key), now.getTime());
     if (!row) throw unauthorized("invalid_api_key", "The API key is not valid");
-    if (row.revoked_at) throw unauthorized("api_key_revoked", "The API key has been revoked");
+    if (row.revoked) throw unauthorized("api_key_revoked", "The API key has been revoked");
     if (row.plan === "free") {
       throw new ApiError(403, "plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
     const resetAt = windowStart + RATE_WINDOW_SECONDS;
-    const meters: Meter[] = [{ limit: KEY_LIMITS[row.access], used: row.used ?? 0, resetAt }];
-    if (webhookWrite) meters.push({ limit: WEBHOOK_WRITE_LIMIT, used: row.webhook_used ?? 0, resetAt });
+    const meters: Meter[] = [await meter.hit(`key:${row.id}`, windowStart, KEY_LIMITS[row.access], resetAt)];
+    if (webhookWrite) meters.push(await meter.hit(`webhook:${row.id}`, windowStart, WEBHOOK_WRITE_LIMIT, resetAt));
     const exceeded = meters.find((m) => m.used > m.limit);
     const shown = exceeded ?? tightest(meters);
     reply.headers(rateHeaders(shown));
@@ -114,8 +107,8 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock }) {
     }
     request.principal = {
       keyId: row.id,
-      organizationId: row.organization_id,
-      projectId: row.project_id,
+      organizationId: row.organizationId,
+      projectId: row.projectId,
       access: row.access,
     };
     touch(row.id, now);

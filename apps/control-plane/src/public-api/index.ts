@@ -12,13 +12,18 @@ import { projectsRoutes } from "../modules/projects/projects.routes.ts";
 import { serversRoutes } from "../modules/servers/servers.routes.ts";
 import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
 import { createApiKeyAuth } from "./api-key-auth.ts";
+import { KEYS_CHANNEL } from "./key-cache.ts";
+import { listen } from "../lib/pg-listener.ts";
 import { principalOf } from "./guards.ts";
 import { createIdempotency } from "./idempotency.ts";
 import { PUBLIC_PREFIX } from "./openapi.ts";
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
   return async function (api: FastifyInstance) {
-    const authenticate = createApiKeyAuth(deps);
+    const authenticate = createApiKeyAuth({ ...deps, keys: deps.services.keyCache });
+    // Keys revoked on another replica are forgotten here too.
+    const revocations = await listen(deps.pool, [KEYS_CHANNEL], (_channel, keyId) => deps.services.keyCache.drop(keyId), (msg, err) => api.log.warn({ err }, msg));
+    api.addHook("onClose", async () => revocations.close());
     const idempotency = createIdempotency({ ...deps, scopeOf: (r) => `api_key:${principalOf(r).keyId}` });
     api.decorateRequest("principal", null);
     api.decorateRequest("idempotencyClaim", null);

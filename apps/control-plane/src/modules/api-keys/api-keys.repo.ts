@@ -1,5 +1,6 @@
 // SQL for API keys.
-import { and, count, eq, isNull, type SQL } from "drizzle-orm";
+import { KEYS_CHANNEL } from "../../public-api/key-cache.ts";
+import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { apiKeys, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../lib/keyset.ts";
@@ -33,12 +34,17 @@ export function createApiKeysRepo(db: Database) {
       const [total] = await db.select({ n: count() }).from(apiKeys).where(and(...inScope(scope)));
       return { rows, total: total?.n ?? 0 };
     },
+    /** Revokes the key and tells every replica to forget it (their key caches listen on KEYS_CHANNEL). */
     async revoke(scope: Scope, id: string, at: Date): Promise<ApiKeyRow | undefined> {
-      const [row] = await db
-        .update(apiKeys)
-        .set({ revokedAt: at })
-        .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt), ...inScope(scope)))
-        .returning();
+      const [row] = await db.transaction(async (tx) => {
+        const updated = await tx
+          .update(apiKeys)
+          .set({ revokedAt: at })
+          .where(and(eq(apiKeys.id, id), isNull(apiKeys.revokedAt), ...inScope(scope)))
+          .returning();
+        if (updated[0]) await tx.execute(sql`select pg_notify(${KEYS_CHANNEL}, ${id})`);
+        return updated;
+      });
       return row ?? (await get(scope, id));
     },
   };

@@ -22,7 +22,7 @@ export function apiKeyView(k: ApiKeyRow) {
   };
 }
 
-export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: CursorCodec; clock: Clock }) {
+export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: CursorCodec; clock: Clock; onRevoked?: (id: string) => void }) {
   return {
     /** Returns the key text exactly once; only its hash is kept. */
     async create(input: { organizationId: string; projectId: string | null; access: KeyAccess; name: string; createdBy: string | null }) {
@@ -51,6 +51,8 @@ export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: Curs
     async revoke(scope: Scope, id: string) {
       const row = await deps.apiKeys.revoke(scope, id, deps.clock.now());
       if (!row) throw notFound("API key");
+      // This replica forgets it before answering; the others hear it through NOTIFY.
+      deps.onRevoked?.(row.id);
       return apiKeyView(row);
     },
   };

@@ -1,0 +1,94 @@
+// Rate limits counted in PostgreSQL without a round trip per request. A replica leases
+// units of a key's budget from the shared counter (one atomic upsert that never takes the
+// counter past the limit) and spends them locally. Leases are large while the budget is far
+// from spent and one unit at a time in the last 16, so no more requests than the limit are
+// ever admitted across replicas, and a replica only refuses once the shared counter is at
+// the limit. Units a replica leased but did not spend are spent by its own next requests;
+// if its traffic for that key stops, they expire with the window (at most a quarter of
+// what was left when it leased, never any of the last 16).
+import type pg from "pg";
+import type { Meter } from "./rate-limits.ts";
+
+/** A lease takes this fraction of what is left of the budget (at least one unit). */
+const LEASE_FRACTION = 4;
+/** Below this many units left, leases are single units. */
+const EXACT_BELOW = 16;
+
+const LEASE_SQL = `
+insert into rate_limit_counters as c (bucket, window_start, count) values ($1, $2, $3)
+on conflict (bucket, window_start) do update set count = c.count + $3 where c.count + $3 <= $4
+returning c.count`;
+
+interface Local {
+  /** Units leased and not spent yet. */
+  units: number;
+  /** The shared counter after this replica's last lease. */
+  counted: number;
+  /** The shared counter is at the limit: nothing more to lease this window. */
+  spent: boolean;
+  /** A lease in flight: requests wait for it rather than each leasing on their own. */
+  pending: Promise<void> | null;
+}
+
+export interface LeaseMeter {
+  hit(bucket: string, windowStart: number, limit: number, resetAt: number): Promise<Meter>;
+}
+
+export function createLeaseMeter(pool: pg.Pool): LeaseMeter {
+  const state = new Map<string, Local>();
+  let currentWindow = 0;
+
+  async function lease(bucket: string, windowStart: number, n: number, limit: number): Promise<number | null> {
+    const { rows } = await pool.query<{ count: number }>({ name: "berth_rate_lease", text: LEASE_SQL, values: [bucket, windowStart, n, limit] });
+    return rows[0]?.count ?? null;
+  }
+
+  return {
+    async hit(bucket, windowStart, limit, resetAt) {
+      if (windowStart !== currentWindow) {
+        // A new window: what was left of the old ones is gone.
+        if (windowStart > currentWindow) {
+          for (const k of state.keys()) if (!k.endsWith(`@${windowStart}`)) state.delete(k);
+          currentWindow = windowStart;
+        }
+      }
+      const id = `${bucket}@${windowStart}`;
+      let s = state.get(id);
+      if (!s) {
+        s = { units: 0, counted: 0, spent: false, pending: null };
+        state.set(id, s);
+      }
+      const local = s;
+      for (;;) {
+        if (local.units > 0) {
+          local.units -= 1;
+          return { limit, used: Math.min(limit, local.counted - local.units), resetAt };
+        }
+        if (local.spent) return { limit, used: limit + 1, resetAt };
+        if (local.pending) {
+          await local.pending;
+          continue;
+        }
+        local.pending = (async () => {
+          const left = limit - local.counted;
+          const size = left >= EXACT_BELOW ? Math.max(1, Math.floor(left / LEASE_FRACTION)) : 1;
+          let got = await lease(bucket, windowStart, size, limit);
+          let taken = size;
+          if (got === null && size > 1) {
+            got = await lease(bucket, windowStart, 1, limit);
+            taken = 1;
+          }
+          if (got === null) {
+            local.spent = true;
+            local.counted = limit;
+          } else {
+            local.counted = Math.max(local.counted, got);
+            local.units += taken;
+          }
+        })().finally(() => {
+          local.pending = null;
+        });
+      }
+    },
+  };
+}
