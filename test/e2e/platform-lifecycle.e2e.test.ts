@@ -73,7 +73,7 @@ const deploy = async () => {
 const project = async () => (await cp.database.pool.query("select id from projects where id = (select project_id from environments where id = $1)", [envId])).rows[0] as { id: string };
 const setCpus = (n: number) => cp.database.pool.query("update environments set cpu_cores = $2 where id = $1", [envId, n]);
 
-const ids: Record<string, string> = {};
+const ids: Record<"first" | "second" | "failed" | "retry", string> = { first: "", second: "", failed: "", retry: "" };
 
 it("deploys: the record ends success with the agent's step logs and full progress", async () => {
   ids.first = await deploy();

@@ -26,6 +26,8 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
+import type { Jobs, JobsOptions } from "./lib/jobs.ts";
+import { startBackgroundWork } from "./modules/jobs/background.ts";
 
 export interface AppOptions {
   database: DbHandle;
@@ -35,9 +37,11 @@ export interface AppOptions {
   logger?: FastifyServerOptions["logger"];
   /** How often agents ping; two missed intervals mean a dead link. */
   heartbeatMs?: number;
+  /** Background jobs (pg-boss): tests shorten the retry delays and polling. */
+  jobs?: JobsOptions;
 }
 
-export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance };
+export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
 
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
@@ -70,6 +74,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     log: app.log,
   });
   app.addHook("onClose", async () => gateway.close());
+  const background = await startBackgroundWork({ pool, clock, services, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
+  app.addHook("onClose", async () => background.stop());
 
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
@@ -89,5 +95,5 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   app.addHook("onClose", async () => maintenance.stop());
 
-  return Object.assign(app, { services, gateway, maintenance }) as unknown as App;
+  return Object.assign(app, { services, gateway, maintenance, jobs: background.jobs }) as unknown as App;
 }

@@ -15,6 +15,8 @@ import { createProjectsService } from "./modules/projects/projects.service.ts";
 import { createServersRepo } from "./modules/servers/servers.repo.ts";
 import { createWebhooksRepo } from "./modules/webhooks/webhooks.repo.ts";
 import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
+import { createWebhookDeliveries } from "./modules/webhooks/webhook-deliveries.ts";
+import { createGitHooks } from "./modules/git-hooks/git-hooks.service.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
 import { createEnrollment } from "./modules/agents/enrollment.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
@@ -51,6 +53,8 @@ export function createServices(deps: { db: Database; clock: Clock; cursorSecret:
     deployments,
     backups: createBackupsService({ db, environments: repos.environments, deployments, cursors }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
+    webhookDeliveries: createWebhookDeliveries({ db, cursors, clock }),
+    gitHooks: createGitHooks({ db, clock, masterKey: deps.masterKey, deployments }),
     apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) }),
     keyCache,
     signer,

@@ -8,6 +8,7 @@ import type { Services } from "../services.ts";
 import { authRoutes } from "../modules/auth/auth.routes.ts";
 import { organizationsRoutes } from "../modules/organizations/organizations.routes.ts";
 import { createSessionAuth } from "./session-auth.ts";
+import { gitHooksRoutes } from "../modules/git-hooks/git-hooks.routes.ts";
 import { createPlatformDeployments } from "../modules/deployments/platform-deployments.service.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
@@ -27,6 +28,7 @@ export function platformApi(deps: PlatformDeps) {
     api.addHook("onRequest", createSessionAuth(deps.services.sessions));
     await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock }));
     await api.register(organizationsRoutes(deps));
+    await api.register(gitHooksRoutes(deps));
     const s = deps.services;
     const deployments = createPlatformDeployments({ db: deps.db, pool: deps.pool, clock: deps.clock, access: s.access, repo: s.repos.deployments, operations: s.deployments });
     await api.register(platformDeploymentsRoutes(deployments));

@@ -11,6 +11,7 @@ import { environmentsRoutes } from "../modules/environments/environments.routes.
 import { projectsRoutes } from "../modules/projects/projects.routes.ts";
 import { serversRoutes } from "../modules/servers/servers.routes.ts";
 import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
+import { webhookDeliveriesRoutes } from "../modules/webhooks/webhook-deliveries.routes.ts";
 import { createApiKeyAuth } from "./api-key-auth.ts";
 import { KEYS_CHANNEL } from "./key-cache.ts";
 import { listen } from "../lib/pg-listener.ts";
@@ -39,6 +40,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(operationsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(backupsRoutes(s.backups, PUBLIC_PREFIX));
     await api.register(webhooksRoutes(s.webhooks));
+    await api.register(webhookDeliveriesRoutes(s.webhookDeliveries));
     await api.register(apiKeysRoutes(s.apiKeys));
   };
 }

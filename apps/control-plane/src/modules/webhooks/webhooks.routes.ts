@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../../public-api/guards.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
+import { SIGNING_DESCRIPTION } from "./webhook-deliveries.routes.ts";
 import type { WebhooksService } from "./webhooks.service.ts";
 
 const EventName = StringEnum(WEBHOOK_EVENTS);
@@ -42,7 +43,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
           summary: "Subscribe to events",
           description:
             "Creates a subscription. The response carries the signing secret once; it cannot be read again. " +
-            "Needs a full-access key. Supports X-Idempotency-Key.",
+            `Needs a full-access key. Supports X-Idempotency-Key. ${SIGNING_DESCRIPTION}`,
           body: Type.Object(
             {
               url: Url,

@@ -1,0 +1,35 @@
+// Starts the background work of one replica on pg-boss (see lib/jobs.ts for the policy):
+// the stuck-deployment sweep every 5 minutes, and outgoing webhook deliveries with their
+// fan-out. Stopped when the app closes.
+import type pg from "pg";
+import type { Clock } from "../../lib/clock.ts";
+import { startJobs, type Jobs, type JobsOptions } from "../../lib/jobs.ts";
+import type { Services } from "../../services.ts";
+import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
+
+export interface BackgroundWork {
+  jobs: Jobs;
+  stop(): Promise<void>;
+}
+
+export async function startBackgroundWork(deps: {
+  pool: pg.Pool;
+  clock: Clock;
+  services: Pick<Services, "webhookDeliveries">;
+  options?: JobsOptions | undefined;
+  onError: (err: unknown) => void;
+}): Promise<BackgroundWork> {
+  const jobs = await startJobs({ pool: deps.pool, ...(deps.options ? { options: deps.options } : {}), onError: deps.onError });
+  await jobs.define(STUCK_SWEEP_QUEUE, async () => {
+    await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });
+  });
+  await jobs.schedule(STUCK_SWEEP_QUEUE, STUCK_SWEEP_CRON);
+  await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
+  return {
+    jobs,
+    async stop() {
+      await deps.services.webhookDeliveries.stop();
+      await jobs.stop();
+    },
+  };
+}

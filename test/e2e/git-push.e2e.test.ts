@@ -1,0 +1,128 @@
+// End to end: a signed GitHub-style push to the inbound hook starts a git_push deployment
+// that the real agent runs with Docker, checking out exactly the pushed commit of a local
+// Git repository (file://, so nothing outside this machine is reached).
+import { execFile } from "node:child_process";
+import { createHmac, randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import Docker from "dockerode";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { AgentProcess } from "../support/agent-process.ts";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { publicClient } from "../support/http.ts";
+import { addPerson } from "../support/people.ts";
+
+const exec = promisify(execFile);
+let cp: TestControlPlane;
+let agent: AgentProcess;
+let d: DemoOrganization;
+let repoDir: string;
+let envId: string;
+let base: string;
+const docker = new Docker();
+
+async function git(...args: string[]): Promise<string> {
+  const { stdout } = await exec("git", ["-C", repoDir, "-c", "user.name=Test", "-c", "user.email=test@example.test", ...args]);
+  return stdout.trim();
+}
+
+beforeAll(async () => {
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  d = await createDemoOrganization(cp.database.db, cp.app.services);
+  base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`;
+
+  repoDir = await mkdtemp(path.join(os.tmpdir(), "berth-git-push-"));
+  await exec("git", ["init", "-q", "-b", "main", repoDir]);
+  await writeFile(path.join(repoDir, "README.md"), "first\n");
+  await git("add", ".");
+  await git("commit", "-q", "-m", "First commit");
+
+  const scope = { organizationId: d.organization_id, projectId: null };
+  const project = await cp.app.services.projects.create(scope, { name: "Pushed shop", server_id: d.server_id, erp_version: "17.0" });
+  await cp.database.pool.query("update projects set git_repo_url = $2 where id = $1", [project.id, `file://${repoDir}`]);
+  const env = await cp.app.services.environments.create(scope, { project_id: project.id, name: "production", git_branch: "main", auto_deploy: true, cpu_cores: 1, ram_mb: 1024 });
+  envId = env.id;
+  d = { ...d, project_id: project.id };
+
+  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
+  agent = await AgentProcess.create();
+  await agent.enroll(base, token.token);
+  agent.start();
+  await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
+}, 90_000);
+
+afterAll(async () => {
+  await agent?.cleanup();
+  await cp?.close();
+  if (envId) {
+    const label = { label: [`berth.environment_id=${envId}`] };
+    const containers = await docker.listContainers({ all: true, filters: label });
+    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
+    const { Volumes } = await docker.listVolumes({ filters: label });
+    await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
+    const networks = await docker.listNetworks({ filters: label });
+    await Promise.all(networks.map((n) => docker.getNetwork(n.Id).remove().catch(() => {})));
+  }
+  if (repoDir) await rm(repoDir, { recursive: true, force: true });
+});
+
+async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agent.output.slice(-3000)}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+it("a signed push deploys the pushed commit with the real agent", async () => {
+  const admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId: d.project_id });
+  const secret = (await admin.api.post(`/projects/${d.project_id}/git-hook-secret`)).body.secret as string;
+
+  // Two commits; the push names the first as its head, so the deployment must check out that one, not the branch tip.
+  const pushed = await git("rev-parse", "HEAD");
+  await writeFile(path.join(repoDir, "README.md"), "second\n");
+  await git("commit", "-q", "-am", "Second commit");
+
+  const body = JSON.stringify({
+    ref: "refs/heads/main",
+    after: pushed,
+    repository: { full_name: "local/shop", clone_url: `file://${repoDir}`, ssh_url: `file://${repoDir}` },
+    head_commit: { id: pushed, message: "First commit" },
+    commits: [{ id: pushed, message: "First commit" }],
+  });
+  const res = await fetch(`${base}/api/v1/webhooks/github`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "push",
+      "x-github-delivery": randomUUID(),
+      "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}`,
+    },
+    body,
+  });
+  const result = (await res.json()) as { deployments: { environment_id: string; deployment_id: string }[] };
+  expect(res.status, JSON.stringify(result)).toBe(202);
+  expect(result.deployments).toEqual([expect.objectContaining({ environment_id: envId })]);
+  const taskId = result.deployments[0]!.deployment_id;
+
+  const { key } = await cp.app.services.apiKeys.create({ organizationId: d.organization_id, projectId: null, access: "read_only", name: "e2e", createdBy: null });
+  const api = publicClient(cp.app, key);
+  let task = { status: "queued" } as { status: string; error_message: string | null };
+  await until("the git_push deployment to finish", async () => {
+    task = (await api.get(`/deployments/${taskId}`)).body;
+    return ["completed", "failed", "cancelled"].includes(task.status);
+  }, 180_000);
+  expect(task.status, `${task.error_message}\n${agent.output.slice(-3000)}`).toBe("completed");
+
+  const { rows } = await cp.database.pool.query("select trigger, triggered_by, git_commit, git_message from deployments where id = $1", [taskId]);
+  expect(rows[0]).toEqual({ trigger: "git_push", triggered_by: null, git_commit: pushed, git_message: "First commit" });
+  const logs = await cp.database.pool.query("select message from deployment_logs where deployment_id = $1 and step = 'cloning_repo'", [taskId]);
+  expect(logs.rows.map((r: { message: string }) => r.message)).toContain(`Checked out commit ${pushed}`);
+  expect((await api.get(`/environments/${envId}`)).body.status).toBe("running");
+  const containers = await docker.listContainers({ filters: { label: [`berth.environment_id=${envId}`] } });
+  expect(containers.length).toBeGreaterThan(0);
+}, 240_000);
