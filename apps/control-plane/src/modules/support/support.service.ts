@@ -1,0 +1,276 @@
+// The support console: find any organisation, server or environment; see a server's agent
+// and its recent commands; act on it through the same paths customers use. Environment
+// operations are ordinary operation rows (one active per environment, dispatched as signed
+// commands); logs.tail and diagnostics are signed commands of their own. Nothing here can
+// carry a shell string: the command types are the protocol's, and each maps to fixed
+// Docker calls on the agent. Every command is written to the audit log first.
+import { and, desc, eq, ilike, isNull, or, sql } from "drizzle-orm";
+import { agentCommands, environments, organizations, projects, serverStats, servers, type Database } from "@berth/db";
+import { ApiError, badRequest, notFound } from "../../lib/errors.ts";
+import type { AgentCommands } from "../agents/agent-commands.ts";
+import type { BackupsService } from "../backups/backups.service.ts";
+import type { DeploymentsService } from "../deployments/deployments.service.ts";
+import { STALE_AFTER_SECONDS } from "../servers/servers.repo.ts";
+import { auditEntryView, type AuditLogRepo } from "./audit-log.repo.ts";
+import { commandOutcome } from "./outcomes.ts";
+
+export const SUPPORT_COMMANDS = ["restart", "stop", "start", "redeploy", "backup", "logs.tail", "diagnostics"] as const;
+export type SupportCommand = (typeof SUPPORT_COMMANDS)[number];
+const ENVIRONMENT_COMMANDS: readonly SupportCommand[] = ["restart", "stop", "start", "redeploy", "backup", "logs.tail"];
+export const DEFAULT_TAIL_LINES = 200;
+/** A read-only command that nobody took within this long is of no use to the person waiting. */
+export const DIRECT_COMMAND_TTL_MS = 5 * 60 * 1000;
+const RECENT_COMMANDS = 50;
+const SEARCH_LIMIT = 20;
+
+export interface IssueRequest {
+  type: SupportCommand;
+  environment_id?: string | undefined;
+  lines?: number | undefined;
+  reason: string;
+}
+
+const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
+
+export function createSupport(deps: {
+  db: Database;
+  audit: AuditLogRepo;
+  commands: AgentCommands;
+  deployments: Pick<DeploymentsService, "requestAction">;
+  backups: Pick<BackupsService, "create">;
+}) {
+  const { db, audit } = deps;
+
+  async function serverRow(serverId: string) {
+    const [row] = await db
+      .select({ server: servers, organization: { id: organizations.id, name: organizations.name, plan: organizations.plan } })
+      .from(servers)
+      .innerJoin(organizations, eq(organizations.id, servers.organizationId))
+      .where(eq(servers.id, serverId));
+    if (!row) throw notFound("Server");
+    return row;
+  }
+
+  function commandView(c: typeof agentCommands.$inferSelect) {
+    const result = (c.result as Record<string, unknown> | null) ?? null;
+    const error = (c.error as { code?: string; message?: string } | null) ?? null;
+    return {
+      command_id: c.commandId,
+      seq: c.seq,
+      type: c.type,
+      state: c.state,
+      issued_by: c.issuedBy,
+      deployment_id: c.deploymentId,
+      created_at: c.createdAt.toISOString(),
+      accepted_at: iso(c.acceptedAt),
+      completed_at: iso(c.completedAt),
+      summary: commandOutcome(c.type, c.state, result, error).summary,
+      error: error ? { code: error.code ?? "error", message: error.message ?? "" } : null,
+    };
+  }
+
+  return {
+    async search(q: string) {
+      const needle = `%${q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+      const orgs = await db
+        .select({ id: organizations.id, name: organizations.name, plan: organizations.plan })
+        .from(organizations)
+        .where(or(ilike(organizations.name, needle), sql`${organizations.id}::text ilike ${needle}`))
+        .orderBy(organizations.name)
+        .limit(SEARCH_LIMIT);
+      const srv = await db
+        .select({
+          id: servers.id,
+          name: servers.name,
+          hostname: servers.hostname,
+          status: servers.status,
+          organization_id: organizations.id,
+          organization_name: organizations.name,
+        })
+        .from(servers)
+        .innerJoin(organizations, eq(organizations.id, servers.organizationId))
+        .where(and(isNull(servers.deletedAt), or(ilike(servers.name, needle), ilike(servers.hostname, needle), sql`${servers.id}::text ilike ${needle}`)))
+        .orderBy(servers.name)
+        .limit(SEARCH_LIMIT);
+      const envs = await db
+        .select({
+          id: environments.id,
+          name: environments.name,
+          status: environments.status,
+          organization_id: environments.organizationId,
+          organization_name: organizations.name,
+          project_id: projects.id,
+          project_name: projects.name,
+          server_id: environments.serverId,
+        })
+        .from(environments)
+        .innerJoin(projects, eq(projects.id, environments.projectId))
+        .innerJoin(organizations, eq(organizations.id, environments.organizationId))
+        .where(and(eq(environments.isActive, true), or(ilike(environments.name, needle), sql`${environments.id}::text ilike ${needle}`)))
+        .orderBy(environments.name)
+        .limit(SEARCH_LIMIT);
+      return { organizations: orgs, servers: srv, environments: envs };
+    },
+
+    async server(serverId: string) {
+      const { server: s, organization } = await serverRow(serverId);
+      const { rows } = await db.execute<{ connected_at: Date | string | null; fresh: boolean }>(sql`
+        select a.connected_at, (${s.lastSeenAt?.toISOString() ?? null}::timestamptz > now() - make_interval(secs => ${STALE_AFTER_SECONDS})) as fresh
+        from (select 1) one left join agent_sessions a on a.server_id = ${serverId}`);
+      const session = rows[0];
+      const connectedAt = session?.connected_at ? new Date(session.connected_at) : null;
+      const state = !s.enrolledAt ? "pending" : connectedAt && session?.fresh ? "online" : "offline";
+      const [stats] = await db.select().from(serverStats).where(eq(serverStats.serverId, serverId));
+      const envs = await db
+        .select({ id: environments.id, name: environments.name, status: environments.status, project_id: projects.id, project_name: projects.name, is_active: environments.isActive })
+        .from(environments)
+        .innerJoin(projects, eq(projects.id, environments.projectId))
+        .where(eq(environments.serverId, serverId))
+        .orderBy(desc(environments.isActive), environments.name);
+      const recent = await db.select().from(agentCommands).where(eq(agentCommands.serverId, serverId)).orderBy(desc(agentCommands.seq)).limit(RECENT_COMMANDS);
+      return {
+        id: s.id,
+        name: s.name,
+        hostname: s.hostname,
+        provider: s.provider,
+        region: s.region,
+        created_at: s.createdAt.toISOString(),
+        deleted_at: iso(s.deletedAt),
+        organization,
+        agent: {
+          state,
+          connected_at: iso(connectedAt),
+          last_seen_at: iso(s.lastSeenAt),
+          enrolled_at: iso(s.enrolledAt),
+          agent_version: s.agentVersion,
+          os: s.os,
+          arch: s.arch,
+          docker_version: s.dockerVersion,
+        },
+        stats: stats
+          ? {
+              sampled_at: stats.sampledAt.toISOString(),
+              cpu_percent: stats.cpuPercent,
+              ram_used_mb: stats.ramUsedMb,
+              ram_total_mb: stats.ramTotalMb,
+              disk_used_gb: stats.diskUsedGb,
+              disk_total_gb: stats.diskTotalGb,
+              load1: stats.load1,
+              load5: stats.load5,
+              load15: stats.load15,
+              containers_running: stats.containersRunning,
+              containers_total: stats.containersTotal,
+            }
+          : null,
+        environments: envs,
+        recent_commands: recent.map(commandView),
+      };
+    },
+
+    /**
+     * Records the request in the audit log, then issues it. A refusal (404 environment, 409
+     * busy or not running, ...) is recorded as the entry's result and then returned to the
+     * caller as usual.
+     */
+    async issue(userId: string, serverId: string, req: IssueRequest) {
+      const reason = req.reason.trim();
+      if (reason.length < 5) throw badRequest("validation_error", "Give a reason of at least 5 characters", [{ path: "body/reason", message: "must not be blank" }]);
+      const needsEnvironment = ENVIRONMENT_COMMANDS.includes(req.type);
+      if (needsEnvironment && !req.environment_id) {
+        throw badRequest("validation_error", `environment_id is required for ${req.type}`, [{ path: "body/environment_id", message: "is required" }]);
+      }
+      if (!needsEnvironment && req.environment_id) {
+        throw badRequest("validation_error", `${req.type} applies to the server; leave environment_id out`, [{ path: "body/environment_id", message: "not allowed" }]);
+      }
+      if (req.lines !== undefined && req.type !== "logs.tail") {
+        throw badRequest("validation_error", "lines applies to logs.tail only", [{ path: "body/lines", message: "not allowed" }]);
+      }
+      const { server } = await serverRow(serverId);
+      const organizationId = server.organizationId;
+      const auditId = await audit.record({
+        organizationId,
+        actorUserId: userId,
+        action: `support.${req.type}`,
+        targetType: needsEnvironment ? "environment" : "server",
+        targetId: needsEnvironment ? req.environment_id! : serverId,
+        reason,
+      });
+      try {
+        if (server.deletedAt) throw notFound("Server");
+        const link = await this.send(userId, organizationId, serverId, req);
+        await audit.link(auditId, link);
+        return { audit_entry_id: auditId, command_id: link.commandId ?? null, deployment_id: link.deploymentId ?? null };
+      } catch (err) {
+        const e = err instanceof ApiError ? err : new ApiError(500, "internal_error", "The command could not be issued");
+        await audit.refused(auditId, e.code, e.message).catch(() => {});
+        throw err;
+      }
+    },
+
+    async send(userId: string, organizationId: string, serverId: string, req: IssueRequest): Promise<{ commandId?: string | null; deploymentId?: string | null }> {
+      const scope = { organizationId, projectId: null };
+      const actor = { userId, apiKeyId: null };
+      if (req.environment_id) {
+        const [env] = await db
+          .select({ id: environments.id })
+          .from(environments)
+          .where(and(eq(environments.id, req.environment_id), eq(environments.organizationId, organizationId), eq(environments.serverId, serverId)));
+        if (!env) throw new ApiError(404, "not_found", "Environment not found on this server");
+      }
+      switch (req.type) {
+        case "restart":
+        case "stop":
+        case "start":
+        case "redeploy": {
+          const op = await deps.deployments.requestAction(scope, req.environment_id!, req.type, actor);
+          return { deploymentId: op.id, commandId: await commandOf(op.id) };
+        }
+        case "backup": {
+          const { op } = await deps.backups.create(scope, req.environment_id!, { backup_type: "manual", comment: `Support: ${req.reason.trim()}`.slice(0, 500) }, actor);
+          return { deploymentId: op.id, commandId: await commandOf(op.id) };
+        }
+        case "logs.tail": {
+          const cmd = await deps.commands.issue({
+            organizationId,
+            serverId,
+            type: "logs.tail",
+            params: { environment_id: req.environment_id!, lines: req.lines ?? DEFAULT_TAIL_LINES },
+            issuedBy: `user:${userId}`,
+            ttlMs: DIRECT_COMMAND_TTL_MS,
+          });
+          return { commandId: cmd.commandId };
+        }
+        case "diagnostics": {
+          const cmd = await deps.commands.issue({ organizationId, serverId, type: "diagnostics", params: {}, issuedBy: `user:${userId}`, ttlMs: DIRECT_COMMAND_TTL_MS });
+          return { commandId: cmd.commandId };
+        }
+      }
+    },
+
+    async command(commandId: string) {
+      const [c] = await db
+        .select({ command: agentCommands, organizationId: servers.organizationId })
+        .from(agentCommands)
+        .innerJoin(servers, eq(servers.id, agentCommands.serverId))
+        .where(eq(agentCommands.commandId, commandId));
+      if (!c) throw notFound("Command");
+      const entry = await audit.byCommand(commandId);
+      const signed = c.command.signed as { params?: Record<string, unknown> };
+      return {
+        ...commandView(c.command),
+        server_id: c.command.serverId,
+        organization_id: c.organizationId,
+        params: signed.params ?? {},
+        expires_at: c.command.expiresAt.toISOString(),
+        result: (c.command.result as Record<string, unknown> | null) ?? null,
+        audit_entry: entry ? auditEntryView(entry) : null,
+      };
+    },
+  };
+
+  async function commandOf(deploymentId: string): Promise<string | null> {
+    const [row] = await db.select({ id: agentCommands.commandId }).from(agentCommands).where(eq(agentCommands.deploymentId, deploymentId));
+    return row?.id ?? null;
+  }
+}
+export type Support = ReturnType<typeof createSupport>;
