@@ -16,8 +16,11 @@ readonly BUILD_LOG=/tmp/berth-images-build.log
 readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # docker.io: engine and CLI; busybox-static: the images' shell and tools; postgresql-15,
 # libpq-dev, gcc, binutils (strip), util-linux (setpriv): what the images are built from.
+# debootstrap: the Debian machine the installer tests run install.sh in; shellcheck: those
+# tests lint the installers; g++, make, python3: node-gyp compiling better-sqlite3 for the
+# agent executable (npm run build:agent).
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
-	binutils util-linux)
+	binutils util-linux debootstrap shellcheck g++ make python3)
 
 die() {
 	echo "docker-setup: $*" >&2
@@ -76,7 +79,7 @@ start_docker() {
 }
 
 build_images() {
-	if ! bash "$repo/test/images/build.sh" --quiet >"$BUILD_LOG" 2>&1; then
+	if ! { bash "$repo/test/images/build.sh" --quiet && bash "$repo/test/images/debian.sh" --quiet; } >"$BUILD_LOG" 2>&1; then
 		tail -n 40 "$BUILD_LOG" >&2
 		die "building the test images failed (full log: $BUILD_LOG)"
 	fi

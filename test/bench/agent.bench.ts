@@ -9,6 +9,14 @@
 // `run` each variant -> wait until the gateway sees every agent connected -> settle ->
 // sample every agent's /proc every second for the window -> stop and clean up everything.
 //
+// The shipped single executable (npm run build:agent: Node 24, its flags built in) runs as
+// the "exe" variant beside the bundle; the report adds its size and each variant's
+// start-to-connected time (spawn of `run` until the control plane holds the link), and the
+// last JSON line exe_size_mb, start_to_connected_ms (the executable's) and exe_idle_*.
+// RssFile counts the pages of the binary mapped in; for a file written moments ago (a fresh
+// build) the kernel maps more of them at each fault than for one read from disk, so the
+// executable's RSS right after a build is a few MB above what it is on a server.
+//
 // Variants run at the same time, so they see the same machine: "default" (node with no
 // flags) and "flags" (V8 flags that cut memory without changing what the agent does; the
 // product chooses its launch flags from this). The flags and why: DEFAULT_FLAGS below.
@@ -42,6 +50,8 @@ import { buildApp, createDemoOrganization, type App } from "@berth/control-plane
 import { publicClient } from "../support/http.ts";
 import { BundledAgent, type Diagnostics, type MemlogRecord } from "./agent/agent-process.ts";
 import { bundleAgent, type AgentBundle } from "./agent/bundle.ts";
+import { AGENT_STUBS } from "../../installers/build/bundle.ts";
+import { buildAgentExecutable, EXECUTABLE_NODE_FLAGS, type BuiltExecutable } from "../../installers/build/build-agent.ts";
 import { dockerClient, removeBenchContainers, startBenchContainers, type BenchContainers } from "./agent/containers.ts";
 import { clockTicksPerSecond, readCpuTicks, readMemory, readThreads, type MemoryReading } from "./agent/proc.ts";
 import { summariseCpuProfile, summariseHeapProfile, type Attribution } from "./agent/profiles.ts";
@@ -67,7 +77,7 @@ const SOURCE = path.resolve(process.env.BENCH_AGENT_SOURCE || fileURLToPath(new 
 // to the local Docker socket, and loading them costs ~5 MB (ssh2 reserves WebAssembly
 // memory at load). Packaging (installers/) bundles the same way; BENCH_AGENT_STUB="" measures
 // the bundle with them.
-const DEFAULT_STUBS = "ssh2,@grpc/grpc-js,@grpc/proto-loader,protobufjs";
+const DEFAULT_STUBS = AGENT_STUBS.join(",");
 const STUBS = (process.env.BENCH_AGENT_STUB ?? DEFAULT_STUBS)
   .split(",")
   .map((s) => s.trim())
@@ -144,7 +154,9 @@ function cleanup(): Promise<void> {
 // ---- the run ------------------------------------------------------------------------------
 
 interface Variant {
-  key: "default" | "flags" | `try${number}`;
+  key: "default" | "flags" | "exe" | `try${number}`;
+  /** From spawning `run` to the control plane holding its link. */
+  connectedMs?: number;
   agent: BundledAgent;
   serverId: string;
   rss: number[];
@@ -156,15 +168,6 @@ interface Variant {
   heap?: { total: number; by: Attribution[] };
   cpu?: { totalUs: number; by: Attribution[] };
   exit?: { code: number | null; signal: NodeJS.Signals | null };
-}
-
-async function waitFor(what: string, check: () => boolean, timeoutMs: number, alive: () => void): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    alive();
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 function checkAlive(variants: readonly Variant[]): void {
@@ -180,6 +183,11 @@ async function run(): Promise<void> {
   const tmp = await mkdtemp(path.join(os.tmpdir(), "berth-bench-agent-"));
   onCleanup("remove the temp dir", () => rm(tmp, { recursive: true, force: true }));
   const profDir = HEAP_PROF || CPU_PROF ? await mkdtemp(path.join(os.tmpdir(), "berth-bench-agent-prof-")) : undefined;
+
+  // The executable (npm run build:agent; reused when its inputs did not change).
+  const exe: BuiltExecutable = await buildAgentExecutable({ log: (line) => log(line) });
+  log(`executable ${exe.file}: ${round(exe.sizeBytes / 2 ** 20)} MB, ${exe.built ? `built in ${round(exe.ms / 1000)} s` : "up to date"}`);
+  exeInfo = exe;
 
   // The bundle first: it fails fastest when the agent's source does not build.
   const t0 = Date.now();
@@ -215,16 +223,18 @@ async function run(): Promise<void> {
   const demo = await createDemoOrganization(database.db, app.services, { name: "bench:agent" });
   const api = publicClient(app, demo.api_keys.org_rw);
 
-  const specs: { key: Variant["key"]; flags: string[] }[] = [
+  const specs: { key: Variant["key"]; flags: string[]; executable?: string }[] = [
     { key: "default", flags: [] },
     { key: "flags", flags: FLAGS },
     ...TRY.map((flags, i) => ({ key: `try${i + 1}` as const, flags })),
+    // The shipped single executable (Node 24, its flags built in).
+    { key: "exe", flags: EXECUTABLE_NODE_FLAGS, executable: exe.file },
   ];
   const variants: Variant[] = [];
   for (const spec of specs) {
     const created = await api.post("/servers", { name: `bench-agent-${spec.key}` });
     if (created.status !== 201) throw new Error(`POST /servers answered ${created.status}: ${JSON.stringify(created.body)}`);
-    const agent = new BundledAgent(bundle, spec.key, spec.flags);
+    const agent = new BundledAgent(bundle, spec.key, spec.flags, spec.executable);
     variants.push({ key: spec.key, agent, serverId: created.body.server.id, rss: [], disconnects: 0 });
     await agent.enroll(url, created.body.enrollment.token);
   }
@@ -235,9 +245,26 @@ async function run(): Promise<void> {
     ...(HEAP_PROF && profDir ? { heapProfDir: profDir } : {}),
     ...(CPU_PROF && profDir ? { cpuProfDir: profDir } : {}),
   };
-  await Promise.all(variants.map((v) => v.agent.start(diagnostics)));
+  // Each agent's start-to-connected time, polled finely. The executable starts alone first,
+  // so its figure is not inflated by the other agents starting on the same cores.
+  const connected = async (group: Variant[]) => {
+    const until = Date.now() + 30_000;
+    while (!group.every((v) => v.connectedMs !== undefined)) {
+      checkAlive(group);
+      if (Date.now() > until) throw new Error("timed out after 30 s waiting for the agents to connect");
+      for (const v of group) {
+        if (v.connectedMs === undefined && app.gateway.isConnected(v.serverId)) v.connectedMs = performance.now() - v.agent.startedAt;
+      }
+      await sleep(5);
+    }
+  };
   const connectStart = Date.now();
-  await waitFor("every agent to connect", () => variants.every((v) => app.gateway.isConnected(v.serverId)), 30_000, () => checkAlive(variants));
+  const exeAlone = variants.filter((v) => v.key === "exe");
+  const others = variants.filter((v) => v.key !== "exe");
+  for (const v of exeAlone) await v.agent.start(diagnostics);
+  await connected(exeAlone);
+  await Promise.all(others.map((v) => v.agent.start(diagnostics)));
+  await connected(variants);
   log(`${variants.length} agents connected in ${Date.now() - connectStart} ms; settling for ${SETTLE_S} s`);
   const settleUntil = Date.now() + SETTLE_S * 1000;
   while (Date.now() < settleUntil) {
@@ -312,6 +339,7 @@ function summary(v: Variant): Summary {
 }
 
 let finalJson: Record<string, unknown> | null = null;
+let exeInfo: BuiltExecutable | null = null;
 
 function report(r: {
   variants: Variant[];
@@ -377,7 +405,13 @@ function report(r: {
   const d = summary(r.variants[0]!);
   const f = summary(r.variants[1]!);
   out();
-  out(`Goals (<= ${GOALS.rssMb} MB RSS, <= ${GOALS.cpuPercent} % CPU): default ${d.met ? "met" : "NOT met"}, with flags ${f.met ? "met" : "NOT met"}`);
+  const exeVariant = r.variants.find((v) => v.key === "exe")!;
+  const e = summary(exeVariant);
+  const exe = exeInfo!;
+  out();
+  out(`Executable ${path.basename(exe.file)} (Node 24 single executable, flags built in: ${EXECUTABLE_NODE_FLAGS.join(" ")}): ${round(exe.sizeBytes / 2 ** 20)} MB`);
+  out(`Start to connected (spawn of \`run\` until the control plane holds the link; the executable alone, the bundles together): ${r.variants.map((v) => `${v.key} ${round(v.connectedMs ?? Number.NaN, 0)} ms`).join(", ")}`);
+  out(`Goals (<= ${GOALS.rssMb} MB RSS, <= ${GOALS.cpuPercent} % CPU): default ${d.met ? "met" : "NOT met"}, with flags ${f.met ? "met" : "NOT met"}, executable ${e.met ? "met" : "NOT met"}`);
   finalJson = {
     agent_idle_rss_mb: round(d.rssMedianMb),
     agent_idle_rss_min_mb: round(d.rssMinMb),
@@ -400,6 +434,13 @@ function report(r: {
     goal_cpu_percent: GOALS.cpuPercent,
     goals_met: d.met,
     flags_goals_met: f.met,
+    exe_size_mb: round(exe.sizeBytes / 2 ** 20),
+    start_to_connected_ms: round(exeVariant.connectedMs ?? Number.NaN, 0),
+    bundle_start_to_connected_ms: round(r.variants[0]!.connectedMs ?? Number.NaN, 0),
+    exe_idle_rss_mb: round(e.rssMedianMb),
+    exe_idle_rss_max_mb: round(e.rssMaxMb),
+    exe_idle_cpu_percent: round(e.cpuPercent, 3),
+    exe_goals_met: e.met,
   };
 }
 

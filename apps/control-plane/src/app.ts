@@ -20,6 +20,7 @@ import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
 import { User } from "./modules/auth/auth.routes.ts";
 import { createAgentGateway, type AgentGateway } from "./modules/agents/agent-gateway.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
+import { agentReleasesPlugin } from "./modules/agent-releases/index.ts";
 import { createEventIngest } from "./modules/agents/event-ingest.ts";
 import { applyDeploymentEvents } from "./modules/deployments/deployment-events.ts";
 import { publicApi } from "./public-api/index.ts";
@@ -82,6 +83,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(async (agentScope) => {
     await agentScope.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
     await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
+    await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands }));
   });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(platformApi({ db, pool, clock, services }), { prefix: PLATFORM_PREFIX });

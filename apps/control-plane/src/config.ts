@@ -1,5 +1,6 @@
 // Environment parsed once at start; a bad value stops the process with a clear message.
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 export interface Config {
   port: number;
@@ -28,4 +29,17 @@ export function loadConfig(): Config {
     embeddedPgPort: port("BERTH_EMBEDDED_PG_PORT", 54329),
     logLevel: process.env.LOG_LEVEL || "info",
   };
+}
+
+/** Where the agent executables and installers are served from (npm run build:agent's output). */
+export function agentDistDir(env: NodeJS.ProcessEnv = process.env): string {
+  return env.BERTH_AGENT_DIST_DIR || fileURLToPath(new URL("../../../installers/dist", import.meta.url));
+}
+
+/** The URL servers reach this control plane on (install.sh's default --url); else each request's origin. */
+export function publicUrl(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const raw = env.BERTH_PUBLIC_URL;
+  if (raw === undefined || raw === "") return undefined;
+  if (!/^https?:\/\/[^/]+\/?$/.test(raw)) throw new Error(`BERTH_PUBLIC_URL must be an origin like https://berth.example.com, got ${JSON.stringify(raw)}`);
+  return raw.replace(/\/$/, "");
 }

@@ -18,6 +18,7 @@ export const COMMAND_TYPES = [
   "logs.tail",
   "diagnostics",
   "keys.update",
+  "agent.update",
 ] as const;
 export type CommandType = (typeof COMMAND_TYPES)[number];
 
@@ -99,6 +100,23 @@ export type DiagnosticsParams = Static<typeof DiagnosticsParams>;
 export const KeysUpdateParams = Type.Object({ signing_keys: Type.Array(SigningKey, { minItems: 1, maxItems: 8 }) }, strict);
 export type KeysUpdateParams = Static<typeof KeysUpdateParams>;
 
+/**
+ * A newer agent executable to install. The command is signed with a key the agent pinned at
+ * enrolment, so `sha256` is an authenticated digest of the executable: the download itself
+ * needs no signature of its own, and the agent installs only bytes with exactly this digest
+ * and size. `url` is where to fetch it (the control plane's own download route).
+ */
+export const AgentUpdateParams = Type.Object(
+  {
+    version: Type.String({ pattern: "^[0-9]+\\.[0-9]+\\.[0-9]+(?:[-+][0-9A-Za-z.-]+)?$", maxLength: 64 }),
+    url: Type.String({ minLength: 1, maxLength: 2048, pattern: "^https?://" }),
+    sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }),
+    size: Type.Integer({ minimum: 1, maximum: 1024 * 1024 * 1024 }),
+  },
+  strict,
+);
+export type AgentUpdateParams = Static<typeof AgentUpdateParams>;
+
 export const COMMAND_PARAMS = {
   deploy: DeployParams,
   redeploy: DeployParams,
@@ -111,6 +129,7 @@ export const COMMAND_PARAMS = {
   "logs.tail": LogsTailParams,
   diagnostics: DiagnosticsParams,
   "keys.update": KeysUpdateParams,
+  "agent.update": AgentUpdateParams,
 } as const satisfies Record<CommandType, TSchema>;
 
 export type CommandParams<T extends CommandType> = Static<(typeof COMMAND_PARAMS)[T]>;

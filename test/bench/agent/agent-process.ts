@@ -47,6 +47,8 @@ export interface Diagnostics {
 
 export class BundledAgent {
   child: ChildProcess | null = null;
+  /** performance.now() when `run` was spawned. */
+  startedAt = 0;
   private out = "";
   readonly stateDir: string;
   readonly memlogFile: string;
@@ -55,6 +57,8 @@ export class BundledAgent {
     readonly bundle: AgentBundle,
     readonly name: string,
     readonly nodeFlags: readonly string[],
+    /** The single executable to run instead of `node <flags> bundle` (its flags are built in). */
+    readonly executable?: string,
   ) {
     const safe = name.replace(/[^a-z0-9-]+/gi, "_");
     this.stateDir = path.join(bundle.dir, `state-${safe}`);
@@ -67,7 +71,8 @@ export class BundledAgent {
 
   async enroll(url: string, token: string): Promise<void> {
     try {
-      await exec(process.execPath, [this.bundle.file, "enroll", "--url", url, "--token", token, "--state-dir", this.stateDir], {
+      const [cmd, ...pre] = this.executable ? [this.executable] : [process.execPath, this.bundle.file];
+      await exec(cmd!, [...pre, "enroll", "--url", url, "--token", token, "--state-dir", this.stateDir], {
         cwd: this.bundle.dir,
         env: this.env(),
         timeout: 60_000,
@@ -99,7 +104,10 @@ export class BundledAgent {
       await mkdir(diagnostics.cpuProfDir, { recursive: true });
       args.push("--cpu-prof", `--cpu-prof-dir=${diagnostics.cpuProfDir}`, `--cpu-prof-name=${prefix}.cpuprofile`);
     }
-    const child = spawn(process.execPath, [...args, this.bundle.file, "run", "--state-dir", this.stateDir], {
+    // The executable takes no Node flags or preloads: diagnostics apply to the bundle only.
+    const command = this.executable ? [this.executable] : [process.execPath, ...args, this.bundle.file];
+    this.startedAt = performance.now();
+    const child = spawn(command[0]!, [...command.slice(1), "run", "--state-dir", this.stateDir], {
       cwd: this.bundle.dir,
       env,
       stdio: ["ignore", "pipe", "pipe"],

@@ -4,7 +4,7 @@
 import { mkdir, readFile, stat, symlink } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { build, type Metafile, type Plugin } from "esbuild";
+import { bundleAgentSource, packageOf } from "../../../installers/build/bundle.ts";
 
 export interface AgentBundle {
   /** The bundle; run it with the directory holding it as the working directory. */
@@ -20,46 +20,13 @@ export interface AgentBundle {
 
 /**
  * External, never bundled: better-sqlite3 (native, installed beside the bundle), and the
- * optional native helpers of ssh2 (dockerode's SSH transport, which the agent does not use):
- * ssh2 requires them in a try/catch and falls back to JavaScript when they are missing, as
- * they are beside this bundle.
+ * optional native helpers of ssh2 when ssh2 itself is not stubbed (it requires them in a
+ * try/catch and falls back to JavaScript when they are missing, as they are beside this bundle).
  */
 const EXTERNAL = ["better-sqlite3", "cpu-features", "*.node"];
 
-/**
- * What-if packaging: each named package (and its subpaths) becomes a stub in the bundle. The
- * stub can be required and its properties read; calling or constructing anything from it
- * throws "<package> is left out of this build". For dependencies of dependencies the agent
- * never calls: dockerode's SSH transport (ssh2) and BuildKit sessions (@grpc/grpc-js,
- * @grpc/proto-loader), which dockerode and docker-modem require when they load.
- */
-function stubPlugin(packages: readonly string[]): Plugin {
-  const escaped = packages.map((p) => p.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"));
-  const filter = new RegExp(`^(?:${escaped.join("|")})(?:/.*)?$`);
-  return {
-    name: "bench-agent-stub",
-    setup(b) {
-      b.onResolve({ filter }, (args) => ({ path: args.path, namespace: "bench-agent-stub" }));
-      b.onLoad({ filter: /.*/, namespace: "bench-agent-stub" }, (args) => ({
-        loader: "js",
-        contents: `const fail = () => { throw new Error(${JSON.stringify(`${args.path} is left out of this build`)}); };
-module.exports = new Proxy(fail, { get: (_, key) => (key === "__esModule" || typeof key === "symbol" ? undefined : fail), apply: fail });
-`,
-      }));
-    },
-  };
-}
-
-/** node_modules/<package> (scoped ones with their scope) or apps/<x>, packages/<x>. */
-export function packageOf(input: string): string {
-  const nm = input.lastIndexOf("node_modules/");
-  if (nm >= 0) {
-    const [first = "", second = ""] = input.slice(nm + "node_modules/".length).split("/");
-    return first.startsWith("@") ? `${first}/${second}` : first;
-  }
-  const ws = /(?:^|\/)((?:apps|packages)\/[^/]+)\//.exec(input);
-  return ws?.[1] ?? input;
-}
+// The stubs and the bundling are the packaging's own (installers/build/bundle.ts).
+export { packageOf };
 
 export interface BundleOptions {
   /** Packages replaced by stubs (see stubPlugin). */
@@ -70,20 +37,13 @@ export interface BundleOptions {
 
 export async function bundleAgent(sourceRoot: string, outDir: string, options: BundleOptions = {}): Promise<AgentBundle> {
   const stubs = options.stubs ?? [];
-  const entry = path.join(sourceRoot, "apps/agent/src/cli.ts");
   const file = path.join(outDir, "berth-agent.cjs");
-  const result = await build({
-    absWorkingDir: sourceRoot,
-    entryPoints: [entry],
+  const result = await bundleAgentSource({
+    sourceRoot,
     outfile: file,
-    bundle: true,
-    platform: "node",
-    format: "cjs",
-    target: "node20",
+    stubs,
     external: EXTERNAL,
-    metafile: true,
-    logLevel: "error",
-    plugins: stubs.length > 0 ? [stubPlugin(stubs)] : [],
+    target: "node20",
     minify: options.minify === true,
   });
   // better-sqlite3 as an installer would put it: <dir>/node_modules/better-sqlite3 (its own
@@ -92,13 +52,6 @@ export async function bundleAgent(sourceRoot: string, outDir: string, options: B
   const sqliteDir = path.dirname(agentRequire.resolve("better-sqlite3/package.json"));
   await mkdir(path.join(outDir, "node_modules"), { recursive: true });
   await symlink(sqliteDir, path.join(outDir, "node_modules/better-sqlite3"), "dir");
-
-  const output = Object.values(result.metafile.outputs)[0] as Metafile["outputs"][string];
-  const byPackage = new Map<string, number>();
-  for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
-    const name = packageOf(input);
-    byPackage.set(name, (byPackage.get(name) ?? 0) + bytesInOutput);
-  }
 
   // esbuild starts each module's code with a "// <path>" comment line when not minifying.
   const starts: { line: number; module: string }[] = [];
@@ -127,8 +80,8 @@ export async function bundleAgent(sourceRoot: string, outDir: string, options: B
     file,
     dir: outDir,
     sizeBytes: (await stat(file)).size,
-    inputs: [...byPackage].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes),
+    inputs: result.inputs,
     moduleAt,
-    warnings: result.warnings.length,
+    warnings: result.warnings,
   };
 }

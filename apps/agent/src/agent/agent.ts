@@ -7,6 +7,7 @@ import type { DockerClient } from "../docker/docker-client.ts";
 import { createEventOutbox, type EventOutbox } from "../events/event-outbox.ts";
 import { createCommandRunner, type CommandRunner } from "../executor/command-runner.ts";
 import { capabilitiesOf, type HandlerRegistry } from "../executor/handler-types.ts";
+import type { SelfUpdateDeps } from "../executor/agent-update.ts";
 import { createRegistry } from "../executor/registry.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import type { BackoffOptions } from "../link/backoff.ts";
@@ -43,6 +44,8 @@ export interface AgentDeps {
   sender?: EventSenderOptions;
   maxRunMs?: number;
   onStatus?: (status: LinkStatus) => void;
+  /** Given, the agent accepts agent.update and replaces this executable. */
+  selfUpdate?: SelfUpdateDeps;
 }
 
 export interface ShutdownOptions {
@@ -70,7 +73,14 @@ export function createAgent(deps: AgentDeps): Agent {
     deps.saveSigningKeys && deps.trustedKeys instanceof Map ? { trusted: deps.trustedKeys, save: deps.saveSigningKeys } : undefined;
   const registry =
     deps.registry ??
-    createRegistry({ journal, stateDir: deps.stateDir, startedAt: clock.now(), clock, ...(pinnedKeys ? { pinnedKeys } : {}) });
+    createRegistry({
+      journal,
+      stateDir: deps.stateDir,
+      startedAt: clock.now(),
+      clock,
+      ...(pinnedKeys ? { pinnedKeys } : {}),
+      ...(deps.selfUpdate ? { selfUpdate: deps.selfUpdate } : {}),
+    });
   const commands = createCommandRunner({
     journal,
     outbox,

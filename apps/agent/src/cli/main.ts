@@ -7,6 +7,7 @@ import type { CliIo } from "./cli-io.ts";
 import { enrollCommand } from "./enroll-command.ts";
 import { runCommand } from "./run-command.ts";
 import { statusCommand } from "./status-command.ts";
+import { uninstallCommand } from "./uninstall-command.ts";
 import { USAGE } from "./usage.ts";
 
 export async function main(argv: readonly string[], io: CliIo): Promise<number> {
@@ -23,6 +24,8 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         insecure: { type: "boolean" },
         force: { type: "boolean" },
         json: { type: "boolean" },
+        purge: { type: "boolean" },
+        "remove-containers": { type: "boolean" },
         version: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -66,5 +69,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
       return runCommand(config, io);
     case "status":
       return statusCommand(config, io);
+    case "uninstall":
+      return uninstallCommand(config, io);
   }
 }

@@ -13,6 +13,9 @@ import { loadIdentity, saveSigningKeys, StateError, type LoadedIdentity } from "
 import { writeLinkStatus, type LinkStatus } from "../state/link-status-file.ts";
 import { ensureStateDir, statePaths } from "../state/state-dir.ts";
 import { AGENT_VERSION } from "../version.ts";
+import { EXIT_UPDATED, type SelfUpdateDeps } from "../executor/agent-update.ts";
+import { seaAssets } from "../native/sea.ts";
+import { clearUpdateMarker, readUpdateMarker } from "../state/update-marker.ts";
 import type { CliIo } from "./cli-io.ts";
 
 export async function runCommand(config: RunConfig, io: CliIo): Promise<number> {
@@ -40,7 +43,13 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
 
   const logger = createLogger(config.logLevel);
   let statusWriteFailed = false;
+  let updateChecked = false;
   const recordStatus = (status: LinkStatus) => {
+    // A self-update is committed once the new executable reaches the control plane.
+    if (status.state === "ready" && !updateChecked) {
+      updateChecked = true;
+      commitUpdate(paths.dir, logger);
+    }
     try {
       writeLinkStatus(paths.linkStatus, status, systemClock.now());
     } catch (error) {
@@ -50,6 +59,15 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     }
   };
 
+  let restartRequested: () => void = () => {};
+  const restart = new Promise<"updated">((resolve) => {
+    restartRequested = () => resolve("updated");
+  });
+  // Only the installed single executable replaces itself; from source there is none.
+  const selfUpdate: SelfUpdateDeps | undefined =
+    seaAssets() === null
+      ? undefined
+      : { executable: process.execPath, stateDir: paths.dir, insecure: config.insecure, fetch: io.fetch, requestRestart: () => restartRequested() };
   const agent = createAgent({
     url: connectUrl(url.url, loaded.identity.connect_path),
     serverId: loaded.identity.server_id,
@@ -64,6 +82,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     WebSocket: io.WebSocket,
     logger,
     onStatus: recordStatus,
+    ...(selfUpdate ? { selfUpdate } : {}),
   });
 
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
@@ -79,11 +98,33 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
 
   agent.start();
   logger.info({ server_id: loaded.identity.server_id, url: url.url.http, version: AGENT_VERSION }, "agent started");
-  const reason = await Promise.race([signalled, agent.link.ended]);
+  const reason = await Promise.race([signalled, agent.link.ended, restart]);
   logger.info({ reason }, "stopping");
+  if (reason === "updated") await reportedEverything(agent, journal);
   await agent.shutdown();
   journal.close();
   recordStatus(agent.link.status());
   logger.info({}, "stopped");
+  if (reason === "updated") return EXIT_UPDATED;
   return reason === "replaced" ? 1 : 0;
+}
+
+/** Before restarting into an update: the update's own result reaches the control plane. */
+async function reportedEverything(agent: ReturnType<typeof createAgent>, journal: Journal, timeoutMs = 15_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until && (agent.commands.running().length > 0 || journal.stats().pendingCount > 0)) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function commitUpdate(stateDir: string, logger: ReturnType<typeof createLogger>): void {
+  try {
+    const marker = readUpdateMarker(stateDir);
+    if (marker === null) return;
+    clearUpdateMarker(stateDir);
+    if (marker.to === AGENT_VERSION) logger.info({ from: marker.from, to: marker.to }, "update committed: connected with the new version");
+    else logger.warn({ from: marker.from, to: marker.to, running: AGENT_VERSION }, "the update was rolled back to the previous version");
+  } catch (error) {
+    logger.warn({ error: String(error) }, "cannot read or clear the update marker");
+  }
 }

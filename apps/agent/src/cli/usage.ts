@@ -8,6 +8,9 @@ Commands:
                   connect to the control plane and run its commands (the daemon)
   status [--state-dir DIR] [--json]
                   show the link, the journal and this server's id
+  uninstall [--purge] [--remove-containers]
+                  remove the installed agent (service, executable); --purge also its
+                  identity and journal, --remove-containers the deployments and their data
 
 Options:
   --version       print the agent's version

@@ -18,7 +18,7 @@ export class ConfigError extends Error {
   }
 }
 
-export const AGENT_COMMANDS = ["enroll", "run", "status"] as const;
+export const AGENT_COMMANDS = ["enroll", "run", "status", "uninstall"] as const;
 export type AgentCommand = (typeof AGENT_COMMANDS)[number];
 
 /** Flags as parsed from argv; undefined when not given. */
@@ -29,6 +29,8 @@ export interface Flags {
   insecure?: boolean;
   force?: boolean;
   json?: boolean;
+  purge?: boolean;
+  "remove-containers"?: boolean;
 }
 
 // Which flags each command takes; any other is a mistake worth stopping for.
@@ -36,6 +38,7 @@ const FLAGS_OF: Record<AgentCommand, readonly (keyof Flags)[]> = {
   enroll: ["url", "token", "state-dir", "insecure", "force"],
   run: ["state-dir", "insecure"],
   status: ["state-dir", "json"],
+  uninstall: ["purge", "remove-containers"],
 };
 
 export interface BaseConfig {
@@ -61,7 +64,13 @@ export interface StatusConfig extends BaseConfig {
   json: boolean;
 }
 
-export type AgentConfig = EnrollConfig | RunConfig | StatusConfig;
+export interface UninstallConfig extends BaseConfig {
+  command: "uninstall";
+  purge: boolean;
+  removeContainers: boolean;
+}
+
+export type AgentConfig = EnrollConfig | RunConfig | StatusConfig | UninstallConfig;
 
 export type Env = Readonly<Record<string, string | undefined>>;
 
@@ -83,6 +92,9 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env): Agent
 
   if (command === "run") return { command, ...base };
   if (command === "status") return { command, ...base, json: flags.json === true };
+  if (command === "uninstall") {
+    return { command, ...base, purge: flags.purge === true, removeContainers: flags["remove-containers"] === true };
+  }
 
   const rawUrl = nonEmpty("--url", flags.url) ?? nonEmpty("BERTH_URL", env.BERTH_URL);
   if (rawUrl === undefined) throw new ConfigError("enroll needs the control plane URL: --url https://... (or BERTH_URL)");

@@ -151,10 +151,12 @@ describe("commands", () => {
 
   it("rejects command types it does not run as unsupported_command, before accepting them", async () => {
     const { cp, identity, journal, connection } = await setup();
-    // logs.tail is a protocol command type this build has no handler for.
-    const tail = signedCommand(cp, identity, "logs.tail", {
-      environment_id: "e9d8c7b6-a5f4-4e3d-9c2b-1a0f9e8d7c6b",
-      lines: 100,
+    // agent.update is a protocol command type an agent run from source has no handler for.
+    const tail = signedCommand(cp, identity, "agent.update", {
+      version: "99.0.0",
+      url: "http://127.0.0.1:9/berth-agent",
+      sha256: "0".repeat(64),
+      size: 1,
     });
     const { signature: _s, ...body } = signedCommand(cp, identity, "diagnostics", {});
     const unknown = signRaw({ ...body, type: "frobnicate" }, cp.signing.privateKey);

@@ -2,6 +2,7 @@
 // `unsupported_command` before it is accepted, and is not announced in `hello`.
 import type { Clock } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";
+import { createAgentUpdateHandler, type SelfUpdateDeps } from "./agent-update.ts";
 import { createBackupHandler } from "./backup.ts";
 import { createDeployHandler } from "./deploy.ts";
 import { createDestroyHandler } from "./destroy.ts";
@@ -10,6 +11,7 @@ import { createEnvironmentLocks } from "./environment-lock.ts";
 import type { ExecutorDeps, TimingOverrides } from "./executor-deps.ts";
 import type { HandlerRegistry } from "./handler-types.ts";
 import { createLifecycleHandler } from "./lifecycle.ts";
+import { createLogsTailHandler } from "./logs-tail.ts";
 import { createKeysUpdateHandler, type PinnedKeys } from "./keys-update.ts";
 import { createRestoreHandler } from "./restore.ts";
 
@@ -23,6 +25,8 @@ export interface RegistryDeps {
   timing?: TimingOverrides;
   /** Given, the agent accepts keys.update (the running daemon); tests may leave it out. */
   pinnedKeys?: PinnedKeys;
+  /** Given, the agent accepts agent.update (the installed single executable only). */
+  selfUpdate?: SelfUpdateDeps;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -44,6 +48,8 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     backup: createBackupHandler(executor),
     restore: createRestoreHandler(executor),
     diagnostics: createDiagnosticsHandler(deps),
+    "logs.tail": createLogsTailHandler(executor),
     ...(deps.pinnedKeys ? { "keys.update": createKeysUpdateHandler(deps.pinnedKeys) } : {}),
+    ...(deps.selfUpdate ? { "agent.update": createAgentUpdateHandler(deps.selfUpdate) } : {}),
   };
 }

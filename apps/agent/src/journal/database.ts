@@ -2,6 +2,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { sqliteNativeBinding } from "../native/sqlite-addon.ts";
 
 const BUSY_TIMEOUT_MS = 5_000;
 // A checkpoint truncates the WAL back to this size, so a burst of events does not leave
@@ -20,7 +21,12 @@ export function openDatabase(path: string): Database.Database {
 
   // The agent is the only writer; the busy timeout covers an operator reading the file
   // with the sqlite3 shell while the agent runs.
-  const db = new Database(path, { timeout: BUSY_TIMEOUT_MS });
+  const binding = sqliteNativeBinding();
+  // @types/better-sqlite3 knows only the string form of nativeBinding; the addon object works too.
+  const db = new Database(path, {
+    timeout: BUSY_TIMEOUT_MS,
+    ...(binding === null ? {} : { nativeBinding: binding as unknown as string }),
+  });
   try {
     db.pragma("journal_mode = WAL");
     // NORMAL in WAL mode: a commit is in the WAL before the call returns, so a crash or

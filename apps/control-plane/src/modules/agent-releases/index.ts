@@ -1,0 +1,15 @@
+// The agent-releases module: serving the agent executables and installers, and self-update.
+import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { agentDistDir, publicUrl } from "../../config.ts";
+import type { AgentCommands } from "../agents/agent-commands.ts";
+import { agentReleasesRoutes } from "./agent-releases.routes.ts";
+import { createAgentReleases } from "./agent-releases.service.ts";
+
+export { createAgentReleases, type AgentReleases, AgentReleaseError } from "./agent-releases.service.ts";
+
+/** Registered by app.ts; the directory and the public URL come from the environment (config.ts). */
+export function agentReleasesPlugin(deps: { commands: AgentCommands }): FastifyPluginAsyncTypebox {
+  const releases = createAgentReleases({ distDir: agentDistDir(), commands: deps.commands });
+  const url = publicUrl();
+  return agentReleasesRoutes({ releases, ...(url === undefined ? {} : { publicUrl: url }) });
+}

@@ -1,0 +1,391 @@
+#!/bin/sh
+# Installs (or upgrades) Berth's agent on this server.
+#
+#   curl -fsSL https://<control-plane>/install.sh | sudo sh -s -- --token <token>
+#
+# Options:
+#   --token TOKEN        one-time enrolment token (needed on the first install only)
+#   --url URL            the control plane (default: the one this script was fetched from)
+#   --binary FILE        install this executable instead of downloading it
+#   --sha256 HEX         expected SHA-256 of the executable (default: the control plane's
+#                        published checksum, or SHA256SUMS beside --binary)
+#   --docker-socket PATH Docker engine socket (default /var/run/docker.sock)
+#   --insecure           allow http:// to another machine (tests only)
+#   --reenroll           replace an existing identity (enrol again with --token)
+#   --no-start           install and enrol, but do not start the service
+#   --connect-timeout S  how long to wait for the agent to connect (default 30; 0: do not wait)
+#   --print-unit         print the systemd unit this script installs, and exit
+#   -h, --help           this help
+#
+# Idempotent: running it again upgrades the executable in place and keeps the server's
+# identity (/var/lib/berth-agent) and the events it has not sent yet.
+set -eu
+
+# Filled in by the control plane that serves this script.
+DEFAULT_URL="@BERTH_CONTROL_PLANE_URL@"
+
+NAME=berth-agent
+AGENT_USER=berth-agent
+INSTALL_DIR=/opt/berth-agent
+BIN="$INSTALL_DIR/berth-agent"
+LINK=/usr/local/bin/berth-agent
+STATE_DIR=/var/lib/berth-agent
+UNIT=/etc/systemd/system/berth-agent.service
+ENV_FILE=/etc/default/berth-agent
+PID_FILE=/run/berth-agent.pid
+LOG_FILE=/var/log/berth-agent.log
+
+url=""
+token="${BERTH_TOKEN:-}"
+binary=""
+sha256=""
+docker_socket=/var/run/docker.sock
+insecure=0
+reenroll=0
+start=1
+connect_timeout=30
+
+say() { printf 'berth-agent install: %s\n' "$*"; }
+die() {
+	printf 'berth-agent install: error: %s\n' "$*" >&2
+	exit 1
+}
+
+usage() { sed -n '2,22p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//' || true; }
+
+unit_file() {
+	cat <<EOF
+[Unit]
+Description=Berth agent: runs the control plane's signed commands with Docker
+After=network-online.target docker.service
+Wants=network-online.target
+StartLimitIntervalSec=600
+StartLimitBurst=20
+
+[Service]
+Type=simple
+User=$AGENT_USER
+Group=$AGENT_USER
+Environment=BERTH_STATE_DIR=$STATE_DIR
+EnvironmentFile=-$ENV_FILE
+# Rolls back a self-update whose executable did not start (see update-guard).
+ExecStartPre=$INSTALL_DIR/update-guard
+ExecStart=$BIN run
+Restart=on-failure
+RestartSec=5
+# 2: bad configuration; restarting cannot fix it.
+RestartPreventExitStatus=2
+TimeoutStopSec=45
+UMask=0077
+# Hardening: the agent needs its state, its own executable (self-update), the Docker
+# socket and the network; nothing else.
+NoNewPrivileges=yes
+ProtectSystem=strict
+ReadWritePaths=$STATE_DIR $INSTALL_DIR
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+LockPersonality=yes
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK
+SystemCallArchitectures=native
+# Deployments bind-mount data directories from the state directory that must belong to the
+# ERP's user (uid 101): the agent needs to chown them and manage files it no longer owns.
+# Nothing more: no other capability can be gained (the Docker group is the real power).
+CapabilityBoundingSet=CAP_CHOWN CAP_FOWNER CAP_DAC_OVERRIDE
+AmbientCapabilities=CAP_CHOWN CAP_FOWNER CAP_DAC_OVERRIDE
+
+[Install]
+WantedBy=multi-user.target
+EOF
+}
+
+# Runs before every start: a self-update leaves update-pending in the state directory and
+# the agent deletes it once its link is up; a new executable that failed to get there three
+# times is replaced by the previous one.
+update_guard() {
+	cat <<EOF
+#!/bin/sh
+set -eu
+marker="\${BERTH_STATE_DIR:-$STATE_DIR}/update-pending"
+[ -f "\$marker" ] || exit 0
+attempts=\$(sed -n 's/^attempts=//p' "\$marker")
+attempts=\${attempts:-0}
+if [ "\$attempts" -ge 3 ] && [ -f "$BIN.previous" ]; then
+	mv -f "$BIN.previous" "$BIN"
+	rm -f "\$marker"
+	echo "berth-agent: the updated executable did not start 3 times: rolled back to the previous one" >&2
+	exit 0
+fi
+sed "s/^attempts=.*/attempts=\$((attempts + 1))/" "\$marker" >"\$marker.tmp"
+grep -q '^attempts=' "\$marker.tmp" || echo "attempts=\$((attempts + 1))" >>"\$marker.tmp"
+mv -f "\$marker.tmp" "\$marker"
+EOF
+}
+
+# Without systemd (a container, an init without units): restarts the agent on failure as
+# the unit would, and runs the update guard before each start.
+supervisor() {
+	cat <<EOF
+#!/bin/sh
+child=""
+trap 'if [ -n "\$child" ]; then kill -TERM "\$child" 2>/dev/null; wait "\$child"; fi; exit 0' TERM INT
+while :; do
+	$INSTALL_DIR/update-guard || true
+	$BIN run &
+	child=\$!
+	wait "\$child" && rc=0 || rc=\$?
+	child=""
+	case \$rc in 0 | 2) exit "\$rc" ;; esac
+	sleep 5
+done
+EOF
+}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--token) token=${2:?--token needs a value}; shift 2 ;;
+	--url) url=${2:?--url needs a value}; shift 2 ;;
+	--binary) binary=${2:?--binary needs a file}; shift 2 ;;
+	--sha256) sha256=${2:?--sha256 needs a value}; shift 2 ;;
+	--docker-socket) docker_socket=${2:?--docker-socket needs a path}; shift 2 ;;
+	--insecure) insecure=1; shift ;;
+	--reenroll) reenroll=1; shift ;;
+	--no-start) start=0; shift ;;
+	--connect-timeout) connect_timeout=${2:?--connect-timeout needs seconds}; shift 2 ;;
+	--print-unit) unit_file; exit 0 ;;
+	-h | --help) usage; exit 0 ;;
+	*) die "unknown option '$1' (see --help)" ;;
+	esac
+done
+
+[ "$(id -u)" = 0 ] || die "run as root (curl ... | sudo sh -s -- --token <token>)"
+if [ -z "$url" ]; then
+	case $DEFAULT_URL in @*) ;; *) url=$DEFAULT_URL ;; esac
+fi
+url=${url%/}
+
+case $(uname -m) in
+x86_64 | amd64) arch=x64 ;;
+aarch64 | arm64) arch=arm64 ;;
+*) die "unsupported architecture $(uname -m): the agent is built for x86_64 and aarch64" ;;
+esac
+[ "$(uname -s)" = Linux ] || die "the agent runs on Linux only"
+
+fetch() { # URL FILE
+	if command -v curl >/dev/null 2>&1; then
+		curl -fsSL --retry 3 -o "$2" "$1"
+	elif command -v wget >/dev/null 2>&1; then
+		wget -q -O "$2" "$1"
+	else
+		die "neither curl nor wget is installed: install one, or pass --binary FILE"
+	fi
+}
+
+check_docker() {
+	if [ ! -S "$docker_socket" ]; then
+		if command -v docker >/dev/null 2>&1 || command -v dockerd >/dev/null 2>&1; then
+			die "Docker is installed but not running (no socket at $docker_socket): start it (systemctl start docker) and run this again"
+		fi
+		die "Docker is not installed (no socket at $docker_socket): install it first (Debian/Ubuntu: apt-get install docker.io), then run this again"
+	fi
+	if command -v docker >/dev/null 2>&1; then
+		docker -H "unix://$docker_socket" info >/dev/null 2>&1 ||
+			die "Docker does not answer on $docker_socket: is the engine running? (systemctl status docker)"
+	elif command -v curl >/dev/null 2>&1; then
+		[ "$(curl -fsS --max-time 10 --unix-socket "$docker_socket" http://localhost/_ping 2>/dev/null)" = OK ] ||
+			die "Docker does not answer on $docker_socket: is the engine running? (systemctl status docker)"
+	fi
+}
+
+# Running, and not a zombie waiting for an init that does not reap (some containers).
+alive() { kill -0 "$1" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/null)" != Z ]; }
+
+have_systemd() { [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
+
+ensure_user() {
+	if ! getent group "$AGENT_USER" >/dev/null 2>&1; then groupadd --system "$AGENT_USER"; fi
+	if ! getent passwd "$AGENT_USER" >/dev/null 2>&1; then
+		useradd --system --gid "$AGENT_USER" --home-dir "$STATE_DIR" --no-create-home \
+			--shell /usr/sbin/nologin --comment "Berth agent" "$AGENT_USER"
+	fi
+	# The agent reaches Docker through its socket's group: "docker" on a normal install.
+	sock_gid=$(stat -c %g "$docker_socket")
+	if ! getent group docker >/dev/null 2>&1; then
+		if getent group "$sock_gid" >/dev/null 2>&1; then groupadd --system docker; else groupadd --system --gid "$sock_gid" docker; fi
+	fi
+	usermod -a -G docker "$AGENT_USER"
+	sock_group=$(getent group "$sock_gid" | cut -d: -f1)
+	if [ -n "$sock_group" ] && [ "$sock_group" != docker ] && [ "$sock_gid" != 0 ]; then
+		usermod -a -G "$sock_group" "$AGENT_USER"
+	elif [ "$sock_gid" = 0 ]; then
+		say "warning: $docker_socket belongs to group root, so the agent's user cannot use it; make it group docker (dockerd -G docker)"
+	fi
+}
+
+stop_agent() {
+	if have_systemd; then
+		if systemctl is-active --quiet "$NAME" 2>/dev/null; then
+			say "stopping the running agent"
+			systemctl stop "$NAME"
+		fi
+	elif [ -f "$PID_FILE" ]; then
+		pid=$(cat "$PID_FILE")
+		if [ -n "$pid" ] && alive "$pid"; then
+			say "stopping the running agent (pid $pid)"
+			kill -TERM "$pid"
+			i=0
+			while alive "$pid"; do
+				i=$((i + 1))
+				[ $i -le 45 ] || die "the agent (pid $pid) did not stop within 45 s"
+				sleep 1
+			done
+		fi
+		rm -f "$PID_FILE"
+	fi
+}
+
+start_agent() {
+	if have_systemd; then
+		systemctl daemon-reload
+		systemctl enable "$NAME" >/dev/null 2>&1
+		systemctl restart "$NAME"
+		say "started the $NAME service (systemctl status $NAME; journalctl -u $NAME)"
+	else
+		say "systemd is not running here: starting the agent under a small supervisor instead (log: $LOG_FILE; it will not start at boot)"
+		touch "$LOG_FILE"
+		chown "$AGENT_USER:$AGENT_USER" "$LOG_FILE"
+		chmod 0640 "$LOG_FILE"
+		(
+			cd /
+			umask 077
+			BERTH_STATE_DIR=$STATE_DIR
+			export BERTH_STATE_DIR
+			if [ -f "$ENV_FILE" ]; then
+				set -a
+				# shellcheck disable=SC1090
+				. "$ENV_FILE"
+				set +a
+			fi
+			HOME=$STATE_DIR
+			export HOME
+			# setpriv execs (no process in between), so the pid file names the supervisor.
+			exec setsid setpriv --reuid "$AGENT_USER" --regid "$AGENT_USER" --init-groups \
+				"$INSTALL_DIR/supervise" >>"$LOG_FILE" 2>&1 </dev/null
+		) &
+		echo $! >"$PID_FILE"
+	fi
+}
+
+# ---- the executable ------------------------------------------------------------------
+
+check_docker
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT INT TERM
+new="$work/berth-agent"
+if [ -n "$binary" ]; then
+	[ -f "$binary" ] || die "--binary $binary: no such file"
+	cp "$binary" "$new"
+	if [ -z "$sha256" ]; then
+		sums="$(dirname "$binary")/SHA256SUMS"
+		[ -f "$sums" ] || die "no --sha256 given and no SHA256SUMS beside $binary: cannot verify it"
+		sha256=$(awk -v n="$(basename "$binary")" '$2 == n || $2 == "*" n { print $1 }' "$sums")
+		[ -n "$sha256" ] || die "$sums lists no checksum for $(basename "$binary")"
+	fi
+else
+	[ -n "$url" ] || die "no control plane URL: pass --url https://<control-plane>"
+	say "downloading the agent for linux-$arch from $url"
+	fetch "$url/agent/v1/download/$arch" "$new" || die "downloading $url/agent/v1/download/$arch failed"
+	if [ -z "$sha256" ]; then
+		fetch "$url/agent/v1/download/$arch/sha256" "$work/sha256" || die "fetching the checksum from $url failed"
+		sha256=$(cut -d' ' -f1 "$work/sha256")
+	fi
+fi
+actual=$(sha256sum "$new" | cut -d' ' -f1)
+[ "$actual" = "$sha256" ] || die "checksum mismatch: expected $sha256, got $actual; nothing was installed"
+chmod 0755 "$new"
+version=$("$new" --version 2>/dev/null) || die "the downloaded executable does not run on this machine"
+say "verified berth-agent $version (sha256 $actual)"
+
+# ---- user, files, unit -----------------------------------------------------------------
+
+ensure_user
+install -d -m 0755 -o "$AGENT_USER" -g "$AGENT_USER" "$INSTALL_DIR"
+install -d -m 0700 -o "$AGENT_USER" -g "$AGENT_USER" "$STATE_DIR"
+# An older install or a person may have loosened it: the state holds the private key.
+chown "$AGENT_USER:$AGENT_USER" "$STATE_DIR"
+chmod 0700 "$STATE_DIR"
+
+stop_agent
+if [ -f "$BIN" ]; then
+	if cmp -s "$BIN" "$new"; then
+		say "berth-agent $version is already installed"
+	else
+		say "upgrading berth-agent $("$BIN" --version 2>/dev/null || echo '?') -> $version"
+		cp -p "$BIN" "$BIN.previous"
+	fi
+fi
+install -m 0755 -o "$AGENT_USER" -g "$AGENT_USER" "$new" "$BIN.new"
+mv -f "$BIN.new" "$BIN"
+ln -sfn "$BIN" "$LINK"
+update_guard >"$INSTALL_DIR/update-guard"
+supervisor >"$INSTALL_DIR/supervise"
+chmod 0755 "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
+chown "$AGENT_USER:$AGENT_USER" "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
+
+{
+	echo "# Written by install.sh; read by the berth-agent service."
+	[ "$docker_socket" = /var/run/docker.sock ] || echo "BERTH_DOCKER_SOCKET=$docker_socket"
+	[ "$insecure" = 0 ] || echo "BERTH_INSECURE=true"
+} >"$ENV_FILE"
+chmod 0644 "$ENV_FILE"
+mkdir -p "$(dirname "$UNIT")"
+unit_file >"$UNIT"
+chmod 0644 "$UNIT"
+
+# ---- enrolment -------------------------------------------------------------------------
+
+as_agent() { runuser -u "$AGENT_USER" -- env BERTH_STATE_DIR="$STATE_DIR" BERTH_DOCKER_SOCKET="$docker_socket" "$@"; }
+
+if [ -f "$STATE_DIR/identity.json" ] && [ "$reenroll" = 0 ]; then
+	say "already enrolled; keeping this server's identity and journal ($STATE_DIR)"
+else
+	[ -n "$token" ] || die "this server is not enrolled yet: pass --token <token> (from the dashboard)"
+	[ -n "$url" ] || die "no control plane URL: pass --url https://<control-plane>"
+	force=""
+	[ "$reenroll" = 0 ] || force=--force
+	insecure_flag=""
+	[ "$insecure" = 0 ] || insecure_flag=--insecure
+	# The token goes through the environment (runuser keeps it), not the process list.
+	# shellcheck disable=SC2086
+	(
+		BERTH_TOKEN=$token
+		export BERTH_TOKEN
+		as_agent "$BIN" enroll --url "$url" $force $insecure_flag
+	) || die "enrolment failed (see above); nothing was started"
+fi
+
+if [ "$start" = 1 ]; then
+	start_agent
+	i=0
+	while [ $i -lt "$connect_timeout" ]; do
+		if as_agent "$BIN" status --json 2>/dev/null | grep -q '"state": "ready"'; then
+			say "connected to the control plane"
+			break
+		fi
+		i=$((i + 1))
+		sleep 1
+	done
+	if [ "$connect_timeout" -gt 0 ] && [ $i -ge "$connect_timeout" ]; then
+		say "warning: not connected after $connect_timeout s; check: berth-agent status (and the service's log)"
+	fi
+fi
+say "done: berth-agent $version installed in $INSTALL_DIR, state in $STATE_DIR"

@@ -1,0 +1,295 @@
+// install.sh and uninstall.sh for real, as root inside a throwaway Debian 12 machine (a
+// container from a debootstrap root file system, test/images/debian.sh) with the host's
+// Docker socket and network: the dashboard's one-line install against a real control plane,
+// a re-install that upgrades while events wait to be sent, a self-update through the signed
+// command path with the fallback supervisor restarting the agent, a rollback of an update
+// that does not start, and uninstall. systemd does not run as PID 1 in a container, so the
+// unit is checked with `systemd-analyze verify` and the agent runs under the installer's
+// fallback supervisor.
+import { execFile } from "node:child_process";
+import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { createAgentReleases } from "../../apps/control-plane/src/modules/agent-releases/agent-releases.service.ts";
+import { REPO_ROOT, type BuiltExecutable } from "../../installers/build/build-agent.ts";
+import { freePort } from "../setup/global-setup.ts";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { publicClient } from "../support/http.ts";
+import { agentExecutable, agentExecutableVersion } from "./agent-executable.ts";
+
+const exec = promisify(execFile);
+const IMAGE = "berth-test/debian:12";
+const CONTAINER = `berth-install-test-${process.pid}`;
+
+let v0: BuiltExecutable;
+let v1: BuiltExecutable;
+let v2: BuiltExecutable;
+let served: string;
+let port: number;
+let base: string;
+let first: TestControlPlane;
+let cp: TestControlPlane;
+let d: DemoOrganization;
+let serverId: string;
+const extraContainers: string[] = [];
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** A shell command as root inside the test machine. */
+async function sh(script: string, timeoutMs = 120_000): Promise<Run> {
+  try {
+    const { stdout, stderr } = await exec("docker", ["exec", CONTAINER, "sh", "-c", script], { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const e = error as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === "number" ? e.code : -1, stdout: e.stdout ?? "", stderr: e.stderr ?? String(error) };
+  }
+}
+
+async function ok(script: string, timeoutMs?: number): Promise<string> {
+  const r = await sh(script, timeoutMs);
+  if (r.code !== 0) throw new Error(`\`${script}\` exited ${r.code}\n${r.stdout}\n${r.stderr}`);
+  return r.stdout;
+}
+
+async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const log = await sh("tail -n 40 /var/log/berth-agent.log");
+  throw new Error(`timed out waiting for ${what}\nagent log:\n${log.stdout}`);
+}
+
+interface StatusJson {
+  server_id: string | null;
+  daemon: { running: boolean };
+  link: { state: string } | null;
+  journal: { pendingCount: number; nextEventSeq: number; lastAckedSeq: number } | null;
+}
+
+async function status(): Promise<StatusJson> {
+  return JSON.parse(await ok("runuser -u berth-agent -- env BERTH_STATE_DIR=/var/lib/berth-agent berth-agent status --json || true")) as StatusJson;
+}
+
+/** What the control plane serves (BERTH_AGENT_DIST_DIR): the executable `exe`, as manifest.json says. */
+function serve(exe: BuiltExecutable): void {
+  const name = `berth-agent-${exe.version}-linux-x64`;
+  rmSync(path.join(served, name), { force: true });
+  linkSync(exe.file, path.join(served, name));
+  const manifest = { version: exe.version, executables: { x64: { file: name, sha256: exe.sha256, size: exe.sizeBytes } } };
+  writeFileSync(path.join(served, "manifest.json.tmp"), JSON.stringify(manifest));
+  // A rename, so the control plane never reads half a manifest; a new mtime, so it re-reads it.
+  copyFileSync(path.join(served, "manifest.json.tmp"), path.join(served, "manifest.json"));
+}
+
+const agentVersion = async () =>
+  ((await cp.database.pool.query("select agent_version from servers where id = $1", [serverId])).rows[0] as { agent_version: string | null }).agent_version;
+
+async function commandRow(commandId: string) {
+  return (await cp.database.pool.query("select state, result, error from agent_commands where command_id = $1", [commandId])).rows[0] as {
+    state: string;
+    result: Record<string, unknown> | null;
+    error: unknown;
+  };
+}
+
+async function finished(commandId: string, timeoutMs = 60_000) {
+  await waitFor(`command ${commandId} to finish`, async () => ["succeeded", "failed", "rejected"].includes((await commandRow(commandId)).state), timeoutMs);
+  return commandRow(commandId);
+}
+
+beforeAll(async () => {
+  // Once per machine (cached by its inputs): the Debian root file system, the executables.
+  await exec("bash", [path.join(REPO_ROOT, "test/images/debian.sh"), "--quiet"], { timeout: 600_000 });
+  v0 = await agentExecutable();
+  v1 = await agentExecutableVersion("0.1.1");
+  v2 = await agentExecutableVersion("0.1.2");
+
+  served = mkdtempSync(path.join(REPO_ROOT, "installers/.cache/served-"));
+  for (const script of ["install.sh", "uninstall.sh"]) copyFileSync(path.join(REPO_ROOT, "installers", script), path.join(served, script));
+  serve(v0);
+  process.env.BERTH_AGENT_DIST_DIR = served;
+
+  port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  first = await startControlPlane({ port, heartbeatMs: 2000 });
+  cp = first;
+  d = await createDemoOrganization(cp.database.db, cp.app.services);
+
+  await exec("docker", ["rm", "-f", CONTAINER]).catch(() => {});
+  const v1Dir = path.dirname(v1.file);
+  chmodSync(v1Dir, 0o755);
+  await exec("docker", [
+    // --init: an init that reaps, as every real machine has.
+    "run", "-d", "--init", "--name", CONTAINER, "--label", "berth.test=installers",
+    // The control plane listens on the host's 127.0.0.1; the agent reaches it there.
+    "--network", "host",
+    "-v", "/var/run/docker.sock:/var/run/docker.sock",
+    "-v", `${path.join(REPO_ROOT, "installers")}:/installers:ro`,
+    "-v", `${v1Dir}:/dist-0.1.1:ro`,
+    IMAGE, "sleep", "1800",
+  ]);
+}, 900_000);
+
+afterAll(async () => {
+  await exec("docker", ["rm", "-f", CONTAINER, ...extraContainers]).catch(() => {});
+  if (cp !== first) await cp?.close();
+  await first?.close();
+  if (served) rmSync(served, { recursive: true, force: true });
+});
+
+describe("install.sh in a fresh Debian 12 machine", () => {
+  it("is shellcheck clean, and so are uninstall.sh and the image script", async () => {
+    const files = ["installers/install.sh", "installers/uninstall.sh", "test/images/debian.sh"].map((f) => path.join(REPO_ROOT, f));
+    const r = await exec("shellcheck", files).catch((e: { stdout: string }) => ({ stdout: e.stdout, failed: true }));
+    expect(r.stdout).toBe("");
+  });
+
+  it("says clearly when Docker is missing, and installs nothing", async () => {
+    const r = await sh(`sh /installers/install.sh --url ${base} --token t --docker-socket /run/no-docker.sock`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("Docker is not installed (no socket at /run/no-docker.sock): install it first");
+    expect((await sh("test -e /opt/berth-agent || test -e /var/lib/berth-agent")).code).not.toBe(0);
+  });
+
+  it("refuses an executable whose checksum does not match", async () => {
+    const r = await sh(`sh /installers/install.sh --url ${base} --token t --sha256 ${"0".repeat(64)}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`checksum mismatch: expected ${"0".repeat(64)}, got ${v0.sha256}; nothing was installed`);
+    expect((await sh("test -e /opt/berth-agent/berth-agent")).code).not.toBe(0);
+  });
+
+  it("installs with the dashboard's one line: downloads, verifies, user, 0700 state, unit, enrols, starts", async () => {
+    const created = await publicClient(cp.app, d.api_keys.org_rw).post("/servers", { name: "install-test" });
+    expect(created.status).toBe(201);
+    serverId = created.body.server.id;
+    const out = await ok(`curl -fsSL ${base}/install.sh | sh -s -- --token ${created.body.enrollment.token}`, 180_000);
+    expect(out).toContain(`verified berth-agent ${v0.version} (sha256 ${v0.sha256})`);
+    expect(out).toContain("systemd is not running here");
+    expect(out).toContain("connected to the control plane");
+    expect(cp.app.gateway.isConnected(serverId)).toBe(true);
+    expect(await agentVersion()).toBe(v0.version);
+
+    expect((await ok("id -nG berth-agent")).split(/\s+/)).toContain("docker");
+    expect(await ok("getent passwd berth-agent | cut -d: -f7")).toBe("/usr/sbin/nologin\n");
+    expect(await ok("stat -c '%a %U' /var/lib/berth-agent /var/lib/berth-agent/agent.key")).toBe("700 berth-agent\n600 berth-agent\n");
+    expect(await ok("ps -o user= -p $(pgrep -f '^/opt/berth-agent/berth-agent run' | head -n 1)")).toBe("berth-agent\n");
+    expect(await ok("readlink /usr/local/bin/berth-agent")).toBe("/opt/berth-agent/berth-agent\n");
+
+    const unit = await ok("cat /etc/systemd/system/berth-agent.service");
+    expect(unit).toContain("ExecStart=/opt/berth-agent/berth-agent run");
+    expect(unit).toContain("Restart=on-failure");
+    expect(unit).toContain("User=berth-agent");
+    expect(unit).toContain("ProtectSystem=strict");
+    const verify = await sh("systemd-analyze verify /etc/systemd/system/berth-agent.service");
+    expect(verify.stderr.split("\n").filter((l) => l.includes("berth-agent.service"))).toEqual([]);
+    expect(verify.code).toBe(0);
+
+    // The installed agent does real work through the host's engine.
+    const diag = await cp.app.services.agentCommands.issue({ organizationId: d.organization_id, serverId, type: "diagnostics", params: {}, issuedBy: "system:test" });
+    const row = await finished(diag.commandId);
+    expect(row.state).toBe("succeeded");
+    expect(row.result).toMatchObject({ docker: { reachable: true }, agent: { version: v0.version } });
+  }, 240_000);
+
+  it("re-installs a newer version in place, keeping the identity and the events not yet sent", async () => {
+    const identity = await ok("cat /var/lib/berth-agent/identity.json");
+    // The control plane goes away; the agent keeps journalling (stats every 10 s).
+    await cp.stop();
+    await waitFor("events waiting in the journal", async () => ((await status()).journal?.pendingCount ?? 0) > 0, 40_000);
+    const before = await status();
+    const waitingUpTo = before.journal!.nextEventSeq - 1;
+
+    const out = await ok("sh /installers/install.sh --binary /dist-0.1.1/berth-agent-linux-x64 --connect-timeout 0", 180_000);
+    expect(out).toContain("already enrolled; keeping this server's identity and journal");
+    expect(out).toContain(`upgrading berth-agent ${v0.version} -> ${v1.version}`);
+    expect(await ok("cat /var/lib/berth-agent/identity.json")).toBe(identity);
+    expect(await ok("berth-agent --version")).toBe(`${v1.version}\n`);
+    const after = await status();
+    expect(after.server_id).toBe(serverId);
+    expect(after.journal!.pendingCount).toBeGreaterThanOrEqual(before.journal!.pendingCount);
+    expect(after.journal!.lastAckedSeq).toBe(before.journal!.lastAckedSeq);
+
+    // The control plane is back (same database, same port): the waiting events arrive.
+    cp = await startControlPlane({ url: first.url, port, heartbeatMs: 2000 });
+    await waitFor("the upgraded agent to reconnect", () => cp.app.gateway.isConnected(serverId), 60_000);
+    expect(await agentVersion()).toBe(v1.version);
+    await waitFor("the waiting events to be acknowledged", async () => ((await status()).journal?.lastAckedSeq ?? 0) >= waitingUpTo, 30_000);
+    const stored = await cp.database.pool.query("select last_event_seq from servers where id = $1", [serverId]);
+    expect(Number((stored.rows[0] as { last_event_seq: number }).last_event_seq)).toBeGreaterThanOrEqual(waitingUpTo);
+  }, 240_000);
+
+  it("updates itself when the control plane says so: signed digest, atomic swap, restart", async () => {
+    serve(v2);
+    const releases = createAgentReleases({ distDir: served, commands: cp.app.services.agentCommands });
+    const update = await releases.issueUpdate({ organizationId: d.organization_id, serverId, arch: "x64", baseUrl: base, issuedBy: "system:test" });
+    const row = await finished(update.commandId, 120_000);
+    expect(row.error).toBeNull();
+    expect(row.result).toEqual({ updated: true, from: v1.version, to: v2.version });
+    await waitFor("the agent to come back as the new version", async () => cp.app.gateway.isConnected(serverId) && (await agentVersion()) === v2.version, 60_000);
+    expect(await ok("/opt/berth-agent/berth-agent --version")).toBe(`${v2.version}\n`);
+    expect(await ok("/opt/berth-agent/berth-agent.previous --version")).toBe(`${v1.version}\n`);
+    // Connected, so the update is committed.
+    await waitFor("the update marker to go", async () => (await sh("test -e /var/lib/berth-agent/update-pending")).code !== 0, 10_000);
+  }, 240_000);
+
+  it("refuses an update whose bytes are not the signed ones, and keeps running", async () => {
+    const signedElsewhere = await cp.app.services.agentCommands.issue({
+      organizationId: d.organization_id,
+      serverId,
+      type: "agent.update",
+      params: { version: "0.1.9", url: `${base}/agent/v1/download/x64`, sha256: "a".repeat(64), size: v2.sizeBytes },
+      issuedBy: "system:test",
+    });
+    const row = await finished(signedElsewhere.commandId, 120_000);
+    expect(row.state).toBe("failed");
+    expect(row.error).toMatchObject({ code: "update_checksum_mismatch" });
+    expect(await ok("/opt/berth-agent/berth-agent --version")).toBe(`${v2.version}\n`);
+    expect(cp.app.gateway.isConnected(serverId)).toBe(true);
+  }, 180_000);
+
+  it("rolls back to the previous executable when an update does not start", async () => {
+    // As if the update to 0.1.2 had failed to start three times: the next start rolls back.
+    await ok("printf 'from=0.1.1\\nto=0.1.2\\nattempts=3\\n' > /var/lib/berth-agent/update-pending && chown berth-agent /var/lib/berth-agent/update-pending");
+    await ok("pkill -KILL -f '^/opt/berth-agent/berth-agent run'");
+    await waitFor("the previous version to be back", async () => cp.app.gateway.isConnected(serverId) && (await agentVersion()) === v1.version, 60_000);
+    expect(await ok("/opt/berth-agent/berth-agent --version")).toBe(`${v1.version}\n`);
+    expect((await sh("test -e /var/lib/berth-agent/update-pending")).code).not.toBe(0);
+    expect(await ok("grep -c 'rolled back to the previous one' /var/log/berth-agent.log || true")).not.toBe("0\n");
+  }, 120_000);
+
+  it("uninstalls: service and files go, deployments and (unless --purge) the identity stay", async () => {
+    // A deployment's container on the engine, which uninstall must leave alone.
+    const { stdout } = await exec("docker", [
+      "run", "-d", "--network", "none", "--label", "berth.managed=true", "--label", "berth.test=installers",
+      "--entrypoint", "sleep", "berth-test/erp:17.0", "600",
+    ]);
+    const deployment = stdout.trim();
+    extraContainers.push(deployment);
+
+    // The executable carries the uninstaller.
+    const out = await ok("berth-agent uninstall", 120_000);
+    expect(out).toContain("left Berth's deployments (containers, volumes, networks) in place");
+    await waitFor("the agent to disconnect", () => !cp.app.gateway.isConnected(serverId), 30_000);
+    expect((await sh("pgrep -f '^/opt/berth-agent/berth-agent run'")).code).not.toBe(0);
+    for (const gone of ["/opt/berth-agent", "/usr/local/bin/berth-agent", "/etc/systemd/system/berth-agent.service"]) {
+      expect((await sh(`test -e ${gone}`)).code, gone).not.toBe(0);
+    }
+    expect(await ok("ls /var/lib/berth-agent")).toContain("identity.json");
+    const inspect = await exec("docker", ["inspect", "-f", "{{.State.Running}}", deployment]);
+    expect(inspect.stdout.trim()).toBe("true");
+
+    const purge = await ok("sh /installers/uninstall.sh --purge");
+    expect(purge).toContain("removed the agent's state");
+    expect((await sh("test -e /var/lib/berth-agent")).code).not.toBe(0);
+    expect((await sh("getent passwd berth-agent")).code).not.toBe(0);
+  }, 180_000);
+});
