@@ -18,9 +18,10 @@ readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # libpq-dev, gcc, binutils (strip), util-linux (setpriv): what the images are built from.
 # debootstrap: the Debian machine the installer tests run install.sh in; shellcheck: those
 # tests lint the installers; g++, make, python3: node-gyp compiling better-sqlite3 for the
-# agent executable (npm run build:agent).
+# agent executable (npm run build:agent); chromium: the dashboard's browser tests drive it
+# with playwright-core.
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
-	binutils util-linux debootstrap shellcheck g++ make python3)
+	binutils util-linux debootstrap shellcheck g++ make python3 chromium)
 
 die() {
 	echo "docker-setup: $*" >&2
