@@ -10,6 +10,7 @@ import { installErrorHandling } from "./lib/error-handler.ts";
 import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./lib/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
+import { pruneOrgEvents } from "./modules/events/retention.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { Backup } from "./modules/backups/backups.routes.ts";
 import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
@@ -92,7 +93,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const maintenance = startMaintenance({
     pool,
     clock,
-    tasks: [() => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now())],
+    tasks: [() => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now())],
     onError: (err) => app.log.warn({ err }, "maintenance failed"),
   });
   app.addHook("onClose", async () => maintenance.stop());

@@ -29,6 +29,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock }));
     await api.register(organizationsRoutes(deps));
     await api.register(gitHooksRoutes(deps));
+    await api.register((await import("../modules/events/events.routes.ts")).eventsRoutes(deps));
     await api.register((await import("../modules/support/support.routes.ts")).supportRoutes(deps));
     const s = deps.services;
     const deployments = createPlatformDeployments({ db: deps.db, pool: deps.pool, clock: deps.clock, access: s.access, repo: s.repos.deployments, operations: s.deployments });

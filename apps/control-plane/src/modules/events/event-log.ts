@@ -20,26 +20,36 @@ export interface LogEntry {
 
 type Queryable = Pick<pg.PoolClient, "query">;
 
-/** Appends log entries of one organisation's deployments (one statement for the batch). */
+/** Appends log entries of one organisation's deployments (one statement for the batch, its NOTIFY included). */
 export async function appendLogs(client: Queryable, organizationId: string, entries: LogEntry[]): Promise<void> {
   if (entries.length === 0) return;
-  const rows = entries.map((e) => ({ d: e.deploymentId, t: e.ts, l: e.level, m: e.message, s: e.step, x: e.data ?? {} }));
+  const n = entries.length;
+  const cols = { d: new Array<string>(n), t: new Array<string>(n), l: new Array<string>(n), m: new Array<string>(n), s: new Array<string | null>(n), x: new Array<string | null>(n) };
+  for (let i = 0; i < n; i++) {
+    const e = entries[i]!;
+    cols.d[i] = e.deploymentId;
+    cols.t[i] = e.ts;
+    cols.l[i] = e.level;
+    cols.m[i] = e.message;
+    cols.s[i] = e.step;
+    cols.x[i] = e.data ? JSON.stringify(e.data) : null;
+  }
+  // Arrays rather than one JSON document: PostgreSQL spends about half the time on them.
   await client.query(
-    `insert into deployment_logs (organization_id, deployment_id, ts, level, message, step, data)
-     select $1, r.d, r.t, r.l, r.m, r.s, r.x
-     from jsonb_to_recordset($2::jsonb) as r(d uuid, t timestamptz, l text, m text, s text, x jsonb)`,
-    [organizationId, JSON.stringify(rows)],
+    `with ins as (
+       insert into deployment_logs (organization_id, deployment_id, ts, level, message, step, data)
+       select $1, r.d, r.t, r.l, r.m, r.s, coalesce(r.x, '{}'::jsonb)
+       from unnest($2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) as r(d, t, l, m, s, x))
+     select pg_notify($8, $1::text)`,
+    [organizationId, cols.d, cols.t, cols.l, cols.m, cols.s, cols.x, EVENTS_CHANNEL],
   );
-  await notify(client, organizationId);
 }
 
-/** Appends one live event (e.g. deployment.status, server.stats) for an organisation. */
+/** Appends one live event (e.g. deployment.status, server.stats) for an organisation, its NOTIFY in the same statement. */
 export async function appendOrgEvent(client: Queryable, organizationId: string, type: string, data: Record<string, unknown>): Promise<void> {
-  await client.query("insert into org_events (organization_id, type, data) values ($1, $2, $3)", [organizationId, type, JSON.stringify(data)]);
-  await notify(client, organizationId);
-}
-
-async function notify(client: Queryable, organizationId: string) {
-  // PostgreSQL folds identical notifications of one transaction into one.
-  await client.query("select pg_notify($1, $2)", [EVENTS_CHANNEL, organizationId]);
+  await client.query(
+    `with ins as (insert into org_events (organization_id, type, data) values ($1, $2, $3))
+     select pg_notify($4, $1::text)`,
+    [organizationId, type, JSON.stringify(data), EVENTS_CHANNEL],
+  );
 }
