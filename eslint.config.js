@@ -12,4 +12,16 @@ export default tseslint.config(
       "no-constant-condition": ["error", { checkLoops: false }],
     },
   },
+  {
+    // The dashboard's browser modules: plain JavaScript served as is (no build step).
+    files: ["apps/control-plane/src/dashboard/public/**/*.js"],
+    languageOptions: {
+      sourceType: "module",
+      globals: Object.fromEntries(
+        ["window", "document", "sessionStorage", "fetch", "EventSource", "requestAnimationFrame", "cancelAnimationFrame", "IntersectionObserver",
+          "URLSearchParams", "location", "history", "navigator", "getSelection", "confirm", "setTimeout", "clearTimeout", "setInterval",
+          "clearInterval", "performance", "Node", "Element", "console"].map((name) => [name, "readonly"]),
+      ),
+    },
+  },
 );

@@ -11,6 +11,7 @@ import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./lib/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
+import { dashboardRoutes } from "./dashboard/dashboard.routes.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { Backup } from "./modules/backups/backups.routes.ts";
 import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
@@ -89,6 +90,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(platformApi({ db, pool, clock, services }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
+  await app.register(dashboardRoutes());
 
   const maintenance = startMaintenance({
     pool,

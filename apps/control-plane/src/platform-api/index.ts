@@ -9,6 +9,9 @@ import { authRoutes } from "../modules/auth/auth.routes.ts";
 import { organizationsRoutes } from "../modules/organizations/organizations.routes.ts";
 import { createSessionAuth } from "./session-auth.ts";
 import { gitHooksRoutes } from "../modules/git-hooks/git-hooks.routes.ts";
+import { eventsRoutes } from "../modules/events/events.routes.ts";
+import { supportRoutes } from "../modules/support/support.routes.ts";
+import { dashboardApiRoutes } from "../modules/dashboard/dashboard-api.routes.ts";
 import { createPlatformDeployments } from "../modules/deployments/platform-deployments.service.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
@@ -29,11 +32,12 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock }));
     await api.register(organizationsRoutes(deps));
     await api.register(gitHooksRoutes(deps));
-    await api.register((await import("../modules/events/events.routes.ts")).eventsRoutes(deps));
-    await api.register((await import("../modules/support/support.routes.ts")).supportRoutes(deps));
+    await api.register(eventsRoutes(deps));
+    await api.register(supportRoutes(deps));
     const s = deps.services;
     const deployments = createPlatformDeployments({ db: deps.db, pool: deps.pool, clock: deps.clock, access: s.access, repo: s.repos.deployments, operations: s.deployments });
     await api.register(platformDeploymentsRoutes(deployments));
     await api.register(platformBackupsRoutes({ backups: s.backups, deployments }));
+    await api.register(dashboardApiRoutes(deps));
   };
 }

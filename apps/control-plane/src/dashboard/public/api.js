@@ -1,0 +1,64 @@
+// Talks to the platform API (/api/v1) with the session token kept in sessionStorage.
+// Every failure becomes an ApiError whose message is the API's own words, never a stack.
+const TOKEN_KEY = "berth.session";
+
+export const session = {
+  get token() {
+    return sessionStorage.getItem(TOKEN_KEY);
+  },
+  set(token) {
+    sessionStorage.setItem(TOKEN_KEY, token);
+  },
+  clear() {
+    sessionStorage.removeItem(TOKEN_KEY);
+  },
+};
+
+export class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+let onUnauthorized = () => {};
+export function whenSignedOut(fn) {
+  onUnauthorized = fn;
+}
+
+export async function api(method, path, body) {
+  const headers = { accept: "application/json" };
+  const token = session.token;
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (body !== undefined) headers["content-type"] = "application/json";
+  let res;
+  try {
+    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch {
+    throw new ApiError(0, "network", "The control plane cannot be reached. Check the connection and try again.");
+  }
+  if (res.status === 204) return null;
+  let data = null;
+  try {
+    data = await res.json();
+  } catch {
+    data = null;
+  }
+  if (!res.ok) {
+    const message = data && typeof data.message === "string" ? data.message : `The request failed (HTTP ${res.status}).`;
+    if (res.status === 401 && path !== "/auth/login") onUnauthorized();
+    throw new ApiError(res.status, data?.error ?? "error", message);
+  }
+  return data;
+}
+
+export const get = (path) => api("GET", path);
+export const post = (path, body) => api("POST", path, body ?? {});
+export const del = (path) => api("DELETE", path);
+
+/** The live event stream of one organisation (EventSource cannot send headers: the token goes in the query). */
+export function eventStream(orgId) {
+  const q = new URLSearchParams({ organization_id: orgId, access_token: session.token ?? "" });
+  return new EventSource(`/api/v1/events?${q}`);
+}

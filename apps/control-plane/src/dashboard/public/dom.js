@@ -1,0 +1,61 @@
+// Small DOM and formatting helpers shared by the pages.
+
+/** h("button", { class: "x", onclick: fn }, "text", child, [more]) */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "text") el.textContent = v;
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else if (v === true) el.setAttribute(k, "");
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c === null || c === undefined || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : String(c));
+  }
+}
+
+export function clear(el) {
+  el.replaceChildren();
+  return el;
+}
+
+export const fmt = {
+  pct: (n) => (n === null || n === undefined ? "–" : `${n.toFixed(1)} %`),
+  gbFromMb: (mb) => (mb === null || mb === undefined ? "–" : (mb / 1024).toFixed(1)),
+  gb: (gb) => (gb === null || gb === undefined ? "–" : gb >= 100 ? gb.toFixed(0) : gb.toFixed(1)),
+  load: (n) => (n === null || n === undefined ? "–" : n.toFixed(2)),
+  time: (iso) => (iso ? new Date(iso).toLocaleString() : "–"),
+  clock: (iso) => (iso ? new Date(iso).toLocaleTimeString() : ""),
+  ago(iso) {
+    if (!iso) return "never";
+    const s = Math.max(0, Math.round((Date.now() - new Date(iso).getTime()) / 1000));
+    if (s < 60) return `${s} s ago`;
+    if (s < 3600) return `${Math.round(s / 60)} min ago`;
+    if (s < 86400) return `${Math.round(s / 3600)} h ago`;
+    return `${Math.round(s / 86400)} d ago`;
+  },
+};
+
+/** A status shown in words with a matching style (never by colour alone). */
+export function badge(status, label = status) {
+  return h("span", { class: `badge badge-${String(status).replace(/[^a-z_]/g, "")}` }, label);
+}
+
+/** A labelled form field. */
+export function field(label, control, hint) {
+  const id = control.id || `f-${Math.random().toString(36).slice(2, 9)}`;
+  control.id = id;
+  const hintEl = hint ? h("span", { class: "hint", id: `${id}-hint` }, hint) : null;
+  if (hintEl) control.setAttribute("aria-describedby", hintEl.id);
+  return h("div", { class: "field" }, h("label", { for: id }, label), control, hintEl);
+}

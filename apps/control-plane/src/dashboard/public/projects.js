@@ -1,0 +1,318 @@
+// Projects → environments → deployments: status, the actions the caller's role allows,
+// a deployment's live step progress and logs, and the history with retry and rollback.
+import { get, post } from "./api.js";
+import { badge, clear, fmt, h } from "./dom.js";
+
+const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
+const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
+
+async function loadProjects(ctx) {
+  return (await get(`/organizations/${ctx.org.id}/projects`)).data;
+}
+
+/** Runs an action button: disabled while it runs, the API's message on failure. */
+function act(ctx, button, fn) {
+  return async () => {
+    button.disabled = true;
+    try {
+      await fn();
+    } catch (err) {
+      ctx.showError(err);
+    } finally {
+      button.disabled = false;
+    }
+  };
+}
+
+function envActions(ctx, project, env, after) {
+  const can = (code) => project.permissions.includes(code);
+  const buttons = [];
+  const label = (verb) => [verb, h("span", { class: "visually-hidden" }, ` ${project.name} ${env.name}`)];
+  if (can("project.environments.deploy")) {
+    const b = h("button", { type: "button", class: "deploy" }, label("Deploy"));
+    b.addEventListener(
+      "click",
+      act(ctx, b, async () => {
+        const d = await post("/deployments", { project_id: project.id, environment_id: env.id, git_branch: env.git_branch });
+        ctx.navigate(`#/deployments/${d.id}`);
+      }),
+    );
+    buttons.push(b);
+  }
+  if (can("project.environments.operate")) {
+    const ops = env.status === "running" ? ["restart", "stop"] : env.status === "stopped" ? ["start"] : [];
+    for (const op of ops) {
+      const b = h("button", { type: "button", class: "secondary" }, label(op[0].toUpperCase() + op.slice(1)));
+      b.addEventListener(
+        "click",
+        act(ctx, b, async () => {
+          const d = await post(`/environments/${env.id}/actions/${op}`);
+          ctx.announce(`${op} of ${env.name} queued.`);
+          after?.(d);
+        }),
+      );
+      buttons.push(b);
+    }
+  }
+  return buttons;
+}
+
+/** The buttons of a table row, or a word when the caller's role allows none. */
+function actionsCell(buttons, none = "none for your role") {
+  return buttons.length ? h("div", { class: "row-actions" }, buttons) : h("span", { class: "muted" }, none);
+}
+
+export async function projectsPage(main, ctx) {
+  main.append(h("h1", {}, "Projects"));
+  if (!ctx.org) {
+    main.append(h("p", {}, "You are not a member of any organisation."));
+    return;
+  }
+  const list = h("div", { class: "projects" });
+  main.append(list);
+  let projects = await loadProjects(ctx);
+  if (!ctx.current()) return;
+
+  function render() {
+    clear(list);
+    if (projects.length === 0) list.append(h("p", {}, "No projects you can see in this organisation."));
+    for (const p of projects) {
+      const rows = p.environments.map((e) =>
+        h(
+          "tr",
+          { dataset: { environmentId: e.id } },
+          h("th", { scope: "row" }, h("a", { href: `#/environments/${e.id}` }, e.name)),
+          h("td", {}, badge(e.status)),
+          h("td", {}, e.git_branch),
+          h("td", {}, e.server_name ?? "–"),
+          h("td", {}, e.last_deployment ? [h("a", { href: `#/deployments/${e.last_deployment.id}` }, `${e.last_deployment.kind} v${e.last_deployment.version}`), " ", badge(e.last_deployment.status)] : "none"),
+          h("td", {}, actionsCell(envActions(ctx, p, e, () => void reload()))),
+        ),
+      );
+      list.append(
+        h(
+          "section",
+          { class: "card project", "aria-labelledby": `p-${p.id}` },
+          h("h2", { id: `p-${p.id}` }, p.name, " ", h("span", { class: "muted" }, `(${p.role.replace("_", " ")})`)),
+          p.environments.length === 0
+            ? h("p", {}, "No environments.")
+            : h(
+                "table",
+                {},
+                h("caption", { class: "visually-hidden" }, `Environments of ${p.name}`),
+                h("thead", {}, h("tr", {}, ["Environment", "Status", "Branch", "Server", "Last operation", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
+                h("tbody", {}, rows),
+              ),
+        ),
+      );
+    }
+  }
+
+  let timer = 0;
+  async function reload() {
+    clearTimeout(timer);
+    timer = 0;
+    try {
+      const fresh = await loadProjects(ctx);
+      if (!ctx.current()) return;
+      projects = fresh;
+      const focused = document.activeElement?.closest?.("tr")?.dataset.environmentId;
+      render();
+      if (focused) list.querySelector(`tr[data-environment-id="${focused}"] a`)?.focus();
+    } catch (err) {
+      ctx.showError(err);
+    }
+  }
+  const soon = () => {
+    if (!timer) timer = setTimeout(() => void reload(), 300);
+  };
+  ctx.on("environment.status", soon);
+  ctx.on("deployment.status", soon);
+  ctx.onCleanup(() => clearTimeout(timer));
+  render();
+}
+
+export async function environmentPage(main, ctx, envId) {
+  const projects = ctx.org ? await loadProjects(ctx) : [];
+  const project = projects.find((p) => p.environments.some((e) => e.id === envId));
+  const env = project?.environments.find((e) => e.id === envId);
+  if (!project || !env) {
+    main.append(h("h1", {}, "Environment not found"), h("p", {}, h("a", { href: "#/projects" }, "Back to projects")));
+    return;
+  }
+  const canDeploy = project.permissions.includes("project.environments.deploy");
+  const statusEl = h("span", {}, badge(env.status));
+  main.append(
+    h("p", { class: "crumbs" }, h("a", { href: "#/projects" }, "Projects"), ` / ${project.name}`),
+    h("h1", {}, `${project.name} / ${env.name}`),
+    h(
+      "dl",
+      { class: "facts" },
+      h("dt", {}, "Status"),
+      h("dd", {}, statusEl),
+      h("dt", {}, "Branch"),
+      h("dd", {}, env.git_branch),
+      h("dt", {}, "Server"),
+      h("dd", {}, env.server_name ?? "–"),
+      h("dt", {}, "Resources"),
+      h("dd", {}, `${env.cpu_cores} cores · ${fmt.gbFromMb(env.ram_mb)} GB RAM · ${env.disk_gb} GB disk`),
+    ),
+    h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
+    h("h2", {}, "Deployment history"),
+  );
+  const table = h("div", {});
+  main.append(table);
+
+  async function loadHistory() {
+    const all = await get(`/deployments?project_id=${project.id}&limit=100`);
+    if (!ctx.current()) return;
+    const mine = all.filter((d) => d.environment_id === envId);
+    clear(table);
+    if (mine.length === 0) {
+      table.append(h("p", {}, "No deployments yet."));
+      return;
+    }
+    table.append(
+      h(
+        "table",
+        {},
+        h("caption", { class: "visually-hidden" }, "Deployments, newest first"),
+        h("thead", {}, h("tr", {}, ["Version", "Kind", "Status", "Trigger", "Started", "Duration", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
+        h(
+          "tbody",
+          {},
+          mine.map((d) => {
+            const actions = [];
+            if (canDeploy && d.status === "failed") {
+              const b = h("button", { type: "button", class: "secondary" }, "Retry", h("span", { class: "visually-hidden" }, ` version ${d.version}`));
+              b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/retry`)).id}`)));
+              actions.push(b);
+            }
+            if (canDeploy && d.status === "success" && ["deploy", "redeploy", "rollback"].includes(d.kind)) {
+              const b = h("button", { type: "button", class: "secondary" }, "Roll back to this", h("span", { class: "visually-hidden" }, ` (version ${d.version})`));
+              b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/rollback`)).id}`)));
+              actions.push(b);
+            }
+            return h(
+              "tr",
+              {},
+              h("th", { scope: "row" }, h("a", { href: `#/deployments/${d.id}` }, `v${d.version}`)),
+              h("td", {}, d.kind),
+              h("td", {}, badge(d.status)),
+              h("td", {}, d.trigger),
+              h("td", {}, fmt.time(d.started_at ?? d.created_at)),
+              h("td", {}, d.duration_seconds === null ? "–" : `${Math.round(d.duration_seconds)} s`),
+              h("td", {}, actionsCell(actions, "–")),
+            );
+          }),
+        ),
+      ),
+    );
+  }
+  await loadHistory();
+  let timer = 0;
+  ctx.on("deployment.status", (d) => {
+    if (d.environment_id !== envId) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void loadHistory().catch(ctx.showError), 300);
+  });
+  ctx.on("environment.status", (d) => {
+    if (d.environment_id === envId) clear(statusEl).append(badge(d.status));
+  });
+  ctx.onCleanup(() => clearTimeout(timer));
+}
+
+export async function deploymentPage(main, ctx, deploymentId) {
+  const record = await get(`/deployments/${deploymentId}`);
+  if (!ctx.current()) return;
+  const projects = ctx.org ? await loadProjects(ctx).catch(() => []) : [];
+  const project = projects.find((p) => p.id === record.project_id);
+  const env = project?.environments.find((e) => e.id === record.environment_id);
+  const statusEl = h("span", { id: "deployment-status" }, badge(record.status));
+  const percent = h("span", { id: "deployment-percent" });
+  const steps = h("ol", { class: "steps", "aria-label": "Steps" });
+  const logs = h("ol", { class: "logs", role: "log", "aria-label": "Deployment logs", tabindex: "0" });
+  const error = h("p", { class: "error-text", hidden: true });
+  const cancel = h("button", { type: "button", class: "secondary", hidden: true }, "Cancel deployment");
+  cancel.addEventListener(
+    "click",
+    act(ctx, cancel, async () => {
+      await post(`/deployments/${deploymentId}/cancel`);
+      ctx.announce("Deployment cancelled.");
+    }),
+  );
+  main.append(
+    h(
+      "p",
+      { class: "crumbs" },
+      h("a", { href: "#/projects" }, "Projects"),
+      env ? [" / ", h("a", { href: `#/environments/${env.id}` }, `${project.name} / ${env.name}`)] : null,
+    ),
+    h("h1", {}, `${record.kind[0].toUpperCase()}${record.kind.slice(1)} v${record.version}`),
+    h("p", { class: "facts-line" }, "Status: ", statusEl, " · ", percent, ` · branch ${record.git_branch ?? "–"} · started ${fmt.time(record.started_at ?? record.created_at)}`),
+    error,
+    h("div", { class: "actions" }, cancel),
+    h("div", { class: "deploy-grid" }, h("section", { "aria-labelledby": "steps-h" }, h("h2", { id: "steps-h" }, "Steps"), steps), h("section", { "aria-labelledby": "logs-h" }, h("h2", { id: "logs-h" }, "Logs"), logs)),
+  );
+  const canCancel = project?.permissions.includes("project.deployments.cancel") ?? false;
+
+  function paintRecord(status, errorMessage) {
+    clear(statusEl).append(badge(status));
+    cancel.hidden = !(canCancel && (status === "pending" || status === "running" || status === "queued" || status === "deploying" || status === "building"));
+    error.hidden = !errorMessage;
+    error.textContent = errorMessage ? `Error: ${errorMessage}` : "";
+  }
+
+  async function loadProgress() {
+    const p = await get(`/deployments/${deploymentId}/progress`);
+    if (!ctx.current()) return;
+    percent.textContent = `${p.progress_percent} % done`;
+    steps.replaceChildren(
+      ...p.steps.map((s) =>
+        h("li", { class: `step step-${s.status}`, dataset: { step: s.id } }, h("span", { class: "step-mark", "aria-hidden": "true" }, s.status === "completed" ? "✓" : s.status === "running" ? "▶" : s.status === "failed" ? "✗" : "·"), ` ${s.name} `, h("span", { class: "step-status" }, `(${s.status})`)),
+      ),
+    );
+    paintRecord(p.status, p.error_message);
+  }
+
+  const seen = new Set();
+  let pendingLines = [];
+  let frame = 0;
+  function addLine(l) {
+    const key = String(l.id);
+    if (seen.has(key)) return;
+    seen.add(key);
+    pendingLines.push(l);
+    if (!frame) frame = requestAnimationFrame(flushLines);
+  }
+  function flushLines() {
+    frame = 0;
+    const atBottom = logs.scrollTop + logs.clientHeight >= logs.scrollHeight - 8;
+    logs.append(
+      ...pendingLines.map((l) =>
+        h("li", { class: `log log-${l.level}` }, h("time", { datetime: l.timestamp }, fmt.clock(l.timestamp)), " ", h("span", { class: "log-level" }, l.level.toUpperCase()), " ", l.step ? h("span", { class: "log-step" }, `[${l.step}] `) : null, l.message),
+      ),
+    );
+    pendingLines = [];
+    if (atBottom) logs.scrollTop = logs.scrollHeight;
+  }
+  ctx.onCleanup(() => frame && cancelAnimationFrame(frame));
+
+  // Subscribe first, then load: nothing falls between the two (lines are de-duplicated by id).
+  ctx.on("deployment.log", (l) => {
+    if (l.deployment_id === deploymentId) addLine(l);
+  });
+  let timer = 0;
+  ctx.on("deployment.status", (d) => {
+    if (d.deployment_id !== deploymentId) return;
+    paintRecord(d.status, d.error_message);
+    if (TERMINAL.has(d.status)) ctx.announce(`Deployment ${d.status}.`);
+    clearTimeout(timer);
+    timer = setTimeout(() => void loadProgress().catch(ctx.showError), 150);
+  });
+  ctx.onCleanup(() => clearTimeout(timer));
+  const [initial] = await Promise.all([get(`/deployments/${deploymentId}/logs?limit=500`), loadProgress()]);
+  if (!ctx.current()) return;
+  for (const l of initial.logs) addLine(l);
+  if (initial.logs.length === 0 && !ACTIVE.has(record.status)) logs.append(h("li", {}, "No log lines."));
+}

@@ -1,0 +1,60 @@
+// How much room a server has for another environment: what its environments have been
+// given (allocation) and what the host really uses now (live figures), whichever is tighter.
+
+/** The size of a new environment when none is given (the environments table's defaults). */
+export const DEFAULT_ENVIRONMENT = { cpu_cores: 1, ram_mb: 2048, disk_gb: 20 } as const;
+
+export interface HostSize {
+  cpuCores: number;
+  ramMb: number;
+  diskGb: number;
+}
+
+export interface LiveFigures {
+  ramUsedMb: number;
+  ramTotalMb: number;
+  diskUsedGb: number;
+  diskTotalGb: number;
+}
+
+export interface Allocation {
+  cpuCores: number;
+  ramMb: number;
+  diskGb: number;
+}
+
+export interface Capacity {
+  free_cpu_cores: number;
+  free_ram_mb: number;
+  free_disk_gb: number;
+  /** Default-size environments that still fit. */
+  fits_default: number;
+  /** room: at least one fits; full: none does; unknown: the host's size is not known yet (never connected). */
+  room: "room" | "full" | "unknown";
+}
+
+const floorDiv = (free: number, per: number) => Math.max(0, Math.floor(free / per));
+
+export function capacityOf(host: HostSize, allocated: Allocation, live: LiveFigures | null): Capacity {
+  const totalRam = live ? live.ramTotalMb : host.ramMb;
+  const totalDisk = live ? live.diskTotalGb : host.diskGb;
+  if (host.cpuCores <= 0 || totalRam <= 0 || totalDisk <= 0) {
+    return { free_cpu_cores: 0, free_ram_mb: 0, free_disk_gb: 0, fits_default: 0, room: "unknown" };
+  }
+  // Allocation can be over-committed on paper; what the host really has left also bounds it.
+  const freeCpu = Math.max(0, host.cpuCores - allocated.cpuCores);
+  const freeRam = Math.max(0, Math.min(totalRam - allocated.ramMb, live ? live.ramTotalMb - live.ramUsedMb : Infinity));
+  const freeDisk = Math.max(0, Math.min(totalDisk - allocated.diskGb, live ? live.diskTotalGb - live.diskUsedGb : Infinity));
+  const fits = Math.min(
+    floorDiv(freeCpu, DEFAULT_ENVIRONMENT.cpu_cores),
+    floorDiv(freeRam, DEFAULT_ENVIRONMENT.ram_mb),
+    floorDiv(freeDisk, DEFAULT_ENVIRONMENT.disk_gb),
+  );
+  return {
+    free_cpu_cores: freeCpu,
+    free_ram_mb: Math.round(freeRam),
+    free_disk_gb: Math.round(freeDisk * 10) / 10,
+    fits_default: fits,
+    room: fits > 0 ? "room" : "full",
+  };
+}
