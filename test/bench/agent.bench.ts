@@ -56,16 +56,10 @@ import { dockerClient, removeBenchContainers, startBenchContainers, type BenchCo
 import { clockTicksPerSecond, readCpuTicks, readMemory, readThreads, type MemoryReading } from "./agent/proc.ts";
 import { summariseCpuProfile, summariseHeapProfile, type Attribution } from "./agent/profiles.ts";
 import { startBenchDatabase } from "./database.ts";
+import { setting } from "./settings.ts";
 
 // ---- settings ---------------------------------------------------------------------------
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const DURATION_S = Math.round(setting("BENCH_DURATION_S", 60));
 const SETTLE_S = setting("BENCH_SETTLE_S", 10);

@@ -36,14 +36,8 @@ import { startBenchDatabase, type BenchDatabase } from "./database.ts";
 import type { Stats } from "./instrument.ts";
 import { seed, type Target } from "./seed.ts";
 import type { Command, Reply, Variant } from "./server-process.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const DURATION_S = setting("BENCH_DURATION_S", 10);
 const WARMUP_S = setting("BENCH_WARMUP_S", 2);

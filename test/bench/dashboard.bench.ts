@@ -18,14 +18,8 @@ import { exportPublicKey, type Event } from "@berth/protocol";
 import { SimAgent } from "../support/sim-agent.ts";
 import { launchBrowser } from "../dashboard/browser.ts";
 import { startBenchDatabase } from "./database.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const N = Math.floor(setting("BENCH_SERVERS", 500));
 const STATS_MS = setting("BENCH_STATS_MS", 10_000);

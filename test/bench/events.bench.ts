@@ -34,14 +34,8 @@ import { SimAgent } from "../support/sim-agent.ts";
 import { cpuSnapshot, cpuUse, parentOf, type CpuUse } from "./cpu.ts";
 import { startBenchDatabase, type BenchDatabase } from "./database.ts";
 import type { Command, Reply } from "./server-process.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const AGENTS = Math.floor(setting("BENCH_AGENTS", 4));
 const BATCH = Math.min(500, Math.floor(setting("BENCH_BATCH", 500)));

@@ -57,16 +57,10 @@ import type {
   VerifiedItem,
 } from "./fleet/ipc.ts";
 import { cpuSnapshot, cpuUse, findPostmaster, openFilesLimit, rssMb, type CpuSnapshot } from "./fleet/proc.ts";
+import { setting } from "./settings.ts";
 
 // ---- settings ---------------------------------------------------------------------------
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
-  return n;
-}
 
 const N = Math.floor(setting("BENCH_AGENTS", 10_000));
 const AGENT_PROCS = Math.min(N, Math.floor(setting("BENCH_AGENT_PROCS", 2)));

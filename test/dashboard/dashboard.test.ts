@@ -2,7 +2,6 @@
 // and the real Docker engine: live server figures, a deployment's steps and logs arriving,
 // adding a server that comes online, API keys and webhooks, what a project member may not
 // do, and a support restart that the organisation's owner reads in the audit log.
-import Docker from "dockerode";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
@@ -10,6 +9,7 @@ import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -22,13 +22,12 @@ let projectId: string;
 let envId: string;
 const agents: AgentProcess[] = [];
 const pages: (Page & { scriptErrors: string[] })[] = [];
-const docker = new Docker();
 const PROJECT = "Dashboard shop";
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`;
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
   const org = { organizationId: d.organization_id, projectId: null };
   const project = await cp.app.services.projects.create(org, { name: PROJECT, server_id: d.server_id, erp_version: "17.0" });
@@ -50,10 +49,7 @@ afterAll(async () => {
   await browser?.close();
   for (const a of agents) await a.cleanup();
   await cp?.close();
-  const label = { label: [`berth.environment_id=${envId}`] };
-  for (const c of await docker.listContainers({ all: true, filters: label })) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
-  for (const v of (await docker.listVolumes({ filters: label })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
-  for (const n of await docker.listNetworks({ filters: label })) await docker.getNetwork(n.Id).remove().catch(() => {});
+  await removeEnvironmentObjects([envId]);
 });
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {

@@ -7,6 +7,7 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
 
 let cp: TestControlPlane;
 let agent: AgentProcess;
@@ -18,13 +19,9 @@ const TERMINAL = ["success", "failed", "cancelled", "destroyed", "rolled_back"];
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
-  const port = (cp.app.server.address() as { port: number }).port;
-  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
-  agent = await AgentProcess.create();
-  await agent.enroll(`http://127.0.0.1:${port}`, token.token);
-  agent.start();
+  agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
   const org = { organizationId: d.organization_id, projectId: null };
   const project = await cp.app.services.projects.create(org, { name: "Lifecycle shop", server_id: d.server_id, erp_version: "17.0" });
   envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
@@ -35,10 +32,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.cleanup();
   await cp?.close();
-  const label = { label: [`berth.environment_id=${envId}`] };
-  for (const c of await docker.listContainers({ all: true, filters: label })) await docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {});
-  for (const v of (await docker.listVolumes({ filters: label })).Volumes ?? []) await docker.getVolume(v.Name).remove().catch(() => {});
-  for (const n of await docker.listNetworks({ filters: label })) await docker.getNetwork(n.Id).remove().catch(() => {});
+  await removeEnvironmentObjects([envId]);
 });
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000) {
