@@ -41,6 +41,8 @@ interface Connection {
   nonce: string;
   /** Set when a batch could not be stored: nothing after it may be acknowledged. */
   broken: boolean;
+  /** `ready` was sent: commands may go out (before it the agent refuses them). */
+  ready: boolean;
 }
 
 export interface GatewayOptions {
@@ -101,7 +103,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
   }
 
   async function deliver(conn: Connection) {
-    if (!conn.serverId) return;
+    // A wake-up during the handshake waits for the delivery that follows `ready`.
+    if (!conn.serverId || !conn.ready) return;
     const cmds = await opts.commands.deliverable(conn.serverId);
     for (const cmd of cmds) {
       const frameId = randomUUID();
@@ -142,6 +145,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     await pool.query("select pg_notify($1, $2)", [TAKEOVER_CHANNEL, `${hello.server_id}:${conn.id}`]);
     conn.version = version;
     send(conn, "ready", { protocol_version: version, heartbeat_ms: opts.heartbeatMs, resend_from: Number(server!.last_event_seq) + 1 });
+    conn.ready = true;
     opts.log.info({ serverId: hello.server_id, agentVersion: hello.agent_version }, "agent connected");
     await deliver(conn);
   }
@@ -224,6 +228,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
         timers: [],
         nonce: randomBytes(32).toString("base64"),
         broken: false,
+        ready: false,
       };
       conn.timers.push(
         setTimeout(() => {
