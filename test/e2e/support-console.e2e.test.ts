@@ -82,7 +82,7 @@ it("deploys the environment the console will act on, and shows the live agent", 
     status = (await owner.api.get(`/deployments/${res.body.id}`)).body.status;
     return TERMINAL.includes(status);
   }, 180_000);
-  expect(status).toBe("success");
+  expect(status, JSON.stringify((await owner.api.get(`/deployments/${res.body.id}`)).body.error_message)).toBe("success");
 
   const server = await staff.api.get(`/support/servers/${d.server_id}`);
   expect(server.status).toBe(200);

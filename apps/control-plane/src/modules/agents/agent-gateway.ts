@@ -258,7 +258,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
       send(conn, "challenge", { nonce: conn.nonce, server_time: new Date().toISOString() });
     },
 
-    isConnected: (serverId: string) => live.has(serverId),
+    /** The agent finished its handshake here: recorded online and ready for commands. */
+    isConnected: (serverId: string) => live.get(serverId)?.ready === true,
     connectedCount: () => live.size,
 
     async close() {

@@ -50,7 +50,7 @@ export function apiKeysRoutes(service: ApiKeysService): FastifyPluginAsyncTypebo
         schema: {
           tags: ["API keys"],
           summary: "Revoke an API key",
-          description: "The key stops working at once, on every replica. Returns the revoked key. Needs a full-access key.",
+          description: "The key stops working at once on the replica that answers, and moments later (when the NOTIFY arrives) on every other one. Returns the revoked key. Needs a full-access key.",
           params: IdParams,
           response: { 200: ApiKeyRef, ...errors(404) },
         },
