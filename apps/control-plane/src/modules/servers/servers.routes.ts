@@ -1,6 +1,7 @@
 // Public API routes for servers (public spec 4.3): the machines projects are deployed on.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { serverStats } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
@@ -9,6 +10,37 @@ import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../../public-api/guards.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
 import type { ServerRow, ServersRepo } from "./servers.repo.ts";
+
+/** A server's latest figures from its agent (the server_stats row). */
+export const ServerUsage = Type.Object({
+  sampled_at: Timestamp,
+  cpu_percent: Type.Number(),
+  ram_used_mb: Type.Integer(),
+  ram_total_mb: Type.Integer(),
+  disk_used_gb: Type.Number(),
+  disk_total_gb: Type.Number(),
+  load1: Type.Number(),
+  load5: Type.Number(),
+  load15: Type.Number(),
+  containers_running: Type.Integer(),
+  containers_total: Type.Integer(),
+});
+
+export function usageView(u: typeof serverStats.$inferSelect) {
+  return {
+    sampled_at: u.sampledAt.toISOString(),
+    cpu_percent: u.cpuPercent,
+    ram_used_mb: u.ramUsedMb,
+    ram_total_mb: u.ramTotalMb,
+    disk_used_gb: u.diskUsedGb,
+    disk_total_gb: u.diskTotalGb,
+    load1: u.load1,
+    load5: u.load5,
+    load15: u.load15,
+    containers_running: u.containersRunning,
+    containers_total: u.containersTotal,
+  };
+}
 
 export const Server = Type.Object(
   {
@@ -24,22 +56,7 @@ export const Server = Type.Object(
     last_seen_at: Nullable(Timestamp),
     agent_version: Nullable(Type.String()),
     usage: Nullable(
-      Type.Object(
-        {
-          sampled_at: Timestamp,
-          cpu_percent: Type.Number(),
-          ram_used_mb: Type.Integer(),
-          ram_total_mb: Type.Integer(),
-          disk_used_gb: Type.Number(),
-          disk_total_gb: Type.Number(),
-          load1: Type.Number(),
-          load5: Type.Number(),
-          load15: Type.Number(),
-          containers_running: Type.Integer(),
-          containers_total: Type.Integer(),
-        },
-        { description: "Latest figures reported by the server's agent; null before the first sample" },
-      ),
+      Type.Object(ServerUsage.properties, { description: "Latest figures reported by the server's agent; null before the first sample" }),
     ),
   },
   { $id: "Server", title: "Server" },
@@ -59,21 +76,7 @@ export function serverView(s: ServerRow) {
     status: s.status,
     last_seen_at: s.lastSeenAt?.toISOString() ?? null,
     agent_version: s.agentVersion,
-    usage: s.stats
-      ? {
-          sampled_at: s.stats.sampledAt.toISOString(),
-          cpu_percent: s.stats.cpuPercent,
-          ram_used_mb: s.stats.ramUsedMb,
-          ram_total_mb: s.stats.ramTotalMb,
-          disk_used_gb: s.stats.diskUsedGb,
-          disk_total_gb: s.stats.diskTotalGb,
-          load1: s.stats.load1,
-          load5: s.stats.load5,
-          load15: s.stats.load15,
-          containers_running: s.stats.containersRunning,
-          containers_total: s.stats.containersTotal,
-        }
-      : null,
+    usage: s.stats ? usageView(s.stats) : null,
   };
 }
 

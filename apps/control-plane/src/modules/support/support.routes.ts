@@ -8,6 +8,7 @@ import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "
 import { personOf } from "../../platform-api/session-auth.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
 import { can, deniedMessage } from "../auth/permissions.ts";
+import { ServerUsage } from "../servers/servers.routes.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
 import { auditEntryDetail, createAuditLogRepo } from "./audit-log.repo.ts";
 import { createSupport, DEFAULT_TAIL_LINES, SUPPORT_COMMANDS, type SupportCommand } from "./support.service.ts";
@@ -74,21 +75,7 @@ const ServerDetail = Type.Object({
     arch: Nullable(Type.String()),
     docker_version: Nullable(Type.String()),
   }),
-  stats: Nullable(
-    Type.Object({
-      sampled_at: Timestamp,
-      cpu_percent: Type.Number(),
-      ram_used_mb: Type.Integer(),
-      ram_total_mb: Type.Integer(),
-      disk_used_gb: Type.Number(),
-      disk_total_gb: Type.Number(),
-      load1: Type.Number(),
-      load5: Type.Number(),
-      load15: Type.Number(),
-      containers_running: Type.Integer(),
-      containers_total: Type.Integer(),
-    }),
-  ),
+  stats: Nullable(ServerUsage),
   environments: Type.Array(Type.Object({ id: Uuid, name: Type.String(), status: Type.String(), project_id: Uuid, project_name: Type.String(), is_active: Type.Boolean() })),
   recent_commands: Type.Array(CommandSummary, { description: "The last 50, newest first" }),
 });

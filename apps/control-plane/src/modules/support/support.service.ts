@@ -11,6 +11,7 @@ import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
 import { STALE_AFTER_SECONDS } from "../servers/servers.repo.ts";
+import { usageView } from "../servers/servers.routes.ts";
 import { auditEntryView, type AuditLogRepo } from "./audit-log.repo.ts";
 import { commandOutcome } from "./outcomes.ts";
 
@@ -147,21 +148,7 @@ export function createSupport(deps: {
           arch: s.arch,
           docker_version: s.dockerVersion,
         },
-        stats: stats
-          ? {
-              sampled_at: stats.sampledAt.toISOString(),
-              cpu_percent: stats.cpuPercent,
-              ram_used_mb: stats.ramUsedMb,
-              ram_total_mb: stats.ramTotalMb,
-              disk_used_gb: stats.diskUsedGb,
-              disk_total_gb: stats.diskTotalGb,
-              load1: stats.load1,
-              load5: stats.load5,
-              load15: stats.load15,
-              containers_running: stats.containersRunning,
-              containers_total: stats.containersTotal,
-            }
-          : null,
+        stats: stats ? usageView(stats) : null,
         environments: envs,
         recent_commands: recent.map(commandView),
       };
