@@ -8,6 +8,7 @@ import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
 
 let cp: TestControlPlane;
 let proxy: TcpProxy;
@@ -20,7 +21,7 @@ const docker = new Docker();
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
   const address = cp.app.server.address() as { port: number };
   // The agent reaches the control plane through a proxy the test can cut.
@@ -43,15 +44,7 @@ afterAll(async () => {
   await proxy?.close();
   await cp?.close();
   // Everything this file's environments left: containers first, then their volumes and networks.
-  for (const id of envIds) {
-    const label = { label: [`berth.environment_id=${id}`] };
-    const containers = await docker.listContainers({ all: true, filters: label });
-    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
-    const { Volumes } = await docker.listVolumes({ filters: label });
-    await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
-    const networks = await docker.listNetworks({ filters: label });
-    await Promise.all(networks.map((n) => docker.getNetwork(n.Id).remove().catch(() => {})));
-  }
+  await removeEnvironmentObjects(envIds);
 });
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {

@@ -14,6 +14,7 @@ import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
+import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
 
 const exec = promisify(execFile);
 let cp: TestControlPlane;
@@ -31,7 +32,7 @@ async function git(...args: string[]): Promise<string> {
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`;
 
@@ -58,15 +59,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.cleanup();
   await cp?.close();
-  if (envId) {
-    const label = { label: [`berth.environment_id=${envId}`] };
-    const containers = await docker.listContainers({ all: true, filters: label });
-    await Promise.all(containers.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
-    const { Volumes } = await docker.listVolumes({ filters: label });
-    await Promise.all((Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => {})));
-    const networks = await docker.listNetworks({ filters: label });
-    await Promise.all(networks.map((n) => docker.getNetwork(n.Id).remove().catch(() => {})));
-  }
+  if (envId) await removeEnvironmentObjects([envId]);
   if (repoDir) await rm(repoDir, { recursive: true, force: true });
 });
 
