@@ -14,6 +14,8 @@ export interface BenchDatabase {
   description: string;
   /** Runs on this machine, so its processes can be looked up in /proc. */
   local: boolean;
+  /** The embedded server's data directory (its postmaster.pid names the server's process); null on DATABASE_URL. */
+  dataDir: string | null;
   stop(): Promise<void>;
 }
 
@@ -33,6 +35,7 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
       url: withDatabase(external, name),
       description: `database ${name} on DATABASE_URL's server (dropped afterwards)`,
       local: false,
+      dataDir: null,
       async stop() {
         const admin = new pg.Client({ connectionString: adminUrl });
         await admin.connect();
@@ -53,6 +56,7 @@ export async function startBenchDatabase(): Promise<BenchDatabase> {
       url: server.url,
       description: `embedded PostgreSQL in ${dir} (default settings, removed afterwards)`,
       local: true,
+      dataDir: path.join(dir, "data"),
       async stop() {
         try {
           await server.stop();

@@ -31,15 +31,14 @@
 // database), BENCH_LOG_LEVEL (control-plane logs at that level to /dev/null), BENCH_COLD_SIGNER=1
 // (leave the control plane's signing-key cache cold, as after a restart).
 import { randomUUID } from "node:crypto";
-import { chmod, mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { createDb, ensureDatabase, runMigrations, startEmbeddedPostgres, type DbHandle } from "@berth/db";
+import { createDb, runMigrations, type DbHandle } from "@berth/db";
 import { createServices, systemClock } from "@berth/control-plane";
 import type { SigningKey } from "@berth/protocol";
-import { freePort } from "../setup/global-setup.ts";
 import { Child, firstEvent, startChild } from "./fleet/children.ts";
 import type {
   AgentEvent,
@@ -58,6 +57,7 @@ import type {
 } from "./fleet/ipc.ts";
 import { cpuSnapshot, cpuUse, findPostmaster, openFilesLimit, rssMb, type CpuSnapshot } from "./fleet/proc.ts";
 import { setting } from "./settings.ts";
+import { startBenchDatabase } from "./database.ts";
 
 // ---- settings ---------------------------------------------------------------------------
 
@@ -104,61 +104,6 @@ const sortNum = (xs: number[]) => [...xs].sort((a, b) => a - b);
 
 // ---- the database -----------------------------------------------------------------------
 
-interface BenchDatabase {
-  url: string;
-  description: string;
-  /** Data directory of the embedded server, to find its processes. */
-  dataDir: string | null;
-  stop(): Promise<void>;
-}
-
-function withDatabase(url: string, database: string): string {
-  const u = new URL(url);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-async function startDatabase(): Promise<BenchDatabase> {
-  if (process.env.DATABASE_URL) {
-    const adminUrl = withDatabase(process.env.DATABASE_URL, "postgres");
-    const name = `berth_fleet_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-    await ensureDatabase(adminUrl, name);
-    return {
-      url: withDatabase(process.env.DATABASE_URL, name),
-      description: `database ${name} on DATABASE_URL's server (dropped afterwards)`,
-      dataDir: null,
-      async stop() {
-        const admin = new pg.Client({ connectionString: adminUrl });
-        await admin.connect();
-        try {
-          await admin.query(`drop database if exists "${name}" with (force)`);
-        } finally {
-          await admin.end();
-        }
-      },
-    };
-  }
-  const dir = await mkdtemp(path.join(os.tmpdir(), "berth-fleet-pg-"));
-  try {
-    await chmod(dir, 0o755); // PostgreSQL runs as its own user when we are root.
-    const server = await startEmbeddedPostgres({ dataDir: path.join(dir, "data"), port: await freePort(), database: "berth_fleet" });
-    return {
-      url: server.url,
-      description: `embedded PostgreSQL in ${dir} (default settings, removed afterwards)`,
-      dataDir: path.join(dir, "data"),
-      async stop() {
-        try {
-          await server.stop();
-        } finally {
-          await rm(dir, { recursive: true, force: true });
-        }
-      },
-    };
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
-}
 
 // ---- seeding ------------------------------------------------------------------------------
 
@@ -329,7 +274,7 @@ async function main() {
   const perAgentProc = Math.ceil(N / AGENT_PROCS);
   log(`agents ${N} in ${AGENT_PROCS} processes; open-files soft limit ${softLimit}`);
 
-  const database = await startDatabase();
+  const database = await startBenchDatabase();
   cleanups.database.push(() => database.stop());
   log(database.description);
   await runMigrations(database.url);
