@@ -1,4 +1,4 @@
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -117,3 +117,45 @@ process.kill(process.pid, "SIGKILL");
     expect(journal.acceptCommand({ commandId: "c1", seq: 1, type: "deploy", command: {} }).shouldRun).toBe(false);
   });
 });
+
+describe("journal opened by two processes at once", () => {
+  const temp = useTempJournals();
+
+  it("creates the schema once: `status` and the daemon may open a fresh journal together", async () => {
+    // Each child imports the journal, then waits for a shared instant so the opens collide
+    // (the daemon starting while the installer polls `berth-agent status` on a fresh install).
+    const journalModule = fileURLToPath(new URL("./journal.ts", import.meta.url));
+    const script = join(temp.dir(), "open.ts");
+    writeFileSync(
+      script,
+      `import { openJournal } from ${JSON.stringify(journalModule)};
+const at = Number(process.argv[2]);
+while (Date.now() < at) {}
+openJournal({ path: process.argv[3] }).close();
+`,
+    );
+    const cwd = fileURLToPath(new URL("../../../..", import.meta.url));
+    for (let round = 0; round < 3; round++) {
+      const path = join(temp.dir(), `race-${round}.db`);
+      const at = String(Date.now() + 2_500);
+      const results = await Promise.all(
+        Array.from({ length: 4 }, () => run(process.execPath, ["--import", "tsx", script, at, path], cwd)),
+      );
+      // Each child's outcome: "ok", or the first line of its error ("table meta already exists").
+      const outcomes = results.map((r) => (r.code === 0 ? "ok" : (r.stderr.match(/^\w*Error.*$/m)?.[0] ?? r.stderr)));
+      expect(outcomes).toEqual(["ok", "ok", "ok", "ok"]);
+      const db = new Database(path, { readonly: true });
+      expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+      db.close();
+    }
+  });
+});
+
+function run(cmd: string, args: string[], cwd: string): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { cwd, stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("close", (code) => resolve({ code, stderr }));
+  });
+}

@@ -45,19 +45,26 @@ const MIGRATIONS: readonly string[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 export function migrate(db: Database.Database): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
-  if (current > SCHEMA_VERSION) {
+  const version = (): number => db.pragma("user_version", { simple: true }) as number;
+  const check = (current: number): void => {
     // A downgraded agent must not write into a schema it does not understand.
-    throw new JournalError(
-      "schema_too_new",
-      `journal schema is version ${current}, this agent knows up to ${SCHEMA_VERSION}`,
-    );
-  }
-  for (let version = current; version < SCHEMA_VERSION; version++) {
-    const sql = MIGRATIONS[version] ?? "";
-    db.transaction(() => {
-      db.exec(sql);
-      db.pragma(`user_version = ${version + 1}`);
-    }).immediate();
-  }
+    if (current > SCHEMA_VERSION) {
+      throw new JournalError(
+        "schema_too_new",
+        `journal schema is version ${current}, this agent knows up to ${SCHEMA_VERSION}`,
+      );
+    }
+  };
+  check(version());
+  if (version() === SCHEMA_VERSION) return;
+  // The version is read again under the write lock: `berth-agent status` and the daemon can
+  // open a fresh journal at the same moment, and only one of them may create the tables.
+  db.transaction(() => {
+    const current = version();
+    check(current);
+    for (let next = current; next < SCHEMA_VERSION; next++) {
+      db.exec(MIGRATIONS[next] ?? "");
+      db.pragma(`user_version = ${next + 1}`);
+    }
+  }).immediate();
 }
