@@ -7,6 +7,7 @@ import { checkControlPlaneUrl, connectUrl } from "../config/control-plane-url.ts
 import { createAgent } from "../agent/agent.ts";
 import { createDockerClient } from "../docker/docker-client.ts";
 import { openJournal } from "../journal/journal.ts";
+import { JournalError } from "../journal/journal-error.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import { createLogger } from "../logger.ts";
 import { loadIdentity, saveSigningKeys, StateError, type LoadedIdentity } from "../state/identity.ts";
@@ -38,7 +39,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     journal = openJournal({ path: paths.journal });
   } catch (error) {
     io.err(`berth-agent: cannot open the journal ${paths.journal}: ${error instanceof Error ? error.message : String(error)}`);
-    return EXIT_CONFIG;
+    return mayPass(error) ? 1 : EXIT_CONFIG;
   }
 
   const logger = createLogger(config.logLevel);
@@ -127,4 +128,13 @@ function commitUpdate(stateDir: string, logger: ReturnType<typeof createLogger>)
   } catch (error) {
     logger.warn({ error: String(error) }, "cannot read or clear the update marker");
   }
+}
+
+// A lock held past the busy timeout, a full disk or an I/O error may pass: exit as a failure
+// so the service manager starts the agent again. A journal from a newer agent, or a file that
+// is not a journal, needs a person: exit as a configuration error, which is not retried.
+function mayPass(error: unknown): boolean {
+  if (error instanceof JournalError) return false;
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && /^SQLITE_(BUSY|LOCKED|FULL|IOERR|PROTOCOL)/.test(code);
 }

@@ -3,10 +3,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLOSE_CODES, type Event } from "@berth/protocol";
 import { signedCommand, type TestIdentity } from "../agent/agent.test-helpers.ts";
 import { eventually, framesOf, sendCommand, startFakeControlPlane, type FakeControlPlane } from "../link/fake-control-plane.test-helpers.ts";
+import { EXIT_CONFIG } from "../config/agent-config.ts";
 import { loadIdentity } from "../state/identity.ts";
 import { readLinkStatus } from "../state/link-status-file.ts";
 import { statePaths } from "../state/state-dir.ts";
@@ -60,4 +62,23 @@ describe("berth-agent run", () => {
     expect(readLinkStatus(paths.linkStatus)?.state).toBe("stopped");
     expect(child.output()).not.toMatch(/"level":50/); // No error lines.
   }, 60_000);
+
+  it("exits for a person to look at a journal from a newer agent, and for a retry when the journal stays locked", async () => {
+    expect((await runCli(["enroll", "--url", cp.url, "--token", "tok", "--state-dir", dir])).code).toBe(0);
+    const paths = statePaths(dir);
+
+    const other = new Database(paths.journal);
+    other.pragma("journal_mode = WAL");
+    other.exec("BEGIN EXCLUSIVE");
+    const locked = await runCli(["run", "--state-dir", dir]);
+    expect(locked.code).toBe(1);
+    expect(locked.err.join("\n")).toContain("cannot open the journal");
+    other.exec("ROLLBACK");
+
+    other.pragma("user_version = 99");
+    other.close();
+    const newer = await runCli(["run", "--state-dir", dir]);
+    expect(newer.code).toBe(EXIT_CONFIG);
+    expect(newer.err.join("\n")).toContain("journal schema is version 99");
+  }, 30_000);
 });
