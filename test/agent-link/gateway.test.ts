@@ -269,6 +269,46 @@ describe("events", () => {
   });
 });
 
+describe("events from many agents at once", () => {
+  it("are written together, each stored once and acknowledged; a batch that cannot be stored fails alone", async () => {
+    const agents = await Promise.all(Array.from({ length: 8 }, () => enrolled()));
+    await Promise.all(agents.map((a) => a.connect()));
+    // The database refuses one agent's events (as it might a row it cannot store).
+    const doomed = agents[7]!;
+    await cp.database.pool.query(`
+      create function test_refuse_events() returns trigger language plpgsql as $$
+      begin raise exception 'refused for this test'; end $$;
+      create trigger test_refuse_events before insert on agent_events for each row
+      when (new.server_id = '${doomed.identity.server_id}') execute function test_refuse_events();`);
+
+    for (let round = 0; round < 5; round++) {
+      for (const a of agents) a.sendEvents(a.logs(40, `round ${round}`));
+    }
+    // A container printed a NUL byte, which PostgreSQL cannot store as such.
+    const nul = agents[0]!.logs(1, "before\u0000after");
+    agents[0]!.sendEvents(nul);
+    for (const a of agents.slice(0, 7)) await a.until(() => a.ackedUpTo === a.nextSeq - 1, 10_000, "every batch acknowledged");
+    await doomed.until(() => doomed.closes.length > 0, 10_000, "the doomed agent's link to close");
+    expect(doomed.closes).toEqual([CLOSE_CODES.going_away]);
+    expect(doomed.ackedUpTo).toBe(0);
+
+    const { rows } = await cp.database.pool.query<{ server_id: string; n: string; distinct_seqs: string; top: string }>(
+      "select server_id, count(*) as n, count(distinct seq) as distinct_seqs, max(seq) as top from agent_events where server_id = any($1::uuid[]) group by server_id",
+      [agents.map((a) => a.identity.server_id)],
+    );
+    const byServer = new Map(rows.map((r) => [r.server_id, r]));
+    for (const a of agents.slice(0, 7)) {
+      const expected = a === agents[0] ? 201 : 200;
+      expect(byServer.get(a.identity.server_id)).toMatchObject({ n: String(expected), distinct_seqs: String(expected), top: String(expected) });
+    }
+    expect(byServer.has(doomed.identity.server_id)).toBe(false);
+    const stored = await cp.database.pool.query("select body->>'message' as message from agent_events where server_id = $1 and seq = $2", [agents[0]!.identity.server_id, nul[0]!.seq]);
+    expect(stored.rows[0].message).toBe("before\ufffdafter");
+    for (const a of agents) a.close();
+    await cp.database.pool.query("drop trigger test_refuse_events on agent_events; drop function test_refuse_events()");
+  });
+});
+
 describe("two replicas on one database", () => {
   it("a command issued on replica A reaches the agent held by replica B", async () => {
     const b = await startControlPlane({ url: cp.url, listen: true, heartbeatMs: 1000 });

@@ -1,7 +1,7 @@
 // The command outbox. A command is signed and written in one transaction with the next
 // per-server seq; NOTIFY (delivered at commit) wakes whichever replica holds the agent.
 import { randomUUID } from "node:crypto";
-import { and, asc, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import { agentCommands, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
@@ -76,19 +76,18 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
       return row;
     },
 
-    /** Unanswered, unexpired commands of a server in seq order; expired ones are closed, never sent. */
+    /** Unanswered, unexpired commands of a server in seq order; expired ones are closed, never sent (one round trip). */
     async deliverable(serverId: string): Promise<SignedCommand[]> {
       const now = deps.clock.now();
-      await deps.db
-        .update(agentCommands)
-        .set({ state: "expired", completedAt: now })
-        .where(and(eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending"), lte(agentCommands.expiresAt, now)));
-      const rows = await deps.db
-        .select({ signed: agentCommands.signed })
-        .from(agentCommands)
-        .where(and(eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")))
-        .orderBy(asc(agentCommands.seq));
-      return rows.map((r) => r.signed as SignedCommand);
+      // The select reads the snapshot from before the update, hence its own expiry test.
+      const rows = await deps.db.execute<{ signed: SignedCommand }>(sql`
+        with expired as (
+          update ${agentCommands} set state = 'expired', completed_at = ${now}
+          where server_id = ${serverId} and state = 'pending' and expires_at <= ${now})
+        select signed from ${agentCommands}
+        where server_id = ${serverId} and state = 'pending' and expires_at > ${now}
+        order by seq`);
+      return rows.rows.map((r) => r.signed);
     },
 
     async markSent(commandIds: string[]) {

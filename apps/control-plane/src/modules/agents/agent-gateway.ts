@@ -36,7 +36,9 @@ interface Connection {
   queue: Promise<void>;
   /** Frame id -> command id, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
-  timers: NodeJS.Timeout[];
+  acceptedAt: number;
+  /** Closed by the sweep (handshake too slow, heartbeats missed): nothing more to check. */
+  dropping: boolean;
   /** The challenge this connection must sign. */
   nonce: string;
   /** Set when a batch could not be stored: nothing after it may be acknowledged. */
@@ -80,12 +82,39 @@ export async function createAgentGateway(opts: GatewayOptions) {
     (msg, err) => opts.log.warn({ err }, msg),
   );
 
+  // One sweep over every connection rather than timers per connection (ten thousand agents
+  // are ten thousand links): handshakes that take too long, and links gone silent for two
+  // heartbeat intervals, which are dead whatever TCP thinks.
+  const all = new Set<Connection>();
+  const sweepTimer = setInterval(() => {
+    const now = Date.now();
+    for (const conn of all) {
+      if (conn.dropping) continue;
+      if (conn.serverId === null && now - conn.acceptedAt > HANDSHAKE_TIMEOUT_MS) {
+        conn.dropping = true;
+        close(conn, CLOSE_CODES.handshake_timeout, "handshake timed out");
+      } else if (now - conn.lastFrameAt > 2 * opts.heartbeatMs) {
+        conn.dropping = true;
+        close(conn, CLOSE_CODES.heartbeat_timeout, "heartbeat timeout");
+        setTimeout(() => conn.socket.terminate(), 1000).unref();
+      }
+    }
+  }, Math.max(100, Math.floor(Math.min(opts.heartbeatMs, HANDSHAKE_TIMEOUT_MS) / 2)));
+  sweepTimer.unref();
+
   // last_seen_at is written for all live agents in one statement every few seconds.
   const seenTimer = setInterval(() => {
     if (seen.size === 0) return;
     const ids = [...seen];
     seen.clear();
-    pool.query("update servers set last_seen_at = now() where id = any($1::uuid[])", [ids]).catch((err) => opts.log.warn({ err }, "last_seen update failed"));
+    // Rows locked in id order, as event ingestion locks them: the two cannot deadlock.
+    pool
+      .query(
+        `update servers s set last_seen_at = now()
+         from (select id from servers where id = any($1::uuid[]) order by id for update) as l where s.id = l.id`,
+        [ids],
+      )
+      .catch((err) => opts.log.warn({ err }, "last_seen update failed"));
   }, Math.min(5_000, opts.heartbeatMs));
   seenTimer.unref();
 
@@ -106,6 +135,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     // A wake-up during the handshake waits for the delivery that follows `ready`.
     if (!conn.serverId || !conn.ready) return;
     const cmds = await opts.commands.deliverable(conn.serverId);
+    if (cmds.length === 0) return;
     for (const cmd of cmds) {
       const frameId = randomUUID();
       conn.sentCommands.set(frameId, cmd.command_id);
@@ -136,13 +166,16 @@ export async function createAgentGateway(opts: GatewayOptions) {
     const previous = live.get(hello.server_id);
     live.set(hello.server_id, conn);
     if (previous && previous !== conn) close(previous, CLOSE_CODES.replaced, "replaced by a newer connection");
+    // Session, online status and the takeover notice in one statement (one round trip).
     await pool.query(
-      `insert into agent_sessions (server_id, replica_id, connection_id, connected_at) values ($1, $2, $3, now())
-       on conflict (server_id) do update set replica_id = excluded.replica_id, connection_id = excluded.connection_id, connected_at = excluded.connected_at`,
-      [hello.server_id, opts.replicaId, conn.id],
+      `with session as (
+         insert into agent_sessions (server_id, replica_id, connection_id, connected_at) values ($1, $2, $3, now())
+         on conflict (server_id) do update set replica_id = excluded.replica_id, connection_id = excluded.connection_id,
+           connected_at = excluded.connected_at),
+       online as (update servers set status = 'online', last_seen_at = now(), agent_version = $4 where id = $1)
+       select pg_notify($5, $1::text || ':' || $3::text)`,
+      [hello.server_id, opts.replicaId, conn.id, hello.agent_version, TAKEOVER_CHANNEL],
     );
-    await pool.query("update servers set status = 'online', last_seen_at = now(), agent_version = $2 where id = $1", [hello.server_id, hello.agent_version]);
-    await pool.query("select pg_notify($1, $2)", [TAKEOVER_CHANNEL, `${hello.server_id}:${conn.id}`]);
     conn.version = version;
     send(conn, "ready", { protocol_version: version, heartbeat_ms: opts.heartbeatMs, resend_from: Number(server!.last_event_seq) + 1 });
     conn.ready = true;
@@ -150,24 +183,31 @@ export async function createAgentGateway(opts: GatewayOptions) {
     await deliver(conn);
   }
 
-  async function onFrame(conn: Connection, text: string) {
-    if (conn.broken) return;
+  function parse(conn: Connection, text: string): Frame | null {
     const handshaking = conn.serverId === null;
     const parsed = parseFrame(text, {
       versions: handshaking ? PROTOCOL_VERSIONS : [conn.version],
       accept: handshaking ? ["hello", "nack"] : AGENT_MESSAGE_TYPES,
     });
-    if (!parsed.ok) {
-      if (parsed.error.type !== "nack") send(conn, "nack", nackFor(parsed.error));
-      return;
-    }
-    const frame = parsed.frame as Frame;
+    if (parsed.ok) return parsed.frame as Frame;
+    if (parsed.error.type !== "nack") send(conn, "nack", nackFor(parsed.error));
+    return null;
+  }
+
+  function answerPing(conn: Connection, frame: Frame) {
+    seen.add(conn.serverId!);
+    send(conn, "pong", { ts: (frame.payload as Payload<"ping">).ts });
+  }
+
+  async function onFrame(conn: Connection, input: string | Frame) {
+    if (conn.broken) return;
+    const frame = typeof input === "string" ? parse(conn, input) : input;
+    if (frame === null) return;
     switch (frame.type) {
       case "hello":
         return onHello(conn, frame.payload as Payload<"hello">);
       case "ping":
-        seen.add(conn.serverId!);
-        return send(conn, "pong", { ts: (frame.payload as Payload<"ping">).ts });
+        return answerPing(conn, frame);
       case "command.accepted":
         return opts.commands.markAccepted(conn.serverId!, (frame.payload as Payload<"command.accepted">).command_id);
       case "command.rejected": {
@@ -202,7 +242,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   }
 
   async function onClose(conn: Connection) {
-    for (const t of conn.timers) clearTimeout(t);
+    all.delete(conn);
     if (!conn.serverId || live.get(conn.serverId) !== conn) return;
     live.delete(conn.serverId);
     if (shuttingDown) return;
@@ -225,31 +265,28 @@ export async function createAgentGateway(opts: GatewayOptions) {
         lastFrameAt: Date.now(),
         queue: Promise.resolve(),
         sentCommands: new Map(),
-        timers: [],
+        acceptedAt: Date.now(),
+        dropping: false,
         nonce: randomBytes(32).toString("base64"),
         broken: false,
         ready: false,
       };
-      conn.timers.push(
-        setTimeout(() => {
-          if (!conn.serverId) close(conn, CLOSE_CODES.handshake_timeout, "handshake timed out");
-        }, HANDSHAKE_TIMEOUT_MS),
-      );
-      // Two heartbeat intervals without any frame: the link is dead, whatever TCP thinks.
-      const watch = setInterval(() => {
-        if (Date.now() - conn.lastFrameAt > 2 * opts.heartbeatMs) {
-          clearInterval(watch);
-          conn.socket.close(CLOSE_CODES.heartbeat_timeout, "heartbeat timeout");
-          setTimeout(() => conn.socket.terminate(), 1000).unref();
-        }
-      }, Math.max(100, Math.floor(opts.heartbeatMs / 2)));
-      conn.timers.push(watch);
+      all.add(conn);
       socket.on("message", (data) => {
         // Liveness counts when a frame arrives, not when the queue gets to it: a slow
         // database must not make a healthy agent look dead.
         conn.lastFrameAt = Date.now();
         const text = data.toString();
-        conn.queue = conn.queue.then(() => onFrame(conn, text)).catch((err) => opts.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
+        let input: string | Frame = text;
+        if (conn.ready) {
+          // After the handshake a frame is parsed on arrival, and a ping answered at once
+          // rather than behind event batches waiting for their write.
+          const frame = parse(conn, text);
+          if (frame === null) return;
+          if (frame.type === "ping") return answerPing(conn, frame);
+          input = frame;
+        }
+        conn.queue = conn.queue.then(() => onFrame(conn, input)).catch((err) => opts.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
       });
       socket.on("close", () => {
         conn.queue = conn.queue.then(() => onClose(conn)).catch((err) => opts.log.warn({ err }, "agent close handling failed"));
@@ -264,6 +301,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
     async close() {
       clearInterval(seenTimer);
+      clearInterval(sweepTimer);
       await listener.close();
       const conns = [...live.values()];
       for (const conn of conns) close(conn, CLOSE_CODES.going_away, "control plane shutting down");

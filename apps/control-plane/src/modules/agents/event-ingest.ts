@@ -1,106 +1,268 @@
-// Stores a batch of agent events durably, then says how far to acknowledge. The server's
+// Stores agents' event batches durably, then says how far to acknowledge each. The server's
 // watermark (highest seq stored) and the (server_id, seq) key make resends harmless: an
 // event is stored once however often it arrives.
+//
+// Group commit: batches that arrive while a write is in flight wait and go together in the
+// next transaction, a few set-based statements for all of them. Ten thousand agents sending
+// stats every 10 s are then a few dozen commits a second, not a thousand; an idle control
+// plane still writes a lone batch at once. At most `concurrency` writes run at a time, so
+// ingestion never holds more than that many of the pool's connections.
 import type pg from "pg";
 import type { CommandResultEvent, Event, LogEvent, StatsEvent } from "@berth/protocol";
-import { appendLogs, appendOrgEvent } from "../events/event-log.ts";
+import { appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.ts";
 
 export interface EventIngest {
-  /** Returns the seq to acknowledge (everything up to it is stored). */
+  /** Resolves with the seq to acknowledge (everything up to it is stored). */
   ingest(serverId: string, events: Event[]): Promise<number>;
 }
 
-/** Called inside the ingest transaction with the fresh (never seen) events, for derived state. */
+/** Called inside the ingest transaction with a server's fresh (never seen) events, for derived state. */
 export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Event[], organizationId: string) => Promise<void>;
+
+export interface IngestOptions {
+  pool: pg.Pool;
+  appliers?: EventApplier[];
+  /** Writes in flight at once (each holds one pool connection). */
+  concurrency?: number;
+  /** A write takes waiting batches until it holds about this many events. */
+  maxEventsPerWrite?: number;
+}
+
+interface Batch {
+  serverId: string;
+  events: Event[];
+  resolve(upTo: number): void;
+  reject(err: unknown): void;
+}
 
 /** A deployment's log lines live in deployment_logs (its history and the live stream), not agent_events. */
 const isDeploymentLog = (e: Event): e is LogEvent & { deployment_id: string } => e.kind === "log" && e.deployment_id !== null;
 
-export function createEventIngest(deps: { pool: pg.Pool; appliers?: EventApplier[] }): EventIngest {
-  return {
-    async ingest(serverId, events) {
-      const client = await deps.pool.connect();
-      try {
-        await client.query("begin");
-        const { rows } = await client.query<{ last_event_seq: string; organization_id: string }>(
-          "select last_event_seq, organization_id from servers where id = $1 for update",
-          [serverId],
-        );
-        const watermark = Number(rows[0]?.last_event_seq ?? 0);
-        const organizationId = rows[0]?.organization_id ?? "";
-        const fresh = events.filter((e) => e.seq > watermark);
-        if (fresh.length === 0) {
-          await client.query("commit");
-          return watermark;
-        }
-        await storeEvents(client, serverId, fresh.filter((e) => e.kind !== "stats" && !isDeploymentLog(e)));
-        await appendLogs(
-          client,
-          organizationId,
-          fresh.filter(isDeploymentLog).map((e) => ({ deploymentId: e.deployment_id, ts: e.ts, level: e.level, message: e.message, step: e.step, ...(e.data ? { data: e.data } : {}) })),
-        );
-        const stats = fresh.filter((e): e is StatsEvent => e.kind === "stats").at(-1);
-        if (stats) await storeStats(client, serverId, organizationId, stats);
-        await storeResults(client, serverId, fresh.filter((e): e is CommandResultEvent => e.kind === "command.result"));
-        for (const apply of deps.appliers ?? []) await apply(client, serverId, fresh, organizationId);
-        const top = fresh[fresh.length - 1]!.seq;
-        await client.query("update servers set last_event_seq = $2 where id = $1", [serverId, top]);
-        await client.query("commit");
-        return top;
-      } catch (err) {
-        await client.query("rollback").catch(() => {});
-        throw err;
-      } finally {
-        client.release();
+export class UnknownServerError extends Error {
+  constructor(serverId: string) {
+    super(`server ${serverId} does not exist (deleted while its agent was connected?)`);
+    this.name = "UnknownServerError";
+  }
+}
+
+export function createEventIngest(opts: IngestOptions): EventIngest {
+  const concurrency = opts.concurrency ?? 2;
+  const maxEvents = opts.maxEventsPerWrite ?? 20_000;
+  const waiting: Batch[] = [];
+  let running = 0;
+
+  function take(): Batch[] {
+    const taken: Batch[] = [];
+    let events = 0;
+    while (waiting.length > 0 && (taken.length === 0 || events + waiting[0]!.events.length <= maxEvents)) {
+      const batch = waiting.shift()!;
+      events += batch.events.length;
+      taken.push(batch);
+    }
+    return taken;
+  }
+
+  function pump() {
+    while (running < concurrency && waiting.length > 0) {
+      const batches = take();
+      running++;
+      void settle(batches).finally(() => {
+        running--;
+        pump();
+      });
+    }
+  }
+
+  async function settle(batches: Batch[]) {
+    let results: (number | Error)[];
+    try {
+      results = await write(opts, batches);
+    } catch (err) {
+      if (batches.length === 1) return batches[0]!.reject(err);
+      // One agent's bad batch must not fail the others': write each on its own.
+      results = [];
+      for (const batch of batches) {
+        results.push(await write(opts, [batch]).then((r) => r[0]!, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))));
       }
+    }
+    batches.forEach((batch, i) => {
+      const result = results[i]!;
+      if (typeof result === "number") batch.resolve(result);
+      else batch.reject(result);
+    });
+  }
+
+  return {
+    ingest(serverId, events) {
+      return new Promise<number>((resolve, reject) => {
+        waiting.push({ serverId, events, resolve, reject });
+        pump();
+      });
     },
   };
 }
 
-async function storeEvents(client: pg.PoolClient, serverId: string, events: Event[]) {
-  if (events.length === 0) return;
-  const cols = { seq: [] as number[], kind: [] as string[], ts: [] as string[], cmd: [] as (string | null)[], dep: [] as (string | null)[], level: [] as (string | null)[], body: [] as string[] };
-  for (const e of events) {
-    cols.seq.push(e.seq);
-    cols.kind.push(e.kind);
-    cols.ts.push(e.ts);
-    cols.cmd.push("command_id" in e ? e.command_id : null);
-    cols.dep.push("deployment_id" in e ? e.deployment_id : null);
-    cols.level.push(e.kind === "log" ? e.level : null);
-    cols.body.push(JSON.stringify(e));
+/** One transaction for all the batches; per batch, the seq to acknowledge or why it cannot be stored. */
+async function write(opts: IngestOptions, batches: Batch[]): Promise<(number | Error)[]> {
+  const client = await opts.pool.connect();
+  try {
+    await client.query("begin");
+    // Rows locked in id order, as every multi-row writer of servers does: no deadlocks.
+    const ids = [...new Set(batches.map((b) => b.serverId))].sort();
+    const { rows } = await client.query<{ id: string; last_event_seq: string; organization_id: string }>(
+      "select id, last_event_seq, organization_id from servers where id = any($1::uuid[]) order by id for update",
+      [ids],
+    );
+    const servers = new Map(rows.map((r) => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [] as Event[] }]));
+
+    const results: (number | Error)[] = [];
+    const stored: StoredEvent[] = [];
+    const logs: (LogEntry & { organizationId: string })[] = [];
+    const commandResults: { server: string; e: CommandResultEvent }[] = [];
+    const stats = new Map<string, StatsEvent>();
+    for (const batch of batches) {
+      const server = servers.get(batch.serverId);
+      if (!server) {
+        results.push(new UnknownServerError(batch.serverId));
+        continue;
+      }
+      for (const e of batch.events) {
+        if (e.seq <= server.watermark) continue;
+        server.watermark = e.seq;
+        server.fresh.push(e);
+        if (e.kind === "stats") stats.set(batch.serverId, e);
+        else if (isDeploymentLog(e)) logs.push(logEntry(server.organizationId, e));
+        else stored.push({ server: batch.serverId, e, body: withoutNul(JSON.stringify(e)) });
+        if (e.kind === "command.result") commandResults.push({ server: batch.serverId, e });
+      }
+      results.push(server.watermark);
+    }
+
+    await storeEvents(client, stored);
+    await appendLogsOfOrgs(client, logs);
+    await storeStats(client, [...stats].map(([serverId, s]) => ({ serverId, organizationId: servers.get(serverId)!.organizationId, s })));
+    await storeResults(client, commandResults);
+    const advanced = [...servers].filter(([, s]) => s.fresh.length > 0);
+    for (const [serverId, s] of advanced) {
+      for (const apply of opts.appliers ?? []) await apply(client, serverId, s.fresh, s.organizationId);
+    }
+    if (advanced.length > 0) {
+      await client.query(
+        "update servers s set last_event_seq = v.seq from unnest($1::uuid[], $2::bigint[]) as v(id, seq) where s.id = v.id",
+        [advanced.map(([id]) => id), advanced.map(([, s]) => s.watermark)],
+      );
+    }
+    await client.query("commit");
+    return results;
+  } catch (err) {
+    await client.query("rollback").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
   }
+}
+
+/**
+ * PostgreSQL stores no NUL character in text or jsonb, and a container may print one: such
+ * an event would fail its batch on every resend and stall the agent's stream for good. It is
+ * stored with U+FFFD in place of each NUL instead. Takes and returns JSON text.
+ */
+function withoutNul(json: string): string {
+  return json.includes("\\u0000") ? json.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, "$1\\ufffd") : json;
+}
+
+function logEntry(organizationId: string, e: LogEvent & { deployment_id: string }): LogEntry & { organizationId: string } {
+  const message = e.message.includes("\0") ? e.message.replaceAll("\0", "\ufffd") : e.message;
+  const data = e.data ? (JSON.parse(withoutNul(JSON.stringify(e.data))) as Record<string, unknown>) : undefined;
+  return { organizationId, deploymentId: e.deployment_id, ts: e.ts, level: e.level, message, step: e.step, ...(data ? { data } : {}) };
+}
+
+function jsonOrNull(value: unknown): string | null {
+  return value === undefined || value === null ? null : withoutNul(JSON.stringify(value));
+}
+
+interface StoredEvent {
+  server: string;
+  e: Event;
+  /** The event as JSON, NUL-free. */
+  body: string;
+}
+
+async function storeEvents(client: pg.PoolClient, rows: StoredEvent[]) {
+  if (rows.length === 0) return;
+  const n = rows.length;
+  const cols = {
+    server: new Array<string>(n),
+    seq: new Array<number>(n),
+    kind: new Array<string>(n),
+    ts: new Array<string>(n),
+    cmd: new Array<string | null>(n),
+    dep: new Array<string | null>(n),
+    level: new Array<string | null>(n),
+    body: new Array<string>(n),
+  };
+  rows.forEach(({ server, e, body }, i) => {
+    cols.server[i] = server;
+    cols.seq[i] = e.seq;
+    cols.kind[i] = e.kind;
+    cols.ts[i] = e.ts;
+    cols.cmd[i] = "command_id" in e ? e.command_id : null;
+    cols.dep[i] = "deployment_id" in e ? e.deployment_id : null;
+    cols.level[i] = e.kind === "log" ? e.level : null;
+    cols.body[i] = body;
+  });
   await client.query(
     `insert into agent_events (server_id, seq, kind, ts, command_id, deployment_id, level, body)
-     select $1, * from unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::uuid[], $6::uuid[], $7::text[], $8::jsonb[])
+     select * from unnest($1::uuid[], $2::bigint[], $3::text[], $4::timestamptz[], $5::uuid[], $6::uuid[], $7::text[], $8::jsonb[])
      on conflict do nothing`,
-    [serverId, cols.seq, cols.kind, cols.ts, cols.cmd, cols.dep, cols.level, cols.body],
+    [cols.server, cols.seq, cols.kind, cols.ts, cols.cmd, cols.dep, cols.level, cols.body],
   );
 }
 
-async function storeStats(client: pg.PoolClient, serverId: string, organizationId: string, s: StatsEvent) {
+/** The latest figures per server (one row each), and a server.stats live event for dashboards and their charts. */
+async function storeStats(client: pg.PoolClient, latest: { serverId: string; organizationId: string; s: StatsEvent }[]) {
+  if (latest.length === 0) return;
+  const col = <T>(f: (s: StatsEvent) => T) => latest.map((l) => f(l.s));
   await client.query(
     `insert into server_stats as t (server_id, sampled_at, cpu_percent, ram_used_mb, ram_total_mb, disk_used_gb, disk_total_gb,
        load1, load5, load15, containers_running, containers_total)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+     select * from unnest($1::uuid[], $2::timestamptz[], $3::float8[], $4::int[], $5::int[], $6::float8[], $7::float8[],
+       $8::float8[], $9::float8[], $10::float8[], $11::int[], $12::int[])
      on conflict (server_id) do update set sampled_at = excluded.sampled_at, cpu_percent = excluded.cpu_percent,
        ram_used_mb = excluded.ram_used_mb, ram_total_mb = excluded.ram_total_mb, disk_used_gb = excluded.disk_used_gb,
        disk_total_gb = excluded.disk_total_gb, load1 = excluded.load1, load5 = excluded.load5, load15 = excluded.load15,
        containers_running = excluded.containers_running, containers_total = excluded.containers_total
      where t.sampled_at <= excluded.sampled_at`,
-    [serverId, s.ts, s.cpu_percent, Math.round(s.ram_used_mb), Math.round(s.ram_total_mb), s.disk_used_gb, s.disk_total_gb, s.load1, s.load5, s.load15, s.containers_running, s.containers_total],
+    [
+      latest.map((l) => l.serverId),
+      col((s) => s.ts),
+      col((s) => s.cpu_percent),
+      col((s) => Math.round(s.ram_used_mb)),
+      col((s) => Math.round(s.ram_total_mb)),
+      col((s) => s.disk_used_gb),
+      col((s) => s.disk_total_gb),
+      col((s) => s.load1),
+      col((s) => s.load5),
+      col((s) => s.load15),
+      col((s) => s.containers_running),
+      col((s) => s.containers_total),
+    ],
   );
-  // The live figure for dashboards, and the short history behind their charts.
-  const { kind: _kind, seq: _seq, ...figures } = s;
-  await appendOrgEvent(client, organizationId, "server.stats", { server_id: serverId, ...figures });
+  const events: OrgEvent[] = latest.map(({ serverId, organizationId, s }) => {
+    const { kind: _kind, seq: _seq, ...figures } = s;
+    return { organizationId, type: "server.stats", data: { server_id: serverId, ...figures } };
+  });
+  await appendOrgEvents(client, events);
 }
 
-async function storeResults(client: pg.PoolClient, serverId: string, results: CommandResultEvent[]) {
-  for (const r of results) {
+/** A result completes only a command of the server that sent it. */
+async function storeResults(client: pg.PoolClient, results: { server: string; e: CommandResultEvent }[]) {
+  for (const { server, e: r } of results) {
     await client.query(
       `update agent_commands set state = $3, result = $4, error = $5, completed_at = $6,
          accepted_at = coalesce(accepted_at, $6)
        where command_id = $2 and server_id = $1 and state in ('pending', 'accepted')`,
-      [serverId, r.command_id, r.ok ? "succeeded" : "failed", r.result ?? null, r.error ?? null, r.ts],
+      [server, r.command_id, r.ok ? "succeeded" : "failed", jsonOrNull(r.result), jsonOrNull(r.error), r.ts],
     );
   }
 }

@@ -22,11 +22,25 @@ type Queryable = Pick<pg.PoolClient, "query">;
 
 /** Appends log entries of one organisation's deployments (one statement for the batch, its NOTIFY included). */
 export async function appendLogs(client: Queryable, organizationId: string, entries: LogEntry[]): Promise<void> {
+  await appendLogsOfOrgs(client, entries.map((e) => ({ ...e, organizationId })));
+}
+
+/** Appends log entries of any organisations' deployments in one statement, one NOTIFY per organisation. */
+export async function appendLogsOfOrgs(client: Queryable, entries: (LogEntry & { organizationId: string })[]): Promise<void> {
   if (entries.length === 0) return;
   const n = entries.length;
-  const cols = { d: new Array<string>(n), t: new Array<string>(n), l: new Array<string>(n), m: new Array<string>(n), s: new Array<string | null>(n), x: new Array<string | null>(n) };
+  const cols = {
+    o: new Array<string>(n),
+    d: new Array<string>(n),
+    t: new Array<string>(n),
+    l: new Array<string>(n),
+    m: new Array<string>(n),
+    s: new Array<string | null>(n),
+    x: new Array<string | null>(n),
+  };
   for (let i = 0; i < n; i++) {
     const e = entries[i]!;
+    cols.o[i] = e.organizationId;
     cols.d[i] = e.deploymentId;
     cols.t[i] = e.ts;
     cols.l[i] = e.level;
@@ -38,18 +52,37 @@ export async function appendLogs(client: Queryable, organizationId: string, entr
   await client.query(
     `with ins as (
        insert into deployment_logs (organization_id, deployment_id, ts, level, message, step, data)
-       select $1, r.d, r.t, r.l, r.m, r.s, coalesce(r.x, '{}'::jsonb)
-       from unnest($2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) as r(d, t, l, m, s, x))
-     select pg_notify($8, $1::text)`,
-    [organizationId, cols.d, cols.t, cols.l, cols.m, cols.s, cols.x, EVENTS_CHANNEL],
+       select r.o, r.d, r.t, r.l, r.m, r.s, coalesce(r.x, '{}'::jsonb)
+       from unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) as r(o, d, t, l, m, s, x))
+     select pg_notify($8, o) from unnest($9::text[]) as o`,
+    [cols.o, cols.d, cols.t, cols.l, cols.m, cols.s, cols.x, EVENTS_CHANNEL, distinct(cols.o)],
   );
+}
+
+export interface OrgEvent {
+  organizationId: string;
+  type: string;
+  data: Record<string, unknown>;
 }
 
 /** Appends one live event (e.g. deployment.status, server.stats) for an organisation, its NOTIFY in the same statement. */
 export async function appendOrgEvent(client: Queryable, organizationId: string, type: string, data: Record<string, unknown>): Promise<void> {
+  await appendOrgEvents(client, [{ organizationId, type, data }]);
+}
+
+/** Appends live events of any organisations in one statement, one NOTIFY per organisation. */
+export async function appendOrgEvents(client: Queryable, events: OrgEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const orgs = events.map((e) => e.organizationId);
   await client.query(
-    `with ins as (insert into org_events (organization_id, type, data) values ($1, $2, $3))
-     select pg_notify($4, $1::text)`,
-    [organizationId, type, JSON.stringify(data), EVENTS_CHANNEL],
+    `with ins as (
+       insert into org_events (organization_id, type, data)
+       select * from unnest($1::uuid[], $2::text[], $3::jsonb[]))
+     select pg_notify($4, o) from unnest($5::text[]) as o`,
+    [orgs, events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), EVENTS_CHANNEL, distinct(orgs)],
   );
+}
+
+function distinct(values: string[]): string[] {
+  return [...new Set(values)];
 }
