@@ -1,0 +1,2 @@
+DROP INDEX "agent_events_deployment_idx";--> statement-breakpoint
+CREATE INDEX "agent_events_deployment_idx" ON "agent_events" USING btree ("deployment_id","seq") WHERE "agent_events"."deployment_id" is not null;
