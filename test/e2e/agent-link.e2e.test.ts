@@ -254,7 +254,7 @@ it("ends with every command answered exactly once and every event stored once", 
   const states = await q<{ state: string }>("select state from agent_commands where command_id = any($1::uuid[])", [issued]);
   expect(states.every((s) => s.state === "succeeded" || s.state === "failed")).toBe(true);
   const status = await agent.status();
-  const [server] = await q<{ last_event_seq: string }>("select last_event_seq from servers where id = $1", [serverId]);
+  const [server] = await q<{ last_event_seq: string }>("select last_event_seq from agent_streams where server_id = $1", [serverId]);
   expect(Number(server!.last_event_seq)).toBe(status.journal.nextEventSeq - 1);
   expect(status.journal.lastAckedSeq).toBe(status.journal.nextEventSeq - 1);
   expect(await agent.stop("SIGTERM")).toBe(0);

@@ -223,7 +223,7 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     await waitFor("the upgraded agent to reconnect", () => cp.app.gateway.isConnected(serverId), 60_000);
     expect(await agentVersion()).toBe(v1.version);
     await waitFor("the waiting events to be acknowledged", async () => ((await status()).journal?.lastAckedSeq ?? 0) >= waitingUpTo, 30_000);
-    const stored = await cp.database.pool.query("select last_event_seq from servers where id = $1", [serverId]);
+    const stored = await cp.database.pool.query("select last_event_seq from agent_streams where server_id = $1", [serverId]);
     expect(Number((stored.rows[0] as { last_event_seq: number }).last_event_seq)).toBeGreaterThanOrEqual(waitingUpTo);
   }, 240_000);
 

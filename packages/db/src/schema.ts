@@ -86,8 +86,6 @@ export const servers = pgTable(
     enrolledAt: ts("enrolled_at"),
     /** Last command seq handed out for this server; bumped under a row lock. */
     lastCommandSeq: bigint("last_command_seq", { mode: "number" }).notNull().default(0),
-    /** Highest agent event seq stored: events at or below it are duplicates. */
-    lastEventSeq: bigint("last_event_seq", { mode: "number" }).notNull().default(0),
     createdAt: ts("created_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),
   },
@@ -342,6 +340,19 @@ export const agentCommands = pgTable(
     index("agent_commands_pending_idx").on(t.serverId, t.seq).where(sql`${t.state} = 'pending'`),
   ],
 );
+
+/**
+ * Where each server's event stream stands: the highest agent event seq stored (events at or
+ * below it are duplicates). Apart from the server row, so storing events (which locks this
+ * row) and issuing commands or recording liveness (which update the server row) never wait
+ * for each other. A row appears with the server's first stored event.
+ */
+export const agentStreams = pgTable("agent_streams", {
+  serverId: uuid("server_id")
+    .primaryKey()
+    .references(() => servers.id),
+  lastEventSeq: bigint("last_event_seq", { mode: "number" }).notNull().default(0),
+});
 
 /** Which replica holds which agent's WebSocket right now. */
 export const agentSessions = pgTable("agent_sessions", {

@@ -25,6 +25,7 @@ import type { EventIngest } from "./event-ingest.ts";
 
 export const TAKEOVER_CHANNEL = "berth_agent_takeover";
 const HANDSHAKE_TIMEOUT_MS = 10_000;
+const SEEN_CHUNK = 500;
 
 interface Connection {
   id: string;
@@ -102,19 +103,28 @@ export async function createAgentGateway(opts: GatewayOptions) {
   }, Math.max(100, Math.floor(Math.min(opts.heartbeatMs, HANDSHAKE_TIMEOUT_MS) / 2)));
   sweepTimer.unref();
 
-  // last_seen_at is written for all live agents in one statement every few seconds.
+  // last_seen_at is written for all live agents every few seconds, in statements of a few
+  // hundred rows that skip rows locked right now (a command being issued): liveness never
+  // makes anything wait, and a skipped row is written next time.
   const seenTimer = setInterval(() => {
     if (seen.size === 0) return;
     const ids = [...seen];
     seen.clear();
-    // Rows locked in id order, as event ingestion locks them: the two cannot deadlock.
-    pool
-      .query(
-        `update servers s set last_seen_at = now()
-         from (select id from servers where id = any($1::uuid[]) order by id for update) as l where s.id = l.id`,
-        [ids],
-      )
-      .catch((err) => opts.log.warn({ err }, "last_seen update failed"));
+    void (async () => {
+      for (let i = 0; i < ids.length; i += SEEN_CHUNK) {
+        const chunk = ids.slice(i, i + SEEN_CHUNK);
+        const { rows } = await pool.query<{ id: string }>(
+          `update servers s set last_seen_at = now()
+           from (select id from servers where id = any($1::uuid[]) for update skip locked) as l where s.id = l.id
+           returning s.id`,
+          [chunk],
+        );
+        if (rows.length < chunk.length) {
+          const written = new Set(rows.map((r) => r.id));
+          for (const id of chunk) if (!written.has(id)) seen.add(id);
+        }
+      }
+    })().catch((err) => opts.log.warn({ err }, "last_seen update failed"));
   }, Math.min(5_000, opts.heartbeatMs));
   seenTimer.unref();
 
@@ -146,7 +156,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
   async function onHello(conn: Connection, hello: Payload<"hello">) {
     const { rows } = await pool.query<{ agent_public_key: string | null; last_event_seq: string }>(
-      "select agent_public_key, last_event_seq from servers where id = $1 and deleted_at is null",
+      `select s.agent_public_key, coalesce(st.last_event_seq, 0) as last_event_seq
+       from servers s left join agent_streams st on st.server_id = s.id where s.id = $1 and s.deleted_at is null`,
       [hello.server_id],
     );
     const server = rows[0];

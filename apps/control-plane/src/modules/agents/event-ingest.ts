@@ -107,10 +107,19 @@ async function write(opts: IngestOptions, batches: Batch[]): Promise<(number | E
   const client = await opts.pool.connect();
   try {
     await client.query("begin");
-    // Rows locked in id order, as every multi-row writer of servers does: no deadlocks.
+    // The streams' rows (made with a server's first events) locked in id order: no deadlocks
+    // between concurrent writes. The server rows themselves are only read.
     const ids = [...new Set(batches.map((b) => b.serverId))].sort();
+    await client.query(
+      `insert into agent_streams (server_id)
+       select id from servers where id = any($1::uuid[]) and not exists (select 1 from agent_streams where server_id = servers.id)
+       on conflict do nothing`,
+      [ids],
+    );
     const { rows } = await client.query<{ id: string; last_event_seq: string; organization_id: string }>(
-      "select id, last_event_seq, organization_id from servers where id = any($1::uuid[]) order by id for update",
+      `select st.server_id as id, st.last_event_seq, s.organization_id
+       from agent_streams st join servers s on s.id = st.server_id
+       where st.server_id = any($1::uuid[]) order by st.server_id for update of st`,
       [ids],
     );
     const servers = new Map(rows.map((r) => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [] as Event[] }]));
@@ -148,7 +157,7 @@ async function write(opts: IngestOptions, batches: Batch[]): Promise<(number | E
     }
     if (advanced.length > 0) {
       await client.query(
-        "update servers s set last_event_seq = v.seq from unnest($1::uuid[], $2::bigint[]) as v(id, seq) where s.id = v.id",
+        "update agent_streams st set last_event_seq = v.seq from unnest($1::uuid[], $2::bigint[]) as v(id, seq) where st.server_id = v.id",
         [advanced.map(([id]) => id), advanced.map(([, s]) => s.watermark)],
       );
     }
