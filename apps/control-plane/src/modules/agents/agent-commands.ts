@@ -1,7 +1,7 @@
 // The command outbox. A command is signed and written in one transaction with the next
 // per-server seq; NOTIFY (delivered at commit) wakes whichever replica holds the agent.
 import { randomUUID } from "node:crypto";
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import { agentCommands, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
@@ -26,49 +26,66 @@ export interface IssueInput {
   ttlMs?: number;
 }
 
+/**
+ * Hands a new command to the agent: by default a NOTIFY wakes whichever replica holds it;
+ * the gateway replaces this to send at once when it holds the agent itself.
+ */
+export type CommandWake = (serverId: string) => Promise<void>;
+
 export function createAgentCommands(deps: { db: Database; clock: Clock; signer: CommandSigner }) {
+  let wake: CommandWake = async (serverId) => {
+    await deps.db.execute(sql`select pg_notify(${COMMANDS_CHANNEL}, ${serverId})`);
+  };
+  const notifyOthers = wake;
+
   return {
+    /** The gateway's direct delivery; it falls back to `notifyOthers` for agents held elsewhere. */
+    setWake(fn: ((serverId: string, notifyOthers: CommandWake) => Promise<void>) | null) {
+      wake = fn === null ? notifyOthers : (serverId) => fn(serverId, notifyOthers);
+    },
+
     async issue(input: IssueInput): Promise<AgentCommandRow> {
       const now = deps.clock.now();
       const expiresAt = new Date(now.getTime() + (input.ttlMs ?? DEFAULT_COMMAND_TTL_MS));
-      // The key is loaded before the transaction opens (see CommandSigner.prepare).
+      // The key is loaded before any statement runs (see CommandSigner.prepare).
       const sign = await deps.signer.prepare();
-      return deps.db.transaction(async (tx) => {
-        const [server] = await tx
-          .update(servers)
-          .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
-          .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
-          .returning({ seq: servers.lastCommandSeq });
-        if (!server) throw notFound("Server");
-        const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
-        const unsigned = {
-          command_id: randomUUID(),
-          server_id: input.serverId,
-          seq: server.seq,
-          type: input.type,
-          issued_at: now.toISOString(),
-          expires_at: expiresAt.toISOString(),
-          issued_by: userId,
-          params: input.params,
-        } as unknown as UnsignedCommand;
-        const signed = sign(unsigned);
-        const [row] = await tx
-          .insert(agentCommands)
-          .values({
-            commandId: signed.command_id,
-            serverId: input.serverId,
-            seq: signed.seq,
-            type: signed.type,
-            signed,
-            issuedBy: input.issuedBy,
-            deploymentId: input.deploymentId ?? null,
-            createdAt: now,
-            expiresAt,
-          })
-          .returning();
-        await tx.execute(sql`select pg_notify(${COMMANDS_CHANNEL}, ${input.serverId})`);
-        return row!;
-      });
+      // The seq is taken on its own, not in a transaction with the insert: a command that then
+      // fails to be written leaves a gap, which agents accept (they refuse replays by command
+      // id and expiry, and only need seqs to grow). Two round trips instead of five.
+      const [server] = await deps.db
+        .update(servers)
+        .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
+        .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
+        .returning({ seq: servers.lastCommandSeq });
+      if (!server) throw notFound("Server");
+      const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
+      const unsigned = {
+        command_id: randomUUID(),
+        server_id: input.serverId,
+        seq: server.seq,
+        type: input.type,
+        issued_at: now.toISOString(),
+        expires_at: expiresAt.toISOString(),
+        issued_by: userId,
+        params: input.params,
+      } as unknown as UnsignedCommand;
+      const signed = sign(unsigned);
+      const [row] = await deps.db
+        .insert(agentCommands)
+        .values({
+          commandId: signed.command_id,
+          serverId: input.serverId,
+          seq: signed.seq,
+          type: signed.type,
+          signed,
+          issuedBy: input.issuedBy,
+          deploymentId: input.deploymentId ?? null,
+          createdAt: now,
+          expiresAt,
+        })
+        .returning();
+      await wake(input.serverId);
+      return row!;
     },
 
     async get(commandId: string): Promise<AgentCommandRow | undefined> {
@@ -76,26 +93,23 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
       return row;
     },
 
-    /** Unanswered, unexpired commands of a server in seq order; expired ones are closed, never sent (one round trip). */
+    /**
+     * Unanswered, unexpired commands of a server in seq order, recorded as sent (they are about
+     * to be); expired ones are closed, never sent. One round trip.
+     */
     async deliverable(serverId: string): Promise<SignedCommand[]> {
       const now = deps.clock.now();
-      // The select reads the snapshot from before the update, hence its own expiry test.
+      // Both updates read the snapshot from before either: the second tests expiry itself.
       const rows = await deps.db.execute<{ signed: SignedCommand }>(sql`
         with expired as (
           update ${agentCommands} set state = 'expired', completed_at = ${now}
-          where server_id = ${serverId} and state = 'pending' and expires_at <= ${now})
-        select signed from ${agentCommands}
-        where server_id = ${serverId} and state = 'pending' and expires_at > ${now}
-        order by seq`);
+          where server_id = ${serverId} and state = 'pending' and expires_at <= ${now}),
+        sent as (
+          update ${agentCommands} set sent_at = coalesce(sent_at, ${now})
+          where server_id = ${serverId} and state = 'pending' and expires_at > ${now}
+          returning seq, signed)
+        select signed from sent order by seq`);
       return rows.rows.map((r) => r.signed);
-    },
-
-    async markSent(commandIds: string[]) {
-      if (commandIds.length === 0) return;
-      await deps.db
-        .update(agentCommands)
-        .set({ sentAt: sql`coalesce(${agentCommands.sentAt}, now())` })
-        .where(inArray(agentCommands.commandId, commandIds));
     },
 
     async markAccepted(serverId: string, commandId: string) {

@@ -37,6 +37,8 @@ interface Connection {
   queue: Promise<void>;
   /** Frame id -> command id, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
+  /** Commands sent on this connection that the agent has not accepted or refused yet. */
+  unanswered: Set<string>;
   acceptedAt: number;
   /** Closed by the sweep (handshake too slow, heartbeats missed): nothing more to check. */
   dropping: boolean;
@@ -82,6 +84,15 @@ export async function createAgentGateway(opts: GatewayOptions) {
     },
     (msg, err) => opts.log.warn({ err }, msg),
   );
+
+  // A command issued on this replica for an agent held here goes out at once, without the
+  // NOTIFY round trip. It is still announced: another replica may be taking the agent over
+  // at this moment, and its handshake may have read the outbox before the command was in it.
+  opts.commands.setWake(async (serverId, notifyOthers) => {
+    const conn = live.get(serverId);
+    if (conn?.ready) await deliver(conn);
+    await notifyOthers(serverId);
+  });
 
   // One sweep over every connection rather than timers per connection (ten thousand agents
   // are ten thousand links): handshakes that take too long, and links gone silent for two
@@ -145,13 +156,14 @@ export async function createAgentGateway(opts: GatewayOptions) {
     // A wake-up during the handshake waits for the delivery that follows `ready`.
     if (!conn.serverId || !conn.ready) return;
     const cmds = await opts.commands.deliverable(conn.serverId);
-    if (cmds.length === 0) return;
     for (const cmd of cmds) {
+      // Sent on this connection already and not answered yet: the answer is on its way.
+      if (conn.unanswered.has(cmd.command_id)) continue;
+      conn.unanswered.add(cmd.command_id);
       const frameId = randomUUID();
       conn.sentCommands.set(frameId, cmd.command_id);
       send(conn, "command", cmd, frameId);
     }
-    await opts.commands.markSent(cmds.map((c) => c.command_id));
   }
 
   async function onHello(conn: Connection, hello: Payload<"hello">) {
@@ -219,10 +231,14 @@ export async function createAgentGateway(opts: GatewayOptions) {
         return onHello(conn, frame.payload as Payload<"hello">);
       case "ping":
         return answerPing(conn, frame);
-      case "command.accepted":
-        return opts.commands.markAccepted(conn.serverId!, (frame.payload as Payload<"command.accepted">).command_id);
+      case "command.accepted": {
+        const p = frame.payload as Payload<"command.accepted">;
+        conn.unanswered.delete(p.command_id);
+        return opts.commands.markAccepted(conn.serverId!, p.command_id);
+      }
       case "command.rejected": {
         const p = frame.payload as Payload<"command.rejected">;
+        conn.unanswered.delete(p.command_id);
         return opts.commands.markRejected(conn.serverId!, p.command_id, p.code, p.message);
       }
       case "events": {
@@ -243,6 +259,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
       case "nack": {
         const p = frame.payload as Payload<"nack">;
         const commandId = p.ref_id ? conn.sentCommands.get(p.ref_id) : undefined;
+        if (commandId) conn.unanswered.delete(commandId);
         if (commandId) await opts.commands.markRejected(conn.serverId!, commandId, p.code, p.message);
         opts.log.warn({ serverId: conn.serverId, nack: p }, "agent refused a frame");
         return;
@@ -276,6 +293,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
         lastFrameAt: Date.now(),
         queue: Promise.resolve(),
         sentCommands: new Map(),
+        unanswered: new Set(),
         acceptedAt: Date.now(),
         dropping: false,
         nonce: randomBytes(32).toString("base64"),
@@ -313,6 +331,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     async close() {
       clearInterval(seenTimer);
       clearInterval(sweepTimer);
+      opts.commands.setWake(null);
       await listener.close();
       const conns = [...live.values()];
       for (const conn of conns) close(conn, CLOSE_CODES.going_away, "control plane shutting down");

@@ -36,6 +36,8 @@ export const DELIVERY_QUEUE = "webhooks.deliver";
 export const FANOUT_CURSOR_KEY = "webhook_fanout_cursor";
 const FANOUT_LOCK = 0x62657275; // advisory lock key of the fan-out
 const FANOUT_BATCH = 500;
+/** Least time between two fan-out passes woken by notifications (webhooks wait at most this much more). */
+const FANOUT_MIN_GAP_MS = 200;
 const RESPONSE_BODY_LIMIT = 2048;
 const DELIVERY_TIMEOUT_MS = 10_000;
 const DEPLOY_KINDS = ["deploy", "redeploy", "rollback"];
@@ -219,6 +221,9 @@ export function createWebhookDeliveries(deps: { db: Database; cursors: CursorCod
         do {
           again = false;
           while ((await fanOutBatch()) === FANOUT_BATCH);
+          // Every organisation event wakes the fan-out, server figures included (hundreds a
+          // second with thousands of agents): passes are spaced so that costs little.
+          if (again) await new Promise((resolve) => setTimeout(resolve, FANOUT_MIN_GAP_MS));
         } while (again);
       } finally {
         running = null;
