@@ -31,7 +31,7 @@
 // database), BENCH_LOG_LEVEL (control-plane logs at that level to /dev/null), BENCH_COLD_SIGNER=1
 // (leave the control plane's signing-key cache cold, as after a restart).
 import { randomUUID } from "node:crypto";
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -439,6 +439,10 @@ async function main() {
     latencies.push(v[1] - t0);
     toArrival.push(v[0] - t0);
     verifyMs.push(v[1] - v[0]);
+  }
+  if (process.env.BENCH_DISPATCH_DUMP) {
+    const rows = issue.issued.map(([id, t0, took]) => `${round(t0 - issue.issued[0]![1])}\t${round(took)}\t${verified.has(id) ? round(verified.get(id)![1] - t0) : ""}`);
+    await writeFile(process.env.BENCH_DISPATCH_DUMP, `issued_at_ms\tissue_ms\tdispatch_ms\n${rows.join("\n")}\n`);
   }
   // A command never verified within the wait counts as slower than any that was.
   const unverified = issue.issued.length - latencies.length;

@@ -1,13 +1,14 @@
-// The command outbox. A command is signed and written in one transaction with the next
-// per-server seq; NOTIFY (delivered at commit) wakes whichever replica holds the agent.
+// The command outbox. A command is signed with the server's next seq and written; a trigger's
+// NOTIFY (payload server_id:command_id) wakes whichever replica holds the agent.
 import { randomUUID } from "node:crypto";
-import { and, eq, sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import { agentCommands, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
+/** Also named in the trigger of migration 0009, which sends on it. */
 export const COMMANDS_CHANNEL = "berth_agent_commands";
 /** Payload server_id:command_id: tell the agent to stop a command it already took. */
 export const CANCEL_CHANNEL = "berth_agent_cancel";
@@ -26,22 +27,13 @@ export interface IssueInput {
   ttlMs?: number;
 }
 
-/**
- * Hands a new command to the agent: by default a NOTIFY wakes whichever replica holds it;
- * the gateway replaces this to send at once when it holds the agent itself.
- */
-export type CommandWake = (serverId: string) => Promise<void>;
-
 export function createAgentCommands(deps: { db: Database; clock: Clock; signer: CommandSigner }) {
-  let wake: CommandWake = async (serverId) => {
-    await deps.db.execute(sql`select pg_notify(${COMMANDS_CHANNEL}, ${serverId})`);
-  };
-  const notifyOthers = wake;
+  /** Set by the gateway: sends a new command at once when this replica holds its agent. */
+  let sendHere: ((command: SignedCommand) => void) | null = null;
 
   return {
-    /** The gateway's direct delivery; it falls back to `notifyOthers` for agents held elsewhere. */
-    setWake(fn: ((serverId: string, notifyOthers: CommandWake) => Promise<void>) | null) {
-      wake = fn === null ? notifyOthers : (serverId) => fn(serverId, notifyOthers);
+    setDirectDelivery(fn: ((command: SignedCommand) => void) | null) {
+      sendHere = fn;
     },
 
     async issue(input: IssueInput): Promise<AgentCommandRow> {
@@ -84,7 +76,9 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
           expiresAt,
         })
         .returning();
-      await wake(input.serverId);
+      // The insert announced the command to every replica (trigger, at commit); the one
+      // holding the agent may be this one, which then sends it without waiting for that.
+      sendHere?.(signed);
       return row!;
     },
 
@@ -110,6 +104,15 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
           returning seq, signed)
         select signed from sent order by seq`);
       return rows.rows.map((r) => r.signed);
+    },
+
+    /** Records commands as sent (a delivery that did not go through deliverable()). */
+    async markSent(commandIds: string[]) {
+      if (commandIds.length === 0) return;
+      await deps.db
+        .update(agentCommands)
+        .set({ sentAt: sql`coalesce(${agentCommands.sentAt}, now())` })
+        .where(inArray(agentCommands.commandId, commandIds));
     },
 
     async markAccepted(serverId: string, commandId: string) {

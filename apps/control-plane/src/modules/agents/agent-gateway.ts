@@ -18,6 +18,7 @@ import {
   type Frame,
   type MessageType,
   type Payload,
+  type SignedCommand,
 } from "@berth/protocol";
 import { listen, type PgListener } from "../../lib/pg-listener.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, type AgentCommands } from "./agent-commands.ts";
@@ -25,7 +26,7 @@ import type { EventIngest } from "./event-ingest.ts";
 
 export const TAKEOVER_CHANNEL = "berth_agent_takeover";
 const HANDSHAKE_TIMEOUT_MS = 10_000;
-const SEEN_CHUNK = 500;
+const SEEN_CHUNK = 100;
 
 interface Connection {
   id: string;
@@ -37,8 +38,11 @@ interface Connection {
   queue: Promise<void>;
   /** Frame id -> command id, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
-  /** Commands sent on this connection that the agent has not accepted or refused yet. */
-  unanswered: Set<string>;
+  /**
+   * Commands sent on this connection: each goes out once per connection (the agent answers
+   * it there; a new connection gets every command still unanswered). A few ids a day.
+   */
+  delivered: Set<string>;
   acceptedAt: number;
   /** Closed by the sweep (handshake too slow, heartbeats missed): nothing more to check. */
   dropping: boolean;
@@ -74,8 +78,10 @@ export async function createAgentGateway(opts: GatewayOptions) {
         const conn = serverId ? live.get(serverId) : undefined;
         if (conn && commandId) send(conn, "command.cancel", { command_id: commandId });
       } else if (channel === COMMANDS_CHANNEL) {
-        const conn = live.get(payload);
-        if (conn) void deliver(conn);
+        // server_id:command_id; a command this replica sent when it was issued needs nothing.
+        const [serverId, commandId] = payload.split(":");
+        const conn = serverId ? live.get(serverId) : undefined;
+        if (conn && !(commandId && conn.delivered.has(commandId))) void deliver(conn);
       } else if (channel === TAKEOVER_CHANNEL) {
         const [serverId, connectionId] = payload.split(":");
         const conn = serverId ? live.get(serverId) : undefined;
@@ -86,12 +92,13 @@ export async function createAgentGateway(opts: GatewayOptions) {
   );
 
   // A command issued on this replica for an agent held here goes out at once, without the
-  // NOTIFY round trip. It is still announced: another replica may be taking the agent over
-  // at this moment, and its handshake may have read the outbox before the command was in it.
-  opts.commands.setWake(async (serverId, notifyOthers) => {
-    const conn = live.get(serverId);
-    if (conn?.ready) await deliver(conn);
-    await notifyOthers(serverId);
+  // NOTIFY round trip; the NOTIFY still reaches every replica, so one taking the agent over
+  // right now (its handshake may have read the outbox before the command was in it) sends it.
+  opts.commands.setDirectDelivery((command) => {
+    const conn = live.get(command.server_id);
+    if (!conn?.ready || conn.delivered.has(command.command_id)) return;
+    sendCommand(conn, command);
+    opts.commands.markSent([command.command_id]).catch((err) => opts.log.warn({ err }, "recording a command as sent failed"));
   });
 
   // One sweep over every connection rather than timers per connection (ten thousand agents
@@ -114,7 +121,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   }, Math.max(100, Math.floor(Math.min(opts.heartbeatMs, HANDSHAKE_TIMEOUT_MS) / 2)));
   sweepTimer.unref();
 
-  // last_seen_at is written for all live agents every few seconds, in statements of a few
+  // last_seen_at is written for all live agents every few seconds, in statements of a
   // hundred rows that skip rows locked right now (a command being issued): liveness never
   // makes anything wait, and a skipped row is written next time.
   const seenTimer = setInterval(() => {
@@ -156,14 +163,14 @@ export async function createAgentGateway(opts: GatewayOptions) {
     // A wake-up during the handshake waits for the delivery that follows `ready`.
     if (!conn.serverId || !conn.ready) return;
     const cmds = await opts.commands.deliverable(conn.serverId);
-    for (const cmd of cmds) {
-      // Sent on this connection already and not answered yet: the answer is on its way.
-      if (conn.unanswered.has(cmd.command_id)) continue;
-      conn.unanswered.add(cmd.command_id);
-      const frameId = randomUUID();
-      conn.sentCommands.set(frameId, cmd.command_id);
-      send(conn, "command", cmd, frameId);
-    }
+    for (const cmd of cmds) if (!conn.delivered.has(cmd.command_id)) sendCommand(conn, cmd);
+  }
+
+  function sendCommand(conn: Connection, cmd: SignedCommand) {
+    conn.delivered.add(cmd.command_id);
+    const frameId = randomUUID();
+    conn.sentCommands.set(frameId, cmd.command_id);
+    send(conn, "command", cmd, frameId);
   }
 
   async function onHello(conn: Connection, hello: Payload<"hello">) {
@@ -231,14 +238,10 @@ export async function createAgentGateway(opts: GatewayOptions) {
         return onHello(conn, frame.payload as Payload<"hello">);
       case "ping":
         return answerPing(conn, frame);
-      case "command.accepted": {
-        const p = frame.payload as Payload<"command.accepted">;
-        conn.unanswered.delete(p.command_id);
-        return opts.commands.markAccepted(conn.serverId!, p.command_id);
-      }
+      case "command.accepted":
+        return opts.commands.markAccepted(conn.serverId!, (frame.payload as Payload<"command.accepted">).command_id);
       case "command.rejected": {
         const p = frame.payload as Payload<"command.rejected">;
-        conn.unanswered.delete(p.command_id);
         return opts.commands.markRejected(conn.serverId!, p.command_id, p.code, p.message);
       }
       case "events": {
@@ -259,7 +262,6 @@ export async function createAgentGateway(opts: GatewayOptions) {
       case "nack": {
         const p = frame.payload as Payload<"nack">;
         const commandId = p.ref_id ? conn.sentCommands.get(p.ref_id) : undefined;
-        if (commandId) conn.unanswered.delete(commandId);
         if (commandId) await opts.commands.markRejected(conn.serverId!, commandId, p.code, p.message);
         opts.log.warn({ serverId: conn.serverId, nack: p }, "agent refused a frame");
         return;
@@ -293,7 +295,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
         lastFrameAt: Date.now(),
         queue: Promise.resolve(),
         sentCommands: new Map(),
-        unanswered: new Set(),
+        delivered: new Set(),
         acceptedAt: Date.now(),
         dropping: false,
         nonce: randomBytes(32).toString("base64"),
@@ -331,7 +333,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     async close() {
       clearInterval(seenTimer);
       clearInterval(sweepTimer);
-      opts.commands.setWake(null);
+      opts.commands.setDirectDelivery(null);
       await listener.close();
       const conns = [...live.values()];
       for (const conn of conns) close(conn, CLOSE_CODES.going_away, "control plane shutting down");

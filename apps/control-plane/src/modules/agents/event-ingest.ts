@@ -50,6 +50,8 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
   const maxEvents = opts.maxEventsPerWrite ?? 10000;
   const waiting: Batch[] = [];
   let running = 0;
+  /** Servers whose agent_streams row exists (rows are never deleted). */
+  const streams = new Set<string>();
 
   function take(): Batch[] {
     const taken: Batch[] = [];
@@ -76,13 +78,13 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
   async function settle(batches: Batch[]) {
     let results: (number | Error)[];
     try {
-      results = await write(opts, batches);
+      results = await write(opts, streams, batches);
     } catch (err) {
       if (batches.length === 1) return batches[0]!.reject(err);
       // One agent's bad batch must not fail the others': write each on its own.
       results = [];
       for (const batch of batches) {
-        results.push(await write(opts, [batch]).then((r) => r[0]!, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))));
+        results.push(await write(opts, streams, [batch]).then((r) => r[0]!, (e: unknown) => (e instanceof Error ? e : new Error(String(e)))));
       }
     }
     batches.forEach((batch, i) => {
@@ -103,25 +105,31 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
 }
 
 /** One transaction for all the batches; per batch, the seq to acknowledge or why it cannot be stored. */
-async function write(opts: IngestOptions, batches: Batch[]): Promise<(number | Error)[]> {
+async function write(opts: IngestOptions, streams: Set<string>, batches: Batch[]): Promise<(number | Error)[]> {
   const client = await opts.pool.connect();
   try {
     await client.query("begin");
     // The streams' rows (made with a server's first events) locked in id order: no deadlocks
     // between concurrent writes. The server rows themselves are only read.
     const ids = [...new Set(batches.map((b) => b.serverId))].sort();
-    await client.query(
-      `insert into agent_streams (server_id)
-       select id from servers where id = any($1::uuid[]) and not exists (select 1 from agent_streams where server_id = servers.id)
-       on conflict do nothing`,
-      [ids],
-    );
-    const { rows } = await client.query<{ id: string; last_event_seq: string; organization_id: string }>(
-      `select st.server_id as id, st.last_event_seq, s.organization_id
-       from agent_streams st join servers s on s.id = st.server_id
-       where st.server_id = any($1::uuid[]) order by st.server_id for update of st`,
-      [ids],
-    );
+    const unknown = ids.filter((id) => !streams.has(id));
+    if (unknown.length > 0) {
+      await client.query(
+        `insert into agent_streams (server_id)
+         select id from servers where id = any($1::uuid[]) and not exists (select 1 from agent_streams where server_id = servers.id)
+         on conflict do nothing`,
+        [unknown],
+      );
+    }
+    // Named statements (here and below) are parsed and planned once per connection.
+    const { rows } = await client.query<{ id: string; last_event_seq: string; organization_id: string }>({
+      name: "ingest-lock-streams",
+      text: `select st.server_id as id, st.last_event_seq, s.organization_id
+             from agent_streams st join servers s on s.id = st.server_id
+             where st.server_id = any($1::uuid[]) order by st.server_id for update of st`,
+      values: [ids],
+    });
+
     const servers = new Map(rows.map((r) => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [] as Event[] }]));
 
     const results: (number | Error)[] = [];
@@ -156,12 +164,16 @@ async function write(opts: IngestOptions, batches: Batch[]): Promise<(number | E
       for (const apply of opts.appliers ?? []) await apply(client, serverId, s.fresh, s.organizationId);
     }
     if (advanced.length > 0) {
-      await client.query(
-        "update agent_streams st set last_event_seq = v.seq from unnest($1::uuid[], $2::bigint[]) as v(id, seq) where st.server_id = v.id",
-        [advanced.map(([id]) => id), advanced.map(([, s]) => s.watermark)],
-      );
+      await client.query({
+        name: "ingest-advance-streams",
+        text: "update agent_streams st set last_event_seq = v.seq from unnest($1::uuid[], $2::bigint[]) as v(id, seq) where st.server_id = v.id",
+        values: [advanced.map(([id]) => id), advanced.map(([, s]) => s.watermark)],
+      });
     }
     await client.query("commit");
+    // Known only once committed: a rolled-back write may have made the rows it saw.
+    if (streams.size > 100_000) streams.clear();
+    for (const r of rows) streams.add(r.id);
     return results;
   } catch (err) {
     await client.query("rollback").catch(() => {});
@@ -214,22 +226,24 @@ async function storeEvents(client: pg.PoolClient, rows: StoredEvent[]) {
     }
     items[i] = `[${at},${body}]`;
   });
-  await client.query(
-    `insert into agent_events (server_id, seq, kind, ts, command_id, deployment_id, level, body)
-     select ($1::uuid[])[(x->>0)::int], (e->>'seq')::bigint, e->>'kind', (e->>'ts')::timestamptz,
-       (e->>'command_id')::uuid, (e->>'deployment_id')::uuid, case when e->>'kind' = 'log' then e->>'level' end, e
-     from jsonb_array_elements($2::jsonb) as x, lateral (select x->1 as e) as item
-     on conflict do nothing`,
-    [servers, `[${items.join(",")}]`],
-  );
+  await client.query({
+    name: "ingest-store-events",
+    text: `insert into agent_events (server_id, seq, kind, ts, command_id, deployment_id, level, body)
+           select ($1::uuid[])[(x->>0)::int], (e->>'seq')::bigint, e->>'kind', (e->>'ts')::timestamptz,
+             (e->>'command_id')::uuid, (e->>'deployment_id')::uuid, case when e->>'kind' = 'log' then e->>'level' end, e
+           from jsonb_array_elements($2::jsonb) as x, lateral (select x->1 as e) as item
+           on conflict do nothing`,
+    values: [servers, `[${items.join(",")}]`],
+  });
 }
 
 /** The latest figures per server (one row each), and a server.stats live event for dashboards and their charts. */
 async function storeStats(client: pg.PoolClient, latest: { serverId: string; organizationId: string; s: StatsEvent }[]) {
   if (latest.length === 0) return;
   const col = <T>(f: (s: StatsEvent) => T) => latest.map((l) => f(l.s));
-  await client.query(
-    `insert into server_stats as t (server_id, sampled_at, cpu_percent, ram_used_mb, ram_total_mb, disk_used_gb, disk_total_gb,
+  await client.query({
+    name: "ingest-store-stats",
+    text: `insert into server_stats as t (server_id, sampled_at, cpu_percent, ram_used_mb, ram_total_mb, disk_used_gb, disk_total_gb,
        load1, load5, load15, containers_running, containers_total)
      select * from unnest($1::uuid[], $2::timestamptz[], $3::float8[], $4::int[], $5::int[], $6::float8[], $7::float8[],
        $8::float8[], $9::float8[], $10::float8[], $11::int[], $12::int[])
@@ -238,7 +252,7 @@ async function storeStats(client: pg.PoolClient, latest: { serverId: string; org
        disk_total_gb = excluded.disk_total_gb, load1 = excluded.load1, load5 = excluded.load5, load15 = excluded.load15,
        containers_running = excluded.containers_running, containers_total = excluded.containers_total
      where t.sampled_at <= excluded.sampled_at`,
-    [
+    values: [
       latest.map((l) => l.serverId),
       col((s) => s.ts),
       col((s) => s.cpu_percent),
@@ -252,7 +266,7 @@ async function storeStats(client: pg.PoolClient, latest: { serverId: string; org
       col((s) => s.containers_running),
       col((s) => s.containers_total),
     ],
-  );
+  });
   const events: OrgEvent[] = latest.map(({ serverId, organizationId, s }) => {
     const { kind: _kind, seq: _seq, ...figures } = s;
     return { organizationId, type: "server.stats", data: { server_id: serverId, ...figures } };

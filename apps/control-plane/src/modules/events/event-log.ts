@@ -74,13 +74,15 @@ export async function appendOrgEvent(client: Queryable, organizationId: string, 
 export async function appendOrgEvents(client: Queryable, events: OrgEvent[]): Promise<void> {
   if (events.length === 0) return;
   const orgs = events.map((e) => e.organizationId);
-  await client.query(
-    `with ins as (
-       insert into org_events (organization_id, type, data)
-       select * from unnest($1::uuid[], $2::text[], $3::jsonb[]))
-     select pg_notify($4, o) from unnest($5::text[]) as o`,
-    [orgs, events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), EVENTS_CHANNEL, distinct(orgs)],
-  );
+  // Named: parsed and planned once per connection (server figures come many times a second).
+  await client.query({
+    name: "append-org-events",
+    text: `with ins as (
+             insert into org_events (organization_id, type, data)
+             select * from unnest($1::uuid[], $2::text[], $3::jsonb[]))
+           select pg_notify($4, o) from unnest($5::text[]) as o`,
+    values: [orgs, events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), EVENTS_CHANNEL, distinct(orgs)],
+  });
 }
 
 function distinct(values: string[]): string[] {
