@@ -29,7 +29,8 @@
 // timed, per phase), BENCH_CPU_PROF=1 (a V8 profile of the control plane per phase, kept in a
 // printed directory, summarised), BENCH_PG_SETTINGS ("synchronous_commit=off,..." on the bench
 // database), BENCH_LOG_LEVEL (control-plane logs at that level to /dev/null), BENCH_COLD_SIGNER=1
-// (leave the control plane's signing-key cache cold, as after a restart).
+// (leave the control plane's signing-key cache cold, as after a restart), BENCH_DISPATCH_DUMP=path
+// (every command's issue time, issue() duration and dispatch latency as a tab-separated file).
 import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";

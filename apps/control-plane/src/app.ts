@@ -29,6 +29,7 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
+import { createRelaxedDb } from "./lib/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./lib/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 
@@ -67,16 +68,21 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await registerOpenApi(app);
   for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
 
-  const services = createServices({ db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
+  const relaxed = createRelaxedDb(pool);
+  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
   const gateway = await createAgentGateway({
     pool,
+    relaxedPool: relaxed.pool,
     commands: services.agentCommands,
-    ingest: createEventIngest({ pool, appliers: [applyDeploymentEvents] }),
+    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     log: app.log,
   });
-  app.addHook("onClose", async () => gateway.close());
+  app.addHook("onClose", async () => {
+    await gateway.close();
+    await relaxed.close();
+  });
   const background = await startBackgroundWork({ pool, clock, services, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
   app.addHook("onClose", async () => background.stop());
 

@@ -28,10 +28,17 @@ import { createAccess } from "./modules/auth/access.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
 import { createMemberships } from "./modules/organizations/memberships.ts";
 
-export function createServices(deps: { db: Database; clock: Clock; cursorSecret: string; masterKey: Buffer }) {
+export function createServices(deps: {
+  db: Database;
+  clock: Clock;
+  cursorSecret: string;
+  masterKey: Buffer;
+  /** For writes a database crash may lose at no cost (see lib/relaxed-pool.ts); defaults to db. */
+  relaxedDb?: Database;
+}) {
   const { db, clock } = deps;
   const signer = createCommandSigner({ db, masterKey: deps.masterKey });
-  const agentCommands = createAgentCommands({ db, clock, signer });
+  const agentCommands = createAgentCommands({ db, relaxedDb: deps.relaxedDb ?? db, clock, signer });
   const images = createErpImages(db);
   const dispatcher = createDispatcher({ db, commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);

@@ -27,59 +27,68 @@ export interface IssueInput {
   ttlMs?: number;
 }
 
-export function createAgentCommands(deps: { db: Database; clock: Clock; signer: CommandSigner }) {
-  /** Set by the gateway: sends a new command at once when this replica holds its agent. */
-  let sendHere: ((command: SignedCommand) => void) | null = null;
+/** What the gateway offers issue(): whether it holds an agent, and sending to it at once. */
+export interface DirectDelivery {
+  holds(serverId: string): boolean;
+  send(command: SignedCommand): void;
+}
+
+export function createAgentCommands(deps: { db: Database; relaxedDb: Database; clock: Clock; signer: CommandSigner }) {
+  let direct: DirectDelivery | null = null;
 
   return {
-    setDirectDelivery(fn: ((command: SignedCommand) => void) | null) {
-      sendHere = fn;
+    setDirectDelivery(d: DirectDelivery | null) {
+      direct = d;
     },
 
     async issue(input: IssueInput): Promise<AgentCommandRow> {
       const now = deps.clock.now();
       const expiresAt = new Date(now.getTime() + (input.ttlMs ?? DEFAULT_COMMAND_TTL_MS));
-      // The key is loaded before any statement runs (see CommandSigner.prepare).
+      // The key is loaded before the transaction opens (see CommandSigner.prepare).
       const sign = await deps.signer.prepare();
-      // The seq is taken on its own, not in a transaction with the insert: a command that then
-      // fails to be written leaves a gap, which agents accept (they refuse replays by command
-      // id and expiry, and only need seqs to grow). Two round trips instead of five.
-      const [server] = await deps.db
-        .update(servers)
-        .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
-        .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
-        .returning({ seq: servers.lastCommandSeq });
-      if (!server) throw notFound("Server");
-      const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
-      const unsigned = {
-        command_id: randomUUID(),
-        server_id: input.serverId,
-        seq: server.seq,
-        type: input.type,
-        issued_at: now.toISOString(),
-        expires_at: expiresAt.toISOString(),
-        issued_by: userId,
-        params: input.params,
-      } as unknown as UnsignedCommand;
-      const signed = sign(unsigned);
-      const [row] = await deps.db
-        .insert(agentCommands)
-        .values({
-          commandId: signed.command_id,
-          serverId: input.serverId,
-          seq: signed.seq,
-          type: signed.type,
-          signed,
-          issuedBy: input.issuedBy,
-          deploymentId: input.deploymentId ?? null,
-          createdAt: now,
-          expiresAt,
-        })
-        .returning();
-      // The insert announced the command to every replica (trigger, at commit); the one
-      // holding the agent may be this one, which then sends it without waiting for that.
-      sendHere?.(signed);
-      return row!;
+      // Held here: this replica sends it right after the commit (recorded as sent with it).
+      const sendHere = direct?.holds(input.serverId) === true;
+      const row = await deps.db.transaction(async (tx) => {
+        const [server] = await tx
+          .update(servers)
+          .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
+          .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
+          .returning({ seq: servers.lastCommandSeq });
+        if (!server) throw notFound("Server");
+        const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
+        const unsigned = {
+          command_id: randomUUID(),
+          server_id: input.serverId,
+          seq: server.seq,
+          type: input.type,
+          issued_at: now.toISOString(),
+          expires_at: expiresAt.toISOString(),
+          issued_by: userId,
+          params: input.params,
+        } as unknown as UnsignedCommand;
+        const signed = sign(unsigned);
+        // The insert's trigger announces the command to every replica at commit (migration 0009).
+        const [inserted] = await tx
+          .insert(agentCommands)
+          .values({
+            commandId: signed.command_id,
+            serverId: input.serverId,
+            seq: signed.seq,
+            type: signed.type,
+            signed,
+            issuedBy: input.issuedBy,
+            deploymentId: input.deploymentId ?? null,
+            createdAt: now,
+            expiresAt,
+            sentAt: sendHere ? now : null,
+          })
+          .returning();
+        return inserted!;
+      });
+      // Without waiting for the announcement; should the agent have gone meanwhile, its next
+      // connection gets the command from the outbox.
+      if (sendHere) direct?.send(row.signed as SignedCommand);
+      return row;
     },
 
     async get(commandId: string): Promise<AgentCommandRow | undefined> {
@@ -94,7 +103,7 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
     async deliverable(serverId: string): Promise<SignedCommand[]> {
       const now = deps.clock.now();
       // Both updates read the snapshot from before either: the second tests expiry itself.
-      const rows = await deps.db.execute<{ signed: SignedCommand }>(sql`
+      const rows = await deps.relaxedDb.execute<{ signed: SignedCommand }>(sql`
         with expired as (
           update ${agentCommands} set state = 'expired', completed_at = ${now}
           where server_id = ${serverId} and state = 'pending' and expires_at <= ${now}),
@@ -109,21 +118,21 @@ export function createAgentCommands(deps: { db: Database; clock: Clock; signer: 
     /** Records commands as sent (a delivery that did not go through deliverable()). */
     async markSent(commandIds: string[]) {
       if (commandIds.length === 0) return;
-      await deps.db
+      await deps.relaxedDb
         .update(agentCommands)
         .set({ sentAt: sql`coalesce(${agentCommands.sentAt}, now())` })
         .where(inArray(agentCommands.commandId, commandIds));
     },
 
     async markAccepted(serverId: string, commandId: string) {
-      await deps.db
+      await deps.relaxedDb
         .update(agentCommands)
         .set({ state: "accepted", acceptedAt: deps.clock.now() })
         .where(and(eq(agentCommands.commandId, commandId), eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")));
     },
 
     async markRejected(serverId: string, commandId: string, code: string, message: string) {
-      await deps.db
+      await deps.relaxedDb
         .update(agentCommands)
         .set({ state: "rejected", rejectionCode: code, error: { code, message }, completedAt: deps.clock.now() })
         .where(and(eq(agentCommands.commandId, commandId), eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")));

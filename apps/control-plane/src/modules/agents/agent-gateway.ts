@@ -56,6 +56,8 @@ interface Connection {
 
 export interface GatewayOptions {
   pool: pg.Pool;
+  /** For last_seen_at, which a database crash may lose at no cost (lib/relaxed-pool.ts); defaults to pool. */
+  relaxedPool?: pg.Pool;
   commands: AgentCommands;
   ingest: EventIngest;
   replicaId: string;
@@ -65,6 +67,7 @@ export interface GatewayOptions {
 
 export async function createAgentGateway(opts: GatewayOptions) {
   const { pool } = opts;
+  const relaxed = opts.relaxedPool ?? pool;
   const live = new Map<string, Connection>();
   const seen = new Set<string>();
   let shuttingDown = false;
@@ -94,11 +97,12 @@ export async function createAgentGateway(opts: GatewayOptions) {
   // A command issued on this replica for an agent held here goes out at once, without the
   // NOTIFY round trip; the NOTIFY still reaches every replica, so one taking the agent over
   // right now (its handshake may have read the outbox before the command was in it) sends it.
-  opts.commands.setDirectDelivery((command) => {
-    const conn = live.get(command.server_id);
-    if (!conn?.ready || conn.delivered.has(command.command_id)) return;
-    sendCommand(conn, command);
-    opts.commands.markSent([command.command_id]).catch((err) => opts.log.warn({ err }, "recording a command as sent failed"));
+  opts.commands.setDirectDelivery({
+    holds: (serverId) => live.get(serverId)?.ready === true,
+    send(command) {
+      const conn = live.get(command.server_id);
+      if (conn?.ready && !conn.delivered.has(command.command_id)) sendCommand(conn, command);
+    },
   });
 
   // One sweep over every connection rather than timers per connection (ten thousand agents
@@ -131,7 +135,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     void (async () => {
       for (let i = 0; i < ids.length; i += SEEN_CHUNK) {
         const chunk = ids.slice(i, i + SEEN_CHUNK);
-        const { rows } = await pool.query<{ id: string }>(
+        const { rows } = await relaxed.query<{ id: string }>(
           `update servers s set last_seen_at = now()
            from (select id from servers where id = any($1::uuid[]) for update skip locked) as l where s.id = l.id
            returning s.id`,

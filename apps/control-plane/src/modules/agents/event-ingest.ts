@@ -9,7 +9,7 @@
 // ingestion never holds more than that many of the pool's connections.
 import type pg from "pg";
 import type { CommandResultEvent, Event, LogEvent, StatsEvent } from "@berth/protocol";
-import { appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.ts";
+import { announce, appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.ts";
 
 export interface EventIngest {
   /** Resolves with the seq to acknowledge (everything up to it is stored). */
@@ -21,6 +21,8 @@ export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Even
 
 export interface IngestOptions {
   pool: pg.Pool;
+  /** Where the live-event NOTIFY goes after each commit (a relaxed pool: it writes nothing). */
+  announcePool?: pg.Pool;
   appliers?: EventApplier[];
   /** Writes in flight at once (each holds one pool connection). */
   concurrency?: number;
@@ -156,7 +158,7 @@ async function write(opts: IngestOptions, streams: Set<string>, batches: Batch[]
     }
 
     await storeEvents(client, stored);
-    await appendLogsOfOrgs(client, logs);
+    await appendLogsOfOrgs(client, logs, { announce: false });
     await storeStats(client, [...stats].map(([serverId, s]) => ({ serverId, organizationId: servers.get(serverId)!.organizationId, s })));
     await storeResults(client, commandResults);
     const advanced = [...servers].filter(([, s]) => s.fresh.length > 0);
@@ -174,6 +176,9 @@ async function write(opts: IngestOptions, streams: Set<string>, batches: Batch[]
     // Known only once committed: a rolled-back write may have made the rows it saw.
     if (streams.size > 100_000) streams.clear();
     for (const r of rows) streams.add(r.id);
+    // Live readers hear of the new rows now; one that misses this reads them at its next poll.
+    const orgs = [...logs.map((l) => l.organizationId), ...[...stats.keys()].map((id) => servers.get(id)!.organizationId)];
+    if (orgs.length > 0) void announce(opts.announcePool ?? opts.pool, orgs).catch(() => {});
     return results;
   } catch (err) {
     await client.query("rollback").catch(() => {});
@@ -271,7 +276,7 @@ async function storeStats(client: pg.PoolClient, latest: { serverId: string; org
     const { kind: _kind, seq: _seq, ...figures } = s;
     return { organizationId, type: "server.stats", data: { server_id: serverId, ...figures } };
   });
-  await appendOrgEvents(client, events);
+  await appendOrgEvents(client, events, { announce: false });
 }
 
 /** A result completes only a command of the server that sent it. */

@@ -20,13 +20,33 @@ export interface LogEntry {
 
 type Queryable = Pick<pg.PoolClient, "query">;
 
+export interface AppendOptions {
+  /**
+   * false: no NOTIFY in the caller's transaction; the caller calls `announce` after its commit.
+   * A transaction that notifies holds PostgreSQL's notification lock through its commit, WAL
+   * flush included, so busy writers (agent event ingestion) announce outside their commit.
+   */
+  announce?: boolean;
+}
+
+/** The NOTIFY for organisations whose events were committed without one (readers also poll). */
+export async function announce(client: Queryable, organizationIds: Iterable<string>): Promise<void> {
+  const orgs = [...new Set(organizationIds)];
+  if (orgs.length === 0) return;
+  await client.query({ name: "announce-org-events", text: "select pg_notify($1, o) from unnest($2::text[]) as o", values: [EVENTS_CHANNEL, orgs] });
+}
+
 /** Appends log entries of one organisation's deployments (one statement for the batch, its NOTIFY included). */
 export async function appendLogs(client: Queryable, organizationId: string, entries: LogEntry[]): Promise<void> {
   await appendLogsOfOrgs(client, entries.map((e) => ({ ...e, organizationId })));
 }
 
 /** Appends log entries of any organisations' deployments in one statement, one NOTIFY per organisation. */
-export async function appendLogsOfOrgs(client: Queryable, entries: (LogEntry & { organizationId: string })[]): Promise<void> {
+export async function appendLogsOfOrgs(
+  client: Queryable,
+  entries: (LogEntry & { organizationId: string })[],
+  options: AppendOptions = {},
+): Promise<void> {
   if (entries.length === 0) return;
   const n = entries.length;
   const cols = {
@@ -55,7 +75,7 @@ export async function appendLogsOfOrgs(client: Queryable, entries: (LogEntry & {
        select r.o, r.d, r.t, r.l, r.m, r.s, coalesce(r.x, '{}'::jsonb)
        from unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) as r(o, d, t, l, m, s, x))
      select pg_notify($8, o) from unnest($9::text[]) as o`,
-    [cols.o, cols.d, cols.t, cols.l, cols.m, cols.s, cols.x, EVENTS_CHANNEL, distinct(cols.o)],
+    [cols.o, cols.d, cols.t, cols.l, cols.m, cols.s, cols.x, EVENTS_CHANNEL, options.announce === false ? [] : distinct(cols.o)],
   );
 }
 
@@ -71,7 +91,7 @@ export async function appendOrgEvent(client: Queryable, organizationId: string, 
 }
 
 /** Appends live events of any organisations in one statement, one NOTIFY per organisation. */
-export async function appendOrgEvents(client: Queryable, events: OrgEvent[]): Promise<void> {
+export async function appendOrgEvents(client: Queryable, events: OrgEvent[], options: AppendOptions = {}): Promise<void> {
   if (events.length === 0) return;
   const orgs = events.map((e) => e.organizationId);
   // Named: parsed and planned once per connection (server figures come many times a second).
@@ -81,7 +101,7 @@ export async function appendOrgEvents(client: Queryable, events: OrgEvent[]): Pr
              insert into org_events (organization_id, type, data)
              select * from unnest($1::uuid[], $2::text[], $3::jsonb[]))
            select pg_notify($4, o) from unnest($5::text[]) as o`,
-    values: [orgs, events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), EVENTS_CHANNEL, distinct(orgs)],
+    values: [orgs, events.map((e) => e.type), events.map((e) => JSON.stringify(e.data)), EVENTS_CHANNEL, options.announce === false ? [] : distinct(orgs)],
   });
 }
 
