@@ -536,12 +536,12 @@ async function main() {
   out.push(row(["agent processes RSS (MB, total)", final.rssMb, "", ""], w1));
   out.push(row(["CP RSS at the end (MB, /proc)", `${finalRss} (baseline /proc ${baselineProcRss}, at N ${atNProcRss})`, "", ""], w1));
   out.push("");
-  const w2 = [10, 7, 6, 6, 7, 6, 7, 8, 14];
-  out.push(`CPU per phase, % of one core (${os.cpus().length} cores = ${os.cpus().length * 100} %; other = not this benchmark; machine = % of all cores busy); CP event-loop delay`);
-  out.push(row(["phase", "wall s", "CP", "PG", "agents", "bench", "other", "machine", "loop p99/max"], w2));
+  const w2 = [10, 7, 6, 6, 7, 6, 6, 7, 8, 14];
+  out.push(`CPU per phase, % of one core (${os.cpus().length} cores = ${os.cpus().length * 100} %; steal = taken by the hypervisor; other = not this benchmark; machine = % of all cores busy); CP event-loop delay`);
+  out.push(row(["phase", "wall s", "CP", "PG", "agents", "bench", "steal", "other", "machine", "loop p99/max"], w2));
   for (const r of phases.reports) {
     const c = r.cpu;
-    out.push(row([r.name, round(r.wallS), c.cp ?? 0, c.postgres ?? 0, c.agents ?? 0, c.bench ?? 0, c.other ?? 0, c.machine ?? 0, `${round(r.loop.p99Ms)}/${round(r.loop.maxMs)} ms`], w2));
+    out.push(row([r.name, round(r.wallS), c.cp ?? 0, c.postgres ?? 0, c.agents ?? 0, c.bench ?? 0, c.steal ?? 0, c.other ?? 0, c.machine ?? 0, `${round(r.loop.p99Ms)}/${round(r.loop.maxMs)} ms`], w2));
   }
   if (INSTRUMENT) {
     for (const r of phases.reports) {

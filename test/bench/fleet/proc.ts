@@ -36,6 +36,8 @@ export interface CpuSnapshot {
   groups: Record<string, number>;
   machineBusy: number;
   machineTotal: number;
+  /** Seconds the hypervisor ran something else on this VM's cores (all cores summed). */
+  steal: number;
 }
 
 /** The postmaster running on this data directory, if it is on this machine. */
@@ -74,13 +76,14 @@ export async function cpuSnapshot(pids: Record<string, number[]>, postmaster: nu
   const line = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line;
   const busy = user + nice + system + irq + softirq + steal;
-  return { at: performance.now(), groups, machineBusy: busy / HZ, machineTotal: (busy + idle + iowait) / HZ };
+  return { at: performance.now(), groups, machineBusy: busy / HZ, machineTotal: (busy + idle + iowait) / HZ, steal: steal / HZ };
 }
 
 /**
- * Percent of one core used by each group between two snapshots (2 cores = 200 %), "other"
- * for everything else on the machine (other sessions' work, interrupts), and "machine" as
- * the share of all cores that was busy.
+ * Percent of one core used by each group between two snapshots (2 cores = 200 %), "steal"
+ * for time the hypervisor gave this VM's cores to someone else, "other" for everything else
+ * on the machine (other sessions' work, interrupts), and "machine" as the share of all cores
+ * that was busy (steal included).
  */
 export function cpuUse(a: CpuSnapshot, b: CpuSnapshot, cores: number): Record<string, number> {
   const wall = (b.at - a.at) / 1000;
@@ -93,6 +96,8 @@ export function cpuUse(a: CpuSnapshot, b: CpuSnapshot, cores: number): Record<st
   }
   const busyShare = (b.machineBusy - a.machineBusy) / (b.machineTotal - a.machineTotal);
   out.machine = Math.round(busyShare * 100);
-  out.other = Math.max(0, Math.round(((busyShare * cores * wall - ours) / wall) * 100));
+  const steal = b.steal - a.steal;
+  out.steal = Math.round((steal / wall) * 100);
+  out.other = Math.max(0, Math.round(((busyShare * cores * wall - ours - steal) / wall) * 100));
   return out;
 }
