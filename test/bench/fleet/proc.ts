@@ -38,6 +38,8 @@ export interface CpuSnapshot {
   machineTotal: number;
   /** Seconds the hypervisor ran something else on this VM's cores (all cores summed). */
   steal: number;
+  /** CPU seconds per PostgreSQL process: backends come and go (pools open and close them). */
+  postgres: Map<string, number>;
 }
 
 /** The postmaster running on this data directory, if it is on this machine. */
@@ -65,18 +67,17 @@ export async function cpuSnapshot(pids: Record<string, number[]>, postmaster: nu
     for (const pid of list) s += (await cpuSeconds(pid))?.s ?? 0;
     groups[group] = s;
   }
-  let pg = 0;
+  const postgres = new Map<string, number>();
   for (const entry of await readdir("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     const stat = await cpuSeconds(entry);
     if (!stat) continue;
-    if (postmaster === undefined ? stat.name === "postgres" : Number(entry) === postmaster || stat.ppid === postmaster) pg += stat.s;
+    if (postmaster === undefined ? stat.name === "postgres" : Number(entry) === postmaster || stat.ppid === postmaster) postgres.set(entry, stat.s);
   }
-  groups.postgres = pg;
   const line = (await readFile("/proc/stat", "utf8")).split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = line;
   const busy = user + nice + system + irq + softirq + steal;
-  return { at: performance.now(), groups, machineBusy: busy / HZ, machineTotal: (busy + idle + iowait) / HZ, steal: steal / HZ };
+  return { at: performance.now(), groups, machineBusy: busy / HZ, machineTotal: (busy + idle + iowait) / HZ, steal: steal / HZ, postgres };
 }
 
 /**
@@ -94,6 +95,12 @@ export function cpuUse(a: CpuSnapshot, b: CpuSnapshot, cores: number): Record<st
     ours += used;
     out[k] = Math.round((used / wall) * 100);
   }
+  // A process that ended between the snapshots took its last CPU seconds with it (they show
+  // as other); one that started counts from zero.
+  let pg = 0;
+  for (const [pid, seconds] of b.postgres) pg += seconds - (a.postgres.get(pid) ?? 0);
+  ours += pg;
+  out.postgres = Math.round((pg / wall) * 100);
   const busyShare = (b.machineBusy - a.machineBusy) / (b.machineTotal - a.machineTotal);
   out.machine = Math.round(busyShare * 100);
   const steal = b.steal - a.steal;
