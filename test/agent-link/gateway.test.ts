@@ -7,6 +7,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { waitFor } from "../support/wait.ts";
 import { SimAgent } from "../support/sim-agent.ts";
+import { TAKEOVER_CHANNEL } from "../../apps/control-plane/src/modules/agents/agent-gateway.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -121,6 +122,20 @@ describe("handshake and status", () => {
     await new Promise((r) => setTimeout(r, 3000));
     clearInterval(pinger);
     expect(agent.closes).toEqual([]);
+    agent.close();
+  });
+
+  it("a late takeover notice from an older connection does not close the newer one", async () => {
+    const agent = await enrolled();
+    await agent.connect();
+    await agent.connect();
+    await agent.until(() => agent.closes.includes(CLOSE_CODES.replaced), 3000, "the first link replaced");
+    // The first connection's notice, delivered late (a busy listener), after the second registered.
+    await cp.database.pool.query("select pg_notify($1, $2)", [TAKEOVER_CHANNEL, `${agent.identity.server_id}:00000000-0000-0000-0000-000000000000`]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(agent.closes).toEqual([CLOSE_CODES.replaced]);
+    expect(agent.socket!.readyState).toBe(1);
+    expect((await serverView(agent.identity.server_id)).status).toBe("online");
     agent.close();
   });
 

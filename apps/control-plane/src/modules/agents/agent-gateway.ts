@@ -88,7 +88,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
       } else if (channel === TAKEOVER_CHANNEL) {
         const [serverId, connectionId] = payload.split(":");
         const conn = serverId ? live.get(serverId) : undefined;
-        if (conn && conn.id !== connectionId) close(conn, CLOSE_CODES.replaced, "replaced by a newer connection");
+        // Not ready: its session is being recorded, and its own notice will settle who stays.
+        if (conn?.ready && conn.id !== connectionId) void closeIfSuperseded(conn).catch((err) => opts.log.warn({ err }, "takeover check failed"));
       }
     },
     (msg, err) => opts.log.warn({ err }, msg),
@@ -149,6 +150,17 @@ export async function createAgentGateway(opts: GatewayOptions) {
     })().catch((err) => opts.log.warn({ err }, "last_seen update failed"));
   }, Math.min(5_000, opts.heartbeatMs));
   seenTimer.unref();
+
+  /**
+   * A notice can arrive late (an older connection's, after a newer one registered here): the
+   * session row, written before its notice, names the connection that stays.
+   */
+  async function closeIfSuperseded(conn: Connection) {
+    const { rows } = await pool.query<{ connection_id: string }>("select connection_id from agent_sessions where server_id = $1", [conn.serverId]);
+    if (rows[0]?.connection_id !== conn.id && live.get(conn.serverId!) === conn) {
+      close(conn, CLOSE_CODES.replaced, "replaced by a newer connection");
+    }
+  }
 
   function send<T extends MessageType>(conn: Connection, type: T, payload: Payload<T>, id?: string) {
     if (conn.socket.readyState !== conn.socket.OPEN) return;
