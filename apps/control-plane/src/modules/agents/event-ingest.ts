@@ -49,7 +49,7 @@ export class UnknownServerError extends Error {
 
 export function createEventIngest(opts: IngestOptions): EventIngest {
   const concurrency = opts.concurrency ?? 3;
-  const maxEvents = opts.maxEventsPerWrite ?? 10000;
+  const maxEvents = opts.maxEventsPerWrite ?? 10_000;
   const waiting: Batch[] = [];
   let running = 0;
   /** Servers whose agent_streams row exists (rows are never deleted). */
