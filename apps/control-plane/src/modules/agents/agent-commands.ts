@@ -1,7 +1,8 @@
-// The command outbox. A command is signed with the server's next seq and written; a trigger's
-// NOTIFY (payload server_id:command_id) wakes whichever replica holds the agent.
+// The command outbox. A command is signed with the server's next seq and written in one
+// transaction; its insert trigger's NOTIFY (payload server_id:command_id, at commit) wakes
+// whichever replica holds the agent, and the issuing replica sends it at once if that is itself.
 import { randomUUID } from "node:crypto";
-import { and, eq, inArray, sql } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import { agentCommands, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
@@ -113,15 +114,6 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
           returning seq, signed)
         select signed from sent order by seq`);
       return rows.rows.map((r) => r.signed);
-    },
-
-    /** Records commands as sent (a delivery that did not go through deliverable()). */
-    async markSent(commandIds: string[]) {
-      if (commandIds.length === 0) return;
-      await deps.relaxedDb
-        .update(agentCommands)
-        .set({ sentAt: sql`coalesce(${agentCommands.sentAt}, now())` })
-        .where(inArray(agentCommands.commandId, commandIds));
     },
 
     async markAccepted(serverId: string, commandId: string) {
