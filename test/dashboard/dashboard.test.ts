@@ -10,6 +10,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { addPerson, type Person } from "../support/people.ts";
 import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
 import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
+import { waitUntil } from "../support/wait.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -52,12 +53,8 @@ afterAll(async () => {
   await removeEnvironmentObjects([envId]);
 });
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agents.map((a) => a.output.slice(-2000)).join("\n---\n")}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agents.map((a) => a.output.slice(-2000)).join("\n---\n") });
 }
 
 async function pageFor(person: Person) {

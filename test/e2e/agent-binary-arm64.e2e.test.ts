@@ -14,6 +14,7 @@ import type { BuiltExecutable } from "../../installers/build/build-agent.ts";
 import { agentExecutableForArch } from "../installers/agent-executable.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const exec = promisify(execFile);
 // qemu-user with the target's loader and libraries from Debian's cross packages.
@@ -48,13 +49,8 @@ afterAll(async () => {
 
 const runArm = (args: string[], env: Record<string, string> = {}) => exec(QEMU[0]!, [...QEMU.slice(1), bin, ...args], { cwd: dir, env, timeout: 120_000 });
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}\nagent output:\n${output.slice(-3000)}`);
+function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 90_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 200, detail: () => `agent output:\n${output.slice(-3000)}` });
 }
 
 it("is an aarch64 executable that SHA256SUMS vouches for", async () => {

@@ -14,6 +14,7 @@ import type { BuiltExecutable } from "../../installers/build/build-agent.ts";
 import { agentExecutable } from "../installers/agent-executable.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const exec = promisify(execFile);
 
@@ -58,13 +59,8 @@ afterAll(async () => {
 
 const run = (...args: string[]) => exec(bin, args, { cwd: dir, env: CLEAN_ENV, timeout: 60_000 });
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}\nagent output:\n${output.slice(-3000)}`);
+function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 100, detail: () => `agent output:\n${output.slice(-3000)}` });
 }
 
 describe("the agent executable", () => {

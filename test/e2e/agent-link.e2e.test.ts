@@ -12,6 +12,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { freePort } from "../setup/global-setup.ts";
 import { publicClient } from "../support/http.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { waitUntil } from "../support/wait.ts";
 
 let cp: TestControlPlane;
 let first: TestControlPlane | undefined;
@@ -39,13 +40,8 @@ afterAll(async () => {
 
 const q = async <T = Record<string, unknown>>(text: string, values: unknown[] = []) => (await cp.database.pool.query(text, values)).rows as T[];
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}\nagent output:\n${agent.output.slice(-3000)}`);
+function waitFor(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 200, detail: () => `agent output:\n${agent.output.slice(-3000)}` });
 }
 
 const online = () => cp.app.gateway.isConnected(serverId);

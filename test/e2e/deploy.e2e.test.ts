@@ -9,6 +9,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
+import { waitUntil } from "../support/wait.ts";
 
 let cp: TestControlPlane;
 let proxy: TcpProxy;
@@ -47,12 +48,8 @@ afterAll(async () => {
   await removeEnvironmentObjects(envIds);
 });
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agent.output.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agent.output.slice(-3000) });
 }
 
 // A fresh key per call: these tests make more requests than one key's 20 per minute.

@@ -15,6 +15,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
 import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const exec = promisify(execFile);
 let cp: TestControlPlane;
@@ -63,12 +64,8 @@ afterAll(async () => {
   if (repoDir) await rm(repoDir, { recursive: true, force: true });
 });
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agent.output.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agent.output.slice(-3000) });
 }
 
 it("a signed push deploys the pushed commit with the real agent", async () => {

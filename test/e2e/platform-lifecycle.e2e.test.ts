@@ -8,6 +8,8 @@ import { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
+import { waitUntil } from "../support/wait.ts";
+import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-status.ts";
 
 let cp: TestControlPlane;
 let agent: AgentProcess;
@@ -15,7 +17,6 @@ let d: DemoOrganization;
 let admin: Person;
 let envId: string;
 const docker = new Docker();
-const TERMINAL = ["success", "failed", "cancelled", "destroyed", "rolled_back"];
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
@@ -35,12 +36,8 @@ afterAll(async () => {
   await removeEnvironmentObjects([envId]);
 });
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${agent.output.slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agent.output.slice(-3000) });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -48,7 +45,7 @@ async function settled(id: string): Promise<any> {
   let record = { status: "pending" };
   await until(`deployment ${id} to finish`, async () => {
     record = (await admin.api.get(`/deployments/${id}`)).body;
-    return TERMINAL.includes(record.status);
+    return isTerminal(record.status);
   });
   return record;
 }

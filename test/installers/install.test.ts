@@ -18,6 +18,7 @@ import { freePort } from "../setup/global-setup.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { agentExecutable, agentExecutableVersion } from "./agent-executable.ts";
+import { waitUntil } from "../support/wait.ts";
 
 const exec = promisify(execFile);
 const IMAGE = "berth-test/debian:12";
@@ -58,14 +59,9 @@ async function ok(script: string, timeoutMs?: number): Promise<string> {
   return r.stdout;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  const log = await sh("tail -n 40 /var/log/berth-agent.log");
-  throw new Error(`timed out waiting for ${what}\nagent log:\n${log.stdout}`);
+function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const detail = async () => `agent log:\n${(await sh("tail -n 40 /var/log/berth-agent.log")).stdout}`;
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail });
 }
 
 interface StatusJson {

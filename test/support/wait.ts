@@ -1,9 +1,20 @@
 // Polls a condition until it holds or time runs out (for effects of other processes).
 export async function waitFor(check: () => Promise<boolean>, timeoutMs = 5000, intervalMs = 50): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, intervalMs));
+  await waitUntil("a condition", check, { timeoutMs, intervalMs });
+}
+
+export interface WaitOptions {
+  timeoutMs: number;
+  intervalMs: number;
+  /** Appended to the timeout error, e.g. the last lines a child process printed. */
+  detail?: () => string | Promise<string>;
+}
+
+/** Polls `check` until it holds; on timeout throws "timed out waiting for <what>" (and the detail). */
+export async function waitUntil(what: string, check: () => Promise<boolean> | boolean, opts: WaitOptions): Promise<void> {
+  const deadline = Date.now() + opts.timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${opts.detail ? `\n${await opts.detail()}` : ""}`);
+    await new Promise((r) => setTimeout(r, opts.intervalMs));
   }
-  throw new Error("condition not reached in time");
 }
