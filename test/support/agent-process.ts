@@ -4,6 +4,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import Docker from "dockerode";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const CLI = path.join(ROOT, "apps/agent/src/cli.ts");
@@ -52,8 +53,22 @@ export class AgentProcess {
     return JSON.parse(stdout);
   }
 
+  /**
+   * Kills the agent, then removes the containers that bind-mount its state directory (an
+   * ERP container left running keeps writing its filestore there, and removing the
+   * directory under it fails with ENOTEMPTY), then the directory.
+   */
   async cleanup(): Promise<void> {
     await this.stop("SIGKILL").catch(() => {});
-    await rm(this.stateDir, { recursive: true, force: true });
+    await this.removeContainersUsingStateDir().catch(() => {});
+    await rm(this.stateDir, { recursive: true, force: true, maxRetries: 5 });
+  }
+
+  private async removeContainersUsingStateDir(): Promise<void> {
+    const docker = new Docker();
+    const containers = await docker.listContainers({ all: true, filters: { label: ["berth.managed=true"] } });
+    const inside = (source: string) => source === this.stateDir || source.startsWith(this.stateDir + path.sep);
+    const mine = containers.filter((c) => c.Mounts.some((m) => m.Type === "bind" && inside(m.Source)));
+    await Promise.all(mine.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => {})));
   }
 }
