@@ -35,7 +35,9 @@
 // dockerode loads for SSH and BuildKit, which the agent never uses; the agent must still
 // connect and report its containers), BENCH_AGENT_MINIFY=1 (a minified bundle; profiles then
 // attribute everything to "(bundle prologue)").
-// Diagnostics (a little memory of their own): BENCH_AGENT_MEMLOG=1 (process.memoryUsage() and
+// BENCH_EXE_NODE_OPTIONS: NODE_OPTIONS for the executable (only what Node allows there, e.g.
+// --max-old-space-size=32; its built-in V8 flags are changed in installers/build).
+// Diagnostics (a little memory of their own; the executable gets them via NODE_OPTIONS): BENCH_AGENT_MEMLOG=1 (process.memoryUsage() and
 // V8 heap spaces from inside each agent), BENCH_AGENT_HEAP_PROF=1 (--heap-prof: the live
 // sampled heap at exit by package), BENCH_AGENT_CPU_PROF=1 (--cpu-prof over the agent's
 // whole life, start-up included, by package); profiles are kept in a printed directory.

@@ -104,7 +104,12 @@ export class BundledAgent {
       await mkdir(diagnostics.cpuProfDir, { recursive: true });
       args.push("--cpu-prof", `--cpu-prof-dir=${diagnostics.cpuProfDir}`, `--cpu-prof-name=${prefix}.cpuprofile`);
     }
-    // The executable takes no Node flags or preloads: diagnostics apply to the bundle only.
+    // The executable takes no Node flags on its command line; its diagnostics (preload,
+    // profiles) go through NODE_OPTIONS, which a single executable honours. Its own built-in
+    // flags are not repeated there.
+    const diagnosticFlags = args.slice(this.nodeFlags.filter((f) => !isEnv(f)).length);
+    const exeOptions = [process.env.BENCH_EXE_NODE_OPTIONS ?? "", ...diagnosticFlags].filter((o) => o !== "");
+    if (this.executable && exeOptions.length > 0) env.NODE_OPTIONS = exeOptions.join(" ");
     const command = this.executable ? [this.executable] : [process.execPath, ...args, this.bundle.file];
     this.startedAt = performance.now();
     const child = spawn(command[0]!, [...command.slice(1), "run", "--state-dir", this.stateDir], {
