@@ -174,6 +174,20 @@ describe("commands", () => {
     agent.close();
   });
 
+  it("issued on the replica that holds the agent are each sent once (the NOTIFY does not send them again)", async () => {
+    const agent = await enrolled();
+    await agent.connect();
+    const issue = () =>
+      cp.app.services.agentCommands.issue({ organizationId: d.organization_id, serverId: agent.identity.server_id, type: "diagnostics", params: {}, issuedBy: "system:test" });
+    const rows = await Promise.all(Array.from({ length: 30 }, issue));
+    await agent.until(() => agent.received.length >= 30, 5000, "30 commands");
+    // Long enough for every insert's NOTIFY to have come back to this replica.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(agent.received.map((c) => c.command_id).sort()).toEqual(rows.map((r) => r.commandId).sort());
+    expect(new Set(rows.map((r) => r.seq)).size).toBe(30);
+    agent.close();
+  });
+
   it("issued while the agent is away are delivered when it connects; expired ones never", async () => {
     const agent = await enrolled();
     const expired = await cp.app.services.agentCommands.issue({

@@ -1,6 +1,6 @@
-// The command outbox. A command is signed with the server's next seq and written in one
-// transaction; its insert trigger's NOTIFY (payload server_id:command_id, at commit) wakes
-// whichever replica holds the agent, and the issuing replica sends it at once if that is itself.
+// The command outbox. A command takes the server's next seq, is signed, and is written; its
+// insert trigger's NOTIFY (payload server_id:command_id, at commit) wakes whichever replica
+// holds the agent, and the issuing replica sends it at once if that is itself.
 import { randomUUID } from "node:crypto";
 import { and, eq, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
@@ -28,10 +28,14 @@ export interface IssueInput {
   ttlMs?: number;
 }
 
-/** What the gateway offers issue(): whether it holds an agent, and sending to it at once. */
+/** What the gateway offers issue(): sending at once to an agent this replica holds. */
 export interface DirectDelivery {
-  holds(serverId: string): boolean;
-  send(command: SignedCommand): void;
+  /**
+   * Null unless this replica holds the server's agent. Otherwise the command id is taken
+   * as this replica's to send (the NOTIFY of its insert then needs nothing here), and the
+   * returned function sends it once it is stored.
+   */
+  reserve(serverId: string, commandId: string): ((command: SignedCommand) => void) | null;
 }
 
 export function createAgentCommands(deps: { db: Database; relaxedDb: Database; clock: Clock; signer: CommandSigner }) {
@@ -45,51 +49,49 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
     async issue(input: IssueInput): Promise<AgentCommandRow> {
       const now = deps.clock.now();
       const expiresAt = new Date(now.getTime() + (input.ttlMs ?? DEFAULT_COMMAND_TTL_MS));
-      // The key is loaded before the transaction opens (see CommandSigner.prepare).
       const sign = await deps.signer.prepare();
-      // Held here: this replica sends it right after the commit (recorded as sent with it).
-      const sendHere = direct?.holds(input.serverId) === true;
-      const row = await deps.db.transaction(async (tx) => {
-        const [server] = await tx
-          .update(servers)
-          .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
-          .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
-          .returning({ seq: servers.lastCommandSeq });
-        if (!server) throw notFound("Server");
-        const userId = input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null;
-        const unsigned = {
-          command_id: randomUUID(),
-          server_id: input.serverId,
-          seq: server.seq,
-          type: input.type,
-          issued_at: now.toISOString(),
-          expires_at: expiresAt.toISOString(),
-          issued_by: userId,
-          params: input.params,
-        } as unknown as UnsignedCommand;
-        const signed = sign(unsigned);
-        // The insert's trigger announces the command to every replica at commit (migration 0009).
-        const [inserted] = await tx
-          .insert(agentCommands)
-          .values({
-            commandId: signed.command_id,
-            serverId: input.serverId,
-            seq: signed.seq,
-            type: signed.type,
-            signed,
-            issuedBy: input.issuedBy,
-            deploymentId: input.deploymentId ?? null,
-            createdAt: now,
-            expiresAt,
-            sentAt: sendHere ? now : null,
-          })
-          .returning();
-        return inserted!;
-      });
-      // Without waiting for the announcement; should the agent have gone meanwhile, its next
-      // connection gets the command from the outbox.
-      if (sendHere) direct?.send(row.signed as SignedCommand);
-      return row;
+      // Two statements, no transaction: each holds a pooled connection for one round trip.
+      // A seq taken by an insert that then fails is a gap, which nothing minds (the agent
+      // tells commands apart by id and keeps the highest seq it saw). The seq's own commit
+      // may be relaxed: the insert's durable commit flushes the WAL past it.
+      const [server] = await deps.relaxedDb
+        .update(servers)
+        .set({ lastCommandSeq: sql`${servers.lastCommandSeq} + 1` })
+        .where(and(eq(servers.id, input.serverId), eq(servers.organizationId, input.organizationId)))
+        .returning({ seq: servers.lastCommandSeq });
+      if (!server) throw notFound("Server");
+      const commandId = randomUUID();
+      const send = direct?.reserve(input.serverId, commandId) ?? null;
+      const signed = sign({
+        command_id: commandId,
+        server_id: input.serverId,
+        seq: server.seq,
+        type: input.type,
+        issued_at: now.toISOString(),
+        expires_at: expiresAt.toISOString(),
+        issued_by: input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null,
+        params: input.params,
+      } as unknown as UnsignedCommand);
+      // The insert's trigger announces the command to every replica at commit (migration 0009).
+      // Held here, it is recorded as sent with the insert and sent right after it.
+      const [row] = await deps.db
+        .insert(agentCommands)
+        .values({
+          commandId,
+          serverId: input.serverId,
+          seq: signed.seq,
+          type: signed.type,
+          signed,
+          issuedBy: input.issuedBy,
+          deploymentId: input.deploymentId ?? null,
+          createdAt: now,
+          expiresAt,
+          sentAt: send ? now : null,
+        })
+        .returning();
+      // Should the agent have gone meanwhile, its next connection gets the command from the outbox.
+      send?.(signed);
+      return row!;
     },
 
     async get(commandId: string): Promise<AgentCommandRow | undefined> {

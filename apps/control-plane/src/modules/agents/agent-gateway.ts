@@ -96,13 +96,18 @@ export async function createAgentGateway(opts: GatewayOptions) {
   );
 
   // A command issued on this replica for an agent held here goes out at once, without the
-  // NOTIFY round trip; the NOTIFY still reaches every replica, so one taking the agent over
-  // right now (its handshake may have read the outbox before the command was in it) sends it.
+  // NOTIFY round trip. Its id is marked delivered before the insert, so the NOTIFY (which may
+  // arrive before the insert's reply) does not send it again. The NOTIFY still reaches every
+  // replica, so one taking the agent over right now (its handshake may have read the outbox
+  // before the command was in it) sends it.
   opts.commands.setDirectDelivery({
-    holds: (serverId) => live.get(serverId)?.ready === true,
-    send(command) {
-      const conn = live.get(command.server_id);
-      if (conn?.ready && !conn.delivered.has(command.command_id)) sendCommand(conn, command);
+    reserve(serverId, commandId) {
+      const conn = live.get(serverId);
+      if (!conn?.ready) return null;
+      conn.delivered.add(commandId);
+      return (command) => {
+        if (live.get(serverId) === conn) sendCommand(conn, command);
+      };
     },
   });
 
