@@ -2,7 +2,8 @@
 // HTTP and WebSocket connections: enrolment, handshake, commands, events, replicas.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
-import { CLOSE_CODES, generateKeyPair } from "@berth/protocol";
+import { randomUUID } from "node:crypto";
+import { CLOSE_CODES, generateKeyPair, type UnsignedCommand } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { waitFor } from "../support/wait.ts";
@@ -20,7 +21,7 @@ function urlOf(t: TestControlPlane) {
 }
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, outboxSweepMs: 500 });
   base = urlOf(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
 });
@@ -185,6 +186,33 @@ describe("commands", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(agent.received.map((c) => c.command_id).sort()).toEqual(rows.map((r) => r.commandId).sort());
     expect(new Set(rows.map((r) => r.seq)).size).toBe(30);
+    agent.close();
+  });
+
+  it("one whose announcement was lost (written, never notified) is sent by the outbox sweep", async () => {
+    const agent = await enrolled();
+    await agent.connect();
+    const serverId = agent.identity.server_id;
+    const sign = await cp.app.services.signer.prepare();
+    const issuedAt = new Date(Date.now() - 1000);
+    const { rows } = await cp.database.pool.query<{ seq: string }>("update servers set last_command_seq = last_command_seq + 1 where id = $1 returning last_command_seq as seq", [serverId]);
+    const signed = sign({
+      command_id: randomUUID(),
+      server_id: serverId,
+      seq: Number(rows[0]!.seq),
+      type: "diagnostics",
+      issued_at: issuedAt.toISOString(),
+      expires_at: new Date(issuedAt.getTime() + 60_000).toISOString(),
+      issued_by: null,
+      params: {},
+    } as unknown as UnsignedCommand);
+    await cp.database.pool.query(
+      `insert into agent_commands (command_id, server_id, seq, type, signed, issued_by, created_at, expires_at)
+       values ($1, $2, $3, 'diagnostics', $4, 'system:test', $5, $6)`,
+      [signed.command_id, serverId, signed.seq, JSON.stringify(signed), issuedAt, signed.expires_at],
+    );
+    await agent.until(() => agent.received.length === 1, 3000, "the swept command");
+    expect(agent.received[0]!.command_id).toBe(signed.command_id);
     agent.close();
   });
 

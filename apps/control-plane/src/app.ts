@@ -41,6 +41,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions["logger"];
   /** How often agents ping; two missed intervals mean a dead link. */
   heartbeatMs?: number;
+  /** How often the gateway looks for commands whose announcement was lost (default 15 s). */
+  outboxSweepMs?: number;
   /** Background jobs (pg-boss): tests shorten the retry delays and polling. */
   jobs?: JobsOptions;
 }
@@ -77,6 +79,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
+    ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
     log: app.log,
   });
   app.addHook("onClose", async () => {

@@ -62,6 +62,8 @@ export interface GatewayOptions {
   ingest: EventIngest;
   replicaId: string;
   heartbeatMs: number;
+  /** How often unsent commands are looked for (a lost announcement); default 15 s. */
+  outboxSweepMs?: number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -130,6 +132,21 @@ export async function createAgentGateway(opts: GatewayOptions) {
     }
   }, Math.max(100, Math.floor(Math.min(opts.heartbeatMs, HANDSHAKE_TIMEOUT_MS) / 2)));
   sweepTimer.unref();
+
+  // A command whose announcement was lost (its issuer crashed right after the insert, or
+  // this replica's LISTEN connection was being re-established) is still pending and unsent:
+  // the agents held here get theirs. Commands younger than a sweep are left to the NOTIFY.
+  const outboxSweepMs = opts.outboxSweepMs ?? 15_000;
+  const outboxTimer = setInterval(() => {
+    void (async () => {
+      const servers = await opts.commands.unsentServers(outboxSweepMs);
+      for (const serverId of servers) {
+        const conn = live.get(serverId);
+        if (conn) await deliver(conn);
+      }
+    })().catch((err) => opts.log.warn({ err }, "outbox sweep failed"));
+  }, outboxSweepMs);
+  outboxTimer.unref();
 
   // last_seen_at is written for all live agents every few seconds, in statements of a
   // hundred rows that skip rows locked right now (a command being issued): liveness never
@@ -354,6 +371,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
     async close() {
       clearInterval(seenTimer);
       clearInterval(sweepTimer);
+      clearInterval(outboxTimer);
       opts.commands.setDirectDelivery(null);
       await listener.close();
       const conns = [...live.values()];
