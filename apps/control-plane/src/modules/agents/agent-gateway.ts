@@ -36,11 +36,12 @@ interface Connection {
   lastFrameAt: number;
   /** Frames are handled one after another so acks and results keep their order. */
   queue: Promise<void>;
-  /** Frame id -> command id, so a nack of a command frame is recorded as a rejection. */
+  /** Frame id -> command id of unanswered commands, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
   /**
-   * Commands sent on this connection: each goes out once per connection (the agent answers
-   * it there; a new connection gets every command still unanswered). A few ids a day.
+   * Commands sent (or about to be sent) on this connection and not yet answered: each goes
+   * out once per connection (the agent answers it there; a new connection gets every command
+   * still unanswered).
    */
   delivered: Set<string>;
   acceptedAt: number;
@@ -204,6 +205,16 @@ export async function createAgentGateway(opts: GatewayOptions) {
     for (const cmd of cmds) if (!conn.delivered.has(cmd.command_id)) sendCommand(conn, cmd);
   }
 
+  /**
+   * The agent answered the command and its state says so: it is no longer pending, so no
+   * outbox read returns it again, and this connection forgets it (its sets then hold only
+   * commands in flight, however long the link lives).
+   */
+  function settled(conn: Connection, commandId: string) {
+    conn.delivered.delete(commandId);
+    for (const [frameId, id] of conn.sentCommands) if (id === commandId) conn.sentCommands.delete(frameId);
+  }
+
   function sendCommand(conn: Connection, cmd: SignedCommand) {
     conn.delivered.add(cmd.command_id);
     const frameId = randomUUID();
@@ -276,11 +287,15 @@ export async function createAgentGateway(opts: GatewayOptions) {
         return onHello(conn, frame.payload as Payload<"hello">);
       case "ping":
         return answerPing(conn, frame);
-      case "command.accepted":
-        return opts.commands.markAccepted(conn.serverId!, (frame.payload as Payload<"command.accepted">).command_id);
+      case "command.accepted": {
+        const { command_id } = frame.payload as Payload<"command.accepted">;
+        await opts.commands.markAccepted(conn.serverId!, command_id);
+        return settled(conn, command_id);
+      }
       case "command.rejected": {
         const p = frame.payload as Payload<"command.rejected">;
-        return opts.commands.markRejected(conn.serverId!, p.command_id, p.code, p.message);
+        await opts.commands.markRejected(conn.serverId!, p.command_id, p.code, p.message);
+        return settled(conn, p.command_id);
       }
       case "events": {
         const { events } = frame.payload as Payload<"events">;
@@ -300,7 +315,10 @@ export async function createAgentGateway(opts: GatewayOptions) {
       case "nack": {
         const p = frame.payload as Payload<"nack">;
         const commandId = p.ref_id ? conn.sentCommands.get(p.ref_id) : undefined;
-        if (commandId) await opts.commands.markRejected(conn.serverId!, commandId, p.code, p.message);
+        if (commandId) {
+          await opts.commands.markRejected(conn.serverId!, commandId, p.code, p.message);
+          settled(conn, commandId);
+        }
         opts.log.warn({ serverId: conn.serverId, nack: p }, "agent refused a frame");
         return;
       }
