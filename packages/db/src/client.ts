@@ -3,7 +3,8 @@ import { drizzle, type NodePgDatabase } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import * as schema from "./schema.ts";
 
-export type Database = NodePgDatabase<typeof schema>;
+/** The query builder, and under it ($client) the pool, for hot paths that use named statements. */
+export type Database = NodePgDatabase<typeof schema> & { $client: pg.Pool };
 
 export interface DbHandle {
   pool: pg.Pool;
