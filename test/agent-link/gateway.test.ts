@@ -290,6 +290,28 @@ describe("events", () => {
     agent.close();
   });
 
+  it("an event already in agent_events above the watermark is skipped, not a stream stuck on every resend", async () => {
+    const agent = await enrolled();
+    await agent.connect();
+    const [first, second, third] = agent.logs(3);
+    agent.sendEvents([first!]);
+    await agent.until(() => agent.ackedUpTo === 1, 3000, "ack 1");
+    // A row the watermark does not know of (it never happens by itself: the fallback's test).
+    await cp.database.pool.query(
+      "insert into agent_events (server_id, seq, kind, ts, body) values ($1, 2, 'log', now(), $2)",
+      [agent.identity.server_id, JSON.stringify({ ...second!, message: "stored before" })],
+    );
+    agent.sendEvents([second!, third!]);
+    await agent.until(() => agent.ackedUpTo === 3, 3000, "ack 3");
+    const { rows } = await cp.database.pool.query("select seq, body->>'message' as message from agent_events where server_id = $1 order by seq", [agent.identity.server_id]);
+    expect(rows.map((r: { seq: string; message: string }) => [Number(r.seq), r.message])).toEqual([
+      [1, "line"],
+      [2, "stored before"],
+      [3, "line"],
+    ]);
+    agent.close();
+  });
+
   it("accept gaps in seqs (dropped low-priority lines) and acknowledge the highest stored", async () => {
     const agent = await enrolled();
     await agent.connect();
