@@ -201,7 +201,9 @@ describe("outgoing webhooks", () => {
     expect(String(d!.response_body)).toHaveLength(2048); // truncated
     expect(d!.last_attempt_at).toEqual(expect.any(String));
     expect(hooks.at("/down")).toHaveLength(4); // the first try and 3 retries
-    expect(await a.app.jobs.boss.getQueueSize(deadLetterOf(DELIVERY_QUEUE))).toBeGreaterThanOrEqual(1);
+    // The delivery row says failed from inside the last try; pg-boss moves the job to the
+    // dead-letter queue when that try's error reaches it, a moment later.
+    await waitFor(async () => (await a.app.jobs.boss.getQueueSize(deadLetterOf(DELIVERY_QUEUE))) >= 1, 10_000, 100);
 
     // Re-send: a read-only key may not; a delivery of another subscription is not found.
     expect((await ro().post(`/webhooks/${sub.id}/deliveries/${d!.id}/redeliver`)).status).toBe(403);
