@@ -28,7 +28,10 @@ export function openDatabase(path: string): Database.Database {
     ...(binding === null ? {} : { nativeBinding: binding as unknown as string }),
   });
   try {
-    db.pragma("journal_mode = WAL");
+    // Switching a fresh file to WAL needs an exclusive lock, and when two processes open it
+    // at once (the daemon starting while `status` polls) SQLite may refuse one at once with
+    // SQLITE_BUSY instead of waiting (its deadlock avoidance skips the busy timeout): retry.
+    retryWhileBusy(() => db.pragma("journal_mode = WAL"), BUSY_TIMEOUT_MS);
     // NORMAL in WAL mode: a commit is in the WAL before the call returns, so a crash or
     // kill of the agent loses nothing; only a power cut or kernel crash can roll back the
     // last transactions (never corrupt the file). FULL would fsync on every event append,
@@ -41,6 +44,20 @@ export function openDatabase(path: string): Database.Database {
     throw error;
   }
   return db;
+}
+
+/** Runs `work` again while SQLite answers SQLITE_BUSY, for up to `forMs`, with short pauses. */
+function retryWhileBusy<T>(work: () => T, forMs: number): T {
+  const deadline = Date.now() + forMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      return work();
+    } catch (error) {
+      if ((error as { code?: string }).code !== "SQLITE_BUSY" || Date.now() > deadline) throw error;
+      Atomics.wait(pause, 0, 0, 5 + Math.floor(Math.random() * 20));
+    }
+  }
 }
 
 /**
