@@ -36,17 +36,23 @@ afterAll(async () => {
   await removeEnvironmentObjects([envId]);
 });
 
-function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
-  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agent.output.slice(-3000) });
+// Generous: on a loaded CI machine Docker's vfs copies of image layers can take minutes.
+function until(what: string, check: () => Promise<boolean>, timeoutMs = 240_000, detail = () => ""): Promise<void> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => `${detail()}${agent.output.slice(-3000)}` });
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function settled(id: string): Promise<any> {
   let record = { status: "pending" };
+  let progress = "";
   await until(`deployment ${id} to finish`, async () => {
     record = (await admin.api.get(`/deployments/${id}`)).body;
-    return isTerminal(record.status);
-  });
+    if (isTerminal(record.status)) return true;
+    // Where it stands, for the failure message should it never finish.
+    const p = (await admin.api.get(`/deployments/${id}/progress`)).body as { steps?: { id: string; status: string }[] };
+    progress = `status ${record.status}; steps ${(p.steps ?? []).map((s) => `${s.id}:${s.status}`).join(", ")}\n`;
+    return false;
+  }, undefined, () => progress);
   return record;
 }
 
@@ -78,7 +84,7 @@ it("deploys: the record ends success with the agent's step logs and full progres
   const progress = (await admin.api.get(`/deployments/${ids.first}/progress`)).body;
   expect(progress.progress_percent).toBe(100);
   expect(progress.steps.every((s: { status: string }) => s.status === "completed")).toBe(true);
-}, 180_000);
+}, 300_000);
 
 it("a failed deployment is retried with the same configuration as a new record", async () => {
   await setCpus(2);
@@ -111,7 +117,7 @@ it("rolls back to the first deployment: its configuration returns, the replaced 
   expect((await settled(rb.body.id)).status).toBe("success");
   expect(await erpNanoCpus()).toBe(1e9);
   expect((await admin.api.get(`/deployments/${ids.retry}`)).body.status).toBe("rolled_back");
-}, 180_000);
+}, 300_000);
 
 it("cancels a running redeploy: the agent stops and the log says who cancelled", async () => {
   const res = await admin.api.post(`/environments/${envId}/deploy`, { force: true });
@@ -127,7 +133,7 @@ it("cancels a running redeploy: the agent stops and the log says who cancelled",
   });
   const warnings = (await admin.api.get(`/deployments/${id}/logs?level=warning`)).body.logs;
   expect(warnings).toContainEqual(expect.objectContaining({ message: "Deployment cancelled by user", data: { cancelled_by: admin.userId } }));
-}, 180_000);
+}, 300_000);
 
 it("destroys the environment: containers gone, record destroyed, environment pending and inactive", async () => {
   const res = await admin.api.delete(`/deployments/environment/${envId}/destroy?delete_data=true`);
@@ -136,4 +142,4 @@ it("destroys the environment: containers gone, record destroyed, environment pen
   const { rows } = await cp.database.pool.query("select status, is_active, container_id, container_name from environments where id = $1", [envId]);
   expect(rows[0]).toEqual({ status: "pending", is_active: false, container_id: null, container_name: null });
   expect(await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${envId}`] } })).toEqual([]);
-}, 180_000);
+}, 300_000);
