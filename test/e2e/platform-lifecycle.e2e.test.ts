@@ -36,7 +36,7 @@ afterAll(async () => {
   await removeEnvironmentObjects([envId]);
 });
 
-// Generous: on a loaded CI machine Docker's vfs copies of image layers can take minutes.
+// Generous: once, on a loaded CI machine, a deployment here took longer than 120 s (cause not found).
 function until(what: string, check: () => Promise<boolean>, timeoutMs = 240_000, detail = () => ""): Promise<void> {
   return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => `${detail()}${agent.output.slice(-3000)}` });
 }

@@ -14,6 +14,7 @@ import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protoco
 import { agentCommands, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
+import { notifyEach } from "../events/event-log.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 /** Payload server_id:command_id: a command was written (announce() below). */
@@ -60,7 +61,7 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
     while (announcing.length > 0) {
       const payloads = announcing;
       announcing = [];
-      await deps.relaxedDb.execute(sql`select pg_notify(${COMMANDS_CHANNEL}, p) from unnest(${sql.param(payloads)}::text[]) as p`).catch(() => {});
+      await notifyEach(deps.relaxedDb.$client, COMMANDS_CHANNEL, payloads).catch(() => {});
     }
     flushing = false;
   }

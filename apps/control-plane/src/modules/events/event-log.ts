@@ -31,9 +31,13 @@ export interface AppendOptions {
 
 /** The NOTIFY for organisations whose events were committed without one (readers also poll). */
 export async function announce(client: Queryable, organizationIds: Iterable<string>): Promise<void> {
-  const orgs = [...new Set(organizationIds)];
-  if (orgs.length === 0) return;
-  await client.query({ name: "announce-org-events", text: "select pg_notify($1, o) from unnest($2::text[]) as o", values: [EVENTS_CHANNEL, orgs] });
+  await notifyEach(client, EVENTS_CHANNEL, [...new Set(organizationIds)]);
+}
+
+/** One NOTIFY on `channel` per payload, in one statement. */
+export async function notifyEach(client: Queryable, channel: string, payloads: string[]): Promise<void> {
+  if (payloads.length === 0) return;
+  await client.query({ name: "notify-each", text: "select pg_notify($1, p) from unnest($2::text[]) as p", values: [channel, payloads] });
 }
 
 /** Appends log entries of one organisation's deployments (one statement for the batch, its NOTIFY included). */
