@@ -203,7 +203,11 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       outfile: path.join(work, "berth-agent.cjs"),
       target: `node${nodeVersion.split(".")[0]}`,
       minify: true,
-      define: options.versionOverride ? { __BERTH_AGENT_VERSION__: JSON.stringify(options.versionOverride) } : {},
+      define: {
+        // The agent keeps a verified copy of the addon in its state directory (apps/agent/src/native/sqlite-addon.ts).
+        __BERTH_SQLITE_ADDON_SHA256__: JSON.stringify(await sha256File(addon)),
+        ...(options.versionOverride ? { __BERTH_AGENT_VERSION__: JSON.stringify(options.versionOverride) } : {}),
+      },
     });
     log(`bundled the agent: ${Math.round(statSync(bundle.file).size / 1024)} KB`);
     const seaConfig = {

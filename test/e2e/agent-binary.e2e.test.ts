@@ -4,7 +4,7 @@
 // the installers, and asked for diagnostics through the signed command path.
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readdirSync, chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -56,6 +56,13 @@ afterAll(async () => {
   await cp?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
+
+const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
+function keptAddon(stateDir: string): string {
+  const kept = readdirSync(stateDir).filter((n) => n.startsWith(".sqlite-addon-") && n.endsWith(".node"));
+  expect(kept).toHaveLength(1);
+  return path.join(stateDir, kept[0]!);
+}
 
 const run = (...args: string[]) => exec(bin, args, { cwd: dir, env: CLEAN_ENV, timeout: 60_000 });
 
@@ -127,6 +134,9 @@ describe("the agent executable", () => {
       timeout: 60_000,
     });
     expect(enrolled.stdout).toContain(`Enrolled as server ${serverId}`);
+    // Enrolment kept the packed SQLite addon in the state directory, named by its digest.
+    const addon = keptAddon(stateDir);
+    expect(path.basename(addon)).toBe(`.sqlite-addon-${sha256(addon).slice(0, 32)}.node`);
 
     const started = Date.now();
     agent = spawn(bin, ["run", "--state-dir", stateDir], { cwd: dir, env: CLEAN_ENV, stdio: ["ignore", "pipe", "pipe"] });
@@ -134,6 +144,8 @@ describe("the agent executable", () => {
     agent.stderr?.on("data", (c: Buffer) => (output += c.toString()));
     await waitFor("the agent to connect", () => cp.app.gateway.isConnected(serverId));
     process.stderr.write(`[agent-binary] start to connected: ${Date.now() - started} ms\n`);
+    // ...and the daemon loaded that copy instead of unpacking the asset again.
+    expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(addon);
 
     const command = await cp.app.services.agentCommands.issue({
       organizationId: d.organization_id,
@@ -173,6 +185,24 @@ describe("the agent executable", () => {
     agent.kill("SIGTERM");
     const exit = await new Promise<number | null>((r) => agent?.once("exit", (code) => r(code)));
     expect(exit).toBe(0);
+  }, 120_000);
+
+  it("loads its kept SQLite addon only when the file matches its digest, and replaces a damaged one", async () => {
+    const stateDir = path.join(dir, "state");
+    const addon = keptAddon(stateDir);
+    const good = sha256(addon);
+    chmodSync(addon, 0o600);
+    writeFileSync(addon, "not a shared object");
+    output = "";
+    agent = spawn(bin, ["run", "--state-dir", stateDir], { cwd: dir, env: CLEAN_ENV, stdio: ["ignore", "pipe", "pipe"] });
+    agent.stdout?.on("data", (c: Buffer) => (output += c.toString()));
+    agent.stderr?.on("data", (c: Buffer) => (output += c.toString()));
+    const serverId = (JSON.parse(readFileSync(path.join(stateDir, "identity.json"), "utf8")) as { server_id: string }).server_id;
+    await waitFor("the agent to connect", () => cp.app.gateway.isConnected(serverId));
+    expect(sha256(addon)).toBe(good);
+    expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(addon);
+    agent.kill("SIGTERM");
+    expect(await new Promise<number | null>((r) => agent?.once("exit", (code) => r(code)))).toBe(0);
   }, 120_000);
 
   it("refuses uninstall without root, explaining why, and runs the uninstaller it carries", async () => {

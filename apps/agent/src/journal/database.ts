@@ -21,7 +21,8 @@ export function openDatabase(path: string): Database.Database {
 
   // The agent is the only writer; the busy timeout covers an operator reading the file
   // with the sqlite3 shell while the agent runs.
-  const binding = sqliteNativeBinding();
+  // The executable keeps a verified copy of its SQLite addon beside the journal.
+  const binding = sqliteNativeBinding(dirname(path));
   // @types/better-sqlite3 knows only the string form of nativeBinding; the addon object works too.
   const db = new Database(path, {
     timeout: BUSY_TIMEOUT_MS,
