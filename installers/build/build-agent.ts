@@ -3,15 +3,15 @@
 //
 // How: esbuild bundles apps/agent/src/cli.ts into one CommonJS file (bundle.ts); Node's
 // single-executable-application support turns it into a blob, with better-sqlite3's native
-// addon (compiled for that Node, native-addon.ts) and uninstall.sh as assets; postject
-// injects the blob into a copy of the Node binary. The Node is the LTS of the npm package
-// node-linux-<arch> (Node 24), not the Node running this script: a blob only runs on the
-// Node that made it.
+// addon (compiled for that Node, native-addon.ts), the page-out addon (apps/agent/native)
+// and uninstall.sh as assets; postject injects the blob into a copy of the Node binary. The
+// Node is the LTS of the npm package node-linux-<arch> (Node 24), not the Node running this
+// script: a blob only runs on the Node that made it.
 //
 // Usage: npm run build:agent [-- --out DIR] [--arch x64] [--version-override 1.2.3] [--force]
 // A build whose inputs (agent and protocol sources, lockfile, these scripts, the Node binary)
 // did not change is skipped. `--arch arm64` on an x64 machine (or the reverse) cross-compiles
-// the addon and runs the target's Node under qemu-user (cross.ts says what to install).
+// the addons and runs the target's Node under qemu-user (cross.ts says what to install).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -20,7 +20,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { bundleAgentSource } from "./bundle.ts";
-import { buildSqliteAddon } from "./native-addon.ts";
+import { buildPageOutAddon, buildSqliteAddon } from "./native-addon.ts";
 import { assertCanBuild, runTarget, stripFor, type Arch } from "./cross.ts";
 
 const exec = promisify(execFile);
@@ -29,6 +29,7 @@ export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEFAULT_DIST_DIR = path.join(REPO_ROOT, "installers/dist");
 const CACHE_DIR = path.join(REPO_ROOT, "installers/.cache");
 const AGENT_DIR = path.join(REPO_ROOT, "apps/agent");
+const PAGE_OUT_SOURCE = path.join(AGENT_DIR, "native/page-out.c");
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
 /**
  * Node options baked into the executable (the SEA's execArgv): they cut idle memory without
@@ -113,6 +114,7 @@ function inputsKey(arch: Arch, nodeBinary: string, version: string): string {
   const files = [
     ...filesUnder(path.join(AGENT_DIR, "src"), notTest),
     ...filesUnder(path.join(REPO_ROOT, "packages/protocol/src"), notTest),
+    PAGE_OUT_SOURCE,
     ...filesUnder(path.join(REPO_ROOT, "installers/build"), (f) => f.endsWith(".ts")),
     path.join(REPO_ROOT, "installers/uninstall.sh"),
     path.join(REPO_ROOT, "package-lock.json"),
@@ -193,6 +195,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
   const { stdout: nodeVersionOut } = await runTarget(arch, nodeBinary, ["--version"]);
   const nodeVersion = nodeVersionOut.trim().replace(/^v/, "");
   const addon = await buildSqliteAddon({ agentDir: AGENT_DIR, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR, log });
+  const pageOutAddon = await buildPageOutAddon({ source: PAGE_OUT_SOURCE, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR, log });
 
   const work = path.join(CACHE_DIR, `sea-${key}`);
   rmSync(work, { recursive: true, force: true });
@@ -204,8 +207,8 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       target: `node${nodeVersion.split(".")[0]}`,
       minify: true,
       define: {
-        // The agent keeps a verified copy of the addon in its state directory (apps/agent/src/native/sqlite-addon.ts).
-        __BERTH_SQLITE_ADDON_SHA256__: JSON.stringify(await sha256File(addon)),
+        // The agent keeps verified copies of its addons in its state directory (apps/agent/src/native/packed-addons.ts).
+        __BERTH_ADDON_SHA256__: JSON.stringify({ "better_sqlite3.node": await sha256File(addon), "berth_page_out.node": await sha256File(pageOutAddon) }),
         ...(options.versionOverride ? { __BERTH_AGENT_VERSION__: JSON.stringify(options.versionOverride) } : {}),
       },
     });
@@ -220,6 +223,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       execArgv: EXECUTABLE_NODE_FLAGS,
       assets: {
         "better_sqlite3.node": addon,
+        "berth_page_out.node": pageOutAddon,
         "uninstall.sh": path.join(REPO_ROOT, "installers/uninstall.sh"),
       },
     };

@@ -120,3 +120,33 @@ export async function buildSqliteAddon(options: NativeAddonOptions): Promise<str
   rmSync(work, { recursive: true, force: true });
   return cached;
 }
+
+/**
+ * Returns the path of berth_page_out.node (apps/agent/native/page-out.c, plain C against
+ * Node-API) built for the target: one compiler call, cached like the SQLite addon.
+ */
+export async function buildPageOutAddon(options: Omit<NativeAddonOptions, "agentDir"> & { source: string }): Promise<string> {
+  const key = createHash("sha256")
+    .update(`v1 node@${options.nodeVersion} ${options.arch}\n`)
+    .update(readFileSync(options.source))
+    .digest("hex")
+    .slice(0, 16);
+  const cached = path.join(options.cacheDir, `page-out-${key}`, "berth_page_out.node");
+  if (existsSync(cached)) return cached;
+  mkdirSync(path.dirname(cached), { recursive: true });
+  const cc = compilerFor(options.arch).env.CC ?? "cc";
+  const include = path.join(options.nodeDir, "include/node");
+  try {
+    await exec(cc, ["-shared", "-fPIC", "-O2", "-Wall", "-Wextra", "-Werror", "-s", `-I${include}`, "-o", `${cached}.tmp`, options.source]);
+  } catch (error) {
+    const e = error as { stderr?: string; message: string };
+    throw new Error(`compiling ${path.basename(options.source)} failed: ${e.message}\n${(e.stderr ?? "").slice(-4000)}`);
+  }
+  try {
+    await runTarget(options.arch, options.nodeBinary, ["-e", "process.dlopen({ exports: {} }, process.argv[1])", `${cached}.tmp`]);
+  } catch (error) {
+    throw new Error(`the compiled ${path.basename(cached)} does not load in Node ${options.nodeVersion}: ${(error as { stderr?: string }).stderr ?? String(error)}`);
+  }
+  renameSync(`${cached}.tmp`, cached);
+  return cached;
+}

@@ -58,8 +58,8 @@ afterAll(async () => {
 });
 
 const sha256 = (file: string) => createHash("sha256").update(readFileSync(file)).digest("hex");
-function keptAddon(stateDir: string): string {
-  const kept = readdirSync(stateDir).filter((n) => n.startsWith(".sqlite-addon-") && n.endsWith(".node"));
+function keptAddon(stateDir: string, name: string): string {
+  const kept = readdirSync(stateDir).filter((n) => n.startsWith(`.native-${name}-`) && n.endsWith(".node"));
   expect(kept).toHaveLength(1);
   return path.join(stateDir, kept[0]!);
 }
@@ -134,9 +134,11 @@ describe("the agent executable", () => {
       timeout: 60_000,
     });
     expect(enrolled.stdout).toContain(`Enrolled as server ${serverId}`);
-    // Enrolment kept the packed SQLite addon in the state directory, named by its digest.
-    const addon = keptAddon(stateDir);
-    expect(path.basename(addon)).toBe(`.sqlite-addon-${sha256(addon).slice(0, 32)}.node`);
+    // Enrolment kept the packed addons in the state directory, each named by its digest.
+    const addon = keptAddon(stateDir, "better_sqlite3");
+    expect(path.basename(addon)).toBe(`.native-better_sqlite3-${sha256(addon).slice(0, 32)}.node`);
+    const pageOut = keptAddon(stateDir, "berth_page_out");
+    expect(path.basename(pageOut)).toBe(`.native-berth_page_out-${sha256(pageOut).slice(0, 32)}.node`);
 
     const started = Date.now();
     agent = spawn(bin, ["run", "--state-dir", stateDir], { cwd: dir, env: CLEAN_ENV, stdio: ["ignore", "pipe", "pipe"] });
@@ -146,6 +148,11 @@ describe("the agent executable", () => {
     process.stderr.write(`[agent-binary] start to connected: ${Date.now() - started} ms\n`);
     // ...and the daemon loaded that copy instead of unpacking the asset again.
     expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(addon);
+    // Once linked, it hands the pages of the executable that start-up read back to the kernel.
+    await waitFor("the executable to be paged out", () => output.includes("paged out the executable"), 40_000);
+    const paged = JSON.parse(output.split("\n").find((l) => l.includes("paged out the executable"))!) as { rss_file_mb_before: number; rss_file_mb_after: number };
+    expect(paged.rss_file_mb_after).toBeLessThan(paged.rss_file_mb_before / 2);
+    expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(pageOut);
 
     const command = await cp.app.services.agentCommands.issue({
       organizationId: d.organization_id,
@@ -189,7 +196,7 @@ describe("the agent executable", () => {
 
   it("loads its kept SQLite addon only when the file matches its digest, and replaces a damaged one", async () => {
     const stateDir = path.join(dir, "state");
-    const addon = keptAddon(stateDir);
+    const addon = keptAddon(stateDir, "better_sqlite3");
     const good = sha256(addon);
     chmodSync(addon, 0o600);
     writeFileSync(addon, "not a shared object");

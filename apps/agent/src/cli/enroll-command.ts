@@ -4,7 +4,7 @@ import { DEFAULT_STATE_DIR, type EnrollConfig } from "../config/agent-config.ts"
 import { createDockerClient } from "../docker/docker-client.ts";
 import { EnrollError, enroll } from "../enroll/enroll.ts";
 import { gatherHostFacts } from "../enroll/host-facts.ts";
-import { keepSqliteAddon } from "../native/sqlite-addon.ts";
+import { keepPackedAddon, PACKED_ADDONS } from "../native/packed-addons.ts";
 import { statePaths } from "../state/state-dir.ts";
 import type { CliIo } from "./cli-io.ts";
 
@@ -23,11 +23,13 @@ export async function enrollCommand(config: EnrollConfig, io: CliIo): Promise<nu
       say: io.out,
     });
     io.out(`Enrolled as server ${identity.server_id}; identity saved in ${paths.dir}.`);
-    try {
-      // The executable's SQLite addon, kept where `run` loads it from without reading it out of itself.
-      keepSqliteAddon(paths.dir);
-    } catch (error) {
-      io.err(`berth-agent: warning: could not keep the SQLite addon in ${paths.dir} (run will unpack it each start): ${error instanceof Error ? error.message : String(error)}`);
+    for (const addon of PACKED_ADDONS) {
+      try {
+        // The executable's native addons, kept where `run` loads them from without reading them out of itself.
+        keepPackedAddon(paths.dir, addon);
+      } catch (error) {
+        io.err(`berth-agent: warning: could not keep ${addon} in ${paths.dir} (run will unpack it at each start): ${error instanceof Error ? error.message : String(error)}`);
+      }
     }
     io.out(`Start the agent with: berth-agent run${config.stateDir === DEFAULT_STATE_DIR ? "" : ` --state-dir ${paths.dir}`}`);
     return 0;

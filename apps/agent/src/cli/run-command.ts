@@ -7,6 +7,7 @@ import { checkControlPlaneUrl, connectUrl } from "../config/control-plane-url.ts
 import { createAgent } from "../agent/agent.ts";
 import { createDockerClient } from "../docker/docker-client.ts";
 import { openJournal } from "../journal/journal.ts";
+import { pageOutOnce } from "../native/page-out.ts";
 import { JournalError } from "../journal/journal-error.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import { createLogger } from "../logger.ts";
@@ -43,6 +44,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
   }
 
   const logger = createLogger(config.logLevel);
+  const pageOut = pageOutOnce({ keepDir: paths.dir, logger });
   let statusWriteFailed = false;
   let updateChecked = false;
   const recordStatus = (status: LinkStatus) => {
@@ -50,6 +52,8 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     if (status.state === "ready" && !updateChecked) {
       updateChecked = true;
       commitUpdate(paths.dir, logger);
+      // Start-up is over once linked: what only it needed of the executable can go.
+      pageOut.start();
     }
     try {
       writeLinkStatus(paths.linkStatus, status, systemClock.now());
@@ -101,6 +105,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
   logger.info({ server_id: loaded.identity.server_id, url: url.url.http, version: AGENT_VERSION }, "agent started");
   const reason = await Promise.race([signalled, agent.link.ended, restart]);
   logger.info({ reason }, "stopping");
+  pageOut.stop();
   if (reason === "updated") await reportedEverything(agent, journal);
   await agent.shutdown();
   journal.close();
