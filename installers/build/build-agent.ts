@@ -46,6 +46,8 @@ export interface BuildOptions {
   /** Builds an executable reporting this version instead of apps/agent's (update tests). */
   versionOverride?: string;
   force?: boolean;
+  /** Node options to bake in instead of EXECUTABLE_NODE_FLAGS (bench:agent's BENCH_EXE_TRY). */
+  nodeFlags?: readonly string[];
   log?: (line: string) => void;
 }
 
@@ -108,8 +110,8 @@ function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
 }
 
 /** A digest of everything the executable is made from. */
-function inputsKey(arch: Arch, nodeBinary: string, version: string): string {
-  const hash = createHash("sha256").update(`${arch} ${version}\n`);
+function inputsKey(arch: Arch, nodeBinary: string, version: string, nodeFlags: readonly string[]): string {
+  const hash = createHash("sha256").update(`${arch} ${version} ${nodeFlags.join(" ")}\n`);
   const notTest = (f: string) => f.endsWith(".ts") && !/\.test(-helpers)?\.ts$/.test(f) && !f.endsWith(".test.ts");
   const files = [
     ...filesUnder(path.join(AGENT_DIR, "src"), notTest),
@@ -182,7 +184,8 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
   const nodeDir = await nodePackageDir(arch, log);
   const nodeBinary = path.join(nodeDir, "bin/node");
   const version = options.versionOverride ?? agentVersion();
-  const key = inputsKey(arch, nodeBinary, version);
+  const nodeFlags = options.nodeFlags ?? EXECUTABLE_NODE_FLAGS;
+  const key = inputsKey(arch, nodeBinary, version, nodeFlags);
   const stamp = path.join(outDir, `.${name}.inputs`);
 
   if (!options.force && existsSync(target) && existsSync(stamp) && readFileSync(stamp, "utf8").trim() === key) {
@@ -220,7 +223,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       // A code cache is keyed by V8's flags, so with execArgv below Node rejects it at start.
       useCodeCache: false,
       useSnapshot: false,
-      execArgv: EXECUTABLE_NODE_FLAGS,
+      execArgv: nodeFlags,
       assets: {
         "better_sqlite3.node": addon,
         "berth_page_out.node": pageOutAddon,

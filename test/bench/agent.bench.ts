@@ -13,16 +13,18 @@
 // the "exe" variant beside the bundle; the report adds its size and each variant's
 // start-to-connected time (spawn of `run` until the control plane holds the link), and the
 // last JSON line exe_size_mb, start_to_connected_ms (the executable's) and exe_idle_*.
-// RssFile counts the pages of the binary mapped in; for a file written moments ago (a fresh
-// build) the kernel maps more of them at each fault than for one read from disk, so the
-// executable's RSS right after a build is a few MB above what it is on a server.
+// RssFile counts the pages of the binary mapped in. Start-up maps much of the executable
+// (more than it touches: the kernel reads ahead around each fault, 8 MB on this VM's disk, and
+// maps whole large page-cache folios); 10 s after linking the executable hands those pages back to the kernel
+// (apps/agent/src/native/page-out.ts), and the report prints what that did.
 //
 // Variants run at the same time, so they see the same machine: "default" (node with no
 // flags) and "flags" (V8 flags that cut memory without changing what the agent does; the
 // product chooses its launch flags from this). The flags and why: DEFAULT_FLAGS below.
 //
 // Environment: BENCH_DURATION_S (60; a multiple of the agent's 10 s sampling period keeps
-// the number of sampler runs in the window fixed), BENCH_SETTLE_S (10), BENCH_CONTAINERS (10),
+// the number of sampler runs in the window fixed), BENCH_SETTLE_S (20: the executable pages
+// itself out 10 s after it links, apps/agent/src/native/page-out.ts), BENCH_CONTAINERS (10),
 // BENCH_IMAGE (berth-test/erp:17.0; its entrypoint is replaced with busybox `sleep`),
 // BENCH_AGENT_FLAGS (the flags variant's node flags, space-separated; a NAME=value token is
 // set in the agent's environment instead, e.g. MALLOC_ARENA_MAX=2), BENCH_AGENT_TRY (more
@@ -35,6 +37,9 @@
 // dockerode loads for SSH and BuildKit, which the agent never uses; the agent must still
 // connect and report its containers), BENCH_AGENT_MINIFY=1 (a minified bundle; profiles then
 // attribute everything to "(bundle prologue)").
+// BENCH_EXE_TRY: more executables to compare, ";"-separated sets of node options to bake in
+// instead of the shipped ones (any V8 flag, e.g. "--single-threaded --no-maglev"); each is
+// built into the temp dir and runs as exe1, exe2, ... beside the others.
 // BENCH_EXE_NODE_OPTIONS: NODE_OPTIONS for the executable (only what Node allows there, e.g.
 // --max-old-space-size=32; its built-in V8 flags are changed in installers/build).
 // Diagnostics (a little memory of their own; the executable gets them via NODE_OPTIONS): BENCH_AGENT_MEMLOG=1 (process.memoryUsage() and
@@ -64,7 +69,7 @@ import { setting } from "./settings.ts";
 
 
 const DURATION_S = Math.round(setting("BENCH_DURATION_S", 60));
-const SETTLE_S = setting("BENCH_SETTLE_S", 10);
+const SETTLE_S = setting("BENCH_SETTLE_S", 20);
 const CONTAINERS = Math.round(setting("BENCH_CONTAINERS", 10));
 const IMAGE = process.env.BENCH_IMAGE || "berth-test/erp:17.0";
 const TIMEOUT_S = setting("BENCH_TIMEOUT_S", SETTLE_S + DURATION_S + 100);
@@ -106,11 +111,14 @@ const MASTER_KEY = Buffer.alloc(32, 0x5a);
  */
 const DEFAULT_FLAGS = ["--max-semi-space-size=1", "--single-threaded"];
 const FLAGS = process.env.BENCH_AGENT_FLAGS ? process.env.BENCH_AGENT_FLAGS.trim().split(/\s+/) : DEFAULT_FLAGS;
-const TRY = (process.env.BENCH_AGENT_TRY ?? "")
-  .split(";")
-  .map((s) => s.trim())
-  .filter(Boolean)
-  .map((s) => s.split(/\s+/));
+const flagSets = (value: string | undefined): string[][] =>
+  (value ?? "")
+    .split(";")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((s) => s.split(/\s+/));
+const TRY = flagSets(process.env.BENCH_AGENT_TRY);
+const EXE_TRY = flagSets(process.env.BENCH_EXE_TRY);
 
 const log = (msg: string) => process.stderr.write(`[bench:agent] ${msg}\n`);
 const out = (line = "") => process.stdout.write(`${line}\n`);
@@ -150,7 +158,7 @@ function cleanup(): Promise<void> {
 // ---- the run ------------------------------------------------------------------------------
 
 interface Variant {
-  key: "default" | "flags" | "exe" | `try${number}`;
+  key: "default" | "flags" | "exe" | `try${number}` | `exe${number}`;
   /** From spawning `run` to the control plane holding its link. */
   connectedMs?: number;
   agent: BundledAgent;
@@ -184,6 +192,13 @@ async function run(): Promise<void> {
   const exe: BuiltExecutable = await buildAgentExecutable({ log: (line) => log(line) });
   log(`executable ${exe.file}: ${round(exe.sizeBytes / 2 ** 20)} MB, ${exe.built ? `built in ${round(exe.ms / 1000)} s` : "up to date"}`);
   exeInfo = exe;
+  const exeTries: BuiltExecutable[] = [];
+  for (const [i, nodeFlags] of EXE_TRY.entries()) {
+    // NAME=value tokens are set in the agent's environment (as for BENCH_AGENT_TRY), not built in.
+    const built = await buildAgentExecutable({ nodeFlags: nodeFlags.filter((f) => !/^[A-Z_][A-Z0-9_]*=/.test(f)), outDir: path.join(tmp, `exe${i + 1}`), log: (line) => log(line) });
+    log(`executable exe${i + 1} (${nodeFlags.join(" ")}): built in ${round(built.ms / 1000)} s`);
+    exeTries.push(built);
+  }
 
   // The bundle first: it fails fastest when the agent's source does not build.
   const t0 = Date.now();
@@ -225,6 +240,7 @@ async function run(): Promise<void> {
     ...TRY.map((flags, i) => ({ key: `try${i + 1}` as const, flags })),
     // The shipped single executable (Node 24, its flags built in).
     { key: "exe", flags: EXECUTABLE_NODE_FLAGS, executable: exe.file },
+    ...exeTries.map((built, i) => ({ key: `exe${i + 1}` as const, flags: EXE_TRY[i]!, executable: built.file })),
   ];
   const variants: Variant[] = [];
   for (const spec of specs) {
@@ -322,6 +338,17 @@ interface Summary {
   met: boolean;
 }
 
+/** What the executable logged when it paged itself out (the first time). */
+function pagedOut(v: Variant): { before: number; after: number } | null {
+  const line = v.agent
+    .output()
+    .split("\n")
+    .find((l) => l.includes('"paged out the executable"'));
+  if (line === undefined) return null;
+  const fields = JSON.parse(line) as { rss_file_mb_before: number; rss_file_mb_after: number };
+  return { before: fields.rss_file_mb_before, after: fields.rss_file_mb_after };
+}
+
 function summary(v: Variant): Summary {
   const rssMaxMb = Math.max(...v.rss);
   const cpuPercent = v.cpuPercent ?? Number.NaN;
@@ -366,6 +393,10 @@ function report(r: {
   out(`  RSS in MB (VmRSS, every 1 s); anon/file: RssAnon/RssFile at the window's end (file = mapped node binary and addons,`);
   out(`  shared with every other node process); CPU: utime+stime over the window, % of one core.`);
   out(`  Goals: RSS max <= ${GOALS.rssMb} MB and CPU <= ${GOALS.cpuPercent} % of a core.`);
+  for (const v of r.variants.filter((x) => x.agent.executable)) {
+    const paged = pagedOut(v);
+    out(`  ${v.key} paged its executable out ${paged ? `(RssFile ${paged.before} -> ${paged.after} MB right then)` : "- NOT: no such line in its log"}`);
+  }
   const odd = r.variants.filter((v) => v.disconnects > 0 || (v.exit && v.exit.code !== 0));
   for (const v of odd) out(`  ! ${v.key}: ${v.disconnects} readings while disconnected, exit ${JSON.stringify(v.exit)}`);
   out(`  threads: ${r.variants.map((v) => `${v.key} ${v.threads}`).join(", ")}; containers the agents reported running: ${r.reported.join(", ")}`);
@@ -437,6 +468,8 @@ function report(r: {
     exe_idle_rss_max_mb: round(e.rssMaxMb),
     exe_idle_cpu_percent: round(e.cpuPercent, 3),
     exe_goals_met: e.met,
+    exe_paged_out_rss_file_before_mb: pagedOut(exeVariant)?.before ?? null,
+    exe_paged_out_rss_file_after_mb: pagedOut(exeVariant)?.after ?? null,
   };
 }
 
