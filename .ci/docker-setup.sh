@@ -15,12 +15,13 @@ readonly APT_LOG=/tmp/berth-docker-setup-apt.log
 readonly BUILD_LOG=/tmp/berth-images-build.log
 readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # docker.io: engine and CLI; busybox-static: the images' shell and tools; postgresql-15,
-# libpq-dev, gcc, binutils (strip), util-linux (setpriv): what the images are built from.
-# debootstrap: the Debian machine the installer tests run install.sh in; shellcheck: those
-# tests lint the installers; g++, make, python3: node-gyp compiling better-sqlite3 for the
-# agent executable (npm run build:agent); g++-aarch64-linux-gnu, qemu-user-static: the arm64
-# executable cross-built here and run under qemu in its test; chromium: the dashboard's browser tests drive it
-# with playwright-core (fonts-dejavu-core so its screenshots have readable text).
+# libpq-dev, gcc, binutils (strip), util-linux (setpriv): what the images are built from
+# (gcc also compiles the agent executable's page-out addon). debootstrap: the Debian machine
+# the installer tests run install.sh in; shellcheck: those tests lint the installers; g++,
+# make, python3: node-gyp compiling better-sqlite3 for the agent executable (npm run
+# build:agent); g++-aarch64-linux-gnu (with its gcc), qemu-user-static: the arm64 executable
+# cross-built here and run under qemu in its test; chromium: the dashboard's browser tests
+# drive it with playwright-core (fonts-dejavu-core so its screenshots have readable text).
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
 	binutils util-linux debootstrap shellcheck g++ make python3 g++-aarch64-linux-gnu qemu-user-static chromium fonts-dejavu-core)
 
