@@ -126,6 +126,38 @@ describe("handshake and status", () => {
     agent.close();
   });
 
+  it("what the agents send moves their last_seen_at forward; a row a command holds locked is written the next round", async () => {
+    const agents = await Promise.all([enrolled(), enrolled(), enrolled()]);
+    for (const agent of agents) await agent.connect();
+    const ids = agents.map((a) => a.identity.server_id);
+    const seen = async () =>
+      new Map(
+        (await cp.database.pool.query<{ id: string; last_seen_at: Date }>("select id, last_seen_at from servers where id = any($1::uuid[])", [ids])).rows.map(
+          (r) => [r.id, r.last_seen_at.getTime()],
+        ),
+      );
+    const before = await seen();
+    // Another transaction holds the first server's row (as issuing a command does) for a while.
+    const holder = await cp.database.pool.connect();
+    await holder.query("begin");
+    await holder.query("select 1 from servers where id = $1 for update", [ids[0]]);
+    const pinger = setInterval(() => agents.forEach((a) => a.ping()), 200);
+    try {
+      await waitFor(async () => {
+        const now = await seen();
+        return ids.slice(1).every((id) => now.get(id)! > before.get(id)!);
+      }, 5000);
+      expect((await seen()).get(ids[0]!)).toBe(before.get(ids[0]!));
+      await holder.query("commit");
+      await waitFor(async () => (await seen()).get(ids[0]!)! > before.get(ids[0]!)!, 5000);
+    } finally {
+      clearInterval(pinger);
+      await holder.query("rollback").catch(() => {});
+      holder.release();
+      agents.forEach((a) => a.close());
+    }
+  });
+
   it("a late takeover notice from an older connection does not close the newer one", async () => {
     const agent = await enrolled();
     await agent.connect();

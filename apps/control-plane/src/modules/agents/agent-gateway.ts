@@ -3,6 +3,7 @@
 // server across all replicas: a newer connection takes over (LISTEN/NOTIFY tells the
 // replica holding the old one to close it).
 import { randomBytes, randomUUID } from "node:crypto";
+import { setTimeout as delay } from "node:timers/promises";
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import {
@@ -151,13 +152,23 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
   // last_seen_at is written for all live agents every few seconds, in statements of a
   // hundred rows that skip rows locked right now (a command being issued): liveness never
-  // makes anything wait, and a skipped row is written next time.
+  // makes anything wait, and a skipped row is written next time. The statements of one round
+  // are spread over most of the interval: ten thousand agents are a hundred statements, and
+  // sent back to back they were a burst of WAL that the next durable commits (a command being
+  // issued) had to flush, every round (bench:fleet's slowest dispatches came in those bursts).
+  const seenIntervalMs = Math.min(5_000, opts.heartbeatMs);
+  let seenRound: Promise<void> | null = null;
+  let seenStopped = false;
   const seenTimer = setInterval(() => {
-    if (seen.size === 0) return;
+    if (seen.size === 0 || seenRound !== null) return;
     const ids = [...seen];
     seen.clear();
-    void (async () => {
+    const chunks = Math.ceil(ids.length / SEEN_CHUNK);
+    const spacingMs = chunks > 1 ? Math.min(250, (seenIntervalMs * 0.8) / chunks) : 0;
+    seenRound = (async () => {
       for (let i = 0; i < ids.length; i += SEEN_CHUNK) {
+        if (i > 0 && spacingMs > 0) await delay(spacingMs, undefined, { ref: false });
+        if (seenStopped) return;
         const chunk = ids.slice(i, i + SEEN_CHUNK);
         const { rows } = await relaxed.query<{ id: string }>(
           `update servers s set last_seen_at = now()
@@ -170,8 +181,12 @@ export async function createAgentGateway(opts: GatewayOptions) {
           for (const id of chunk) if (!written.has(id)) seen.add(id);
         }
       }
-    })().catch((err) => opts.log.warn({ err }, "last_seen update failed"));
-  }, Math.min(5_000, opts.heartbeatMs));
+    })()
+      .catch((err) => opts.log.warn({ err }, "last_seen update failed"))
+      .finally(() => {
+        seenRound = null;
+      });
+  }, seenIntervalMs);
   seenTimer.unref();
 
   /**
@@ -388,6 +403,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
 
     async close() {
       clearInterval(seenTimer);
+      seenStopped = true;
+      await seenRound;
       clearInterval(sweepTimer);
       clearInterval(outboxTimer);
       opts.commands.setDirectDelivery(null);
