@@ -11,6 +11,7 @@ import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import type { Container } from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../support/wait.ts";
 
 const PG_IMAGE = "berth-test/postgres:15";
 const ERP_IMAGE = "berth-test/erp:17.0";
@@ -49,10 +50,6 @@ let pg: Container | undefined;
 let erp: Container | undefined;
 let erpBase = "";
 let dockerReachable = false;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 // Without a TTY, Docker frames output as [stream, 0, 0, 0, size (4 bytes, big-endian)] + data.
 function demux(buf: Buffer): string {
@@ -109,27 +106,28 @@ async function rows(): Promise<RowsResponse> {
   return JSON.parse(text) as RowsResponse;
 }
 
-// Polls until fn() holds; on timeout the error carries the containers' logs.
+// Polls until fn() holds (an error counts as "not yet"); fails at once when a container
+// stops, and on timeout the error carries the containers' logs.
 async function waitFor(what: string, fn: () => Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
   let last = "";
-  while (Date.now() < deadline) {
-    try {
-      if (await fn()) return;
-    } catch (err) {
-      last = String(err);
-    }
-    for (const c of [pg, erp]) {
-      if (!c) continue;
-      const state = (await c.inspect()).State;
-      if (!state.Running && !state.Restarting) {
-        throw new Error(`${what}: container ${c.id.slice(0, 12)} stopped (exit ${state.ExitCode})\n${await logsOf(c)}`);
+  await waitUntil(
+    what,
+    async () => {
+      try {
+        if (await fn()) return true;
+      } catch (err) {
+        last = String(err);
       }
-    }
-    await sleep(250);
-  }
-  throw new Error(
-    `timed out after ${timeoutMs} ms waiting for ${what} (${last})\n--- postgres:\n${await logsOf(pg)}\n--- erp:\n${await logsOf(erp)}`,
+      for (const c of [pg, erp]) {
+        if (!c) continue;
+        const state = (await c.inspect()).State;
+        if (!state.Running && !state.Restarting) {
+          throw new Error(`${what}: container ${c.id.slice(0, 12)} stopped (exit ${state.ExitCode})\n${await logsOf(c)}`);
+        }
+      }
+      return false;
+    },
+    { timeoutMs, intervalMs: 250, detail: async () => `(${last})\n--- postgres:\n${await logsOf(pg)}\n--- erp:\n${await logsOf(erp)}` },
   );
 }
 
