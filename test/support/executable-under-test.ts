@@ -1,0 +1,120 @@
+// The agent executable in an end-to-end test: a real control plane that listens, a demo
+// organisation, and the executable copied alone into a temp directory, run (directly or
+// through a launcher such as qemu-user) with only the environment the test gives it.
+// agent-binary.e2e.test.ts and agent-binary-arm64.e2e.test.ts share it.
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
+import { publicClient } from "./http.ts";
+import { waitUntil } from "./wait.ts";
+
+const execFileAsync = promisify(execFile);
+
+export interface DiagnosticsRow {
+  state: string;
+  result: Record<string, unknown> | null;
+  error: unknown;
+}
+
+/** A `run` daemon of the executable, its output kept for assertions and timeouts. */
+export class Daemon {
+  output = "";
+  constructor(readonly child: ChildProcess) {
+    child.stdout?.on("data", (c: Buffer) => (this.output += c.toString()));
+    child.stderr?.on("data", (c: Buffer) => (this.output += c.toString()));
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  /** Polls `check`; a timeout names `what` and shows the daemon's last output. */
+  waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+    return waitUntil(what, check, { timeoutMs, intervalMs: 100, detail: () => `agent output:\n${this.output.slice(-3000)}` });
+  }
+
+  /** SIGTERM, and the exit code it ended with. */
+  async stop(): Promise<number | null> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
+    const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
+    this.child.kill("SIGTERM");
+    return exited;
+  }
+}
+
+export interface ExecutableUnderTest {
+  cp: TestControlPlane;
+  /** The control plane's http://127.0.0.1:<port>. */
+  base: string;
+  d: DemoOrganization;
+  /** The temp directory holding only the executable (and what the test adds). */
+  dir: string;
+  bin: string;
+  /** Runs the executable to completion in `dir` with the test's environment plus `env`. */
+  run(args: string[], env?: Record<string, string>): Promise<{ stdout: string; stderr: string }>;
+  /** Starts `berth-agent run --state-dir <stateDir>`. */
+  daemon(stateDir: string): Daemon;
+  /** A new server with its one-time enrolment token. */
+  newServer(name: string): Promise<{ serverId: string; token: string }>;
+  /** Issues `diagnostics` to the server and waits for it to finish; the command's row. */
+  diagnostics(serverId: string, daemon: Daemon, timeoutMs?: number): Promise<DiagnosticsRow>;
+  close(): Promise<void>;
+}
+
+export async function executableUnderTest(
+  file: string,
+  opts: { tmpPrefix: string; env: () => Record<string, string>; launcher?: string[]; dirMode?: number },
+): Promise<ExecutableUnderTest> {
+  const cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  const address = cp.app.server.address();
+  if (address === null || typeof address !== "object") throw new Error("control plane not listening");
+  const base = `http://127.0.0.1:${address.port}`;
+  const d = await createDemoOrganization(cp.database.db, cp.app.services);
+  const dir = mkdtempSync(path.join(tmpdir(), opts.tmpPrefix));
+  if (opts.dirMode !== undefined) chmodSync(dir, opts.dirMode);
+  const bin = path.join(dir, "berth-agent");
+  copyFileSync(file, bin);
+  chmodSync(bin, 0o755);
+  const [launcher, ...launcherArgs] = opts.launcher ?? [];
+  const command = (args: string[]): [string, string[]] => (launcher ? [launcher, [...launcherArgs, bin, ...args]] : [bin, args]);
+  const daemons: Daemon[] = [];
+
+  return {
+    cp,
+    base,
+    d,
+    dir,
+    bin,
+    run: (args, env = {}) => {
+      const [cmd, argv] = command(args);
+      return execFileAsync(cmd, argv, { cwd: dir, env: { ...opts.env(), ...env }, timeout: 120_000 });
+    },
+    daemon: (stateDir) => {
+      const [cmd, argv] = command(["run", "--state-dir", stateDir]);
+      const daemon = new Daemon(spawn(cmd, argv, { cwd: dir, env: opts.env(), stdio: ["ignore", "pipe", "pipe"] }));
+      daemons.push(daemon);
+      return daemon;
+    },
+    newServer: async (name) => {
+      const created = await publicClient(cp.app, d.api_keys.org_rw).post("/servers", { name });
+      if (created.status !== 201) throw new Error(`POST /servers answered ${created.status}: ${JSON.stringify(created.body)}`);
+      return { serverId: created.body.server.id as string, token: created.body.enrollment.token as string };
+    },
+    diagnostics: async (serverId, daemon, timeoutMs = 30_000) => {
+      const command = await cp.app.services.agentCommands.issue({ organizationId: d.organization_id, serverId, type: "diagnostics", params: {}, issuedBy: "system:e2e" });
+      const row = async () =>
+        (await cp.database.pool.query<DiagnosticsRow>("select state, result, error from agent_commands where command_id = $1", [command.commandId])).rows[0]!;
+      await daemon.waitFor("diagnostics to finish", async () => ["succeeded", "failed"].includes((await row()).state), timeoutMs);
+      return row();
+    },
+    close: async () => {
+      await Promise.all(daemons.map((daemon) => daemon.stop()));
+      await cp.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
