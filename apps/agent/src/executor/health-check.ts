@@ -26,14 +26,17 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthOutco
   while (true) {
     signal.throwIfAborted();
     attempts += 1;
+    const attempt = abortAfter(ATTEMPT_TIMEOUT_MS, signal);
     try {
-      const response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(3_000)]) });
+      const response = await fetch(url, { signal: attempt.signal });
       const body = (await response.text()).slice(0, 200);
       if (response.status === 200) return { healthy: true, attempts };
       reason = `GET /web/health answered ${response.status}: ${body}`;
     } catch (error) {
       signal.throwIfAborted();
       reason = `GET /web/health failed: ${causeOf(error)}`;
+    } finally {
+      attempt.clear();
     }
     const stopped = await options.stoppedReason();
     if (stopped !== null) return { healthy: false, attempts, reason: stopped };
@@ -42,6 +45,30 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthOutco
     }
     await sleep(clock, options.intervalMs, signal);
   }
+}
+
+const ATTEMPT_TIMEOUT_MS = 3_000;
+
+/**
+ * A signal that aborts `ms` from now or when `parent` does: a plain AbortController and a
+ * timer that holds it. Not AbortSignal.any([parent, AbortSignal.timeout(ms)]): on Node 20 a
+ * garbage collection can drop that timeout signal before it fires (nodejs/node#57736), and a
+ * fetch to an ERP that accepted the connection but never answers then waits for good (a
+ * deployment's health check hung until its step deadline in CI).
+ */
+export function abortAfter(ms: number, parent: AbortSignal): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DOMException(`no answer within ${ms} ms`, "TimeoutError")), ms);
+  const onParent = () => controller.abort(parent.reason);
+  if (parent.aborted) onParent();
+  else parent.addEventListener("abort", onParent, { once: true });
+  return {
+    signal: controller.signal,
+    clear() {
+      clearTimeout(timer);
+      parent.removeEventListener("abort", onParent);
+    },
+  };
 }
 
 // fetch hides the socket error (ECONNREFUSED, ECONNRESET) in `cause`.
