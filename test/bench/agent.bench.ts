@@ -14,9 +14,10 @@
 // start-to-connected time (spawn of `run` until the control plane holds the link), and the
 // last JSON line exe_size_mb, start_to_connected_ms (the executable's) and exe_idle_*.
 // RssFile counts the pages of the binary mapped in. Start-up maps much of the executable
-// (more than it touches: the kernel reads ahead around each fault, 8 MB on this VM's disk, and
-// maps whole large page-cache folios); 10 s after linking the executable hands those pages back to the kernel
-// (apps/agent/src/native/page-out.ts), and the report prints what that did.
+// (more than it touches: the kernel reads ahead around each fault, 8 MB on this VM's disk,
+// and maps whole large page-cache folios); 10 s after linking the executable hands those
+// pages back to the kernel (apps/agent/src/native/page-out.ts), and the report prints what
+// that did.
 //
 // Variants run at the same time, so they see the same machine: "default" (node with no
 // flags) and "flags" (V8 flags that cut memory without changing what the agent does; the
@@ -55,7 +56,7 @@ import { fileURLToPath } from "node:url";
 import { createDb, runMigrations, type DbHandle } from "@berth/db";
 import { buildApp, createDemoOrganization, type App } from "@berth/control-plane";
 import { publicClient } from "../support/http.ts";
-import { BundledAgent, type Diagnostics, type MemlogRecord } from "./agent/agent-process.ts";
+import { BundledAgent, isEnv, type Diagnostics, type MemlogRecord } from "./agent/agent-process.ts";
 import { bundleAgent, type AgentBundle } from "./agent/bundle.ts";
 import { AGENT_STUBS } from "../../installers/build/bundle.ts";
 import { buildAgentExecutable, EXECUTABLE_NODE_FLAGS, type BuiltExecutable } from "../../installers/build/build-agent.ts";
@@ -195,7 +196,7 @@ async function run(): Promise<void> {
   const exeTries: BuiltExecutable[] = [];
   for (const [i, nodeFlags] of EXE_TRY.entries()) {
     // NAME=value tokens are set in the agent's environment (as for BENCH_AGENT_TRY), not built in.
-    const built = await buildAgentExecutable({ nodeFlags: nodeFlags.filter((f) => !/^[A-Z_][A-Z0-9_]*=/.test(f)), outDir: path.join(tmp, `exe${i + 1}`), log: (line) => log(line) });
+    const built = await buildAgentExecutable({ nodeFlags: nodeFlags.filter((f) => !isEnv(f)), outDir: path.join(tmp, `exe${i + 1}`), log: (line) => log(line) });
     log(`executable exe${i + 1} (${nodeFlags.join(" ")}): built in ${round(built.ms / 1000)} s`);
     exeTries.push(built);
   }
@@ -434,6 +435,7 @@ function report(r: {
   out();
   const exeVariant = r.variants.find((v) => v.key === "exe")!;
   const e = summary(exeVariant);
+  const exePaged = pagedOut(exeVariant);
   const exe = exeInfo!;
   out();
   out(`Executable ${path.basename(exe.file)} (Node 24 single executable, flags built in: ${EXECUTABLE_NODE_FLAGS.join(" ")}): ${round(exe.sizeBytes / 2 ** 20)} MB`);
@@ -468,8 +470,8 @@ function report(r: {
     exe_idle_rss_max_mb: round(e.rssMaxMb),
     exe_idle_cpu_percent: round(e.cpuPercent, 3),
     exe_goals_met: e.met,
-    exe_paged_out_rss_file_before_mb: pagedOut(exeVariant)?.before ?? null,
-    exe_paged_out_rss_file_after_mb: pagedOut(exeVariant)?.after ?? null,
+    exe_paged_out_rss_file_before_mb: exePaged?.before ?? null,
+    exe_paged_out_rss_file_after_mb: exePaged?.after ?? null,
   };
 }
 

@@ -5,6 +5,7 @@ import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import Docker from "dockerode";
+import { RunningAgent } from "./running-agent.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const CLI = path.join(ROOT, "apps/agent/src/cli.ts");
@@ -15,9 +16,18 @@ const LOADER = ["--import", "tsx"];
 const exec = promisify(execFile);
 
 export class AgentProcess {
-  child: ChildProcess | null = null;
-  output = "";
+  private running: RunningAgent | null = null;
   private constructor(readonly stateDir: string) {}
+
+  /** The running (or last) agent's process, null before start(). */
+  get child(): ChildProcess | null {
+    return this.running?.child ?? null;
+  }
+
+  /** What the running (or last) agent printed. */
+  get output(): string {
+    return this.running?.output ?? "";
+  }
 
   static async create(): Promise<AgentProcess> {
     return new AgentProcess(await mkdtemp(path.join(os.tmpdir(), "berth-agent-e2e-")));
@@ -33,19 +43,12 @@ export class AgentProcess {
       env: { ...process.env, BERTH_LOG_LEVEL: "info" },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    child.stdout!.on("data", (d) => (this.output += d));
-    child.stderr!.on("data", (d) => (this.output += d));
-    this.child = child;
+    this.running = new RunningAgent(child);
   }
 
   /** Ends the process: SIGTERM for a graceful stop, SIGKILL for a crash. */
   async stop(signal: NodeJS.Signals = "SIGTERM"): Promise<number | null> {
-    const child = this.child;
-    // Killed by a signal, exitCode stays null: signalCode says it has already exited.
-    if (!child || child.exitCode !== null || child.signalCode !== null) return child?.exitCode ?? null;
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    child.kill(signal);
-    return exited;
+    return this.running ? this.running.stop(signal) : null;
   }
 
   async status(): Promise<{ journal: { pendingCount: number; nextEventSeq: number; lastAckedSeq: number } }> {

@@ -2,7 +2,7 @@
 // organisation, and the executable copied alone into a temp directory, run (directly or
 // through a launcher such as qemu-user) with only the environment the test gives it.
 // agent-binary.e2e.test.ts and agent-binary-arm64.e2e.test.ts share it.
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { chmodSync, copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,7 +10,7 @@ import { promisify } from "node:util";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
 import { publicClient } from "./http.ts";
-import { waitUntil } from "./wait.ts";
+import { RunningAgent } from "./running-agent.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -18,32 +18,6 @@ export interface DiagnosticsRow {
   state: string;
   result: Record<string, unknown> | null;
   error: unknown;
-}
-
-/** A `run` daemon of the executable, its output kept for assertions and timeouts. */
-export class Daemon {
-  output = "";
-  constructor(readonly child: ChildProcess) {
-    child.stdout?.on("data", (c: Buffer) => (this.output += c.toString()));
-    child.stderr?.on("data", (c: Buffer) => (this.output += c.toString()));
-  }
-
-  get pid(): number {
-    return this.child.pid!;
-  }
-
-  /** Polls `check`; a timeout names `what` and shows the daemon's last output. */
-  waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-    return waitUntil(what, check, { timeoutMs, intervalMs: 100, detail: () => `agent output:\n${this.output.slice(-3000)}` });
-  }
-
-  /** SIGTERM, and the exit code it ended with. */
-  async stop(): Promise<number | null> {
-    if (this.child.exitCode !== null || this.child.signalCode !== null) return this.child.exitCode;
-    const exited = new Promise<number | null>((resolve) => this.child.once("exit", (code) => resolve(code)));
-    this.child.kill("SIGTERM");
-    return exited;
-  }
 }
 
 export interface ExecutableUnderTest {
@@ -57,11 +31,11 @@ export interface ExecutableUnderTest {
   /** Runs the executable to completion in `dir` with the test's environment plus `env`. */
   run(args: string[], env?: Record<string, string>): Promise<{ stdout: string; stderr: string }>;
   /** Starts `berth-agent run --state-dir <stateDir>`. */
-  daemon(stateDir: string): Daemon;
+  daemon(stateDir: string): RunningAgent;
   /** A new server with its one-time enrolment token. */
   newServer(name: string): Promise<{ serverId: string; token: string }>;
   /** Issues `diagnostics` to the server and waits for it to finish; the command's row. */
-  diagnostics(serverId: string, daemon: Daemon, timeoutMs?: number): Promise<DiagnosticsRow>;
+  diagnostics(serverId: string, daemon: RunningAgent, timeoutMs?: number): Promise<DiagnosticsRow>;
   close(): Promise<void>;
 }
 
@@ -81,7 +55,7 @@ export async function executableUnderTest(
   chmodSync(bin, 0o755);
   const [launcher, ...launcherArgs] = opts.launcher ?? [];
   const command = (args: string[]): [string, string[]] => (launcher ? [launcher, [...launcherArgs, bin, ...args]] : [bin, args]);
-  const daemons: Daemon[] = [];
+  const agents: RunningAgent[] = [];
 
   return {
     cp,
@@ -95,8 +69,8 @@ export async function executableUnderTest(
     },
     daemon: (stateDir) => {
       const [cmd, argv] = command(["run", "--state-dir", stateDir]);
-      const daemon = new Daemon(spawn(cmd, argv, { cwd: dir, env: opts.env(), stdio: ["ignore", "pipe", "pipe"] }));
-      daemons.push(daemon);
+      const daemon = new RunningAgent(spawn(cmd, argv, { cwd: dir, env: opts.env(), stdio: ["ignore", "pipe", "pipe"] }));
+      agents.push(daemon);
       return daemon;
     },
     newServer: async (name) => {
@@ -112,7 +86,7 @@ export async function executableUnderTest(
       return row();
     },
     close: async () => {
-      await Promise.all(daemons.map((daemon) => daemon.stop()));
+      await Promise.all(agents.map((agent) => agent.stop()));
       await cp.close();
       rmSync(dir, { recursive: true, force: true });
     },

@@ -10,6 +10,9 @@ import type { AgentBundle } from "./bundle.ts";
 const exec = promisify(execFile);
 const OUTPUT_KEPT = 20_000;
 
+/** NAME=value among a variant's flags is a variable of the launch environment (e.g. MALLOC_ARENA_MAX=2). */
+export const isEnv = (flag: string) => /^[A-Z_][A-Z0-9_]*=/.test(flag);
+
 /**
  * A preload (node --require) that appends process.memoryUsage() and V8's heap figures to
  * BENCH_AGENT_MEMLOG_FILE every 5 s: what the RSS is made of, from inside the process.
@@ -84,8 +87,6 @@ export class BundledAgent {
   }
 
   async start(diagnostics: Diagnostics): Promise<void> {
-    // NAME=value among the flags is a variable of the launch environment (e.g. MALLOC_ARENA_MAX=2).
-    const isEnv = (f: string) => /^[A-Z_][A-Z0-9_]*=/.test(f);
     const args = this.nodeFlags.filter((f) => !isEnv(f));
     const env = this.env();
     for (const f of this.nodeFlags.filter(isEnv)) env[f.slice(0, f.indexOf("="))] = f.slice(f.indexOf("=") + 1);

@@ -6,8 +6,6 @@ import type { Logger } from "../logger.ts";
 import { loadPackedAddon } from "./packed-addons.ts";
 
 export interface PageOutResult {
-  /** Bytes of read-only mappings of the executable advised. */
-  advisedBytes: number;
   /** RssFile of this process (KB) right before and right after. */
   rssFileKbBefore: number;
   rssFileKbAfter: number;
@@ -23,8 +21,8 @@ export function pageOutExecutable(keepDir: string): PageOutResult | null {
   const addon = loadPackedAddon("berth_page_out.node", keepDir) as { pageOut(): number } | null;
   if (addon === null) return null;
   const rssFileKbBefore = rssFileKb();
-  const advisedBytes = addon.pageOut();
-  return { advisedBytes, rssFileKbBefore, rssFileKbAfter: rssFileKb() };
+  addon.pageOut();
+  return { rssFileKbBefore, rssFileKbAfter: rssFileKb() };
 }
 
 /**
