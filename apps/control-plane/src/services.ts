@@ -3,7 +3,7 @@
 import type { Database } from "@berth/db";
 import type { Clock } from "./lib/clock.ts";
 import { createCursorCodec } from "./lib/cursor.ts";
-import { createKeyCache } from "./public-api/key-cache.ts";
+import { createKeyCache } from "./modules/api-keys/key-cache.ts";
 import { createApiKeysRepo } from "./modules/api-keys/api-keys.repo.ts";
 import { createApiKeysService } from "./modules/api-keys/api-keys.service.ts";
 import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts";

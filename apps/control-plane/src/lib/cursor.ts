@@ -1,7 +1,7 @@
 // Opaque, tamper-proof pagination cursors: the position (created_at, id) and the list it
 // belongs to, signed with an instance secret so a forged or foreign cursor is refused.
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { badRequest } from "./errors.ts";
+import { DomainError } from "./errors.ts";
 
 export interface CursorPosition {
   createdAt: Date;
@@ -18,7 +18,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function createCursorCodec(secret: string): CursorCodec {
   const mac = (data: string) => createHmac("sha256", secret).update(data).digest().subarray(0, 16);
-  const invalid = () => badRequest("invalid_cursor", "The cursor is not valid for this list; use pagination.next_cursor from a previous page");
+  const invalid = () => new DomainError("invalid_cursor", "The cursor is not valid for this list; use pagination.next_cursor from a previous page");
   return {
     encode(list, pos) {
       const body = Buffer.from(JSON.stringify([list, pos.createdAt.getTime(), pos.id])).toString("base64url");

@@ -1,7 +1,8 @@
 // Maps every error to the body { error, message, details?, retry_after? } with a stable
 // code. 5xx details are logged, never sent.
 import type { FastifyError, FastifyInstance } from "fastify";
-import { ApiError } from "./errors.ts";
+import { DomainError } from "./errors.ts";
+import { httpStatusOf } from "./error-codes.ts";
 
 const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: "invalid_json",
@@ -12,11 +13,11 @@ const FASTIFY_CODES: Record<string, string> = {
 };
 
 export function installErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((err: FastifyError | ApiError, request, reply) => {
-    if (err instanceof ApiError) {
+  app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {
+    if (err instanceof DomainError) {
       if (err.headers) reply.headers(err.headers);
       const retry = err.headers?.["retry-after"];
-      return reply.code(err.statusCode).send({
+      return reply.code(httpStatusOf(err.code)).send({
         error: err.code,
         message: err.message,
         ...(err.details !== undefined ? { details: err.details } : {}),

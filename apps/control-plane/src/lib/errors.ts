@@ -1,23 +1,24 @@
-// One error type with a stable code. Services throw it; the HTTP layer maps it to a status
-// in one place (error-handler.ts). The same codes travel in protocol error frames.
+// One error type with a stable code and no HTTP status: services, repos and hooks throw it,
+// and the HTTP layer answers with the status error-codes.ts gives the code (error-handler.ts).
+// The same codes travel in protocol error frames.
+import type { ErrorCode } from "./error-codes.ts";
 
-export class ApiError extends Error {
+export type { ErrorCode } from "./error-codes.ts";
+
+export class DomainError extends Error {
   constructor(
-    readonly statusCode: number,
-    readonly code: string,
+    readonly code: ErrorCode,
     message: string,
     readonly details?: unknown,
+    /** HTTP headers the answer carries (WWW-Authenticate, Retry-After): set by the hooks that own them. */
     readonly headers?: Record<string, string>,
   ) {
     super(message);
-    this.name = "ApiError";
+    this.name = "DomainError";
   }
 }
 
-export const notFound = (what: string) => new ApiError(404, "not_found", `${what} not found`);
-export const conflict = (code: string, message: string) => new ApiError(409, code, message);
-export const badRequest = (code: string, message: string, details?: unknown) => new ApiError(400, code, message, details);
-export const forbidden = (code: string, message: string) => new ApiError(403, code, message);
+export const notFound = (what: string) => new DomainError("not_found", `${what} not found`);
 
 /** A PostgreSQL unique violation (23505), whether raised by pg directly or wrapped by drizzle. */
 export function isUniqueViolation(err: unknown): boolean {

@@ -2,7 +2,7 @@
 // one upsert per hit, answering how many hits the window holds now.
 import type pg from "pg";
 import type { Clock } from "./clock.ts";
-import { ApiError } from "./errors.ts";
+import { DomainError } from "./errors.ts";
 import { RATE_WINDOW_SECONDS, rateHeaders, type Meter } from "../public-api/rate-limits.ts";
 
 export async function hit(pool: pg.Pool, clock: Clock, bucket: string, limit: number): Promise<Meter> {
@@ -29,7 +29,7 @@ export async function enforce(
   reply.headers(rateHeaders(m));
   if (m.used <= m.limit) return;
   const retryAfter = Math.max(1, Math.ceil(m.resetAt - clock.now().getTime() / 1000));
-  throw new ApiError(429, "rate_limit_exceeded", `At most ${limit} ${what} per ${RATE_WINDOW_SECONDS} seconds; retry in ${retryAfter} s`, undefined, {
+  throw new DomainError("rate_limit_exceeded", `At most ${limit} ${what} per ${RATE_WINDOW_SECONDS} seconds; retry in ${retryAfter} s`, undefined, {
     "retry-after": String(retryAfter),
   });
 }

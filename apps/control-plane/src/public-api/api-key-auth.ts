@@ -5,31 +5,12 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
-import { ApiError } from "../lib/errors.ts";
+import { DomainError, type ErrorCode } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey, type KeyAccess } from "../modules/api-keys/api-key-format.ts";
-import { requireFullAccess, requireOrgScope } from "./guards.ts";
+import { requireFullAccess, requireOrgScope } from "../modules/api-keys/key-principal.ts";
 import { KEY_LIMITS, RATE_WINDOW_SECONDS, WEBHOOK_WRITE_LIMIT, rateHeaders, tightest, type Meter } from "./rate-limits.ts";
-import type { CachedKey, KeyCache } from "./key-cache.ts";
+import type { CachedKey, KeyCache } from "../modules/api-keys/key-cache.ts";
 import { createLeaseMeter } from "./rate-leases.ts";
-
-export interface KeyPrincipal {
-  keyId: string;
-  organizationId: string;
-  projectId: string | null;
-  access: KeyAccess;
-}
-
-declare module "fastify" {
-  interface FastifyRequest {
-    principal: KeyPrincipal | null;
-  }
-  interface FastifyContextConfig {
-    /** Counted against the extra webhook-write limit. */
-    webhookWrite?: boolean;
-    /** Refused to project-scoped keys (creating and deleting projects, adding servers). */
-    orgScoped?: boolean;
-  }
-}
 
 const LOOKUP = `
 select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
@@ -45,8 +26,8 @@ interface Row {
   plan: string;
 }
 
-const unauthorized = (code: string, message: string) =>
-  new ApiError(401, code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
+const unauthorized = (code: ErrorCode, message: string) =>
+  new DomainError(code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
 
 export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyCache }) {
   const lastUsedWritten = new Map<string, number>();
@@ -86,7 +67,7 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
     if (!row) throw unauthorized("invalid_api_key", "The API key is not valid");
     if (row.revoked) throw unauthorized("api_key_revoked", "The API key has been revoked");
     if (row.plan === "free") {
-      throw new ApiError(403, "plan_upgrade_required", "API access requires the Starter plan or higher");
+      throw new DomainError("plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
     const resetAt = windowStart + RATE_WINDOW_SECONDS;
@@ -97,9 +78,7 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
     reply.headers(rateHeaders(shown));
     if (exceeded) {
       const retryAfter = Math.max(1, Math.ceil(resetAt - now.getTime() / 1000));
-      throw new ApiError(
-        429,
-        "rate_limit_exceeded",
+      throw new DomainError("rate_limit_exceeded",
         `Rate limit of ${exceeded.limit} requests per ${RATE_WINDOW_SECONDS} seconds exceeded; retry in ${retryAfter} s`,
         undefined,
         { "retry-after": String(retryAfter) },

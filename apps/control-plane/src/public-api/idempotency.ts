@@ -4,7 +4,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
-import { ApiError, badRequest } from "../lib/errors.ts";
+import { DomainError } from "../lib/errors.ts";
 
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** An in-flight claim older than this belongs to a request that died; it may be taken over. */
@@ -42,7 +42,7 @@ export function readIdempotencyKey(request: FastifyRequest): string | undefined 
   const key = pick("x-idempotency-key") ?? pick("idempotency-key");
   if (key === undefined) return undefined;
   if (key.length < 1 || key.length > 255 || !/^[\x21-\x7e]+$/.test(key)) {
-    throw badRequest("invalid_idempotency_key", "The idempotency key must be 1 to 255 visible ASCII characters (a UUID v4 is recommended)");
+    throw new DomainError("invalid_idempotency_key", "The idempotency key must be 1 to 255 visible ASCII characters (a UUID v4 is recommended)");
   }
   return key;
 }
@@ -73,7 +73,7 @@ export function createIdempotency(deps: { pool: pg.Pool; clock: Clock; scopeOf: 
     );
     const stored = rows[0];
     if (!stored || stored.state !== "completed" || stored.status_code === null) {
-      throw new ApiError(409, "idempotency_key_in_use", "A request with this idempotency key is still being processed; retry shortly");
+      throw new DomainError("idempotency_key_in_use", "A request with this idempotency key is still being processed; retry shortly");
     }
     reply.code(stored.status_code).headers(stored.response_headers ?? {}).header("x-idempotency-replayed", "true");
     return reply.send(stored.response_body ?? "");

@@ -3,7 +3,7 @@
 // PostgreSQL image backs it. Uses DATABASE_URL, or the embedded server `npm start` runs.
 import { createDb, embeddedUrl, runMigrations } from "@berth/db";
 import { loadConfig } from "../config.ts";
-import { ApiError } from "../lib/errors.ts";
+import { DomainError } from "../lib/errors.ts";
 import { createErpImages } from "../modules/erp-images/erp-images.ts";
 
 const args = process.argv.slice(2);
@@ -36,7 +36,7 @@ try {
   for (const [version, image] of Object.entries(map.erp).sort()) process.stdout.write(`${version}\t${image}\n`);
   process.stdout.write(`postgres\t${map.db}\n`);
 } catch (err) {
-  process.stderr.write(`erp-images: ${err instanceof ApiError ? err.message : String(err)}\n`);
+  process.stderr.write(`erp-images: ${err instanceof DomainError ? err.message : String(err)}\n`);
   failed = true;
 } finally {
   await handle.close();

@@ -6,7 +6,7 @@ import type { EnrollRequest, EnrollResponse } from "@berth/protocol";
 import { AGENT_CONNECT_PATH } from "@berth/protocol";
 import { enrollmentTokens, servers, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
-import { ApiError, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 export const ENROLLMENT_TOKEN_TTL_MS = 60 * 60 * 1000;
@@ -52,9 +52,9 @@ export function createEnrollment(deps: { db: Database; clock: Clock; signer: Com
       const now = deps.clock.now();
       const serverId = await deps.db.transaction(async (tx) => {
         const [token] = await tx.select().from(enrollmentTokens).where(eq(enrollmentTokens.tokenHash, hashToken(req.token))).for("update");
-        if (!token) throw new ApiError(401, "invalid_enrollment_token", "The enrolment token is not valid");
-        if (token.usedAt) throw new ApiError(401, "enrollment_token_used", "The enrolment token has already been used; create a new one");
-        if (token.expiresAt <= now) throw new ApiError(401, "enrollment_token_expired", "The enrolment token has expired; create a new one");
+        if (!token) throw new DomainError("invalid_enrollment_token", "The enrolment token is not valid");
+        if (token.usedAt) throw new DomainError("enrollment_token_used", "The enrolment token has already been used; create a new one");
+        if (token.expiresAt <= now) throw new DomainError("enrollment_token_expired", "The enrolment token has expired; create a new one");
         await tx.update(enrollmentTokens).set({ usedAt: now }).where(eq(enrollmentTokens.id, token.id));
         await tx
           .update(servers)

@@ -1,5 +1,5 @@
 // SQL for API keys.
-import { KEYS_CHANNEL } from "../../public-api/key-cache.ts";
+import { KEYS_CHANNEL } from "./key-cache.ts";
 import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { apiKeys, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";

@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "./key-principal.ts";
 import type { ApiKeysService } from "./api-keys.service.ts";
 
 export const ApiKey = Type.Object(

@@ -3,7 +3,7 @@
 // them); a role without the permission is a 403 with the spec's message.
 import { sql } from "drizzle-orm";
 import type { Database } from "@berth/db";
-import { ApiError, forbidden } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 import { can, deniedMessage, higher, orgRole, projectRole, type Permission, type Role } from "./permissions.ts";
 import type { SessionPrincipal } from "./sessions.ts";
 
@@ -42,15 +42,15 @@ export function createAccess(db: Database) {
     /** Throws 404 (`what` not found) without a role in the project, 403 without the permission. */
     async requireProject(p: SessionPrincipal, projectId: string, permission: Permission, what = "Project"): Promise<ProjectAccess> {
       const access = await this.roleInProject(p, projectId);
-      if (!access || access.role === null) throw new ApiError(404, "not_found", `${what} not found`);
-      if (!can(access.role, permission)) throw forbidden("permission_denied", deniedMessage(permission));
+      if (!access || access.role === null) throw new DomainError("not_found", `${what} not found`);
+      if (!can(access.role, permission)) throw new DomainError("permission_denied", deniedMessage(permission));
       return access;
     },
 
     async requireOrg(p: SessionPrincipal, organizationId: string, permission: Permission): Promise<Role> {
       const role = await this.roleInOrg(p, organizationId);
-      if (role === null) throw new ApiError(404, "not_found", "Organization not found");
-      if (!can(role, permission)) throw forbidden("permission_denied", deniedMessage(permission));
+      if (role === null) throw new DomainError("not_found", "Organization not found");
+      if (!can(role, permission)) throw new DomainError("permission_denied", deniedMessage(permission));
       return role;
     },
   };

@@ -7,7 +7,7 @@ import type { Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { enforce } from "../../lib/rate-meter.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "./session-principal.ts";
 import { PASSWORD_MIN_LENGTH } from "./passwords.ts";
 import { higher, orgRole, permissionsOf, projectRole, ROLES, type Role } from "./permissions.ts";
 import { sessionView, userView, type Sessions } from "./sessions.ts";

@@ -4,7 +4,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { memberships, organizations, sessions, users, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
-import { ApiError, conflict, notFound, isUniqueViolation } from "../../lib/errors.ts";
+import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { hashPassword, verifyPassword } from "./passwords.ts";
 
 export const SESSION_PREFIX = "bst_";
@@ -57,7 +57,7 @@ export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: numbe
         .returning();
       return user!;
     } catch (err) {
-      if (isUniqueViolation(err)) throw conflict("email_taken", "An account with this e-mail address already exists");
+      if (isUniqueViolation(err)) throw new DomainError("email_taken", "An account with this e-mail address already exists");
       throw err;
     }
   }
@@ -86,7 +86,7 @@ export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: numbe
     async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
       const [user] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${email.trim()})`);
       const ok = await verifyPassword(password, user?.passwordHash ?? null);
-      if (!user || !ok) throw new ApiError(401, "invalid_credentials", "The e-mail address or password is wrong");
+      if (!user || !ok) throw new DomainError("invalid_credentials", "The e-mail address or password is wrong");
       return { user, ...(await openSession(user.id, meta)) };
     },
 

@@ -2,7 +2,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { principalOf, scopeOf } from "../../public-api/guards.ts";
+import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse } from "../deployments/deployments.routes.ts";
 import type { BackupsService } from "./backups.service.ts";
 

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { and, count, eq } from "drizzle-orm";
 import { backups, type Database } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { conflict, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
@@ -92,7 +92,7 @@ export function createBackupsService(deps: {
       if (!env) throw notFound("Environment");
       const [backup] = await deps.db.select().from(backups).where(and(eq(backups.id, backupId), eq(backups.environmentId, env.id)));
       if (!backup) throw notFound("Backup");
-      if (backup.status !== "completed") throw conflict("backup_not_ready", `Backup ${backupId} is ${backup.status}; only a completed backup can be restored`);
+      if (backup.status !== "completed") throw new DomainError("backup_not_ready", `Backup ${backupId} is ${backup.status}; only a completed backup can be restored`);
       return deps.deployments.requestOperation(scope, env.id, "restore", actor, { extraData: { backup_id: backupId } });
     },
   };

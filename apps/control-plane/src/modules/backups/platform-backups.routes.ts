@@ -2,18 +2,18 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import type { PlatformDeployments } from "../deployments/platform-deployments.service.ts";
 import { Backup } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
-import { ApiError } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 
 const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
 const EnvParams = Type.Object({ env_id: Uuid });
 
 export function platformBackupsRoutes(deps: { backups: BackupsService; deployments: PlatformDeployments }): FastifyPluginAsyncTypebox {
   const inProgress = (err: unknown) => {
-    if (err instanceof ApiError && err.code === "task_in_progress") throw new ApiError(409, "deployment_in_progress", "Deployment already in progress");
+    if (err instanceof DomainError && err.code === "task_in_progress") throw new DomainError("deployment_in_progress", "Deployment already in progress");
     throw err;
   };
   return async (app) => {

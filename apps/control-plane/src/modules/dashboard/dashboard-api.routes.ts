@@ -6,7 +6,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import type { PlatformDeps } from "../../platform-api/index.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, Nullable, PageQuery, Page, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { can, higher, orgRole, permissionsOf, projectRole, type Role } from "../auth/permissions.ts";

@@ -3,7 +3,7 @@
 import { stepsForKind, type OperationKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { ApiError, conflict, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound, type ErrorCode } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
@@ -17,7 +17,7 @@ export type Action = (typeof ACTIONS)[number];
 
 export interface Requirement {
   status: string;
-  code: string;
+  code: ErrorCode;
   message: string;
 }
 
@@ -111,9 +111,9 @@ export function createDeploymentsService(deps: {
             await deps.deployments.cancel(outcome.active.id, deps.clock.now(), "a forced redeploy");
             return this.requestOperation(scope, environmentId, kind, actor, { ...opts, forced: true });
           }
-          throw new ApiError(409, "task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
+          throw new DomainError("task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
         case "refused":
-          throw conflict(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
+          throw new DomainError(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
         case "created":
           // The row is the record; a failed dispatch here is repaired by the sweep.
           await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
@@ -140,7 +140,7 @@ export function createDeploymentsService(deps: {
       if (!row) throw notFound("Task");
       const by = actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`;
       const cancelled = await deps.deployments.cancel(row.id, deps.clock.now(), by);
-      if (!cancelled) throw conflict("task_not_cancellable", `Cannot cancel deployment in ${row.status} state`);
+      if (!cancelled) throw new DomainError("task_not_cancellable", `Cannot cancel deployment in ${row.status} state`);
       return taskView(cancelled);
     },
 

@@ -2,9 +2,9 @@
 // destroying an environment. Same services as the platform API will use.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 import { errors, IdParams } from "../../lib/http-schemas.ts";
-import { principalOf, scopeOf } from "../../public-api/guards.ts";
+import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
 import type { DeploymentsService } from "./deployments.service.ts";
 
@@ -47,7 +47,7 @@ export function operationsRoutes(service: DeploymentsService, publicPrefix: stri
       },
       async (request, reply) => {
         if (request.headers["x-confirm-delete"] !== "true") {
-          throw badRequest("confirm_required", "Destroying an environment needs the header X-Confirm-Delete: true");
+          throw new DomainError("confirm_required", "Destroying an environment needs the header X-Confirm-Delete: true");
         }
         const row = await service.destroy(scopeOf(request), request.params.id, request.query.delete_data, { userId: null, apiKeyId: principalOf(request).keyId });
         return reply.code(202).send({ task_id: row.id, status: "queued" as const, environment_id: row.environmentId, poll_url: `${publicPrefix}/deployments/${row.id}` });

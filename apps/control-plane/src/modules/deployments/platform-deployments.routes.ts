@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import { Environment } from "../environments/environments.routes.ts";
 import { environmentView } from "../environments/environments.service.ts";
 import { deploymentRecord, logEntry, progressView, type LogRow } from "./deployment-record.ts";

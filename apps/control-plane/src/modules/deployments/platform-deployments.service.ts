@@ -6,7 +6,7 @@ import { and, desc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import { deployments, environments, type Database } from "@berth/db";
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
-import { ApiError, badRequest, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { enforce } from "../../lib/rate-meter.ts";
 import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
@@ -23,8 +23,8 @@ export const RETRY_RATE_LIMIT = 10;
 
 export const DEPLOYMENT_STATUSES = ["pending", "queued", "building", "deploying", "running", "success", "failed", "cancelled", "rolled_back", "destroyed"] as const;
 
-const IN_PROGRESS = () => new ApiError(409, "deployment_in_progress", "Deployment already in progress");
-const deploymentNotFound = () => new ApiError(404, "not_found", "Deployment not found");
+const IN_PROGRESS = () => new DomainError("deployment_in_progress", "Deployment already in progress");
+const deploymentNotFound = () => new DomainError("not_found", "Deployment not found");
 
 type Reply = { headers(h: Record<string, string>): unknown };
 
@@ -60,7 +60,7 @@ export function createPlatformDeployments(deps: {
     try {
       return await deps.operations.requestOperation(scope, environmentId, kind, { userId: person.userId, apiKeyId: null }, { initialStatus: "pending", ...opts });
     } catch (err) {
-      if (err instanceof ApiError && err.code === "task_in_progress") throw IN_PROGRESS();
+      if (err instanceof DomainError && err.code === "task_in_progress") throw IN_PROGRESS();
       throw err;
     }
   }
@@ -139,7 +139,7 @@ export function createPlatformDeployments(deps: {
     /** Rule 1: a failed deployment again, as a new record with the same code and configuration. */
     async retry(person: SessionPrincipal, reply: Reply, id: string) {
       const original = await load(person, id, "project.environments.deploy");
-      if (original.status !== "failed") throw badRequest("not_retryable", "Can only retry failed deployments");
+      if (original.status !== "failed") throw new DomainError("not_retryable", "Can only retry failed deployments");
       await enforce(deps.pool, deps.clock, reply, `platform-retry:${original.organizationId}`, RETRY_RATE_LIMIT, "manual retries per organisation");
       const extra = (original.extraData ?? {}) as Record<string, unknown>;
       const { retry_of: _r, ...kept } = extra;
@@ -155,10 +155,10 @@ export function createPlatformDeployments(deps: {
     /** Rule 2: back to the code, image and configuration of a successful deployment; data untouched. */
     async rollback(person: SessionPrincipal, reply: Reply, id: string) {
       const target = await load(person, id, "project.environments.deploy");
-      if (target.status !== "success") throw badRequest("not_rollback_target", "Can only rollback to successful deployments");
-      if (!DEPLOY_KINDS.includes(target.kind)) throw badRequest("not_rollback_target", `A ${target.kind} operation cannot be rolled back to; choose a successful deployment`);
+      if (target.status !== "success") throw new DomainError("not_rollback_target", "Can only rollback to successful deployments");
+      if (!DEPLOY_KINDS.includes(target.kind)) throw new DomainError("not_rollback_target", `A ${target.kind} operation cannot be rolled back to; choose a successful deployment`);
       const env = await environmentOf(target.organizationId, target.projectId, target.environmentId);
-      if (!env.isActive) throw badRequest("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
+      if (!env.isActive) throw new DomainError("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
       await heavy(reply, target.organizationId);
       // What runs now: the newest successful deployment of the environment.
       const [current] = await db
@@ -183,7 +183,7 @@ export function createPlatformDeployments(deps: {
       const cancelled = await deps.repo.cancel(d.id, deps.clock.now(), `user:${person.userId}`);
       if (!cancelled) {
         const [now] = await db.select({ status: deployments.status }).from(deployments).where(eq(deployments.id, d.id));
-        throw badRequest("not_cancellable", `Cannot cancel deployment in ${now?.status ?? d.status} state`);
+        throw new DomainError("not_cancellable", `Cannot cancel deployment in ${now?.status ?? d.status} state`);
       }
       await appendLogs(deps.pool, d.organizationId, [
         { deploymentId: d.id, ts: deps.clock.now().toISOString(), level: "warning", message: "Deployment cancelled by user", step: d.currentStep, data: { cancelled_by: person.userId } },

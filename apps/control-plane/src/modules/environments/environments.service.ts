@@ -2,7 +2,7 @@
 // with a name unique among the project's active environments.
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { conflict, notFound, isUniqueViolation } from "../../lib/errors.ts";
+import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
@@ -85,7 +85,7 @@ export function createEnvironmentsService(deps: {
         });
         return environmentView(row);
       } catch (err) {
-        if (isUniqueViolation(err)) throw conflict("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
+        if (isUniqueViolation(err)) throw new DomainError("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
         throw err;
       }
     },

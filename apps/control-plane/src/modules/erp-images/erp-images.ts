@@ -4,7 +4,7 @@
 import { eq } from "drizzle-orm";
 import { instanceSettings, type Database } from "@berth/db";
 import { ERP_VERSIONS, majorMinor } from "../projects/erp-versions.ts";
-import { badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 
 export interface ImageMap {
   erp: Record<string, string>;
@@ -30,12 +30,12 @@ export function createErpImages(db: Database) {
       const map = await get();
       const mm = majorMinor(version ?? "17.0");
       const image = mm ? map.erp[mm] : undefined;
-      if (!mm || !image) throw badRequest("unsupported_erp_version", `No image is configured for ERP version ${version}`);
+      if (!mm || !image) throw new DomainError("unsupported_erp_version", `No image is configured for ERP version ${version}`);
       return { version: mm, image, db: map.db };
     },
     async set(update: { erp?: Record<string, string>; db?: string }): Promise<ImageMap> {
       for (const v of Object.keys(update.erp ?? {})) {
-        if (!(v in ERP_VERSIONS)) throw badRequest("unsupported_erp_version", `ERP version ${v} is not supported`);
+        if (!(v in ERP_VERSIONS)) throw new DomainError("unsupported_erp_version", `ERP version ${v} is not supported`);
       }
       const current = await get();
       const next: ImageMap = { erp: { ...current.erp, ...(update.erp ?? {}) }, db: update.db ?? current.db };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
+import { httpStatusOf } from "../../lib/error-codes.ts";
 import { after, atLeast, decodeCursor, encodeCursor, parseLastEventId } from "./event-id.ts";
 
 describe("event ids", () => {
@@ -16,9 +17,9 @@ describe("event ids", () => {
       parseLastEventId(text);
       expect.unreachable();
     } catch (err) {
-      expect(err).toBeInstanceOf(ApiError);
-      expect((err as ApiError).statusCode).toBe(400);
-      expect((err as ApiError).code).toBe("invalid_last_event_id");
+      expect(err).toBeInstanceOf(DomainError);
+      expect(httpStatusOf((err as DomainError).code)).toBe(400);
+      expect((err as DomainError).code).toBe("invalid_last_event_id");
     }
   });
 

@@ -5,7 +5,7 @@
 // (tx, id) order and only below the oldest running writer (see event-hub.ts), so "every row
 // after this position" is exact: resuming from an id neither skips nor repeats a row. The
 // time says how old a resume point is, to tell a client when what it missed was pruned.
-import { badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 
 export interface Position {
   tx: bigint;
@@ -38,7 +38,7 @@ export function decodeCursor(text: string): StreamCursor | null {
 export function parseLastEventId(text: string): StreamCursor {
   const c = decodeCursor(text);
   if (!c) {
-    throw badRequest("invalid_last_event_id", "Last-Event-ID is not an event id of this stream; reconnect without it to start from now");
+    throw new DomainError("invalid_last_event_id", "Last-Event-ID is not an event id of this stream; reconnect without it to start from now");
   }
   return c;
 }

@@ -5,9 +5,9 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { sql } from "drizzle-orm";
 import type { Database } from "@berth/db";
-import { badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 import { errors, Uuid } from "../../lib/http-schemas.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
 import { can } from "../auth/permissions.ts";
 import { encodeCursor, parseLastEventId } from "./event-id.ts";
@@ -76,10 +76,10 @@ export function eventsRoutes(deps: PlatformDeps, hubOptions: Partial<HubOptions>
         const person = personOf(request);
         const q = request.query;
         if (q.organization_id && q.organizationId && q.organization_id !== q.organizationId) {
-          throw badRequest("validation_error", "organization_id and organizationId differ; give one");
+          throw new DomainError("validation_error", "organization_id and organizationId differ; give one");
         }
         const orgId = q.organization_id ?? q.organizationId;
-        if (!orgId) throw badRequest("validation_error", "Name the organisation: ?organization_id=<uuid>", [{ path: "querystring/organization_id", message: "is required" }]);
+        if (!orgId) throw new DomainError("validation_error", "Name the organisation: ?organization_id=<uuid>", [{ path: "querystring/organization_id", message: "is required" }]);
         const role = await services.access.requireOrg(person, orgId, "org.events.subscribe");
         const lastId = request.headers["last-event-id"] ?? q.last_event_id;
         const resume = lastId ? parseLastEventId(lastId) : null;

@@ -12,11 +12,11 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
-import { ApiError, badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { enforce } from "../../lib/rate-meter.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import type { HookOutcome } from "./git-hooks.service.ts";
 import { GIT_HOSTS, hasCredential, HOOK_HEADERS, parsePush, type GitHost } from "./git-payload.ts";
 
@@ -84,7 +84,7 @@ export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
       try {
         done(null, JSON.parse(raw.toString("utf8")) as unknown);
       } catch {
-        done(badRequest("invalid_json", "The body is not valid JSON"), undefined);
+        done(new DomainError("invalid_json", "The body is not valid JSON"), undefined);
       }
     });
 
@@ -115,20 +115,20 @@ export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
         const h = HOOK_HEADERS[host];
         const headers = request.headers as Record<string, string | string[] | undefined>;
         const raw = rawBodies.get(request);
-        if (!raw) throw new ApiError(415, "unsupported_media_type", "Send the hook as application/json");
+        if (!raw) throw new DomainError("unsupported_media_type", "Send the hook as application/json");
         if (!hasCredential(host, headers)) {
-          throw new ApiError(401, "signature_missing", `Unsigned hook: send ${host === "gitlab" ? "X-Gitlab-Token (or X-Gitlab-Signature)" : h.signature} made with the project's hook secret`);
+          throw new DomainError("signature_missing", `Unsigned hook: send ${host === "gitlab" ? "X-Gitlab-Token (or X-Gitlab-Signature)" : h.signature} made with the project's hook secret`);
         }
         const push = parsePush(host, request.body);
         const verified = gitHooks.verified(await gitHooks.candidates(push), host, headers, raw);
         if (verified.length === 0) {
-          throw new ApiError(401, "signature_invalid", "The signature does not match the hook secret of any project using this repository");
+          throw new DomainError("signature_invalid", "The signature does not match the hook secret of any project using this repository");
         }
         for (const c of verified) await enforce(pool, clock, reply, `git_hook:${c.projectId}`, GIT_HOOK_RATE_LIMIT, "git hook deliveries per project");
 
         const deliveryId = headers[h.delivery];
         if (typeof deliveryId !== "string" || deliveryId.length === 0 || deliveryId.length > 200) {
-          throw badRequest("delivery_id_missing", `Send the delivery id header ${h.delivery}`);
+          throw new DomainError("delivery_id_missing", `Send the delivery id header ${h.delivery}`);
         }
         const event = typeof headers[h.event] === "string" ? (headers[h.event] as string) : "";
         const base = { git_host: host, event, delivery_id: deliveryId, branch: push.branch, commit: push.commit };

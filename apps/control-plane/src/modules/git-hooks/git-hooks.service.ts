@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { deployments, environmentAddons, environments, gitHookDeliveries, projects, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
-import { ApiError, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { open, seal } from "../../lib/master-key.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
 import { repoMatches, verifyHook, type GitHost, type Push } from "./git-payload.ts";
@@ -103,11 +103,13 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
         started.push(row.id);
         outcome.deployments.push({ project_id: c.projectId, environment_id: environmentId, deployment_id: row.id, reason: why.reason, addon: why.addon });
       } catch (err) {
-        if (!(err instanceof ApiError) || (err.statusCode !== 409 && err.statusCode !== 404)) throw err;
+        // Busy (a task already queued or running) or gone: skipped and said so; anything else fails the push.
+        const busy = err instanceof DomainError && (err.code === "task_in_progress" || err.code === "deployment_in_progress");
+        if (!busy && !(err instanceof DomainError && err.code === "not_found")) throw err;
         outcome.skipped.push({
           project_id: c.projectId,
           environment_id: environmentId,
-          reason: err.statusCode === 409 ? "deployment_in_progress" : "not_found",
+          reason: busy ? "deployment_in_progress" : "not_found",
           message: err.message,
         });
       }

@@ -4,9 +4,9 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { and, eq, sql } from "drizzle-orm";
 import { memberships, users } from "@berth/db";
-import { ApiError, forbidden, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { errors, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
 import { ApiKey } from "../api-keys/api-keys.routes.ts";
 import { PASSWORD_MIN_LENGTH } from "../auth/passwords.ts";
@@ -83,11 +83,11 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
         const p = personOf(request);
         const orgId = request.params.organization_id;
         const role = await access.requireOrg(p, orgId, "org.members.manage");
-        if (request.body.role === "owner" && !can(role, "org.audit.read")) throw forbidden("permission_denied", "Only organisation owners can make owners.");
+        if (request.body.role === "owner" && !can(role, "org.audit.read")) throw new DomainError("permission_denied", "Only organisation owners can make owners.");
         let [user] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${request.body.email})`);
         if (!user) {
           if (!request.body.name || !request.body.password) {
-            throw new ApiError(404, "user_not_found", "No account has this e-mail address; give name and password to create one");
+            throw new DomainError("user_not_found", "No account has this e-mail address; give name and password to create one");
           }
           user = await services.sessions.createUser({ email: request.body.email, name: request.body.name, password: request.body.password });
         }

@@ -1,5 +1,5 @@
 // ERP versions Berth can host (platform spec 4.3): only major.minor selects the image.
-import { badRequest } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 
 export const ERP_VERSIONS = {
   "19.0": "active",
@@ -22,7 +22,7 @@ export function majorMinor(version: string): string | null {
 export function assertSupportedErpVersion(version: string): ErpVersion {
   const mm = majorMinor(version);
   if (!mm || !(mm in ERP_VERSIONS)) {
-    throw badRequest(
+    throw new DomainError(
       "unsupported_erp_version",
       `ERP version ${JSON.stringify(version)} is not supported; use one of ${Object.keys(ERP_VERSIONS).join(", ")}`,
     );

@@ -2,8 +2,8 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { badRequest } from "../../lib/errors.ts";
-import { scopeOf } from "../../public-api/guards.ts";
+import { DomainError } from "../../lib/errors.ts";
+import { scopeOf } from "../api-keys/key-principal.ts";
 import type { ProjectsService } from "./projects.service.ts";
 
 export const Project = Type.Object(
@@ -119,7 +119,7 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
       },
       async (request, reply) => {
         if (request.headers["x-confirm-delete"] !== "true") {
-          throw badRequest("confirm_required", "Deleting a project needs the header X-Confirm-Delete: true");
+          throw new DomainError("confirm_required", "Deleting a project needs the header X-Confirm-Delete: true");
         }
         await service.remove(scopeOf(request), request.params.id);
         return reply.code(204).send(null);

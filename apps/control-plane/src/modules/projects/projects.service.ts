@@ -1,7 +1,7 @@
 // Rules for projects: creation on one of the organisation's servers, partial updates,
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
-import { badRequest, conflict, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import type { PageRequest } from "../../lib/keyset.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import type { Scope } from "../../lib/scope.ts";
@@ -55,7 +55,7 @@ export function createProjectsService(deps: {
     async create(scope: Scope, input: CreateProjectInput) {
       const erpVersion = input.erp_version === undefined ? null : assertSupportedErpVersion(input.erp_version);
       const server = await deps.servers.get(scope.organizationId, input.server_id);
-      if (!server) throw badRequest("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
+      if (!server) throw new DomainError("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
       const row = await deps.projects.insert({
         organizationId: scope.organizationId,
         serverId: server.id,
@@ -82,7 +82,7 @@ export function createProjectsService(deps: {
       const outcome = await deps.projects.deleteIfIdle(scope, id, deps.clock.now());
       if (outcome === "not_found") throw notFound("Project");
       if (outcome === "busy") {
-        throw conflict("environments_running", "The project has environments that are running or deploying; stop them first");
+        throw new DomainError("environments_running", "The project has environments that are running or deploying; stop them first");
       }
     },
   };

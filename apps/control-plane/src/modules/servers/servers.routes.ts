@@ -7,7 +7,7 @@ import { notFound } from "../../lib/errors.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { listPage } from "../../lib/keyset.ts";
 import type { FastifyRequest } from "fastify";
-import { principalOf, scopeOf } from "../../public-api/guards.ts";
+import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
 import type { ServerRow, ServersRepo } from "./servers.repo.ts";
 

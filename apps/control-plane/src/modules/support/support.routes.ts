@@ -3,9 +3,9 @@
 // in support.service.ts and audit-log.repo.ts.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { forbidden, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { personOf } from "../../platform-api/session-auth.ts";
+import { personOf } from "../auth/session-principal.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
 import { can, deniedMessage } from "../auth/permissions.ts";
 import { ServerUsage } from "../servers/servers.routes.ts";
@@ -129,7 +129,7 @@ export function supportRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
   const audit = createAuditLogRepo({ db: deps.db, cursors: s.cursors });
   const support = createSupport({ db: deps.db, audit, commands: s.agentCommands, deployments: s.deployments, backups: s.backups });
   const staffOnly = (p: SessionPrincipal) => {
-    if (!can(p.isPortalAdmin ? "portal_admin" : null, "support.console")) throw forbidden("permission_denied", deniedMessage("support.console"));
+    if (!can(p.isPortalAdmin ? "portal_admin" : null, "support.console")) throw new DomainError("permission_denied", deniedMessage("support.console"));
   };
 
   return async (app) => {

@@ -6,7 +6,7 @@
 // Docker calls on the agent. Every command is written to the audit log first.
 import { and, desc, eq, ilike, isNull, or, sql } from "drizzle-orm";
 import { agentCommands, environments, organizations, projects, serverStats, servers, type Database } from "@berth/db";
-import { ApiError, badRequest, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
@@ -161,16 +161,16 @@ export function createSupport(deps: {
      */
     async issue(userId: string, serverId: string, req: IssueRequest) {
       const reason = req.reason.trim();
-      if (reason.length < 5) throw badRequest("validation_error", "Give a reason of at least 5 characters", [{ path: "body/reason", message: "must not be blank" }]);
+      if (reason.length < 5) throw new DomainError("validation_error", "Give a reason of at least 5 characters", [{ path: "body/reason", message: "must not be blank" }]);
       const needsEnvironment = ENVIRONMENT_COMMANDS.includes(req.type);
       if (needsEnvironment && !req.environment_id) {
-        throw badRequest("validation_error", `environment_id is required for ${req.type}`, [{ path: "body/environment_id", message: "is required" }]);
+        throw new DomainError("validation_error", `environment_id is required for ${req.type}`, [{ path: "body/environment_id", message: "is required" }]);
       }
       if (!needsEnvironment && req.environment_id) {
-        throw badRequest("validation_error", `${req.type} applies to the server; leave environment_id out`, [{ path: "body/environment_id", message: "not allowed" }]);
+        throw new DomainError("validation_error", `${req.type} applies to the server; leave environment_id out`, [{ path: "body/environment_id", message: "not allowed" }]);
       }
       if (req.lines !== undefined && req.type !== "logs.tail") {
-        throw badRequest("validation_error", "lines applies to logs.tail only", [{ path: "body/lines", message: "not allowed" }]);
+        throw new DomainError("validation_error", "lines applies to logs.tail only", [{ path: "body/lines", message: "not allowed" }]);
       }
       const { server } = await serverRow(serverId);
       const organizationId = server.organizationId;
@@ -188,7 +188,7 @@ export function createSupport(deps: {
         await audit.link(auditId, link);
         return { audit_entry_id: auditId, command_id: link.commandId ?? null, deployment_id: link.deploymentId ?? null };
       } catch (err) {
-        const e = err instanceof ApiError ? err : new ApiError(500, "internal_error", "The command could not be issued");
+        const e = err instanceof DomainError ? err : new DomainError("internal_error", "The command could not be issued");
         await audit.refused(auditId, e.code, e.message).catch(() => {});
         throw err;
       }
@@ -202,7 +202,7 @@ export function createSupport(deps: {
           .select({ id: environments.id })
           .from(environments)
           .where(and(eq(environments.id, req.environment_id), eq(environments.organizationId, organizationId), eq(environments.serverId, serverId)));
-        if (!env) throw new ApiError(404, "not_found", "Environment not found on this server");
+        if (!env) throw new DomainError("not_found", "Environment not found on this server");
       }
       switch (req.type) {
         case "restart":

@@ -3,7 +3,7 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { scopeOf } from "../../public-api/guards.ts";
+import { scopeOf } from "../api-keys/key-principal.ts";
 import type { WebhookDeliveries } from "./webhook-deliveries.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
 

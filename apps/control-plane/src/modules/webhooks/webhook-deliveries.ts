@@ -24,7 +24,7 @@ import type pg from "pg";
 import { webhookDeliveries, webhookSubscriptions, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec, CursorPosition } from "../../lib/cursor.ts";
-import { ApiError, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import type { JobContext, Jobs } from "../../lib/jobs.ts";
 import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
 import { listen, type PgListener } from "../../lib/pg-listener.ts";
@@ -349,7 +349,7 @@ export function createWebhookDeliveries(deps: { db: Database; cursors: CursorCod
     /** Sends a delivery again (any status), with a fresh series of tries. */
     async redeliver(scope: Scope, subscriptionId: string, deliveryId: string) {
       const sub = await subscriptionIn(scope, subscriptionId);
-      if (!jobs) throw new ApiError(503, "jobs_unavailable", "Background jobs are not running on this server; try again shortly");
+      if (!jobs) throw new DomainError("jobs_unavailable", "Background jobs are not running on this server; try again shortly");
       const [row] = await deps.db
         .update(webhookDeliveries)
         .set({ status: "pending", error: null })

@@ -3,7 +3,7 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { badRequest, notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../lib/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
@@ -25,11 +25,11 @@ export function assertDeliverableUrl(text: string): void {
   try {
     url = new URL(text);
   } catch {
-    throw badRequest("invalid_webhook_url", "url must be an absolute HTTPS URL");
+    throw new DomainError("invalid_webhook_url", "url must be an absolute HTTPS URL");
   }
   const ok = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.has(url.hostname));
-  if (!ok) throw badRequest("invalid_webhook_url", "url must use HTTPS (plain HTTP is accepted only for localhost receivers)");
-  if (url.username || url.password) throw badRequest("invalid_webhook_url", "url must not carry credentials; verify the signature instead");
+  if (!ok) throw new DomainError("invalid_webhook_url", "url must use HTTPS (plain HTTP is accepted only for localhost receivers)");
+  if (url.username || url.password) throw new DomainError("invalid_webhook_url", "url must not carry credentials; verify the signature instead");
 }
 
 export function webhookView(w: WebhookRow) {

@@ -2,7 +2,7 @@
 // lookup. A revoked key is dropped at once on the replica that revoked it and, through
 // NOTIFY on KEYS_CHANNEL, on every other replica; the TTL bounds anything missed (a plan
 // change, a notification lost while the listen connection was down).
-import type { KeyAccess } from "../modules/api-keys/api-key-format.ts";
+import type { KeyAccess } from "./api-key-format.ts";
 
 export const KEYS_CHANNEL = "berth_api_keys";
 

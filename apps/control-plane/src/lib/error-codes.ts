@@ -1,0 +1,66 @@
+// Every stable error code Berth answers with, and the HTTP status it travels as. The one
+// place a status is chosen: services and hooks throw DomainError(code, …) (errors.ts), and
+// the error handler (error-handler.ts) reads the status here. A new code goes in this table;
+// a code missing from it does not compile.
+export const ERROR_STATUS = {
+  // 400: the request itself is wrong
+  validation_error: 400,
+  invalid_json: 400,
+  invalid_request: 400,
+  invalid_cursor: 400,
+  invalid_idempotency_key: 400,
+  invalid_last_event_id: 400,
+  confirm_required: 400,
+  delivery_id_missing: 400,
+  environment_inactive: 400,
+  invalid_webhook_url: 400,
+  not_cancellable: 400,
+  not_retryable: 400,
+  not_rollback_target: 400,
+  server_not_found: 400,
+  unsupported_erp_version: 400,
+  // 401: who is calling is unknown
+  authentication_required: 401,
+  invalid_authorization_header: 401,
+  invalid_api_key: 401,
+  api_key_revoked: 401,
+  invalid_credentials: 401,
+  invalid_session: 401,
+  invalid_enrollment_token: 401,
+  enrollment_token_expired: 401,
+  enrollment_token_used: 401,
+  signature_missing: 401,
+  signature_invalid: 401,
+  // 403: known, but not allowed
+  permission_denied: 403,
+  plan_upgrade_required: 403,
+  project_scoped_key: 403,
+  read_only_key: 403,
+  // 404
+  not_found: 404,
+  user_not_found: 404,
+  route_not_found: 404,
+  // 409: the state of things forbids it now
+  backup_not_ready: 409,
+  deployment_in_progress: 409,
+  email_taken: 409,
+  environment_name_taken: 409,
+  environment_not_running: 409,
+  environment_not_stopped: 409,
+  environments_running: 409,
+  idempotency_key_in_use: 409,
+  task_in_progress: 409,
+  task_not_cancellable: 409,
+  // others
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  rate_limit_exceeded: 429,
+  internal_error: 500,
+  jobs_unavailable: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export function httpStatusOf(code: ErrorCode): number {
+  return ERROR_STATUS[code];
+}
