@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { STUCK_SWEEP_QUEUE } from "../../apps/control-plane/src/modules/deployments/stuck-sweep.ts";
-import { JOB_POLICY, deadLetterOf, startJobs } from "../../apps/control-plane/src/lib/jobs.ts";
+import { JOB_POLICY, deadLetterOf, startJobs } from "../../apps/control-plane/src/db/jobs.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { waitFor } from "../support/wait.ts";

@@ -8,7 +8,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDb, type DbHandle } from "@berth/db";
 import { buildApp, createDemoOrganization, type App, type DemoOrganization } from "@berth/control-plane";
-import { deadLetterOf } from "../../apps/control-plane/src/lib/jobs.ts";
+import { deadLetterOf } from "../../apps/control-plane/src/db/jobs.ts";
 import { DELIVERY_QUEUE } from "../../apps/control-plane/src/modules/webhooks/webhook-deliveries.ts";
 import { TEST_MASTER_KEY } from "../support/control-plane.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";

@@ -8,7 +8,7 @@ import type { DbHandle } from "@berth/db";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { installErrorHandling } from "./lib/error-handler.ts";
 import { ErrorBody } from "./lib/http-schemas.ts";
-import { instanceSecret } from "./lib/instance-secrets.ts";
+import { instanceSecret } from "./db/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.routes.ts";
@@ -29,8 +29,8 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
-import { createRelaxedDb } from "./lib/relaxed-pool.ts";
-import type { Jobs, JobsOptions } from "./lib/jobs.ts";
+import { createRelaxedDb } from "./db/relaxed-pool.ts";
+import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 
 export interface AppOptions {

@@ -2,7 +2,7 @@
 import { createDb } from "@berth/db";
 import { buildApp } from "./app.ts";
 import { loadConfig } from "./config.ts";
-import { resolveDatabase } from "./database.ts";
+import { resolveDatabase } from "./db/database.ts";
 import { loadMasterKey } from "./lib/master-key.ts";
 
 const config = loadConfig();

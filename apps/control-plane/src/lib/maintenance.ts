@@ -1,7 +1,8 @@
-// Housekeeping of expired rate-limit windows and idempotency records. Each run schedules
-// the next one when it ends, so runs never overlap.
+// Housekeeping of expired rate-limit windows and idempotency records. Runs never overlap
+// (lib/repeat.ts).
 import type pg from "pg";
 import type { Clock } from "./clock.ts";
+import { repeat } from "./repeat.ts";
 
 export function startMaintenance(deps: {
   pool: pg.Pool;
@@ -11,10 +12,6 @@ export function startMaintenance(deps: {
   everyMs?: number;
   onError?: (err: unknown) => void;
 }) {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const every = deps.everyMs ?? 60_000;
-
   async function runOnce(): Promise<void> {
     const now = deps.clock.now();
     const oldWindow = Math.floor(now.getTime() / 1000) - 2 * 60;
@@ -22,25 +19,12 @@ export function startMaintenance(deps: {
     await deps.pool.query("delete from idempotency_records where expires_at < $1", [now]);
     for (const task of deps.tasks ?? []) await task();
   }
-
-  function schedule() {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      runOnce()
-        .catch((err) => deps.onError?.(err))
-        .finally(schedule);
-    }, every);
-    timer.unref();
-  }
-  schedule();
+  const loop = repeat(runOnce, { everyMs: deps.everyMs ?? 60_000, onError: deps.onError });
 
   return {
     /** Runs every task now (tests use it instead of waiting a minute). */
     runOnce,
-    stop() {
-      stopped = true;
-      if (timer) clearTimeout(timer);
-    },
+    stop: () => loop.stop(),
   };
 }
 export type Maintenance = ReturnType<typeof startMaintenance>;

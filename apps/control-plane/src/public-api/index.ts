@@ -14,7 +14,7 @@ import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
 import { webhookDeliveriesRoutes } from "../modules/webhooks/webhook-deliveries.routes.ts";
 import { createApiKeyAuth } from "./api-key-auth.ts";
 import { KEYS_CHANNEL } from "../modules/api-keys/key-cache.ts";
-import { listen } from "../lib/pg-listener.ts";
+import { listen } from "../db/pg-listener.ts";
 import { principalOf } from "../modules/api-keys/key-principal.ts";
 import { createIdempotency } from "./idempotency.ts";
 import { PUBLIC_PREFIX } from "./openapi.ts";

@@ -4,7 +4,7 @@ import { createDb, embeddedUrl, runMigrations, startEmbeddedPostgres } from "@be
 import path from "node:path";
 import pg from "pg";
 import { loadConfig } from "../config.ts";
-import { instanceSecret } from "../lib/instance-secrets.ts";
+import { instanceSecret } from "../db/instance-secrets.ts";
 import { systemClock } from "../lib/clock.ts";
 import { loadMasterKey } from "../lib/master-key.ts";
 import { createServices } from "../services.ts";

@@ -21,7 +21,7 @@ import {
   type Payload,
   type SignedCommand,
 } from "@berth/protocol";
-import { listen, type PgListener } from "../../lib/pg-listener.ts";
+import { listen, type PgListener } from "../../db/pg-listener.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, type AgentCommands } from "./agent-commands.ts";
 import type { EventIngest } from "./event-ingest.ts";
 

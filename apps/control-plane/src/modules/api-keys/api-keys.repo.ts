@@ -3,7 +3,7 @@ import { KEYS_CHANNEL } from "./key-cache.ts";
 import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { apiKeys, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;

@@ -3,7 +3,7 @@
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { generateApiKey, type KeyAccess } from "./api-key-format.ts";
 import type { ApiKeyRow, ApiKeysRepo } from "./api-keys.repo.ts";

@@ -6,7 +6,7 @@ import { and, count, eq } from "drizzle-orm";
 import { backups, type Database } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, newestFirst, olderThan, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { Actor, DeploymentsService } from "../deployments/deployments.service.ts";

@@ -6,7 +6,7 @@ import { isUniqueViolation } from "../../lib/errors.ts";
 import { ACTIVE_DEPLOYMENT_STATUSES, agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 

@@ -4,7 +4,7 @@ import { stepsForKind, type OperationKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound, type ErrorCode } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";

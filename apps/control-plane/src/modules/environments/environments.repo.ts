@@ -2,7 +2,7 @@
 import { and, count, eq, isNull, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 export type EnvironmentRow = typeof environments.$inferSelect;

@@ -3,7 +3,7 @@
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";

@@ -11,7 +11,7 @@
 // back that way are read again shortly (the late commit also notifies).
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
-import { listen, type PgListener } from "../../lib/pg-listener.ts";
+import { listen, type PgListener } from "../../db/pg-listener.ts";
 import { after, atLeast, type Position, type StreamCursor } from "./event-id.ts";
 import { EVENTS_CHANNEL } from "./event-log.ts";
 

@@ -3,7 +3,7 @@
 // fan-out. Stopped when the app closes.
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
-import { startJobs, type Jobs, type JobsOptions } from "../../lib/jobs.ts";
+import { startJobs, type Jobs, type JobsOptions } from "../../db/jobs.ts";
 import type { Services } from "../../services.ts";
 import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
 

@@ -2,7 +2,7 @@
 import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst } from "../../lib/keyset.ts";
+import { newestFirst } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 /** The secret of the git hook is never read with the project; the hook reads it on its own. */

@@ -2,10 +2,10 @@
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import type { PageRequest } from "../../lib/keyset.ts";
+import type { PageRequest } from "../../db/keyset.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import type { Scope } from "../../lib/scope.ts";
-import { listPage } from "../../lib/keyset.ts";
+import { listPage } from "../../db/keyset.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import { assertSupportedErpVersion } from "./erp-versions.ts";
 import type { ProjectRow, ProjectsRepo } from "./projects.repo.ts";

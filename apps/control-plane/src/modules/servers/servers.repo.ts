@@ -3,7 +3,7 @@
 import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { servers, serverStats, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../lib/keyset.ts";
+import { newestFirst, olderThan } from "../../db/keyset.ts";
 
 /** A server whose replica died without closing its session counts as offline after this. */
 export const STALE_AFTER_SECONDS = 45;

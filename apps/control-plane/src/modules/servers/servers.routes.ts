@@ -5,7 +5,7 @@ import type { serverStats } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { listPage } from "../../lib/keyset.ts";
+import { listPage } from "../../db/keyset.ts";
 import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";

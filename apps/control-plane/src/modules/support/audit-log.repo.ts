@@ -6,7 +6,7 @@
 import { and, count, eq, sql, type SQL } from "drizzle-orm";
 import { agentCommands, auditLog, deployments, environments, servers, users, type Database } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, newestFirst, olderThan, type PageRequest } from "../../db/keyset.ts";
 import { commandOutcome, operationOutcome, type Outcome } from "./outcomes.ts";
 
 export interface NewAuditEntry {

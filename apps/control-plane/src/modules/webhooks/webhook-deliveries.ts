@@ -25,9 +25,9 @@ import { webhookDeliveries, webhookSubscriptions, type Database } from "@berth/d
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec, CursorPosition } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import type { JobContext, Jobs } from "../../lib/jobs.ts";
-import { listPage, newestFirst, olderThan, type PageRequest } from "../../lib/keyset.ts";
-import { listen, type PgListener } from "../../lib/pg-listener.ts";
+import type { JobContext, Jobs } from "../../db/jobs.ts";
+import { listPage, newestFirst, olderThan, type PageRequest } from "../../db/keyset.ts";
+import { listen, type PgListener } from "../../db/pg-listener.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { EVENTS_CHANNEL } from "../events/event-log.ts";
 import type { WebhookEvent } from "./webhook-events.ts";

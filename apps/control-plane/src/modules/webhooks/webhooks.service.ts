@@ -4,7 +4,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../lib/keyset.ts";
+import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";

@@ -2,7 +2,7 @@
 // and every row is visited exactly once.
 import { desc, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
-import type { CursorCodec, CursorPosition } from "./cursor.ts";
+import type { CursorCodec, CursorPosition } from "../lib/cursor.ts";
 
 export interface Keyed {
   createdAt: Date;

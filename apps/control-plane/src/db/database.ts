@@ -1,7 +1,7 @@
 // Where the database comes from: DATABASE_URL, or an embedded PostgreSQL kept in the data dir.
 import path from "node:path";
 import { runMigrations, startEmbeddedPostgres } from "@berth/db";
-import type { Config } from "./config.ts";
+import type { Config } from "../config.ts";
 
 export async function resolveDatabase(config: Config, log: (msg: string) => void): Promise<{ url: string; stop: () => Promise<void> }> {
   let url = config.databaseUrl;
