@@ -2,7 +2,8 @@
 // exactly `limit` are admitted in a window, and the counter never passes the limit.
 import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createLeaseMeter } from "../../apps/control-plane/src/public-api/rate-leases.ts";
+import { createLeaseMeter } from "../../apps/control-plane/src/modules/rate-limits/lease-meter.ts";
+import { createRateLimitsRepo } from "../../apps/control-plane/src/modules/rate-limits/rate-limits.repo.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 let db: TestDatabase;
@@ -18,7 +19,7 @@ afterAll(async () => {
 });
 
 it("three replicas hammering one budget admit exactly the limit, concurrently", async () => {
-  const meters = pools.map((p) => createLeaseMeter(p));
+  const meters = pools.map((p) => createLeaseMeter(createRateLimitsRepo(p)));
   const limit = 120;
   const results = await Promise.all(
     // Every replica has more demand than the whole budget, so each spends all it leases.
@@ -30,7 +31,7 @@ it("three replicas hammering one budget admit exactly the limit, concurrently", 
 });
 
 it("a single replica reports the exact remaining budget after every request", async () => {
-  const meter = createLeaseMeter(pools[0]!);
+  const meter = createLeaseMeter(createRateLimitsRepo(pools[0]!));
   for (let i = 1; i <= 20; i++) {
     const m = await meter.hit("key:single", 1_000_020, 20, 1_000_080);
     expect(m.used).toBe(i);
@@ -49,7 +50,7 @@ it("spends far fewer round trips than requests while the budget is far from spen
     return query(...args);
   }) as typeof query;
   try {
-    const meter = createLeaseMeter(counting);
+    const meter = createLeaseMeter(createRateLimitsRepo(counting));
     for (let i = 0; i < 60; i++) await meter.hit("key:cheap", 1_000_020, 120, 1_000_080);
     expect(queries).toBeLessThan(15);
   } finally {

@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { installErrorHandling } from "./lib/error-handler.ts";
+import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
 import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./db/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
@@ -67,6 +68,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
 
   installErrorHandling(app);
+  installRateLimitHook(app);
   await registerOpenApi(app);
   for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
 
@@ -104,7 +106,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const maintenance = startMaintenance({
     pool,
     clock,
-    tasks: [() => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now())],
+    tasks: [() => services.rateLimits.forgetOldWindows(), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now())],
     onError: (err) => app.log.warn({ err }, "maintenance failed"),
   });
   app.addHook("onClose", async () => maintenance.stop());

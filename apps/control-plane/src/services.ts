@@ -27,6 +27,9 @@ import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createAccess } from "./modules/auth/access.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
 import { createMemberships } from "./modules/organizations/memberships.ts";
+import { createRateLimitsRepo } from "./modules/rate-limits/rate-limits.repo.ts";
+import { createLeaseMeter } from "./modules/rate-limits/lease-meter.ts";
+import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -50,7 +53,9 @@ export function createServices(deps: {
     deployments: createDeploymentsRepo(db),
     webhooks: createWebhooksRepo(db),
     apiKeys: createApiKeysRepo(db),
+    rateLimits: createRateLimitsRepo(db.$client),
   };
+  const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
   return {
     repos,
@@ -64,6 +69,7 @@ export function createServices(deps: {
     gitHooks: createGitHooks({ db, clock, masterKey: deps.masterKey, deployments }),
     apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) }),
     keyCache,
+    rateLimits,
     signer,
     enrollment: createEnrollment({ db, clock, signer }),
     agentCommands,

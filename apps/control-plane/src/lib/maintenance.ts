@@ -1,5 +1,5 @@
-// Housekeeping of expired rate-limit windows and idempotency records. Runs never overlap
-// (lib/repeat.ts).
+// Housekeeping of expired idempotency records, then the periodic tasks the app gives it
+// (rate-limit windows, dispatch repair, task timeouts). Runs never overlap (lib/repeat.ts).
 import type pg from "pg";
 import type { Clock } from "./clock.ts";
 import { repeat } from "./repeat.ts";
@@ -7,15 +7,13 @@ import { repeat } from "./repeat.ts";
 export function startMaintenance(deps: {
   pool: pg.Pool;
   clock: Clock;
-  /** Further periodic work (dispatch repair, task timeouts), run after the housekeeping. */
+  /** Further periodic work, run after the housekeeping. */
   tasks?: (() => Promise<unknown>)[];
   everyMs?: number;
   onError?: (err: unknown) => void;
 }) {
   async function runOnce(): Promise<void> {
     const now = deps.clock.now();
-    const oldWindow = Math.floor(now.getTime() / 1000) - 2 * 60;
-    await deps.pool.query("delete from rate_limit_counters where window_start < $1", [oldWindow]);
     await deps.pool.query("delete from idempotency_records where expires_at < $1", [now]);
     for (const task of deps.tasks ?? []) await task();
   }

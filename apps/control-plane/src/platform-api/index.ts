@@ -29,13 +29,13 @@ export function platformApi(deps: PlatformDeps) {
   return async function (api: FastifyInstance) {
     api.decorateRequest("person", null);
     api.addHook("onRequest", createSessionAuth(deps.services.sessions));
-    await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock }));
+    await api.register(authRoutes({ sessions: deps.services.sessions, db: deps.db, pool: deps.pool, clock: deps.clock, limits: deps.services.rateLimits }));
     await api.register(organizationsRoutes(deps));
     await api.register(gitHooksRoutes(deps));
     await api.register(eventsRoutes(deps));
     await api.register(supportRoutes(deps));
     const s = deps.services;
-    const deployments = createPlatformDeployments({ db: deps.db, pool: deps.pool, clock: deps.clock, access: s.access, repo: s.repos.deployments, operations: s.deployments });
+    const deployments = createPlatformDeployments({ db: deps.db, pool: deps.pool, clock: deps.clock, limits: s.rateLimits, access: s.access, repo: s.repos.deployments, operations: s.deployments });
     await api.register(platformDeploymentsRoutes(deployments));
     await api.register(platformBackupsRoutes({ backups: s.backups, deployments }));
     await api.register(dashboardApiRoutes(deps));

@@ -1,16 +1,16 @@
-// Authenticates the API key and meters its rate limit. Keys are remembered per replica
-// (key-cache.ts, dropped on revocation everywhere) and budgets are leased from shared
-// counters in PostgreSQL (rate-leases.ts), so most requests make no round trip for either
-// while every replica still counts the same budget exactly.
+// Authenticates the API key and takes its rate-limit budget. Keys are remembered per replica
+// (modules/api-keys/key-cache.ts, dropped on revocation everywhere) and budgets are leased
+// from shared counters in PostgreSQL (modules/rate-limits), so most requests make no round
+// trip for either while every replica still counts the same budget exactly.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
 import { DomainError, type ErrorCode } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey, type KeyAccess } from "../modules/api-keys/api-key-format.ts";
 import { requireFullAccess, requireOrgScope } from "../modules/api-keys/key-principal.ts";
-import { KEY_LIMITS, RATE_WINDOW_SECONDS, WEBHOOK_WRITE_LIMIT, rateHeaders, tightest, type Meter } from "./rate-limits.ts";
+import { KEY_LIMITS, WEBHOOK_WRITE_LIMIT } from "../modules/rate-limits/limits.ts";
+import type { Budget, RateLimiter } from "../modules/rate-limits/rate-limiter.ts";
 import type { CachedKey, KeyCache } from "../modules/api-keys/key-cache.ts";
-import { createLeaseMeter } from "./rate-leases.ts";
 
 const LOOKUP = `
 select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
@@ -29,9 +29,8 @@ interface Row {
 const unauthorized = (code: ErrorCode, message: string) =>
   new DomainError(code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
 
-export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyCache }) {
+export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
   const lastUsedWritten = new Map<string, number>();
-  const meter = createLeaseMeter(deps.pool);
 
   async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
     const cached = deps.keys.get(hash, nowMs);
@@ -52,7 +51,7 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
     deps.pool.query("update api_keys set last_used_at = $2 where id = $1", [keyId, now]).catch(() => {});
   }
 
-  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const header = request.headers.authorization;
     if (!header) throw unauthorized("authentication_required", "Send your API key as: Authorization: Bearer <API_KEY>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -61,8 +60,6 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
     if (!looksLikeApiKey(key)) throw unauthorized("invalid_api_key", "The API key is not valid");
 
     const now = deps.clock.now();
-    const windowStart = Math.floor(now.getTime() / 1000 / RATE_WINDOW_SECONDS) * RATE_WINDOW_SECONDS;
-    const webhookWrite = request.routeOptions.config.webhookWrite === true;
     const row = await lookup(hashApiKey(key), now.getTime());
     if (!row) throw unauthorized("invalid_api_key", "The API key is not valid");
     if (row.revoked) throw unauthorized("api_key_revoked", "The API key has been revoked");
@@ -70,20 +67,9 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
       throw new DomainError("plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
-    const resetAt = windowStart + RATE_WINDOW_SECONDS;
-    const meters: Meter[] = [await meter.hit(`key:${row.id}`, windowStart, KEY_LIMITS[row.access], resetAt)];
-    if (webhookWrite) meters.push(await meter.hit(`webhook:${row.id}`, windowStart, WEBHOOK_WRITE_LIMIT, resetAt));
-    const exceeded = meters.find((m) => m.used > m.limit);
-    const shown = exceeded ?? tightest(meters);
-    reply.headers(rateHeaders(shown));
-    if (exceeded) {
-      const retryAfter = Math.max(1, Math.ceil(resetAt - now.getTime() / 1000));
-      throw new DomainError("rate_limit_exceeded",
-        `Rate limit of ${exceeded.limit} requests per ${RATE_WINDOW_SECONDS} seconds exceeded; retry in ${retryAfter} s`,
-        undefined,
-        { "retry-after": String(retryAfter) },
-      );
-    }
+    const budgets: Budget[] = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
+    if (request.routeOptions.config.webhookWrite === true) budgets.push({ bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT });
+    await deps.limits.take(...budgets);
     request.principal = {
       keyId: row.id,
       organizationId: row.organizationId,

@@ -21,7 +21,7 @@ import { PUBLIC_PREFIX } from "./openapi.ts";
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
   return async function (api: FastifyInstance) {
-    const authenticate = createApiKeyAuth({ ...deps, keys: deps.services.keyCache });
+    const authenticate = createApiKeyAuth({ ...deps, keys: deps.services.keyCache, limits: deps.services.rateLimits });
     // Keys revoked on another replica are forgotten here too.
     const revocations = await listen(deps.pool, [KEYS_CHANNEL], (_channel, keyId) => deps.services.keyCache.drop(keyId), (msg, err) => api.log.warn({ err }, msg));
     api.addHook("onClose", async () => revocations.close());

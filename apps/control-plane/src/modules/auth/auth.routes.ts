@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import type { Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { enforce } from "../../lib/rate-meter.ts";
+import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import { personOf } from "./session-principal.ts";
 import { PASSWORD_MIN_LENGTH } from "./passwords.ts";
 import { higher, orgRole, permissionsOf, projectRole, ROLES, type Role } from "./permissions.ts";
@@ -39,7 +39,7 @@ const Email = Type.String({ format: "email", maxLength: 254 });
 const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: 256, description: `At least ${PASSWORD_MIN_LENGTH} characters` });
 const RoleName = StringEnum(ROLES, { description: "portal_admin > org_owner > org_admin > project_admin > project_member" });
 
-export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Pool; clock: Clock }): FastifyPluginAsyncTypebox {
+export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Pool; clock: Clock; limits: RateLimiter }): FastifyPluginAsyncTypebox {
   const meta = (r: { headers: Record<string, unknown>; ip: string }) => ({ userAgent: String(r.headers["user-agent"] ?? "") || undefined, ip: r.ip });
   return async (app) => {
     app.post(
@@ -59,7 +59,7 @@ export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Po
         },
       },
       async (request, reply) => {
-        await enforce(deps.pool, deps.clock, reply, `register:${request.ip}`, LOGIN_LIMIT, "registrations");
+        await deps.limits.take({ bucket: `register:${request.ip}`, limit: LOGIN_LIMIT, what: "registrations" });
         const b = request.body;
         const out = await deps.sessions.register({ email: b.email, name: b.name, password: b.password, organizationName: b.organization_name }, meta(request));
         return reply.code(201).send({
@@ -84,9 +84,9 @@ export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Po
           response: { 200: SignedIn, ...errors() },
         },
       },
-      async (request, reply) => {
-        await enforce(deps.pool, deps.clock, reply, `login:${request.body.email.toLowerCase()}`, LOGIN_LIMIT, "sign-in attempts for this account");
-        await enforce(deps.pool, deps.clock, reply, `login-ip:${request.ip}`, LOGIN_LIMIT * 3, "sign-in attempts from this address");
+      async (request) => {
+        await deps.limits.take({ bucket: `login:${request.body.email.toLowerCase()}`, limit: LOGIN_LIMIT, what: "sign-in attempts for this account" });
+        await deps.limits.take({ bucket: `login-ip:${request.ip}`, limit: LOGIN_LIMIT * 3, what: "sign-in attempts from this address" });
         const out = await deps.sessions.login(request.body.email, request.body.password, meta(request));
         return { token: out.token, expires_at: out.session.expiresAt.toISOString(), user: userView(out.user) };
       },

@@ -7,7 +7,7 @@ import { deployments, environments, type Database } from "@berth/db";
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import { enforce } from "../../lib/rate-meter.ts";
+import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
@@ -32,6 +32,7 @@ export function createPlatformDeployments(deps: {
   db: Database;
   pool: pg.Pool;
   clock: Clock;
+  limits: RateLimiter;
   access: Access;
   repo: DeploymentsRepo;
   operations: DeploymentsService;
@@ -65,8 +66,8 @@ export function createPlatformDeployments(deps: {
     }
   }
 
-  const heavy = (reply: Reply, organizationId: string) =>
-    enforce(deps.pool, deps.clock, reply, `platform-deploy:${organizationId}`, DEPLOY_RATE_LIMIT, "deployments and heavy operations per organisation");
+  const heavy = (_reply: Reply, organizationId: string) =>
+    deps.limits.take({ bucket: `platform-deploy:${organizationId}`, limit: DEPLOY_RATE_LIMIT, what: "deployments and heavy operations per organisation" });
 
   /** Environments of a project the caller may deploy to; another project's or a deleted one is 404. */
   async function deployableEnvironment(person: SessionPrincipal, projectId: string, environmentId: string) {
@@ -137,10 +138,10 @@ export function createPlatformDeployments(deps: {
     },
 
     /** Rule 1: a failed deployment again, as a new record with the same code and configuration. */
-    async retry(person: SessionPrincipal, reply: Reply, id: string) {
+    async retry(person: SessionPrincipal, _reply: Reply, id: string) {
       const original = await load(person, id, "project.environments.deploy");
       if (original.status !== "failed") throw new DomainError("not_retryable", "Can only retry failed deployments");
-      await enforce(deps.pool, deps.clock, reply, `platform-retry:${original.organizationId}`, RETRY_RATE_LIMIT, "manual retries per organisation");
+      await deps.limits.take({ bucket: `platform-retry:${original.organizationId}`, limit: RETRY_RATE_LIMIT, what: "manual retries per organisation" });
       const extra = (original.extraData ?? {}) as Record<string, unknown>;
       const { retry_of: _r, ...kept } = extra;
       return operate({ organizationId: original.organizationId, projectId: original.projectId }, original.environmentId, original.kind as OperationKind, person, {

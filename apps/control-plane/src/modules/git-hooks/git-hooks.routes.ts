@@ -14,7 +14,6 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import { enforce } from "../../lib/rate-meter.ts";
 import type { PlatformDeps } from "../../platform-api/index.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { HookOutcome } from "./git-hooks.service.ts";
@@ -72,7 +71,6 @@ const PushBody = Type.Object(
 );
 
 export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
-  const { pool, clock } = deps;
   const gitHooks = deps.services.gitHooks;
   return async (app) => {
     // The HMAC is over the exact bytes received: this scope keeps them and parses JSON itself.
@@ -124,7 +122,7 @@ export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
         if (verified.length === 0) {
           throw new DomainError("signature_invalid", "The signature does not match the hook secret of any project using this repository");
         }
-        for (const c of verified) await enforce(pool, clock, reply, `git_hook:${c.projectId}`, GIT_HOOK_RATE_LIMIT, "git hook deliveries per project");
+        for (const c of verified) await deps.services.rateLimits.take({ bucket: `git_hook:${c.projectId}`, limit: GIT_HOOK_RATE_LIMIT, what: "git hook deliveries per project" });
 
         const deliveryId = headers[h.delivery];
         if (typeof deliveryId !== "string" || deliveryId.length === 0 || deliveryId.length > 200) {

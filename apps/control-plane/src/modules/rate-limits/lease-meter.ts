@@ -6,18 +6,18 @@
 // the limit. Units a replica leased but did not spend are spent by its own next requests;
 // if its traffic for that key stops, they expire with the window (at most a quarter of
 // what was left when it leased, never any of the last 16).
-import type pg from "pg";
-import type { Meter } from "./rate-limits.ts";
+import type { RateLimitsRepo } from "./rate-limits.repo.ts";
+
+export interface Meter {
+  limit: number;
+  used: number;
+  resetAt: number; // epoch seconds
+}
 
 /** A lease takes this fraction of what is left of the budget (at least one unit). */
 const LEASE_FRACTION = 4;
 /** Below this many units left, leases are single units. */
 const EXACT_BELOW = 16;
-
-const LEASE_SQL = `
-insert into rate_limit_counters as c (bucket, window_start, count) values ($1, $2, $3)
-on conflict (bucket, window_start) do update set count = c.count + $3 where c.count + $3 <= $4
-returning c.count`;
 
 interface Local {
   /** Units leased and not spent yet. */
@@ -34,14 +34,10 @@ export interface LeaseMeter {
   hit(bucket: string, windowStart: number, limit: number, resetAt: number): Promise<Meter>;
 }
 
-export function createLeaseMeter(pool: pg.Pool): LeaseMeter {
+export function createLeaseMeter(repo: Pick<RateLimitsRepo, "lease">): LeaseMeter {
   const state = new Map<string, Local>();
   let currentWindow = 0;
-
-  async function lease(bucket: string, windowStart: number, n: number, limit: number): Promise<number | null> {
-    const { rows } = await pool.query<{ count: number }>({ name: "berth_rate_lease", text: LEASE_SQL, values: [bucket, windowStart, n, limit] });
-    return rows[0]?.count ?? null;
-  }
+  const lease = repo.lease;
 
   return {
     async hit(bucket, windowStart, limit, resetAt) {
