@@ -12,6 +12,7 @@ import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./db/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
+import { createEventHub } from "./modules/events/event-hub.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.routes.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { Backup } from "./modules/backups/backups.routes.ts";
@@ -91,6 +92,10 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const background = await startBackgroundWork({ pool, clock, services, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
   app.addHook("onClose", async () => background.stop());
 
+  const hub = createEventHub({ pool, clock, log: app.log });
+  // Before the server waits for open requests to finish: event streams never would.
+  app.addHook("preClose", async () => hub.close());
+
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
   await app.register(async (agentScope) => {
@@ -99,7 +104,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands }));
   });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
-  await app.register(platformApi({ db, pool, clock, services }), { prefix: PLATFORM_PREFIX });
+  await app.register(platformApi({ clock, services, hub }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
   await app.register(dashboardRoutes());
 

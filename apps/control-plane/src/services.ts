@@ -23,10 +23,16 @@ import { createCommandSigner } from "./modules/agents/signing-keys.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
+import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
+import { createSupport } from "./modules/support/support.service.ts";
+import { createPlatformDeployments } from "./modules/deployments/platform-deployments.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createAccess } from "./modules/auth/access.ts";
+import { createAccessRepo } from "./modules/auth/access.repo.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
-import { createMemberships } from "./modules/organizations/memberships.ts";
+import { createAccountsRepo } from "./modules/auth/accounts.repo.ts";
+import { createMemberships } from "./modules/organizations/memberships.service.ts";
+import { createOrganizationsRepo } from "./modules/organizations/organizations.repo.ts";
 import { createRateLimitsRepo } from "./modules/rate-limits/rate-limits.repo.ts";
 import { createLeaseMeter } from "./modules/rate-limits/lease-meter.ts";
 import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
@@ -55,15 +61,23 @@ export function createServices(deps: {
     apiKeys: createApiKeysRepo(db),
     rateLimits: createRateLimitsRepo(db.$client),
   };
+  const access = createAccess(createAccessRepo(db));
+  const accounts = createAccountsRepo(db);
+  const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
+  const backups = createBackupsService({ db, environments: repos.environments, deployments, cursors });
+  const audit = createAuditLogRepo({ db, cursors });
   return {
     repos,
     cursors,
     projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock }),
     environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
     deployments,
-    backups: createBackupsService({ db, environments: repos.environments, deployments, cursors }),
+    backups,
+    audit,
+    platformDeployments: createPlatformDeployments({ db, pool: db.$client, clock, limits: rateLimits, access, repo: repos.deployments, operations: deployments }),
+    support: createSupport({ db, audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
     webhookDeliveries: createWebhookDeliveries({ db, cursors, clock }),
     gitHooks: createGitHooks({ db, clock, masterKey: deps.masterKey, deployments }),
@@ -76,9 +90,9 @@ export function createServices(deps: {
     keyRotation: createKeyRotation({ db, signer, commands: agentCommands }),
     images,
     dispatcher,
-    sessions: createSessions({ db, clock }),
-    access: createAccess(db),
-    memberships: createMemberships({ db, clock }),
+    access,
+    sessions,
+    memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

@@ -1,15 +1,12 @@
 // Platform API: registration, sign-in and sign-out, the caller's sessions and who they are.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type pg from "pg";
-import { sql } from "drizzle-orm";
-import type { Database } from "@berth/db";
-import type { Clock } from "../../lib/clock.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import { personOf } from "./session-principal.ts";
 import { PASSWORD_MIN_LENGTH } from "./passwords.ts";
-import { higher, orgRole, permissionsOf, projectRole, ROLES, type Role } from "./permissions.ts";
+import { permissionsOf, ROLES } from "./permissions.ts";
+import type { Access } from "./access.ts";
 import { sessionView, userView, type Sessions } from "./sessions.ts";
 
 const TAG = ["Sessions"];
@@ -39,7 +36,7 @@ const Email = Type.String({ format: "email", maxLength: 254 });
 const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: 256, description: `At least ${PASSWORD_MIN_LENGTH} characters` });
 const RoleName = StringEnum(ROLES, { description: "portal_admin > org_owner > org_admin > project_admin > project_member" });
 
-export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Pool; clock: Clock; limits: RateLimiter }): FastifyPluginAsyncTypebox {
+export function authRoutes(deps: { sessions: Sessions; access: Pick<Access, "organizations" | "projects">; limits: RateLimiter }): FastifyPluginAsyncTypebox {
   const meta = (r: { headers: Record<string, unknown>; ip: string }) => ({ userAgent: String(r.headers["user-agent"] ?? "") || undefined, ip: r.ip });
   return async (app) => {
     app.post(
@@ -147,27 +144,11 @@ export function authRoutes(deps: { sessions: Sessions; db: Database; pool: pg.Po
       },
       async (request) => {
         const p = personOf(request);
-        const { rows: orgs } = await deps.db.execute<{ id: string; name: string; plan: string; role: string }>(sql`
-          select o.id, o.name, o.plan, m.role from memberships m join organizations o on o.id = m.organization_id
-          where m.user_id = ${p.userId} order by o.name`);
-        const { rows: projects } = await deps.db.execute<{ id: string; organization_id: string; name: string; org_role: string | null; project_role: string | null }>(sql`
-          select pr.id, pr.organization_id, pr.name, m.role as org_role, pm.role as project_role
-          from projects pr
-          left join memberships m on m.organization_id = pr.organization_id and m.user_id = ${p.userId}
-          left join project_memberships pm on pm.project_id = pr.id and pm.user_id = ${p.userId}
-          where pr.deleted_at is null and (pm.user_id is not null or m.role in ('owner', 'admin'))
-          order by pr.name`);
-        const [user] = await deps.db.execute<{ id: string; email: string; name: string; is_portal_admin: boolean; created_at: Date }>(
-          sql`select id, email, name, is_portal_admin, created_at from users where id = ${p.userId}`,
-        ).then((r) => r.rows);
-        const orgRoleOf = (stored: string): Role => (p.isPortalAdmin ? "portal_admin" : (orgRole(stored) ?? "project_member"));
+        const [user, orgs, projects] = await Promise.all([deps.sessions.me(p.userId), deps.access.organizations(p), deps.access.projects(p, null)]);
         return {
-          user: { ...user!, created_at: new Date(user!.created_at).toISOString() },
-          organizations: orgs.map((o) => ({ id: o.id, name: o.name, plan: o.plan, role: orgRoleOf(o.role), permissions: permissionsOf(orgRoleOf(o.role)) })),
-          projects: projects.map((pr) => {
-            const role = (p.isPortalAdmin ? "portal_admin" : higher(orgRole(pr.org_role), projectRole(pr.project_role))) ?? "project_member";
-            return { id: pr.id, organization_id: pr.organization_id, name: pr.name, role, permissions: permissionsOf(role) };
-          }),
+          user: userView(user),
+          organizations: orgs.map((o) => ({ ...o, permissions: permissionsOf(o.role) })),
+          projects: projects.map((pr) => ({ id: pr.id, organization_id: pr.organizationId, name: pr.name, role: pr.role, permissions: permissionsOf(pr.role) })),
         };
       },
     );

@@ -60,6 +60,14 @@ export function higher(a: Role | null, b: Role | null): Role | null {
   return rank(a) >= rank(b) ? a : b;
 }
 
+/** The organisation roles as stored in memberships. */
+export const STORED_ORG_ROLES = ["owner", "admin", "member"] as const;
+
+/** The stored organisation roles that hold a permission (e.g. which see every project of the organisation). */
+export function storedOrgRolesWith(permission: Permission): string[] {
+  return STORED_ORG_ROLES.filter((stored) => can(orgRole(stored), permission));
+}
+
 /** A stored organisation role (owner | admin | member) as a platform role; a plain member has none of its own. */
 export function orgRole(stored: string | null | undefined): Role | null {
   return stored === "owner" ? "org_owner" : stored === "admin" ? "org_admin" : null;

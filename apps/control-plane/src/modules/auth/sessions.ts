@@ -1,11 +1,10 @@
 // People's accounts and sign-ins: users with scrypt passwords, opaque session tokens kept
 // as SHA-256 only, expiring and revocable one by one.
 import { createHash, randomBytes } from "node:crypto";
-import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
-import { memberships, organizations, sessions, users, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { hashPassword, verifyPassword } from "./passwords.ts";
+import type { AccountsRepo, SessionRow, UserRow } from "./accounts.repo.ts";
 
 export const SESSION_PREFIX = "bst_";
 /** Sessions last a week from sign-in; signing in again makes a new one. */
@@ -23,7 +22,7 @@ export interface SessionPrincipal {
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest("hex");
 
-export function sessionView(s: typeof sessions.$inferSelect, currentId?: string) {
+export function sessionView(s: SessionRow, currentId?: string) {
   return {
     id: s.id,
     created_at: s.createdAt.toISOString(),
@@ -35,27 +34,23 @@ export function sessionView(s: typeof sessions.$inferSelect, currentId?: string)
   };
 }
 
-export function userView(u: typeof users.$inferSelect) {
+export function userView(u: UserRow) {
   return { id: u.id, email: u.email, name: u.name, is_portal_admin: u.isPortalAdmin, created_at: u.createdAt.toISOString() };
 }
 
-export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: number }) {
-  const { db, clock } = deps;
+export function createSessions(deps: { accounts: AccountsRepo; clock: Clock; ttlMs?: number }) {
+  const { accounts, clock } = deps;
   const ttl = deps.ttlMs ?? SESSION_TTL_MS;
-  const lookup = db
-    .select({ s: sessions, u: users })
-    .from(sessions)
-    .innerJoin(users, eq(users.id, sessions.userId))
-    .where(and(eq(sessions.tokenHash, sql.placeholder("hash")), isNull(sessions.revokedAt), gt(sessions.expiresAt, sql`${sql.placeholder("now")}::timestamptz`)))
-    .prepare("sessions_lookup");
 
   async function createUser(input: { email: string; name: string; password: string; isPortalAdmin?: boolean }) {
     try {
-      const [user] = await db
-        .insert(users)
-        .values({ email: input.email.trim(), name: input.name, passwordHash: await hashPassword(input.password), isPortalAdmin: input.isPortalAdmin ?? false, createdAt: clock.now() })
-        .returning();
-      return user!;
+      return await accounts.insertUser({
+        email: input.email.trim(),
+        name: input.name,
+        passwordHash: await hashPassword(input.password),
+        isPortalAdmin: input.isPortalAdmin ?? false,
+        createdAt: clock.now(),
+      });
     } catch (err) {
       if (isUniqueViolation(err)) throw new DomainError("email_taken", "An account with this e-mail address already exists");
       throw err;
@@ -65,11 +60,16 @@ export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: numbe
   async function openSession(userId: string, meta: { userAgent?: string | undefined; ip?: string | undefined }) {
     const token = SESSION_PREFIX + randomBytes(32).toString("base64url");
     const now = clock.now();
-    const [row] = await db
-      .insert(sessions)
-      .values({ userId, tokenHash: hashToken(token), userAgent: meta.userAgent?.slice(0, 300) ?? null, ip: meta.ip ?? null, createdAt: now, lastUsedAt: now, expiresAt: new Date(now.getTime() + ttl) })
-      .returning();
-    return { token, session: row! };
+    const session = await accounts.insertSession({
+      userId,
+      tokenHash: hashToken(token),
+      userAgent: meta.userAgent?.slice(0, 300) ?? null,
+      ip: meta.ip ?? null,
+      createdAt: now,
+      lastUsedAt: now,
+      expiresAt: new Date(now.getTime() + ttl),
+    });
+    return { token, session };
   }
 
   return {
@@ -78,13 +78,12 @@ export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: numbe
     /** A new person and their own organisation, which they own; signed in at once. */
     async register(input: { email: string; name: string; password: string; organizationName: string }, meta: { userAgent?: string; ip?: string }) {
       const user = await createUser(input);
-      const [org] = await db.insert(organizations).values({ name: input.organizationName, createdAt: clock.now() }).returning();
-      await db.insert(memberships).values({ organizationId: org!.id, userId: user.id, role: "owner", createdAt: clock.now() });
-      return { user, organization: org!, ...(await openSession(user.id, meta)) };
+      const organization = await accounts.insertOwnedOrganization(user.id, input.organizationName, clock.now());
+      return { user, organization, ...(await openSession(user.id, meta)) };
     },
 
     async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
-      const [user] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${email.trim()})`);
+      const user = await accounts.userByEmail(email.trim());
       const ok = await verifyPassword(password, user?.passwordHash ?? null);
       if (!user || !ok) throw new DomainError("invalid_credentials", "The e-mail address or password is wrong");
       return { user, ...(await openSession(user.id, meta)) };
@@ -93,31 +92,26 @@ export function createSessions(deps: { db: Database; clock: Clock; ttlMs?: numbe
     async authenticate(token: string): Promise<SessionPrincipal | null> {
       if (!token.startsWith(SESSION_PREFIX)) return null;
       const now = clock.now();
-      const [found] = await lookup.execute({ hash: hashToken(token), now: now.toISOString() });
+      const found = await accounts.liveSession(hashToken(token), now);
       if (!found) return null;
-      if (!found.s.lastUsedAt || now.getTime() - found.s.lastUsedAt.getTime() > TOUCH_EVERY_MS) {
-        await db.update(sessions).set({ lastUsedAt: now }).where(eq(sessions.id, found.s.id));
-      }
+      if (!found.s.lastUsedAt || now.getTime() - found.s.lastUsedAt.getTime() > TOUCH_EVERY_MS) await accounts.touchSession(found.s.id, now);
       return { userId: found.u.id, sessionId: found.s.id, email: found.u.email, name: found.u.name, isPortalAdmin: found.u.isPortalAdmin };
     },
 
-    async list(userId: string) {
-      return db
-        .select()
-        .from(sessions)
-        .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, clock.now())))
-        .orderBy(desc(sessions.createdAt));
-    },
+    list: (userId: string) => accounts.liveSessions(userId, clock.now()),
 
     /** Ends one of the caller's own sessions (sign out elsewhere); another person's is a 404. */
     async revoke(userId: string, sessionId: string) {
-      const [row] = await db
-        .update(sessions)
-        .set({ revokedAt: clock.now() })
-        .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
-        .returning();
+      const row = await accounts.revokeSession(userId, sessionId, clock.now());
       if (!row) throw notFound("Session");
       return row;
+    },
+
+    /** The caller's own account. */
+    async me(userId: string): Promise<UserRow> {
+      const user = await accounts.userById(userId);
+      if (!user) throw notFound("User");
+      return user;
     },
   };
 }

@@ -7,6 +7,27 @@ import type { Scope } from "../../lib/scope.ts";
 
 export type EnvironmentRow = typeof environments.$inferSelect;
 
+/** An environment with where it runs and its latest operation (the dashboard's project view). */
+export interface EnvironmentOverviewRow {
+  id: string;
+  project_id: string;
+  name: string;
+  status: string;
+  git_branch: string;
+  domain: string | null;
+  auto_deploy: boolean;
+  server_id: string | null;
+  server_name: string | null;
+  cpu_cores: number;
+  ram_mb: number;
+  disk_gb: number;
+  last_id: string | null;
+  last_kind: string | null;
+  last_status: string | null;
+  last_version: number | null;
+  last_created_at: Date | null;
+}
+
 export function visibleEnvironment(scope: Scope): SQL[] {
   const conds = [eq(environments.organizationId, scope.organizationId), isNull(projects.deletedAt)];
   if (scope.projectId) conds.push(eq(environments.projectId, scope.projectId));
@@ -37,6 +58,31 @@ export function createEnvironmentsRepo(db: Database) {
     async insert(values: typeof environments.$inferInsert): Promise<EnvironmentRow> {
       const [row] = await db.insert(environments).values(values).returning();
       return row!;
+    },
+
+    /** The active environments of these projects, by name, with their server and latest operation. */
+    async overview(projectIds: string[]): Promise<EnvironmentOverviewRow[]> {
+      if (projectIds.length === 0) return [];
+      const { rows } = await db.$client.query<EnvironmentOverviewRow>(
+        `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.auto_deploy, s.id as server_id, s.name as server_name,
+           e.cpu_cores, e.ram_mb, e.disk_gb, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
+           d.created_at as last_created_at
+         from environments e
+         join projects p on p.id = e.project_id
+         left join servers s on s.id = coalesce(e.server_id, p.server_id)
+         left join lateral (select id, kind, status, version, created_at from deployments
+                            where environment_id = e.id order by created_at desc, id desc limit 1) d on true
+         where e.project_id = any($1::uuid[]) and e.is_active
+         order by e.name, e.id`,
+        [projectIds],
+      );
+      return rows;
+    },
+
+    /** The project of an environment (any state), for the permission check. */
+    async projectOf(environmentId: string): Promise<string | undefined> {
+      const { rows } = await db.$client.query<{ project_id: string }>("select project_id from environments where id = $1", [environmentId]);
+      return rows[0]?.project_id;
     },
   };
 }

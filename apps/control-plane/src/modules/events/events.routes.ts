@@ -3,15 +3,13 @@
 // are written in the route description (and so in the OpenAPI document).
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { sql } from "drizzle-orm";
-import type { Database } from "@berth/db";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { PlatformDeps } from "../../platform-api/index.ts";
-import { can } from "../auth/permissions.ts";
+import type { Clock } from "../../lib/clock.ts";
+import type { Access } from "../auth/access.ts";
 import { encodeCursor, parseLastEventId } from "./event-id.ts";
-import { createEventHub, type HubOptions } from "./event-hub.ts";
+import type { EventHub } from "./event-hub.ts";
 import { EVENT_RETENTION_MS, STATS_RETENTION_MS } from "./retention.ts";
 
 const RETRY_MS = 2000;
@@ -40,13 +38,9 @@ issued, gets an \`event: reset\` (reason \`resume_point_expired\` or \`unknown_r
 
 A comment line (\`: keep-alive\`) is sent every 15 seconds so proxies keep the connection open; \`retry: ${RETRY_MS}\` sets the reconnect delay.`;
 
-export function eventsRoutes(deps: PlatformDeps, hubOptions: Partial<HubOptions> = {}): FastifyPluginAsyncTypebox {
-  const { db, pool, clock, services } = deps;
+export function eventsRoutes(deps: { hub: EventHub; access: Pick<Access, "requireOrg" | "visibleProjectIds">; clock: Clock }): FastifyPluginAsyncTypebox {
+  const { hub, access, clock } = deps;
   return async (app) => {
-    const hub = createEventHub({ pool, clock, log: app.log, ...hubOptions });
-    // Before the server waits for open requests to finish: streams never would.
-    app.addHook("preClose", async () => hub.close());
-
     app.get(
       "/events",
       {
@@ -80,10 +74,10 @@ export function eventsRoutes(deps: PlatformDeps, hubOptions: Partial<HubOptions>
         }
         const orgId = q.organization_id ?? q.organizationId;
         if (!orgId) throw new DomainError("validation_error", "Name the organisation: ?organization_id=<uuid>", [{ path: "querystring/organization_id", message: "is required" }]);
-        const role = await services.access.requireOrg(person, orgId, "org.events.subscribe");
+        const role = await access.requireOrg(person, orgId, "org.events.subscribe");
         const lastId = request.headers["last-event-id"] ?? q.last_event_id;
         const resume = lastId ? parseLastEventId(lastId) : null;
-        const visible = can(role, "org.projects.manage") ? null : await projectsOf(db, person.userId, orgId);
+        const visible = await access.visibleProjectIds(person, orgId, role);
 
         const start = await hub.startPosition(resume);
         let cursor = start.cursor;
@@ -123,12 +117,4 @@ export function eventsRoutes(deps: PlatformDeps, hubOptions: Partial<HubOptions>
       },
     );
   };
-}
-
-/** The projects of the organisation in which the person holds a project role. */
-async function projectsOf(db: Database, userId: string, organizationId: string): Promise<Set<string>> {
-  const { rows } = await db.execute<{ id: string }>(sql`
-    select pr.id from project_memberships pm join projects pr on pr.id = pm.project_id
-    where pm.user_id = ${userId} and pr.organization_id = ${organizationId} and pr.deleted_at is null`);
-  return new Set(rows.map((r) => r.id));
 }

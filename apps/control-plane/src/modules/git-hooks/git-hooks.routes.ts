@@ -14,7 +14,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
-import type { PlatformDeps } from "../../platform-api/index.ts";
+import type { Access } from "../auth/access.ts";
+import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
+import type { GitHooks } from "./git-hooks.service.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { HookOutcome } from "./git-hooks.service.ts";
 import { GIT_HOSTS, hasCredential, HOOK_HEADERS, parsePush, type GitHost } from "./git-payload.ts";
@@ -70,8 +72,8 @@ const PushBody = Type.Object(
   { additionalProperties: true, description: "The Git host's push payload as JSON (GitHub: content type application/json)" },
 );
 
-export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
-  const gitHooks = deps.services.gitHooks;
+export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, "requireProject">; limits: RateLimiter }): FastifyPluginAsyncTypebox {
+  const { gitHooks, access, limits } = deps;
   return async (app) => {
     // The HMAC is over the exact bytes received: this scope keeps them and parses JSON itself.
     const rawBodies = new WeakMap<FastifyRequest, Buffer>();
@@ -122,7 +124,7 @@ export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
         if (verified.length === 0) {
           throw new DomainError("signature_invalid", "The signature does not match the hook secret of any project using this repository");
         }
-        for (const c of verified) await deps.services.rateLimits.take({ bucket: `git_hook:${c.projectId}`, limit: GIT_HOOK_RATE_LIMIT, what: "git hook deliveries per project" });
+        for (const c of verified) await limits.take({ bucket: `git_hook:${c.projectId}`, limit: GIT_HOOK_RATE_LIMIT, what: "git hook deliveries per project" });
 
         const deliveryId = headers[h.delivery];
         if (typeof deliveryId !== "string" || deliveryId.length === 0 || deliveryId.length > 200) {
@@ -169,7 +171,7 @@ export function gitHooksRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
       },
       async (request, reply) => {
         const { project_id } = request.params;
-        await deps.services.access.requireProject(personOf(request), project_id, "project.environments.update");
+        await access.requireProject(personOf(request), project_id, "project.environments.update");
         const secret = await gitHooks.rotateSecret(project_id);
         const base = `${request.protocol}://${request.host}${request.url.slice(0, request.url.indexOf("/projects/"))}/webhooks`;
         return reply.code(201).send({ project_id, secret, urls: { github: `${base}/github`, gitlab: `${base}/gitlab`, gitea: `${base}/gitea` } });

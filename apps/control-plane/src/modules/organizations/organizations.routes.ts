@@ -1,24 +1,17 @@
-// Platform API: organisations the caller belongs to, their members and project members,
-// and the API keys of the public API (created here, shown once).
+// Platform API: organisations the caller belongs to, their members and project members.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { and, eq, sql } from "drizzle-orm";
-import { memberships, users } from "@berth/db";
-import { DomainError, notFound } from "../../lib/errors.ts";
-import { errors, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { PlatformDeps } from "../../platform-api/index.ts";
-import { ApiKey } from "../api-keys/api-keys.routes.ts";
 import { PASSWORD_MIN_LENGTH } from "../auth/passwords.ts";
-import { can } from "../auth/permissions.ts";
+import type { Memberships } from "./memberships.service.ts";
 
 const OrgParams = Type.Object({ organization_id: Uuid });
 const Member = Type.Object({ user_id: Uuid, email: Type.String(), name: Type.String(), role: Type.String(), created_at: Timestamp });
-const ApiKeyRef = Type.Ref(ApiKey) as unknown as typeof ApiKey;
 
-export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
-  const { db, services } = deps;
-  const access = services.access;
+export function organizationsRoutes(deps: { memberships: Memberships; access: Pick<Access, "requireOrg" | "requireProject"> }): FastifyPluginAsyncTypebox {
+  const { memberships, access } = deps;
   return async (app) => {
     app.get(
       "/organizations",
@@ -30,14 +23,7 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
         },
       },
       async (request) => {
-        const p = personOf(request);
-        const { rows } = await db.execute<{ id: string; name: string; plan: string; role: string }>(
-          p.isPortalAdmin
-            ? sql`select o.id, o.name, o.plan, coalesce(m.role, 'portal_admin') as role from organizations o
-                  left join memberships m on m.organization_id = o.id and m.user_id = ${p.userId} order by o.name`
-            : sql`select o.id, o.name, o.plan, m.role from memberships m join organizations o on o.id = m.organization_id
-                  where m.user_id = ${p.userId} order by o.name`,
-        );
+        const rows = await memberships.organizationsOf(personOf(request));
         return { data: rows };
       },
     );
@@ -47,12 +33,7 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
       { schema: { tags: ["Organizations"], summary: "List members", params: OrgParams, response: { 200: Type.Object({ data: Type.Array(Member) }), ...errors(404) } } },
       async (request) => {
         await access.requireOrg(personOf(request), request.params.organization_id, "org.members.list");
-        const rows = await db
-          .select({ user_id: users.id, email: users.email, name: users.name, role: memberships.role, created_at: memberships.createdAt })
-          .from(memberships)
-          .innerJoin(users, eq(users.id, memberships.userId))
-          .where(eq(memberships.organizationId, request.params.organization_id))
-          .orderBy(users.email);
+        const rows = await memberships.members(request.params.organization_id);
         return { data: rows.map((r) => ({ ...r, created_at: r.created_at.toISOString() })) };
       },
     );
@@ -83,16 +64,7 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
         const p = personOf(request);
         const orgId = request.params.organization_id;
         const role = await access.requireOrg(p, orgId, "org.members.manage");
-        if (request.body.role === "owner" && !can(role, "org.audit.read")) throw new DomainError("permission_denied", "Only organisation owners can make owners.");
-        let [user] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${request.body.email})`);
-        if (!user) {
-          if (!request.body.name || !request.body.password) {
-            throw new DomainError("user_not_found", "No account has this e-mail address; give name and password to create one");
-          }
-          user = await services.sessions.createUser({ email: request.body.email, name: request.body.name, password: request.body.password });
-        }
-        const m = await services.memberships.addToOrganization(orgId, user.id, request.body.role);
-        return { user_id: user.id, email: user.email, name: user.name, role: m.role, created_at: m.createdAt.toISOString() };
+        return memberships.putMember(role, orgId, request.body);
       },
     );
 
@@ -111,67 +83,7 @@ export function organizationsRoutes(deps: PlatformDeps): FastifyPluginAsyncTypeb
       async (request) => {
         const { project_id, user_id } = request.params;
         const a = await access.requireProject(personOf(request), project_id, "project.members.manage");
-        const [member] = await db.select().from(memberships).where(and(eq(memberships.organizationId, a.organizationId), eq(memberships.userId, user_id)));
-        if (!member) throw notFound("Member");
-        await services.memberships.addToProject(project_id, user_id, request.body.role);
-        return { project_id, user_id, role: request.body.role };
-      },
-    );
-
-    app.post(
-      "/organizations/:organization_id/api-keys",
-      {
-        schema: {
-          tags: ["API keys"],
-          summary: "Create an API key",
-          description: "The key (svc_live_ro_… or svc_live_rw_…) is in the response once and never again; only its hash is kept.",
-          params: OrgParams,
-          body: Type.Object(
-            {
-              name: Type.String({ minLength: 1, maxLength: 100 }),
-              access: Type.Union([Type.Literal("read_only"), Type.Literal("full_access")]),
-              project_id: Type.Optional(Nullable(Uuid)),
-            },
-            { additionalProperties: false },
-          ),
-          response: { 201: Type.Object({ ...ApiKey.properties, key: Type.String() }), ...errors(404) },
-        },
-      },
-      async (request, reply) => {
-        const p = personOf(request);
-        const orgId = request.params.organization_id;
-        await access.requireOrg(p, orgId, "org.api_keys.manage");
-        const projectId = request.body.project_id ?? null;
-        if (projectId && (await access.roleInProject(p, projectId))?.organizationId !== orgId) throw notFound("Project");
-        const key = await services.apiKeys.create({ organizationId: orgId, projectId, access: request.body.access, name: request.body.name, createdBy: p.userId });
-        return reply.code(201).send(key);
-      },
-    );
-
-    app.get(
-      "/organizations/:organization_id/api-keys",
-      { schema: { tags: ["API keys"], summary: "List API keys", params: OrgParams, querystring: PageQuery, response: { 200: Page(ApiKeyRef), ...errors(404) } } },
-      async (request) => {
-        const orgId = request.params.organization_id;
-        await access.requireOrg(personOf(request), orgId, "org.api_keys.manage");
-        return services.apiKeys.list({ organizationId: orgId, projectId: null }, request.query);
-      },
-    );
-
-    app.delete(
-      "/organizations/:organization_id/api-keys/:id",
-      {
-        schema: {
-          tags: ["API keys"],
-          summary: "Revoke an API key",
-          params: Type.Object({ organization_id: Uuid, id: Uuid }),
-          response: { 200: ApiKeyRef, ...errors(404) },
-        },
-      },
-      async (request) => {
-        const orgId = request.params.organization_id;
-        await access.requireOrg(personOf(request), orgId, "org.api_keys.manage");
-        return services.apiKeys.revoke({ organizationId: orgId, projectId: null }, request.params.id);
+        return memberships.putProjectMember(a.organizationId, project_id, user_id, request.body.role);
       },
     );
   };

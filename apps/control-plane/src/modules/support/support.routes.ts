@@ -3,15 +3,13 @@
 // in support.service.ts and audit-log.repo.ts.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { DomainError, notFound } from "../../lib/errors.ts";
+import { notFound } from "../../lib/errors.ts";
 import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { PlatformDeps } from "../../platform-api/index.ts";
-import { can, deniedMessage } from "../auth/permissions.ts";
+import type { Access } from "../auth/access.ts";
 import { ServerUsage } from "../servers/servers.routes.ts";
-import type { SessionPrincipal } from "../auth/sessions.ts";
-import { auditEntryDetail, createAuditLogRepo } from "./audit-log.repo.ts";
-import { createSupport, DEFAULT_TAIL_LINES, SUPPORT_COMMANDS, type SupportCommand } from "./support.service.ts";
+import { auditEntryDetail, type AuditLogRepo } from "./audit-log.repo.ts";
+import { DEFAULT_TAIL_LINES, SUPPORT_COMMANDS, type Support, type SupportCommand } from "./support.service.ts";
 
 const SUPPORT = ["Support"];
 const AUDIT = ["Audit log"];
@@ -124,19 +122,14 @@ const Issued = Type.Object({
   deployment_id: Nullable(Uuid),
 });
 
-export function supportRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
-  const s = deps.services;
-  const audit = createAuditLogRepo({ db: deps.db, cursors: s.cursors });
-  const support = createSupport({ db: deps.db, audit, commands: s.agentCommands, deployments: s.deployments, backups: s.backups });
-  const staffOnly = (p: SessionPrincipal) => {
-    if (!can(p.isPortalAdmin ? "portal_admin" : null, "support.console")) throw new DomainError("permission_denied", deniedMessage("support.console"));
-  };
+export function supportRoutes(deps: { support: Support; audit: AuditLogRepo; access: Pick<Access, "requireOrg" | "requirePortal"> }): FastifyPluginAsyncTypebox {
+  const { support, audit, access } = deps;
 
   return async (app) => {
     app.addSchema(AuditEntry);
     // Every support route is for portal admins only; checked before anything is parsed.
     app.addHook("preValidation", async (request) => {
-      if (request.routeOptions.url?.startsWith(`${app.prefix}/support`)) staffOnly(personOf(request));
+      if (request.routeOptions.url?.startsWith(`${app.prefix}/support`)) access.requirePortal(personOf(request), "support.console");
     });
 
     app.get(
@@ -235,7 +228,7 @@ export function supportRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const orgId = request.params.organization_id;
-        await s.access.requireOrg(personOf(request), orgId, "org.audit.read");
+        await access.requireOrg(personOf(request), orgId, "org.audit.read");
         return audit.list(orgId, request.query);
       },
     );
@@ -253,7 +246,7 @@ export function supportRoutes(deps: PlatformDeps): FastifyPluginAsyncTypebox {
       },
       async (request) => {
         const { organization_id, entry_id } = request.params;
-        await s.access.requireOrg(personOf(request), organization_id, "org.audit.read");
+        await access.requireOrg(personOf(request), organization_id, "org.audit.read");
         const row = await audit.get(entry_id, organization_id);
         if (!row) throw notFound("Audit entry");
         return auditEntryDetail(row);

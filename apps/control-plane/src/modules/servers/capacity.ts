@@ -1,5 +1,8 @@
 // How much room a server has for another environment: what its environments have been
 // given (allocation) and what the host really uses now (live figures), whichever is tighter.
+import type { CapacityServerRow, PlacedEnvironmentRow } from "./servers.repo.ts";
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
 /** The size of a new environment when none is given (the environments table's defaults). */
 export const DEFAULT_ENVIRONMENT = { cpu_cores: 1, ram_mb: 2048, disk_gb: 20 } as const;
@@ -56,5 +59,52 @@ export function capacityOf(host: HostSize, allocated: Allocation, live: LiveFigu
     free_disk_gb: Math.round(freeDisk * 10) / 10,
     fits_default: fits,
     room: fits > 0 ? "room" : "full",
+  };
+}
+
+/** A server of the capacity view: its figures, the environments on it (those the caller may see listed), what they were given and the room left. */
+export function capacityServerView(s: CapacityServerRow, placed: PlacedEnvironmentRow[], visible: (projectId: string) => boolean) {
+  const allocated = { cpu_cores: 0, ram_mb: 0, disk_gb: 0 };
+  for (const e of placed) {
+    allocated.cpu_cores += e.cpu_cores;
+    allocated.ram_mb += e.ram_mb;
+    allocated.disk_gb += e.disk_gb;
+  }
+  const stats =
+    s.sampled_at === null
+      ? null
+      : {
+          sampled_at: iso(s.sampled_at)!,
+          cpu_percent: s.cpu_percent!,
+          ram_used_mb: s.ram_used_mb!,
+          ram_total_mb: s.ram_total_mb!,
+          disk_used_gb: s.disk_used_gb!,
+          disk_total_gb: s.disk_total_gb!,
+          load1: s.load1!,
+          load5: s.load5!,
+          load15: s.load15!,
+          containers_running: s.containers_running!,
+          containers_total: s.containers_total!,
+        };
+  const live = stats && { ramUsedMb: stats.ram_used_mb, ramTotalMb: stats.ram_total_mb, diskUsedGb: stats.disk_used_gb, diskTotalGb: stats.disk_total_gb };
+  return {
+    id: s.id,
+    name: s.name,
+    hostname: s.hostname,
+    status: s.status,
+    last_seen_at: iso(s.last_seen_at),
+    agent_version: s.agent_version,
+    cpu_cores: s.cpu_cores,
+    ram_mb: s.ram_mb,
+    disk_gb: s.disk_gb,
+    stats,
+    environment_count: placed.length,
+    environments: placed.filter((e) => visible(e.project_id)).map(({ server_id: _s, ...e }) => e),
+    allocated,
+    capacity: capacityOf(
+      { cpuCores: s.cpu_cores, ramMb: s.ram_mb, diskGb: s.disk_gb },
+      { cpuCores: allocated.cpu_cores, ramMb: allocated.ram_mb, diskGb: allocated.disk_gb },
+      live,
+    ),
   };
 }

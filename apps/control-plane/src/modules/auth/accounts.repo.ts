@@ -1,0 +1,74 @@
+// People's accounts and sessions as stored: users, their session rows (token hashes only)
+// and, at registration, their own organisation.
+import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
+import { memberships, organizations, sessions, users, type Database } from "@berth/db";
+
+export type UserRow = typeof users.$inferSelect;
+export type SessionRow = typeof sessions.$inferSelect;
+
+export function createAccountsRepo(db: Database) {
+  const lookup = db
+    .select({ s: sessions, u: users })
+    .from(sessions)
+    .innerJoin(users, eq(users.id, sessions.userId))
+    .where(and(eq(sessions.tokenHash, sql.placeholder("hash")), isNull(sessions.revokedAt), gt(sessions.expiresAt, sql`${sql.placeholder("now")}::timestamptz`)))
+    .prepare("sessions_lookup");
+
+  return {
+    async insertUser(values: typeof users.$inferInsert): Promise<UserRow> {
+      const [user] = await db.insert(users).values(values).returning();
+      return user!;
+    },
+
+    async userByEmail(email: string): Promise<UserRow | undefined> {
+      const [user] = await db.select().from(users).where(sql`lower(${users.email}) = lower(${email})`);
+      return user;
+    },
+
+    async userById(id: string): Promise<UserRow | undefined> {
+      const [user] = await db.select().from(users).where(eq(users.id, id));
+      return user;
+    },
+
+    /** A new organisation owned by the user. */
+    async insertOwnedOrganization(userId: string, name: string, now: Date) {
+      const [org] = await db.insert(organizations).values({ name, createdAt: now }).returning();
+      await db.insert(memberships).values({ organizationId: org!.id, userId, role: "owner", createdAt: now });
+      return org!;
+    },
+
+    async insertSession(values: typeof sessions.$inferInsert): Promise<SessionRow> {
+      const [row] = await db.insert(sessions).values(values).returning();
+      return row!;
+    },
+
+    /** The live session with this token hash, and its user. */
+    async liveSession(tokenHash: string, now: Date) {
+      const [found] = await lookup.execute({ hash: tokenHash, now: now.toISOString() });
+      return found;
+    },
+
+    async touchSession(id: string, now: Date): Promise<void> {
+      await db.update(sessions).set({ lastUsedAt: now }).where(eq(sessions.id, id));
+    },
+
+    async liveSessions(userId: string, now: Date): Promise<SessionRow[]> {
+      return db
+        .select()
+        .from(sessions)
+        .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt), gt(sessions.expiresAt, now)))
+        .orderBy(desc(sessions.createdAt));
+    },
+
+    /** Revokes one of the user's own live sessions; undefined when there is none. */
+    async revokeSession(userId: string, sessionId: string, now: Date): Promise<SessionRow | undefined> {
+      const [row] = await db
+        .update(sessions)
+        .set({ revokedAt: now })
+        .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
+        .returning();
+      return row;
+    },
+  };
+}
+export type AccountsRepo = ReturnType<typeof createAccountsRepo>;
