@@ -90,7 +90,7 @@ describe("logs and progress", () => {
   it("returns log entries by level with paging, and steps with their state and lines", async () => {
     const envId = await newEnvironment("logs-1");
     const d = (await create(admin, envId)).body;
-    const { appendLogs } = await import("../../apps/control-plane/src/modules/events/event-log.ts");
+    const { appendLogs } = await import("../../apps/control-plane/src/modules/events/event-log.repo.ts");
     const t0 = Date.now();
     const at = (s: number) => new Date(t0 + s * 1000).toISOString();
     await appendLogs(cp.database.pool, demo.organization_id, [

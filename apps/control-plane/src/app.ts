@@ -109,9 +109,10 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(dashboardRoutes());
 
   const maintenance = startMaintenance({
-    pool,
-    clock,
-    tasks: [() => services.rateLimits.forgetOldWindows(), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now())],
+    tasks: [
+      () => services.rateLimits.forgetOldWindows(),
+      () => services.repos.idempotency.pruneExpired(clock.now()), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now()),
+    ],
     onError: (err) => app.log.warn({ err }, "maintenance failed"),
   });
   app.addHook("onClose", async () => maintenance.stop());

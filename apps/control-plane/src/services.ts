@@ -27,6 +27,7 @@ import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createPlatformDeployments } from "./modules/deployments/platform-deployments.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
+import { createErpImagesRepo } from "./modules/erp-images/erp-images.repo.ts";
 import { createAccess } from "./modules/auth/access.ts";
 import { createAccessRepo } from "./modules/auth/access.repo.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
@@ -34,6 +35,7 @@ import { createAccountsRepo } from "./modules/auth/accounts.repo.ts";
 import { createMemberships } from "./modules/organizations/memberships.service.ts";
 import { createOrganizationsRepo } from "./modules/organizations/organizations.repo.ts";
 import { createRateLimitsRepo } from "./modules/rate-limits/rate-limits.repo.ts";
+import { createIdempotencyRepo } from "./modules/idempotency/idempotency.repo.ts";
 import { createLeaseMeter } from "./modules/rate-limits/lease-meter.ts";
 import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
 
@@ -48,7 +50,7 @@ export function createServices(deps: {
   const { db, clock } = deps;
   const signer = createCommandSigner({ db, masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ db, relaxedDb: deps.relaxedDb ?? db, clock, signer });
-  const images = createErpImages(db);
+  const images = createErpImages(createErpImagesRepo(db));
   const dispatcher = createDispatcher({ db, commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
@@ -60,6 +62,7 @@ export function createServices(deps: {
     webhooks: createWebhooksRepo(db),
     apiKeys: createApiKeysRepo(db),
     rateLimits: createRateLimitsRepo(db.$client),
+    idempotency: createIdempotencyRepo(db.$client),
   };
   const access = createAccess(createAccessRepo(db));
   const accounts = createAccountsRepo(db);

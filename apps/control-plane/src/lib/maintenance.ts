@@ -1,21 +1,11 @@
-// Housekeeping of expired idempotency records, then the periodic tasks the app gives it
-// (rate-limit windows, dispatch repair, task timeouts). Runs never overlap (lib/repeat.ts).
-import type pg from "pg";
-import type { Clock } from "./clock.ts";
+// The minute-by-minute housekeeping: the periodic tasks the app gives it (expired rate-limit
+// windows and idempotency records, dispatch repair, task timeouts, event retention), one
+// after the other. Runs never overlap (lib/repeat.ts).
 import { repeat } from "./repeat.ts";
 
-export function startMaintenance(deps: {
-  pool: pg.Pool;
-  clock: Clock;
-  /** Further periodic work, run after the housekeeping. */
-  tasks?: (() => Promise<unknown>)[];
-  everyMs?: number;
-  onError?: (err: unknown) => void;
-}) {
+export function startMaintenance(deps: { tasks: (() => Promise<unknown>)[]; everyMs?: number; onError?: (err: unknown) => void }) {
   async function runOnce(): Promise<void> {
-    const now = deps.clock.now();
-    await deps.pool.query("delete from idempotency_records where expires_at < $1", [now]);
-    for (const task of deps.tasks ?? []) await task();
+    for (const task of deps.tasks) await task();
   }
   const loop = repeat(runOnce, { everyMs: deps.everyMs ?? 60_000, onError: deps.onError });
 

@@ -3,40 +3,25 @@
 // from shared counters in PostgreSQL (modules/rate-limits), so most requests make no round
 // trip for either while every replica still counts the same budget exactly.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type pg from "pg";
 import type { Clock } from "../lib/clock.ts";
 import { DomainError, type ErrorCode } from "../lib/errors.ts";
-import { hashApiKey, looksLikeApiKey, type KeyAccess } from "../modules/api-keys/api-key-format.ts";
+import { hashApiKey, looksLikeApiKey } from "../modules/api-keys/api-key-format.ts";
 import { requireFullAccess, requireOrgScope } from "../modules/api-keys/key-principal.ts";
 import { KEY_LIMITS, WEBHOOK_WRITE_LIMIT } from "../modules/rate-limits/limits.ts";
 import type { Budget, RateLimiter } from "../modules/rate-limits/rate-limiter.ts";
 import type { CachedKey, KeyCache } from "../modules/api-keys/key-cache.ts";
-
-const LOOKUP = `
-select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
-from api_keys k join organizations o on o.id = k.organization_id
-where k.key_hash = $1`;
-
-interface Row {
-  id: string;
-  organization_id: string;
-  project_id: string | null;
-  access: KeyAccess;
-  revoked: boolean;
-  plan: string;
-}
+import type { ApiKeysRepo } from "../modules/api-keys/api-keys.repo.ts";
 
 const unauthorized = (code: ErrorCode, message: string) =>
   new DomainError(code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
 
-export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
+export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | "touch">; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
   const lastUsedWritten = new Map<string, number>();
 
   async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
     const cached = deps.keys.get(hash, nowMs);
     if (cached) return cached;
-    const { rows } = await deps.pool.query<Row>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hash] });
-    const row = rows[0];
+    const row = await deps.repo.authLookup(hash);
     if (!row) return undefined;
     const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked };
     deps.keys.set(hash, key, nowMs);
@@ -48,7 +33,7 @@ export function createApiKeyAuth(deps: { pool: pg.Pool; clock: Clock; keys: KeyC
     const prev = lastUsedWritten.get(keyId) ?? 0;
     if (now.getTime() - prev < 60_000) return;
     lastUsedWritten.set(keyId, now.getTime());
-    deps.pool.query("update api_keys set last_used_at = $2 where id = $1", [keyId, now]).catch(() => {});
+    deps.repo.touch(keyId, now).catch(() => {});
   }
 
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {

@@ -16,16 +16,16 @@ import { createApiKeyAuth } from "./api-key-auth.ts";
 import { KEYS_CHANNEL } from "../modules/api-keys/key-cache.ts";
 import { listen } from "../db/pg-listener.ts";
 import { principalOf } from "../modules/api-keys/key-principal.ts";
-import { createIdempotency } from "./idempotency.ts";
+import { createIdempotency } from "../modules/idempotency/idempotency.ts";
 import { PUBLIC_PREFIX } from "./openapi.ts";
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
   return async function (api: FastifyInstance) {
-    const authenticate = createApiKeyAuth({ ...deps, keys: deps.services.keyCache, limits: deps.services.rateLimits });
+    const authenticate = createApiKeyAuth({ repo: deps.services.repos.apiKeys, clock: deps.clock, keys: deps.services.keyCache, limits: deps.services.rateLimits });
     // Keys revoked on another replica are forgotten here too.
     const revocations = await listen(deps.pool, [KEYS_CHANNEL], (_channel, keyId) => deps.services.keyCache.drop(keyId), (msg, err) => api.log.warn({ err }, msg));
     api.addHook("onClose", async () => revocations.close());
-    const idempotency = createIdempotency({ ...deps, scopeOf: (r) => `api_key:${principalOf(r).keyId}` });
+    const idempotency = createIdempotency({ repo: deps.services.repos.idempotency, clock: deps.clock, scopeOf: (r) => `api_key:${principalOf(r).keyId}` });
     api.decorateRequest("principal", null);
     api.decorateRequest("idempotencyClaim", null);
     api.addHook("onRequest", authenticate);

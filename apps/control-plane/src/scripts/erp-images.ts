@@ -5,6 +5,7 @@ import { createDb, embeddedUrl, runMigrations } from "@berth/db";
 import { loadConfig } from "../config.ts";
 import { DomainError } from "../lib/errors.ts";
 import { createErpImages } from "../modules/erp-images/erp-images.ts";
+import { createErpImagesRepo } from "../modules/erp-images/erp-images.repo.ts";
 
 const args = process.argv.slice(2);
 const erp: Record<string, string> = {};
@@ -31,7 +32,7 @@ await runMigrations(url);
 const handle = createDb(url, { max: 1 });
 let failed = false;
 try {
-  const images = createErpImages(handle.db);
+  const images = createErpImages(createErpImagesRepo(handle.db));
   const map = Object.keys(erp).length > 0 || db ? await images.set({ erp, ...(db ? { db } : {}) }) : await images.get();
   for (const [version, image] of Object.entries(map.erp).sort()) process.stdout.write(`${version}\t${image}\n`);
   process.stdout.write(`postgres\t${map.db}\n`);

@@ -14,7 +14,7 @@ import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protoco
 import { agentCommands, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
-import { notifyEach } from "../events/event-log.ts";
+import { notifyEach } from "../events/event-log.repo.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 /** Payload server_id:command_id: a command was written (announce() below). */

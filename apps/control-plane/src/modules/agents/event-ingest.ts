@@ -9,7 +9,7 @@
 // ingestion never holds more than that many of the pool's connections.
 import type pg from "pg";
 import type { CommandResultEvent, Event, LogEvent, StatsEvent } from "@berth/protocol";
-import { announce, appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.ts";
+import { announce, appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.repo.ts";
 
 export interface EventIngest {
   /** Resolves with the seq to acknowledge (everything up to it is stored). */

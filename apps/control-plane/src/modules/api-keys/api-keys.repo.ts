@@ -5,8 +5,25 @@ import { apiKeys, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
+import type { KeyAccess } from "./api-key-format.ts";
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+// The public API's hot path: a named statement, parsed once per connection.
+const LOOKUP = `
+select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
+from api_keys k join organizations o on o.id = k.organization_id
+where k.key_hash = $1`;
+
+export interface KeyLookupRow {
+  id: string;
+  organization_id: string;
+  project_id: string | null;
+  access: KeyAccess;
+  revoked: boolean;
+  plan: string;
+}
+
 
 export function createApiKeysRepo(db: Database) {
   const inScope = (scope: Scope): SQL[] => {
@@ -20,6 +37,14 @@ export function createApiKeysRepo(db: Database) {
   };
   return {
     get,
+    /** A key by its hash, with its organisation's plan, for authentication. */
+    async authLookup(hash: string): Promise<KeyLookupRow | undefined> {
+      const { rows } = await db.$client.query<KeyLookupRow>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hash] });
+      return rows[0];
+    },
+    async touch(id: string, at: Date): Promise<void> {
+      await db.$client.query("update api_keys set last_used_at = $2 where id = $1", [id, at]);
+    },
     async insert(values: typeof apiKeys.$inferInsert): Promise<ApiKeyRow> {
       const [row] = await db.insert(apiKeys).values(values).returning();
       return row!;

@@ -11,7 +11,7 @@ import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
-import { appendLogs } from "../events/event-log.ts";
+import { appendLogs } from "../events/event-log.repo.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
 import { DEPLOY_KINDS, type DeploymentsService, type OperationOptions } from "./deployments.service.ts";

@@ -7,7 +7,7 @@ import type pg from "pg";
 import { ACTIVE_DEPLOYMENT_STATUSES } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
-import { appendLogs, type LogEntry } from "../events/event-log.ts";
+import { appendLogs, type LogEntry } from "../events/event-log.repo.ts";
 
 export const STUCK_SWEEP_QUEUE = "deployments.stuck-sweep";
 export const STUCK_SWEEP_CRON = "*/5 * * * *";

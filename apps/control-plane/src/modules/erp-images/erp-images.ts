@@ -1,10 +1,9 @@
 // Which container image runs each ERP version (only major.minor selects it), and which
 // PostgreSQL image backs it. Defaults are the official images; administrators override
 // them per version (tests point them at locally built images).
-import { eq } from "drizzle-orm";
-import { instanceSettings, type Database } from "@berth/db";
 import { ERP_VERSIONS, majorMinor } from "../projects/erp-versions.ts";
 import { DomainError } from "../../lib/errors.ts";
+import type { ErpImagesRepo } from "./erp-images.repo.ts";
 
 export interface ImageMap {
   erp: Record<string, string>;
@@ -15,12 +14,10 @@ const DEFAULTS: ImageMap = {
   erp: Object.fromEntries(Object.keys(ERP_VERSIONS).map((v) => [v, `odoo:${v}`])),
   db: "postgres:16",
 };
-const KEY = "images";
 
-export function createErpImages(db: Database) {
+export function createErpImages(repo: ErpImagesRepo) {
   async function get(): Promise<ImageMap> {
-    const [row] = await db.select().from(instanceSettings).where(eq(instanceSettings.key, KEY));
-    const saved = (row?.value ?? {}) as Partial<ImageMap>;
+    const saved = ((await repo.load()) ?? {}) as Partial<ImageMap>;
     return { erp: { ...DEFAULTS.erp, ...(saved.erp ?? {}) }, db: saved.db ?? DEFAULTS.db };
   }
   return {
@@ -39,10 +36,7 @@ export function createErpImages(db: Database) {
       }
       const current = await get();
       const next: ImageMap = { erp: { ...current.erp, ...(update.erp ?? {}) }, db: update.db ?? current.db };
-      await db
-        .insert(instanceSettings)
-        .values({ key: KEY, value: next })
-        .onConflictDoUpdate({ target: instanceSettings.key, set: { value: next } });
+      await repo.save(next);
       return next;
     },
   };

@@ -13,7 +13,7 @@ import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
 import { listen, type PgListener } from "../../db/pg-listener.ts";
 import { after, atLeast, type Position, type StreamCursor } from "./event-id.ts";
-import { EVENTS_CHANNEL } from "./event-log.ts";
+import { currentSnapshot, EVENTS_CHANNEL, readStream, type StreamRow } from "./event-log.repo.ts";
 
 /** Event types every member of the organisation receives, whatever their project roles. */
 const ORG_WIDE_TYPES = new Set(["server.stats", "server.status", "migration_progress"]);
@@ -87,47 +87,7 @@ interface OrgFeed {
   timer: NodeJS.Timeout | undefined;
 }
 
-// One round trip: the next page of each table below the oldest running writer's xid
-// (xmin), the xmin itself, and whether rows above it wait (read again when it finishes):
-// the newest tx of each table by a backward index scan, never a scan of the rows above.
-// Log lines come back as plain columns; JSON is built in Node (json_build_object and
-// to_char cost PostgreSQL several times the read itself).
-const READ_SQL = `
-with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
-select k, tx::text as tx, id::text as id, project_id, type, data, deployment_id, level, message, step, ms from (
-  (select 0 as k, l.tx, l.id, d.project_id::text as project_id, null as type, null as data,
-     l.deployment_id::text as deployment_id, l.level, l.message, l.step, (extract(epoch from l.ts) * 1000)::bigint::text as ms
-   from (select * from deployment_logs
-         where organization_id = $1 and (tx, id) > ($2::xid8, $3::bigint) and tx < (select xmin from h)
-         order by tx, id limit $6) l
-   left join deployments d on d.id = l.deployment_id)
-  union all
-  (select 1 as k, e.tx, e.id, e.data->>'project_id', e.type, e.data::text, null, null, null, null, null
-   from org_events e
-   where e.organization_id = $1 and (e.tx, e.id) > ($4::xid8, $5::bigint) and e.tx < (select xmin from h)
-   order by e.tx, e.id limit $6)
-  union all
-  (select 2, xmin,
-     (coalesce((select tx from deployment_logs where organization_id = $1 order by tx desc, id desc limit 1) >= h.xmin, false)
-      or coalesce((select tx from org_events where organization_id = $1 order by tx desc, id desc limit 1) >= h.xmin, false))::int::bigint,
-     null, null, null, null, null, null, null, null
-   from h)
-) r`;
-
-type Row = {
-  k: number;
-  tx: string;
-  id: string;
-  project_id: string | null;
-  type: string | null;
-  data: string | null;
-  deployment_id: string | null;
-  level: string | null;
-  message: string | null;
-  step: string | null;
-  ms: string | null;
-};
-type Parsed = { tx: bigint; id: bigint; row: Row };
+type Parsed = { tx: bigint; id: bigint; row: StreamRow };
 const byPosition = (a: Parsed, b: Parsed) => (a.tx < b.tx ? -1 : a.tx > b.tx ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 export function createEventHub(opts: HubOptions) {
@@ -161,11 +121,11 @@ export function createEventHub(opts: HubOptions) {
   const maxReads = opts.maxConcurrentReads ?? 4;
   let reading = 0;
   const queued: (() => void)[] = [];
-  async function query(args: unknown[]) {
+  async function query(orgId: string, log: Position, ev: Position) {
     while (reading >= maxReads) await new Promise<void>((resolve) => queued.push(resolve));
     reading++;
     try {
-      return (await pool.query<Row>(READ_SQL, args)).rows;
+      return await readStream(pool, orgId, log, ev, batch);
     } finally {
       reading--;
       queued.shift()?.();
@@ -174,7 +134,7 @@ export function createEventHub(opts: HubOptions) {
 
   /** Reads what follows (log, ev), up to the oldest running writer. */
   async function read(orgId: string, log: Position, ev: Position): Promise<ReadResult> {
-    const rows = await query([orgId, log.tx.toString(), log.id.toString(), ev.tx.toString(), ev.id.toString(), batch]);
+    const rows = await query(orgId, log, ev);
     let heldBack = false;
     const logs: Parsed[] = [];
     const evs: Parsed[] = [];
@@ -397,11 +357,7 @@ export function createEventHub(opts: HubOptions) {
   return {
     /** Where a stream starts: "now", or the resume point if it is one this database can continue. */
     async startPosition(resume: StreamCursor | null): Promise<{ cursor: StreamCursor; unknown: boolean }> {
-      const { rows } = await pool.query<{ xmin: string; xmax: string }>(
-        "select pg_snapshot_xmin(s)::text as xmin, pg_snapshot_xmax(s)::text as xmax from pg_current_snapshot() s",
-      );
-      const xmin = BigInt(rows[0]!.xmin);
-      const xmax = BigInt(rows[0]!.xmax);
+      const { xmin, xmax } = await currentSnapshot(pool);
       const at = Math.floor(clock.now().getTime() / 1000);
       if (resume && resume.log.tx <= xmax && resume.ev.tx <= xmax) return { cursor: resume, unknown: false };
       // (xmin, 0): every row of a transaction not yet finished when the stream opened.

@@ -29,7 +29,7 @@ import type { JobContext, Jobs } from "../../db/jobs.ts";
 import { listPage, newestFirst, olderThan, type PageRequest } from "../../db/keyset.ts";
 import { listen, type PgListener } from "../../db/pg-listener.ts";
 import type { Scope } from "../../lib/scope.ts";
-import { EVENTS_CHANNEL } from "../events/event-log.ts";
+import { EVENTS_CHANNEL } from "../events/event-log.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";
 
 export const DELIVERY_QUEUE = "webhooks.deliver";

@@ -1,4 +1,5 @@
-// The write side of the organisation event stream. Log lines go to deployment_logs (they
+// The organisation event stream as stored: the write side, the reads of the live hub and
+// the pruning of old events. Log lines go to deployment_logs (they
 // are also the deployment's log history); other live events (status changes, server
 // figures, migration progress) go to org_events. Both are written inside the caller's
 // transaction and announced with one NOTIFY per organisation, delivered at commit, so a
@@ -111,4 +112,71 @@ export async function appendOrgEvents(client: Queryable, events: OrgEvent[], opt
 
 function distinct(values: string[]): string[] {
   return [...new Set(values)];
+}
+
+/** Rows per delete statement, so one prune never holds a long transaction (it would hold back every stream). */
+const PRUNE_CHUNK = 5000;
+
+/** Deletes org_events written before `before` (of one type, or of any), in chunks; how many went. */
+export async function pruneOrgEventsBefore(client: Queryable, before: Date, type?: string): Promise<number> {
+  let removed = 0;
+  const where = type === undefined ? "created_at < $1" : "type = $2 and created_at < $1";
+  for (;;) {
+    const { rowCount } = await client.query(`delete from org_events where id in (select id from org_events where ${where} limit ${PRUNE_CHUNK})`, type === undefined ? [before] : [before, type]);
+    removed += rowCount ?? 0;
+    if ((rowCount ?? 0) < PRUNE_CHUNK) return removed;
+  }
+}
+
+// One round trip: the next page of each table below the oldest running writer's xid
+// (xmin), the xmin itself, and whether rows above it wait (read again when it finishes):
+// the newest tx of each table by a backward index scan, never a scan of the rows above.
+// Log lines come back as plain columns; JSON is built in Node (json_build_object and
+// to_char cost PostgreSQL several times the read itself).
+const READ_SQL = `
+with h as materialized (select pg_snapshot_xmin(pg_current_snapshot()) as xmin)
+select k, tx::text as tx, id::text as id, project_id, type, data, deployment_id, level, message, step, ms from (
+  (select 0 as k, l.tx, l.id, d.project_id::text as project_id, null as type, null as data,
+     l.deployment_id::text as deployment_id, l.level, l.message, l.step, (extract(epoch from l.ts) * 1000)::bigint::text as ms
+   from (select * from deployment_logs
+         where organization_id = $1 and (tx, id) > ($2::xid8, $3::bigint) and tx < (select xmin from h)
+         order by tx, id limit $6) l
+   left join deployments d on d.id = l.deployment_id)
+  union all
+  (select 1 as k, e.tx, e.id, e.data->>'project_id', e.type, e.data::text, null, null, null, null, null
+   from org_events e
+   where e.organization_id = $1 and (e.tx, e.id) > ($4::xid8, $5::bigint) and e.tx < (select xmin from h)
+   order by e.tx, e.id limit $6)
+  union all
+  (select 2, xmin,
+     (coalesce((select tx from deployment_logs where organization_id = $1 order by tx desc, id desc limit 1) >= h.xmin, false)
+      or coalesce((select tx from org_events where organization_id = $1 order by tx desc, id desc limit 1) >= h.xmin, false))::int::bigint,
+     null, null, null, null, null, null, null, null
+   from h)
+) r`;
+
+/** A row of READ_SQL: k 0 a log line, 1 an event, 2 the xmin (tx) and whether rows wait above it (id 1). */
+export type StreamRow = {
+  k: number;
+  tx: string;
+  id: string;
+  project_id: string | null;
+  type: string | null;
+  data: string | null;
+  deployment_id: string | null;
+  level: string | null;
+  message: string | null;
+  step: string | null;
+  ms: string | null;
+};
+
+/** The next page of an organisation's log lines and events after two positions, below the oldest running writer. */
+export async function readStream(client: Queryable, orgId: string, log: { tx: bigint; id: bigint }, ev: { tx: bigint; id: bigint }, limit: number): Promise<StreamRow[]> {
+  return (await client.query<StreamRow>(READ_SQL, [orgId, log.tx.toString(), log.id.toString(), ev.tx.toString(), ev.id.toString(), limit])).rows;
+}
+
+/** The current snapshot's xmin and xmax: where a stream opened now starts, and how far ids go. */
+export async function currentSnapshot(client: Queryable): Promise<{ xmin: bigint; xmax: bigint }> {
+  const { rows } = await client.query<{ xmin: string; xmax: string }>("select pg_snapshot_xmin(s)::text as xmin, pg_snapshot_xmax(s)::text as xmax from pg_current_snapshot() s");
+  return { xmin: BigInt(rows[0]!.xmin), xmax: BigInt(rows[0]!.xmax) };
 }
