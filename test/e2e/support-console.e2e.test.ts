@@ -9,7 +9,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { addPerson, type Person } from "../support/people.ts";
 import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
 import { waitUntil } from "../support/wait.ts";
-import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-status.ts";
+import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
 
 let cp: TestControlPlane;
 let agent: AgentProcess;

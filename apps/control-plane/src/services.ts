@@ -22,10 +22,13 @@ import { createEnrollment } from "./modules/agents/enrollment.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
+import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createPlatformDeployments } from "./modules/deployments/platform-deployments.service.ts";
+import { createPlatformDeploymentsRepo } from "./modules/deployments/platform-deployments.repo.ts";
+import { createEnvironmentOperations } from "./modules/deployments/environment-operations.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createErpImagesRepo } from "./modules/erp-images/erp-images.repo.ts";
 import { createAccess } from "./modules/auth/access.ts";
@@ -51,7 +54,7 @@ export function createServices(deps: {
   const signer = createCommandSigner({ db, masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ db, relaxedDb: deps.relaxedDb ?? db, clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
-  const dispatcher = createDispatcher({ db, commands: agentCommands, images });
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const repos = {
@@ -71,6 +74,16 @@ export function createServices(deps: {
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
   const backups = createBackupsService({ db, environments: repos.environments, deployments, cursors });
   const audit = createAuditLogRepo({ db, cursors });
+  const platformRepo = createPlatformDeploymentsRepo(db);
+  const platformDeployments = createPlatformDeployments({
+    repo: platformRepo,
+    pool: db.$client,
+    cancel: repos.deployments.cancel,
+    clock,
+    limits: rateLimits,
+    access,
+    operations: deployments,
+  });
   return {
     repos,
     cursors,
@@ -79,7 +92,8 @@ export function createServices(deps: {
     deployments,
     backups,
     audit,
-    platformDeployments: createPlatformDeployments({ db, pool: db.$client, clock, limits: rateLimits, access, repo: repos.deployments, operations: deployments }),
+    platformDeployments,
+    environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock }),
     support: createSupport({ db, audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
     webhookDeliveries: createWebhookDeliveries({ db, cursors, clock }),

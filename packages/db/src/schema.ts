@@ -157,9 +157,6 @@ export const environments = pgTable(
   ],
 );
 
-/** Statuses of an operation that still holds the environment. */
-export const ACTIVE_DEPLOYMENT_STATUSES = ["pending", "queued", "building", "deploying", "running"] as const;
-
 /** One row per operation (deploy, redeploy, restart, start, stop, rollback, destroy, backup, restore). */
 export const deployments = pgTable(
   "deployments",

@@ -37,8 +37,8 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(gitHooksRoutes({ gitHooks: s.gitHooks, access: s.access, limits: s.rateLimits }));
     await api.register(eventsRoutes({ hub: deps.hub, access: s.access, clock: deps.clock }));
     await api.register(supportRoutes({ support: s.support, audit: s.audit, access: s.access }));
-    await api.register(platformDeploymentsRoutes(s.platformDeployments));
-    await api.register(platformBackupsRoutes({ backups: s.backups, deployments: s.platformDeployments }));
+    await api.register(platformDeploymentsRoutes({ deployments: s.platformDeployments, environments: s.environmentOperations }));
+    await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.environmentOperations, heavy: s.platformDeployments.operations.heavy }));
     await api.register(serversPlatformRoutes({ servers: s.repos.servers, enrollment: s.enrollment, access: s.access, clock: deps.clock }));
     await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments }));
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));

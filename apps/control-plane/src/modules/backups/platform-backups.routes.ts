@@ -3,7 +3,8 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { PlatformDeployments } from "../deployments/platform-deployments.service.ts";
+import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
+import type { PlatformOperations } from "../deployments/platform-operations.ts";
 import { Backup } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
@@ -11,7 +12,7 @@ import { DomainError } from "../../lib/errors.ts";
 const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
 const EnvParams = Type.Object({ env_id: Uuid });
 
-export function platformBackupsRoutes(deps: { backups: BackupsService; deployments: PlatformDeployments }): FastifyPluginAsyncTypebox {
+export function platformBackupsRoutes(deps: { backups: BackupsService; environments: Pick<EnvironmentOperations, "environmentScope">; heavy: PlatformOperations["heavy"] }): FastifyPluginAsyncTypebox {
   const inProgress = (err: unknown) => {
     if (err instanceof DomainError && err.code === "task_in_progress") throw new DomainError("deployment_in_progress", "Deployment already in progress");
     throw err;
@@ -21,7 +22,7 @@ export function platformBackupsRoutes(deps: { backups: BackupsService; deploymen
       "/environments/:env_id/backups",
       { schema: { tags: ["Backups"], summary: "List backups", params: EnvParams, querystring: PageQuery, response: { 200: Page(BackupRef), ...errors(404) } } },
       async (request) => {
-        const scope = await deps.deployments.environmentScope(personOf(request), request.params.env_id, "project.backups.list");
+        const scope = await deps.environments.environmentScope(personOf(request), request.params.env_id, "project.backups.list");
         return deps.backups.list(scope, request.params.env_id, request.query);
       },
     );
@@ -40,8 +41,8 @@ export function platformBackupsRoutes(deps: { backups: BackupsService; deploymen
       },
       async (request, reply) => {
         const person = personOf(request);
-        const scope = await deps.deployments.environmentScope(person, request.params.env_id, "project.backups.create");
-        await deps.deployments.heavy(reply, scope.organizationId);
+        const scope = await deps.environments.environmentScope(person, request.params.env_id, "project.backups.create");
+        await deps.heavy(scope.organizationId);
         const { backupId } = await deps.backups.create(scope, request.params.env_id, request.body ?? {}, { userId: person.userId, apiKeyId: null }).catch(inProgress);
         const row = await deps.backups.get(scope, backupId);
         return reply.code(201).send(backupView(row));
@@ -62,8 +63,8 @@ export function platformBackupsRoutes(deps: { backups: BackupsService; deploymen
       },
       async (request, reply) => {
         const person = personOf(request);
-        const scope = await deps.deployments.environmentScope(person, request.params.env_id, "project.backups.restore");
-        await deps.deployments.heavy(reply, scope.organizationId);
+        const scope = await deps.environments.environmentScope(person, request.params.env_id, "project.backups.restore");
+        await deps.heavy(scope.organizationId);
         const op = await deps.backups.restore(scope, request.params.env_id, request.body.backup_id, { userId: person.userId, apiKeyId: null }).catch(inProgress);
         return reply.code(202).send({ message: "Restore started", deployment_id: op.id, backup_id: request.body.backup_id, status: op.status });
       },

@@ -3,7 +3,8 @@
 // unique index is the final guarantee.
 import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import { isUniqueViolation } from "../../lib/errors.ts";
-import { ACTIVE_DEPLOYMENT_STATUSES, agentCommands, deployments, environments, projects, type Database } from "@berth/db";
+import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
+import { ACTIVE_STATUSES } from "./deployment-state.ts";
 import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
@@ -67,7 +68,7 @@ export function createDeploymentsRepo(db: Database) {
         const [row] = await tx
           .update(deployments)
           .set({ status: "cancelled", completedAt: at, errorMessage: `Cancelled by ${by}` })
-          .where(and(eq(deployments.id, id), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])))
+          .where(and(eq(deployments.id, id), inArray(deployments.status, [...ACTIVE_STATUSES])))
           .returning();
         if (!row) return undefined;
         const withdrawn = await tx
@@ -115,7 +116,7 @@ export function createDeploymentsRepo(db: Database) {
           const [active] = await tx
             .select()
             .from(deployments)
-            .where(and(eq(deployments.environmentId, env.id), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])));
+            .where(and(eq(deployments.environmentId, env.id), inArray(deployments.status, [...ACTIVE_STATUSES])));
           if (active) return { kind: "busy", active } as const;
           if (!allowed(env)) return { kind: "refused", environment: env } as const;
           const [bumped] = await tx
@@ -142,7 +143,7 @@ export function createDeploymentsRepo(db: Database) {
         const [active] = await db
           .select()
           .from(deployments)
-          .where(and(eq(deployments.environmentId, environmentId), inArray(deployments.status, [...ACTIVE_DEPLOYMENT_STATUSES])));
+          .where(and(eq(deployments.environmentId, environmentId), inArray(deployments.status, [...ACTIVE_STATUSES])));
         if (!active) throw err;
         return { kind: "busy", active };
       }

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
-import { TASK_STATUSES } from "./deployment-status.ts";
+import { TASK_STATUSES } from "./deployment-state.ts";
 
 export const Task = Type.Object(
   {

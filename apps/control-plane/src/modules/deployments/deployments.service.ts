@@ -1,5 +1,6 @@
 // Rules for operations on environments requested through the public API: one active
 // operation per environment, and the status each action needs (public spec 3.2, 4.1).
+import { HISTORY_KINDS, isDeployKind } from "./deployment-state.ts";
 import { stepsForKind, type OperationKind } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
@@ -34,9 +35,6 @@ export interface Actor {
   apiKeyId: string | null;
 }
 
-const HISTORY_KINDS = ["deploy", "redeploy"];
-/** Operations that (re)build the application: they record the configuration they ran with. */
-export const DEPLOY_KINDS: string[] = ["deploy", "redeploy", "rollback"];
 
 export interface OperationOptions {
   id?: string;
@@ -77,7 +75,7 @@ export function createDeploymentsService(deps: {
       opts: OperationOptions = {},
     ): Promise<DeploymentRow> {
       const required = opts.required;
-      const deploys = DEPLOY_KINDS.includes(kind);
+      const deploys = isDeployKind(kind);
       const outcome = await deps.deployments.createOperation(
         scope,
         environmentId,
@@ -153,7 +151,7 @@ export function createDeploymentsService(deps: {
     async history(scope: Scope, environmentId: string, page: PageRequest) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");
-      return listPage(deps.cursors, `deployments:${environmentId}`, page, (limit, after) => deps.deployments.listForEnvironment(env.id, HISTORY_KINDS, limit, after), taskView);
+      return listPage(deps.cursors, `deployments:${environmentId}`, page, (limit, after) => deps.deployments.listForEnvironment(env.id, [...HISTORY_KINDS], limit, after), taskView);
     },
   };
 }

@@ -2,10 +2,9 @@
 // after the row is written (fast path) and by the maintenance sweep (repair path, e.g.
 // after a crash between the two); the unique deployment_id on the outbox makes a second
 // dispatch of the same row a no-op.
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
 import { isUniqueViolation } from "../../lib/errors.ts";
 import { COMMAND_TYPES, type CommandType } from "@berth/protocol";
-import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
+import type { DispatchRepo } from "./dispatch.repo.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
@@ -26,7 +25,7 @@ const COMMAND_FOR_KIND: Record<string, CommandType> = {
   restore: "restore",
 };
 
-export function createDispatcher(deps: { db: Database; commands: Pick<AgentCommands, "issue">; images: ErpImages }) {
+export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<AgentCommands, "issue">; images: ErpImages }) {
   async function paramsFor(d: DeploymentRow, type: CommandType): Promise<Record<string, unknown>> {
     const base = { deployment_id: d.id, environment_id: d.environmentId };
     if (type !== "deploy" && type !== "redeploy") {
@@ -35,11 +34,7 @@ export function createDispatcher(deps: { db: Database; commands: Pick<AgentComma
       if (type === "backup" || type === "restore") return { ...base, backup_id: String(extra.backup_id) };
       return base;
     }
-    const [row] = await deps.db
-      .select({ env: environments, project: projects })
-      .from(environments)
-      .innerJoin(projects, eq(projects.id, environments.projectId))
-      .where(eq(environments.id, d.environmentId));
+    const row = await deps.repo.environmentWithProject(d.environmentId);
     if (!row) throw new Error(`environment ${d.environmentId} vanished`);
     const { env, project } = row;
     const image = await deps.images.imageFor(project.erpVersion);
@@ -77,15 +72,10 @@ export function createDispatcher(deps: { db: Database; commands: Pick<AgentComma
 
   return {
     dispatch,
-    /** Queued operations that have no command yet (a crash between write and dispatch). */
+    /** Waiting operations that have no command yet (a crash between write and dispatch). */
     async dispatchPending(): Promise<number> {
-      const rows = await deps.db
-        .select({ d: deployments })
-        .from(deployments)
-        .leftJoin(agentCommands, eq(agentCommands.deploymentId, deployments.id))
-        .where(and(inArray(deployments.status, ["pending", "queued"]), isNull(agentCommands.commandId)))
-        .limit(500);
-      for (const { d } of rows) await dispatch(d, d.triggeredBy ? `user:${d.triggeredBy}` : d.apiKeyId ? `api_key:${d.apiKeyId}` : "system:dispatcher");
+      const rows = await deps.repo.waitingWithoutCommand(500);
+      for (const d of rows) await dispatch(d, d.triggeredBy ? `user:${d.triggeredBy}` : d.apiKeyId ? `api_key:${d.apiKeyId}` : "system:dispatcher");
       return rows.length;
     },
     /**
@@ -93,19 +83,7 @@ export function createDispatcher(deps: { db: Database; commands: Pick<AgentComma
      * or that the agent refused. The environment is left as it was: nothing ran.
      */
     async failUndelivered(now: Date): Promise<number> {
-      await deps.db
-        .update(agentCommands)
-        .set({ state: "expired", completedAt: now })
-        .where(and(eq(agentCommands.state, "pending"), sql`${agentCommands.expiresAt} <= ${now.toISOString()}::timestamptz`));
-      const { rows } = await deps.db.execute<{ id: string }>(sql`
-        update deployments d set status = 'failed', completed_at = ${now.toISOString()}::timestamptz,
-          error_message = case c.state
-            when 'expired' then 'The server was offline: its agent did not connect within ' || ${DISPATCH_TTL_MS / 60000} || ' minutes, so the task timed out before it started'
-            else 'The agent refused the command (' || coalesce(c.rejection_code, 'unknown reason') || ')' end
-        from agent_commands c
-        where c.deployment_id = d.id and c.state in ('expired', 'rejected') and d.status in ('pending', 'queued')
-        returning d.id`);
-      return rows.length;
+      return (await deps.repo.failUndelivered(now, DISPATCH_TTL_MS / 60000)).length;
     },
   };
 }

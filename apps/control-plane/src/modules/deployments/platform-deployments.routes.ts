@@ -6,8 +6,10 @@ import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-sc
 import { personOf } from "../auth/session-principal.ts";
 import { Environment } from "../environments/environments.routes.ts";
 import { environmentView } from "../environments/environments.service.ts";
-import { deploymentRecord, logEntry, progressView, type LogRow } from "./deployment-record.ts";
-import { DEPLOYMENT_STATUSES, type PlatformDeployments } from "./platform-deployments.service.ts";
+import { deploymentRecord, logEntry, progressView } from "./deployment-record.ts";
+import { DEPLOYMENT_STATUSES } from "./deployment-state.ts";
+import type { PlatformDeployments } from "./platform-deployments.service.ts";
+import type { EnvironmentOperations } from "./environment-operations.service.ts";
 
 const TAG = ["Deployments"];
 const LEVELS = ["debug", "info", "warning", "error"] as const;
@@ -78,7 +80,8 @@ const EnvironmentDeploy = Type.Object({
 });
 const DeploymentParams = Type.Object({ deployment_id: Uuid });
 
-export function platformDeploymentsRoutes(service: PlatformDeployments): FastifyPluginAsyncTypebox {
+export function platformDeploymentsRoutes(deps: { deployments: PlatformDeployments; environments: EnvironmentOperations }): FastifyPluginAsyncTypebox {
+  const { deployments: service, environments } = deps;
   return async (app) => {
     app.addSchema(DeploymentRecord);
 
@@ -93,7 +96,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
           response: { 201: Record_, ...errors(404, 409) },
         },
       },
-      async (request, reply) => reply.code(201).send(deploymentRecord(await service.create(personOf(request), reply, request.body))),
+      async (request, reply) => reply.code(201).send(deploymentRecord(await service.create(personOf(request), request.body))),
     );
 
     app.get(
@@ -145,7 +148,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
       },
       async (request) => {
         const { deployment, rows } = await service.logs(personOf(request), request.params.deployment_id, request.query);
-        return { deployment_id: deployment.id, logs: (rows as LogRow[]).map(logEntry) };
+        return { deployment_id: deployment.id, logs: rows.map(logEntry) };
       },
     );
 
@@ -169,7 +172,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
           response: { 200: Record_, ...errors(404, 409) },
         },
       },
-      async (request, reply) => deploymentRecord(await service.retry(personOf(request), reply, request.params.deployment_id)),
+      async (request) => deploymentRecord(await service.retry(personOf(request), request.params.deployment_id)),
     );
 
     app.post(
@@ -184,7 +187,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
           response: { 200: Record_, ...errors(404, 409) },
         },
       },
-      async (request, reply) => deploymentRecord(await service.rollback(personOf(request), reply, request.params.deployment_id)),
+      async (request) => deploymentRecord(await service.rollback(personOf(request), request.params.deployment_id)),
     );
 
     app.post(
@@ -225,8 +228,8 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
           },
         },
       },
-      async (request, reply) => {
-        const { op, env } = await service.destroy(personOf(request), reply, request.params.environment_id, request.query.delete_data);
+      async (request) => {
+        const { op, env } = await environments.destroy(personOf(request), request.params.environment_id, request.query.delete_data);
         return {
           message: "Environment destroy started",
           environment_id: env.id,
@@ -253,7 +256,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
         },
       },
       async (request, reply) => {
-        const out = await service.deployEnvironment(personOf(request), reply, request.params.environment_id, request.body ?? { force: false });
+        const out = await environments.deployEnvironment(personOf(request), request.params.environment_id, request.body ?? { force: false });
         return reply.code(out.skipped ? 200 : 201).send({ ...out, deployment: out.deployment ? deploymentRecord(out.deployment) : null });
       },
     );
@@ -271,7 +274,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
         },
       },
       async (request, reply) => {
-        const out = await service.deployProjectEnvironment(personOf(request), reply, request.params.project_id, request.params.env_id, request.query.force_restore);
+        const out = await environments.deployProjectEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.query.force_restore);
         return reply.code(201).send({ ...out, deployment: deploymentRecord(out.deployment) });
       },
     );
@@ -287,7 +290,7 @@ export function platformDeploymentsRoutes(service: PlatformDeployments): Fastify
           response: { 200: EnvironmentRef, ...errors(404) },
         },
       },
-      async (request) => environmentView(await service.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
+      async (request) => environmentView(await environments.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
     );
   };
 }

@@ -1,6 +1,6 @@
 // The public API's task projection of an operation row (public spec 2.4).
 import { STEP_NAMES, type StepId } from "@berth/protocol";
-import { toTaskStatus } from "./deployment-status.ts";
+import { toTaskStatus } from "./deployment-state.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
 
 export function taskView(d: DeploymentRow) {

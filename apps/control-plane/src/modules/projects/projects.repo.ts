@@ -3,6 +3,7 @@ import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst } from "../../db/keyset.ts";
+import { ACTIVE_STATUSES } from "../deployments/deployment-state.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 /** The secret of the git hook is never read with the project; the hook reads it on its own. */
@@ -98,7 +99,7 @@ export function createProjectsRepo(db: Database) {
           where e.project_id = ${id} and e.is_active
             and (e.status in ('running', 'deploying')
                  or exists (select 1 from deployments d where d.environment_id = e.id
-                            and d.status in ('pending', 'queued', 'building', 'deploying', 'running')))`);
+                            and d.status in ${[...ACTIVE_STATUSES]}))`);
         if ((rows[0]?.n ?? 0) > 0) return "busy";
         await tx.update(projects).set({ deletedAt: at }).where(eq(projects.id, id));
         return "deleted";

@@ -1,5 +1,6 @@
 // How a command or an operation ended, in one vocabulary for the support console and the
 // customer's audit log: state + a one-line summary a person can read.
+import { isActive, WAITING_STATUSES } from "../deployments/deployment-state.ts";
 
 export interface Outcome {
   /** requested | refused | pending | running | succeeded | failed | rejected | expired | cancelled */
@@ -7,11 +8,9 @@ export interface Outcome {
   summary: string;
 }
 
-const OPERATION_IN_PROGRESS = ["pending", "queued", "building", "deploying", "running"];
-
 export function operationOutcome(kind: string, status: string, errorMessage: string | null): Outcome {
-  if (status === "pending" || status === "queued") return { state: "pending", summary: `${kind} is waiting for the agent` };
-  if (OPERATION_IN_PROGRESS.includes(status)) return { state: "running", summary: `${kind} is running` };
+  if ((WAITING_STATUSES as readonly string[]).includes(status)) return { state: "pending", summary: `${kind} is waiting for the agent` };
+  if (isActive(status)) return { state: "running", summary: `${kind} is running` };
   if (status === "success" || status === "destroyed") return { state: "succeeded", summary: `${kind} succeeded` };
   if (status === "cancelled") return { state: "cancelled", summary: errorMessage ?? `${kind} was cancelled` };
   if (status === "rolled_back") return { state: "succeeded", summary: `${kind} succeeded (since rolled back)` };

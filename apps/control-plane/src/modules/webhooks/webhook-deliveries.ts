@@ -18,6 +18,7 @@
 // Receivers recompute it over the raw body, compare in constant time and refuse a t older
 // than a few minutes (replays). Also sent: Berth-Event (event name), Berth-Delivery
 // (delivery id, stable across retries), Content-Type: application/json.
+import { isDeployKind } from "../deployments/deployment-state.ts";
 import { createHmac } from "node:crypto";
 import { and, count, eq, isNull, sql } from "drizzle-orm";
 import type pg from "pg";
@@ -40,7 +41,6 @@ const FANOUT_BATCH = 500;
 const FANOUT_MIN_GAP_MS = 200;
 const RESPONSE_BODY_LIMIT = 2048;
 const DELIVERY_TIMEOUT_MS = 10_000;
-const DEPLOY_KINDS = ["deploy", "redeploy", "rollback"];
 
 export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
 
@@ -62,7 +62,7 @@ interface OrgEvent {
 export function webhookEventsFor(e: Pick<OrgEvent, "type" | "data">): WebhookEvent[] {
   const d = e.data;
   if (e.type === "environment.status") return d.status !== d.previous_status ? ["environment.status_changed"] : [];
-  if (e.type !== "deployment.status" || !DEPLOY_KINDS.includes(String(d.kind)) || d.status === d.previous_status) return [];
+  if (e.type !== "deployment.status" || !isDeployKind(String(d.kind)) || d.status === d.previous_status) return [];
   if (d.status === "success") return ["deploy.completed", "deployment.completed"];
   if (d.status === "failed") return ["deploy.failed", "deployment.failed"];
   return [];

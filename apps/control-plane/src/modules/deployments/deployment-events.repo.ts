@@ -1,0 +1,115 @@
+// The writes that fold agent events into operation rows, environments and backups, inside
+// the ingest transaction (deployment-events.ts decides which). Status lists come from the
+// state machine, spelled into the statements as literals so their plans stay as they were.
+import type pg from "pg";
+import { ACTIVE_STATUSES, DEPLOY_KINDS, WAITING_STATUSES } from "./deployment-state.ts";
+
+type Client = Pick<pg.PoolClient, "query">;
+
+const list = (values: readonly string[]) => `(${values.map((v) => `'${v}'`).join(", ")})`;
+const ACTIVE = list(ACTIVE_STATUSES);
+const WAITING = list(WAITING_STATUSES);
+
+/** The first step of a waiting operation makes it deploying (deploy kinds) or running; later steps only move current_step. */
+export async function stepStarted(client: Client, deploymentId: string, step: string, ts: string) {
+  const { rows } = await client.query<{ kind: string; environment_id: string }>(
+    `update deployments set
+       status = case when status in ${WAITING}
+                     then (case when kind = any($4::text[]) then 'deploying' else 'running' end) else status end,
+       started_at = coalesce(started_at, $3::timestamptz), current_step = $2
+     where id = $1 and status in ${ACTIVE}
+     returning kind, environment_id`,
+    [deploymentId, step, ts, DEPLOY_KINDS],
+  );
+  return rows[0];
+}
+
+export async function stepFinished(client: Client, deploymentId: string): Promise<void> {
+  await client.query(
+    `update deployments set steps_completed = steps_completed + 1,
+       progress_percent = least(100, ((steps_completed + 1) * 100) / greatest(total_steps, 1))
+     where id = $1 and status in ${ACTIVE}`,
+    [deploymentId],
+  );
+}
+
+export async function stepFailed(client: Client, deploymentId: string, message: string): Promise<void> {
+  await client.query(`update deployments set error_message = $2 where id = $1 and status in ${ACTIVE}`, [deploymentId, message]);
+}
+
+/** The active operation a command runs, locked for its result. */
+export async function lockActiveOperationOf(client: Client, commandId: string) {
+  const { rows } = await client.query<{ id: string; kind: string; environment_id: string }>(
+    `select d.id, d.kind, d.environment_id from agent_commands c join deployments d on d.id = c.deployment_id
+     where c.command_id = $1 and d.status in ${ACTIVE} for update of d`,
+    [commandId],
+  );
+  return rows[0];
+}
+
+export interface Finish {
+  status: string;
+  ts: string;
+  /** null when it succeeded. */
+  errorMessage: string | null;
+  containerId: string | null;
+  image: string | null;
+  commit: string | null;
+}
+
+export async function finishOperation(client: Client, id: string, f: Finish): Promise<void> {
+  await client.query(
+    `update deployments d set status = $2, completed_at = $3::timestamptz, started_at = coalesce(d.started_at, $3::timestamptz),
+       error_message = case when $4::text is null then null else coalesce($4, d.error_message) end,
+       progress_percent = case when $4::text is null then 100 else d.progress_percent end,
+       current_step = case when $4::text is null then 'completed' else d.current_step end,
+       container_id = coalesce($5, d.container_id), image_tag = coalesce($6, d.image_tag), git_commit = coalesce(d.git_commit, $7)
+     where d.id = $1`,
+    [id, f.status, f.ts, f.errorMessage, f.containerId, f.image, f.commit],
+  );
+}
+
+/** The deployment a successful rollback replaced. */
+export async function markRolledBack(client: Client, rollbackId: string): Promise<void> {
+  await client.query("update deployments set status = 'rolled_back' where id = (select rollback_from_id from deployments where id = $1) and status = 'success'", [rollbackId]);
+}
+
+export async function setEnvironmentDeploying(client: Client, environmentId: string): Promise<void> {
+  await client.query("update environments set status = 'deploying', updated_at = now() where id = $1 and status <> 'deploying'", [environmentId]);
+}
+
+export async function setEnvironmentDestroyed(client: Client, environmentId: string): Promise<void> {
+  await client.query("update environments set status = 'pending', container_id = null, container_name = null, is_active = false, updated_at = now() where id = $1", [
+    environmentId,
+  ]);
+}
+
+/** After a successful operation; `reactivate`: a deploy brings a destroyed environment back into use. */
+export async function setEnvironmentAfterSuccess(
+  client: Client,
+  environmentId: string,
+  e: { status: string; containerId: string | null; containerName: string | null; reactivate: boolean },
+): Promise<void> {
+  await client.query(
+    `update environments set status = $2, container_id = coalesce($3, container_id), container_name = coalesce($4, container_name),
+       is_active = is_active or $5, updated_at = now()
+     where id = $1`,
+    [environmentId, e.status, e.containerId, e.containerName, e.reactivate],
+  );
+}
+
+export async function setEnvironmentError(client: Client, environmentId: string): Promise<void> {
+  await client.query("update environments set status = 'error', updated_at = now() where id = $1", [environmentId]);
+}
+
+export async function finishBackup(
+  client: Client,
+  deploymentId: string,
+  b: { ok: boolean; files: unknown[] | null; sizeBytes: number | null; errorMessage: string | null; ts: string },
+): Promise<void> {
+  await client.query(
+    `update backups set status = $2, files = $3, size_bytes = $4, error_message = $5, completed_at = $6::timestamptz
+     where deployment_id = $1 and status = 'pending'`,
+    [deploymentId, b.ok ? "completed" : "failed", b.files === null ? null : JSON.stringify(b.files), b.sizeBytes, b.errorMessage, b.ts],
+  );
+}

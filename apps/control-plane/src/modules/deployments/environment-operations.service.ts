@@ -1,0 +1,72 @@
+// What the platform API does to environments (platform spec 4.1 rules 4, 5 and 9): deploy
+// one (skipped when it already runs, unless forced), destroy one, redeploy a migrated one
+// with its backup restored again, and change its branch or auto-deploy.
+import { DomainError } from "../../lib/errors.ts";
+import type { Permission } from "../auth/permissions.ts";
+import type { SessionPrincipal } from "../auth/sessions.ts";
+import { inProgress, type PlatformOperations } from "./platform-operations.ts";
+import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
+import type { Clock } from "../../lib/clock.ts";
+import type { Access } from "../auth/access.ts";
+
+export function createEnvironmentOperations(deps: { ops: PlatformOperations; repo: PlatformDeploymentsRepo; access: Pick<Access, "requireProject">; clock: Clock }) {
+  const { ops, repo } = deps;
+  return {
+    /** Rule 5: a destroy operation; an operation in progress is cancelled first. */
+    async destroy(person: SessionPrincipal, environmentId: string, deleteData: boolean) {
+      const { env, scope } = await ops.environmentWithAccess(person, environmentId, "project.environments.deploy");
+      await ops.heavy(scope.organizationId);
+      const op = await ops.operate(scope, env.id, "destroy", person, { trigger: "destroy", extraData: { delete_data: deleteData }, force: true });
+      return { op, env };
+    },
+
+    /** Rule 4: with force a fresh redeploy even if one is running; without, skipped when it already runs. */
+    async deployEnvironment(person: SessionPrincipal, environmentId: string, input: { force: boolean; git_branch?: string | undefined }) {
+      const found = await repo.environment(environmentId);
+      if (!found) throw new DomainError("not_found", "Environment not found");
+      const { scope, env } = await ops.deployableEnvironment(person, found.projectId, found.id);
+      const branchChanged = input.git_branch !== undefined && input.git_branch !== env.gitBranch;
+      if (!input.force && env.status === "running" && !branchChanged) {
+        if (await repo.hasActive(env.id)) throw inProgress();
+        return { skipped: true as const, message: "The environment is already running; deploy with force: true to redeploy it", deployment: null };
+      }
+      await ops.heavy(scope.organizationId);
+      const op = await ops.operate(scope, env.id, input.force ? "redeploy" : "deploy", person, {
+        force: input.force,
+        ...(input.git_branch ? { git: { branch: input.git_branch } } : {}),
+      });
+      return { skipped: false as const, message: input.force ? "Redeploy started" : "Deployment started", deployment: op };
+    },
+
+    /** Rule 9: force_restore clears the restore flag of a migrated environment so the next deployment restores again. */
+    async deployProjectEnvironment(person: SessionPrincipal, projectId: string, environmentId: string, forceRestore: boolean) {
+      const { scope, env } = await ops.deployableEnvironment(person, projectId, environmentId);
+      await ops.heavy(scope.organizationId);
+      const reset = forceRestore && env.migrationId !== null && env.migrationRestoreCompleted;
+      if (reset) await repo.updateEnvironment(env.id, { migrationRestoreCompleted: false, migrationRestoreCompletedAt: null, updatedAt: deps.clock.now() });
+      const op = await ops.operate(scope, env.id, "deploy", person, { extraData: reset ? { force_restore: true } : {} });
+      return {
+        skipped: false as const,
+        message: reset ? "Deployment started; the migration backup will be restored again, replacing current data" : "Deployment started",
+        deployment: op,
+        migration_restore_reset: reset,
+      };
+    },
+
+    async updateEnvironment(person: SessionPrincipal, projectId: string, environmentId: string, input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined }) {
+      const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
+      await ops.environmentOf(a.organizationId, projectId, environmentId);
+      return repo.updateEnvironment(environmentId, {
+        ...(input.auto_deploy !== undefined ? { autoDeploy: input.auto_deploy } : {}),
+        ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+        updatedAt: deps.clock.now(),
+      });
+    },
+
+    /** The project scope of an environment the caller holds `permission` on. */
+    async environmentScope(person: SessionPrincipal, environmentId: string, permission: Permission) {
+      return (await ops.environmentWithAccess(person, environmentId, permission)).scope;
+    },
+  };
+}
+export type EnvironmentOperations = ReturnType<typeof createEnvironmentOperations>;
