@@ -3,8 +3,8 @@
 export { createAgent, type Agent, type AgentDeps, type ShutdownOptions } from "./agent/agent.ts";
 export { main } from "./cli/main.ts";
 export { createDockerClient, type DockerClient } from "./docker/docker-client.ts";
-export { createCommandRunner, type CommandRunner } from "./executor/command-runner.ts";
-export type { CommandHandler, HandlerRegistry } from "./executor/handler-types.ts";
+export { createCommandRunner, type CommandRunner } from "./executor/runner/command-runner.ts";
+export type { CommandHandler, HandlerRegistry } from "./executor/runner/handler-types.ts";
 export { createRegistry } from "./executor/registry.ts";
 export { openJournal } from "./journal/journal.ts";
 export { createLink, type Link } from "./link/link.ts";

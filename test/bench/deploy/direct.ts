@@ -1,4 +1,4 @@
-// The baseline: the Docker operations of the agent's deploy (apps/agent/src/executor/deploy.ts
+// The baseline: the Docker operations of the agent's deploy (apps/agent/src/executor/deploy/deploy.ts
 // and the modules it calls) done directly with dockerode in this process, with no control
 // plane, protocol, journal, events or step runner. Each engine call the agent makes for a
 // fresh environment without a Git repository or a domain is made here too, in the same
@@ -15,10 +15,10 @@ import { finished } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 // The same odoo.conf and sizing as the agent: its pure functions, not a copy of them.
-import { renderOdooConf, sizeErp } from "../../../apps/agent/src/executor/erp-config.ts";
+import { renderOdooConf, sizeErp } from "../../../apps/agent/src/executor/deploy/erp-config.ts";
 import { writeFileAtomic } from "../../../apps/agent/src/state/atomic-write.ts";
 
-/** Constants of apps/agent/src/executor/environment-layout.ts and state/state-dir.ts. */
+/** Constants of apps/agent/src/executor/environment/environment-layout.ts and state/state-dir.ts. */
 const ERP_DB_NAME = "odoo";
 const ERP_DB_USER = "odoo";
 const ERP_DB_PORT = 5432;

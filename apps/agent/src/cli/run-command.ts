@@ -15,7 +15,7 @@ import { loadIdentity, saveSigningKeys, StateError, type LoadedIdentity } from "
 import { writeLinkStatus, type LinkStatus } from "../state/link-status-file.ts";
 import { ensureStateDir, statePaths } from "../state/state-dir.ts";
 import { AGENT_VERSION } from "../version.ts";
-import { EXIT_UPDATED, type SelfUpdateDeps } from "../executor/agent-update.ts";
+import { EXIT_UPDATED, type SelfUpdateDeps } from "../executor/agent-update/agent-update.ts";
 import { seaAssets } from "../native/sea.ts";
 import { clearUpdateMarker, readUpdateMarker } from "../state/update-marker.ts";
 import type { CliIo } from "./cli-io.ts";

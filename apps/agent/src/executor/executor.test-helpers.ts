@@ -17,10 +17,10 @@ import { createEventOutbox } from "../events/event-outbox.ts";
 import { toWireEvent } from "../events/wire-events.ts";
 import { openJournal } from "../journal/journal.ts";
 import type { Journal } from "../journal/journal-types.ts";
-import { createEmitter } from "./command-emitter.ts";
-import { failureOf, type CommandOutcome } from "./command-outcome.ts";
-import type { TimingOverrides } from "./executor-deps.ts";
-import { CommandError, type CommandHandler, type HandlerRegistry } from "./handler-types.ts";
+import { createEmitter } from "./runner/command-emitter.ts";
+import { failureOf, type CommandOutcome } from "./runner/command-outcome.ts";
+import type { TimingOverrides } from "./runner/executor-deps.ts";
+import { CommandError, type CommandHandler, type HandlerRegistry } from "./runner/handler-types.ts";
 import { createRegistry } from "./registry.ts";
 
 const execFileAsync = promisify(execFile);

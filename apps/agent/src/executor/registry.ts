@@ -2,18 +2,18 @@
 // `unsupported_command` before it is accepted, and is not announced in `hello`.
 import type { Clock } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";
-import { createAgentUpdateHandler, type SelfUpdateDeps } from "./agent-update.ts";
-import { createBackupHandler } from "./backup.ts";
-import { createDeployHandler } from "./deploy.ts";
-import { createDestroyHandler } from "./destroy.ts";
-import { createDiagnosticsHandler } from "./diagnostics.ts";
-import { createEnvironmentLocks } from "./environment-lock.ts";
-import type { ExecutorDeps, TimingOverrides } from "./executor-deps.ts";
-import type { HandlerRegistry } from "./handler-types.ts";
-import { createLifecycleHandler } from "./lifecycle.ts";
-import { createLogsTailHandler } from "./logs-tail.ts";
-import { createKeysUpdateHandler, type PinnedKeys } from "./keys-update.ts";
-import { createRestoreHandler } from "./restore.ts";
+import { createAgentUpdateHandler, type SelfUpdateDeps } from "./agent-update/agent-update.ts";
+import { createBackupHandler } from "./backup/backup.ts";
+import { createDeployHandler } from "./deploy/deploy.ts";
+import { createDestroyHandler } from "./lifecycle/destroy.ts";
+import { createDiagnosticsHandler } from "./support/diagnostics.ts";
+import { createEnvironmentLocks } from "./runner/environment-lock.ts";
+import type { ExecutorDeps, TimingOverrides } from "./runner/executor-deps.ts";
+import type { HandlerRegistry } from "./runner/handler-types.ts";
+import { createLifecycleHandler } from "./lifecycle/lifecycle.ts";
+import { createLogsTailHandler } from "./support/logs-tail.ts";
+import { createKeysUpdateHandler, type PinnedKeys } from "./agent-update/keys-update.ts";
+import { createRestoreHandler } from "./backup/restore.ts";
 
 export interface RegistryDeps {
   journal: Pick<Journal, "stats">;

@@ -6,7 +6,7 @@
 import { CLOSE_CODES, type KeyObject } from "@berth/protocol";
 import { sleep, type Clock } from "../clock.ts";
 import type { EventOutbox } from "../events/event-outbox.ts";
-import type { CommandRunner } from "../executor/command-runner.ts";
+import type { CommandRunner } from "../executor/runner/command-runner.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import type { Logger } from "../logger.ts";
 import type { LinkStatus } from "../state/link-status-file.ts";

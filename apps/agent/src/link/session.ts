@@ -20,7 +20,7 @@ import {
 } from "@berth/protocol";
 import type { Clock } from "../clock.ts";
 import type { EventOutbox } from "../events/event-outbox.ts";
-import type { CommandRunner } from "../executor/command-runner.ts";
+import type { CommandRunner } from "../executor/runner/command-runner.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import type { Logger } from "../logger.ts";
 import { createEventSender, type EventSender, type EventSenderOptions } from "./event-sender.ts";

@@ -1,4 +1,4 @@
-// The self-update marker (executor/agent-update.ts writes it, the unit's update-guard counts
+// The self-update marker (executor/agent-update/agent-update.ts writes it, the unit's update-guard counts
 // starts in it): once the link is up, the update is committed and the marker goes.
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";

@@ -1,0 +1,145 @@
+// Deployments that go wrong, on the real Docker engine: an image that is neither local nor
+// pullable, a repository that cannot be cloned, a cancel in the middle, an ERP that starts
+// unhealthy (non-fatal, spec 4.1 rule 7). Then destroy with delete_data clears what they
+// left. One environment throughout: vfs copies each image per container, so reuse is cheap.
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdtempSync, readdirSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Dockerode from "dockerode";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEPLOY_STEP_IDS } from "@berth/protocol";
+import { DOCKER_SOCKET } from "../../agent/agent.test-helpers.ts";
+import {
+  createExecutorHarness,
+  createGitRepository,
+  deployParams,
+  ERP_IMAGE,
+  PG_IMAGE,
+  removeTestObjects,
+  type Run,
+} from "../executor.test-helpers.ts";
+
+const SUITE = "executor-failures";
+const raw = new Dockerode({ socketPath: DOCKER_SOCKET });
+
+function walked(run: Run): string[] {
+  return run.steps.map((s) => `${s.kind.slice(5)}:${s.step}`);
+}
+
+/** started+finished for every step before `step`, then the given ending. */
+function upTo(step: (typeof DEPLOY_STEP_IDS)[number], ending: string[]): string[] {
+  const before = DEPLOY_STEP_IDS.slice(0, DEPLOY_STEP_IDS.indexOf(step));
+  return [...before.flatMap((s) => [`started:${s}`, `finished:${s}`]), ...ending];
+}
+
+describe("deployments that fail, are cancelled or come up unhealthy", () => {
+  const h = createExecutorHarness(SUITE, { healthTimeoutMs: 4_000, healthIntervalMs: 300 });
+  const env = randomUUID();
+  const gitDir = mkdtempSync(join(tmpdir(), "berth-exec-git-"));
+
+  beforeAll(async () => {
+    for (const image of [PG_IMAGE, ERP_IMAGE]) {
+      if (!(await h.docker.imageExists(image))) throw new Error(`image ${image} is missing: run \`bash .ci/docker-setup.sh\``);
+    }
+  });
+
+  afterAll(async () => {
+    const problems = await removeTestObjects(SUITE, h.runId);
+    await h.close();
+    await rm(gitDir, { recursive: true, force: true });
+    if (problems.length > 0) throw new Error(`clean-up left objects behind:\n${problems.join("\n")}`);
+  }, 120_000);
+
+  it("fails at pulling_image with a readable error when the image is neither local nor pullable", async () => {
+    // A registry on a closed loopback port: the pull fails at once and nothing leaves this machine.
+    const image = "127.0.0.1:9/berth-test/erp:99.0";
+    const run = await h.run("deploy", deployParams(env, { image }));
+    expect(run.outcome).toMatchObject({
+      ok: false,
+      error: { code: "image_unavailable", message: expect.stringContaining(`image ${image} not found locally and could not be pulled: `) },
+    });
+    expect(walked(run)).toEqual(upTo("pulling_image", ["started:pulling_image", "failed:pulling_image"]));
+    const failed = run.events.find((e) => e.kind === "step.failed");
+    expect(failed).toMatchObject({ step: "pulling_image", error: { code: "image_unavailable" } });
+    expect(run.logs).toContainEqual(
+      expect.objectContaining({ level: "error", step: "pulling_image", message: expect.stringContaining("not found locally") }),
+    );
+  }, 60_000);
+
+  it("fails at cloning_repo with git's reason when the repository cannot be cloned", async () => {
+    const url = `file://${join(gitDir, "no-such-repo.git")}`;
+    const run = await h.run("deploy", deployParams(env, { git: { url, branch: "main", commit: null } }));
+    expect(run.outcome).toMatchObject({
+      ok: false,
+      error: {
+        code: "git_clone_failed",
+        message: expect.stringMatching(new RegExp(`^git clone of ${url} \\(branch main\\) failed: .*(does not appear to be a git repository|not found)`)),
+      },
+    });
+    expect(walked(run)).toEqual(upTo("cloning_repo", ["started:cloning_repo", "failed:cloning_repo"]));
+    // Nothing half-cloned is left beside the checkout.
+    expect(readdirSync(join(h.stateDir, "environments", env)).filter((name) => name.startsWith("addons."))).toEqual([]);
+  }, 60_000);
+
+  it("stops at the next step boundary when cancelled, and says so", async () => {
+    const run = await h.run("deploy", deployParams(env), {
+      onStep: (step, cancel) => {
+        if (step === "cloning_platform_repos") cancel();
+      },
+    });
+    expect(run.outcome).toMatchObject({ ok: false, error: { code: "cancelled" } });
+    // The step under way finishes; the next one never starts.
+    expect(walked(run)).toEqual(upTo("cloning_org_repos", []));
+    expect(run.logs.at(-1)).toMatchObject({
+      level: "warning",
+      step: "cloning_org_repos",
+      message: expect.stringMatching(/^Cancelled: stopping before "Cloning organisation repositories"/),
+    });
+    expect(await raw.listContainers({ all: true, filters: { label: [`berth.environment_id=${env}`, "berth.role=erp"] } })).toEqual([]);
+  }, 60_000);
+
+  it("succeeds with warnings when the ERP never becomes healthy and its requirements cannot be installed", async () => {
+    const repo = await createGitRepository(gitDir);
+    const commit = await repo.commit("unhealthy", { BERTH_FAIL_HEALTH: "", "requirements.txt": "requests==2.32.3\n" });
+    const run = await h.run("deploy", deployParams(env, { git: { url: repo.url, branch: "main", commit } }));
+    expect(run.outcome).toMatchObject({ ok: true, result: { healthy: false, commit } });
+    expect(walked(run)).toEqual(DEPLOY_STEP_IDS.flatMap((s) => [`started:${s}`, `finished:${s}`]));
+    expect(run.logs).toContainEqual(
+      expect.objectContaining({
+        level: "warning",
+        step: "health_check",
+        message: expect.stringMatching(/^Health check failed, continuing \(non-fatal\): .*answered 500/),
+      }),
+    );
+    // The test image has no pip: said, not failed.
+    expect(run.logs.filter((l) => l.step === "installing_dependencies").map((l) => `${l.level}: ${l.message}`)).toEqual([
+      "info: requirements.txt found: installing it with pip inside the ERP container",
+      "warning: The image has no pip: requirements.txt was not installed (non-fatal)",
+    ]);
+  }, 60_000);
+
+  it("destroy with delete_data removes the environment entirely, data dir included", async () => {
+    const run = await h.run("destroy", { deployment_id: randomUUID(), environment_id: env, delete_data: true });
+    expect(run.outcome).toMatchObject({
+      ok: true,
+      result: { deleted_containers: true, deleted_database: true, deleted_data: true },
+    });
+    expect(existsSync(join(h.stateDir, "environments", env))).toBe(false);
+    const filters = { label: [`berth.environment_id=${env}`] };
+    expect(await raw.listContainers({ all: true, filters })).toEqual([]);
+    expect(await raw.listNetworks({ filters })).toEqual([]);
+    expect((await raw.listVolumes({ filters })).Volumes ?? []).toEqual([]);
+
+    // Destroying again finds nothing and says so.
+    const again = await h.run("destroy", { deployment_id: randomUUID(), environment_id: env, delete_data: true });
+    expect(again.outcome).toMatchObject({ ok: true, result: { deleted_containers: false, deleted_database: false } });
+  }, 60_000);
+
+  it("refuses lifecycle commands for an environment that is not deployed here", async () => {
+    const run = await h.run("restart", { deployment_id: randomUUID(), environment_id: env });
+    expect(run.outcome).toMatchObject({ ok: false, error: { code: "not_deployed" } });
+    expect(walked(run)).toEqual(["started:initializing", "failed:initializing"]);
+  });
+});

@@ -1,0 +1,114 @@
+// Checks out the customer's repository at an exact commit: a full clone of the branch (a
+// shallow one could not check out an older commit, which is how rollbacks break elsewhere),
+// built beside the live checkout and swapped in only when complete, so a failed clone
+// leaves the running deployment's code untouched. git runs with an argument vector, never
+// a shell, and never prompts.
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { chmod, readdir, rename, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import type { GitSource } from "@berth/protocol";
+import { CommandError } from "../runner/handler-types.ts";
+
+const execFileAsync = promisify(execFile);
+
+export interface CheckoutOptions {
+  signal: AbortSignal;
+  /** Deadline of each git invocation. */
+  timeoutMs: number;
+}
+
+export interface Checkout {
+  /** The full commit id now checked out. */
+  commit: string;
+  hasRequirements: boolean;
+}
+
+/** Replaces `target` with a checkout of `source`; on failure `target` is as it was. */
+export async function checkoutRepository(source: GitSource, target: string, options: CheckoutOptions): Promise<Checkout> {
+  const suffix = randomBytes(4).toString("hex");
+  const fresh = `${target}.new-${suffix}`;
+  const url = redactUrl(source.url);
+  try {
+    await git(["clone", "--quiet", "--no-recurse-submodules", `--branch=${source.branch}`, "--", source.url, fresh], options).catch(
+      (error: unknown) => {
+        throw new CommandError("git_clone_failed", `git clone of ${url} (branch ${source.branch}) failed: ${gitReason(error)}`);
+      },
+    );
+    if (source.commit !== null) {
+      await git(["-C", fresh, "checkout", "--quiet", "--detach", source.commit], options).catch((error: unknown) => {
+        throw new CommandError(
+          "git_commit_not_found",
+          `commit ${source.commit} could not be checked out from ${url} (branch ${source.branch}): ${gitReason(error)}`,
+        );
+      });
+    }
+    const commit = (await git(["-C", fresh, "rev-parse", "HEAD"], options)).trim();
+    // The ERP runs as another user: whatever the agent's umask, it must be able to read the code.
+    await makeReadable(fresh);
+    const hasRequirements = await exists(join(fresh, "requirements.txt"));
+    await swapIn(fresh, target, suffix);
+    return { commit, hasRequirements };
+  } finally {
+    await rm(fresh, { recursive: true, force: true });
+  }
+}
+
+/** Replaces `target` with an empty directory: a deployment without a repository. */
+export async function emptyCheckout(target: string, create: (dir: string) => Promise<void>): Promise<void> {
+  const suffix = randomBytes(4).toString("hex");
+  const fresh = `${target}.new-${suffix}`;
+  await create(fresh);
+  await swapIn(fresh, target, suffix);
+}
+
+async function swapIn(fresh: string, target: string, suffix: string): Promise<void> {
+  const old = `${target}.old-${suffix}`;
+  const hadTarget = await exists(target);
+  if (hadTarget) await rename(target, old);
+  await rename(fresh, target);
+  if (hadTarget) await rm(old, { recursive: true, force: true });
+}
+
+async function git(args: string[], options: CheckoutOptions): Promise<string> {
+  const { stdout } = await execFileAsync("git", ["-c", "protocol.ext.allow=never", ...args], {
+    signal: options.signal,
+    timeout: options.timeoutMs,
+    maxBuffer: 4 * 1024 * 1024,
+    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", LC_ALL: "C" },
+  });
+  return stdout;
+}
+
+function gitReason(error: unknown): string {
+  const e = error as { stderr?: unknown; killed?: boolean; signal?: unknown; name?: string; message?: string };
+  if (e.name === "AbortError") return "stopped (cancelled or past the step's deadline)";
+  if (e.killed === true) return `git did not finish in time (${String(e.signal)})`;
+  const stderr = typeof e.stderr === "string" ? e.stderr.trim() : "";
+  const lines = stderr.split("\n").filter((line) => line.trim() !== "");
+  // The first fatal line says what went wrong; the lines after it are generic advice.
+  const reason = lines.find((line) => /^(fatal|error):/.test(line)) ?? lines.at(-1) ?? e.message ?? String(error);
+  return redactUrl(reason);
+}
+
+/** Hides credentials a URL may carry (https://user:token@host/...). */
+export function redactUrl(text: string): string {
+  return text.replace(/([a-z][a-z0-9+.-]*:\/\/)[^/@\s]+@/gi, "$1***@");
+}
+
+async function makeReadable(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) await makeReadable(path);
+    else if (entry.isFile()) await chmod(path, ((await stat(path)).mode & 0o777) | 0o444);
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}

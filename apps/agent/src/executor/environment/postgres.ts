@@ -1,0 +1,185 @@
+// The environment's PostgreSQL: a container on the environment's network with a named
+// volume that outlives every redeploy, a password made once and kept in the state dir
+// (0600, never sent anywhere), readiness, and the dump / restore used by backups. Every
+// command runs as an argument vector through docker exec, on the server's local socket,
+// where the image trusts local connections: no password on any command line.
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile } from "node:fs/promises";
+import type { Readable, Writable } from "node:stream";
+import { sleep, type Clock } from "../../clock.ts";
+import type { DockerClient } from "../../docker/docker-client.ts";
+import { environmentFilter, environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
+import { writeFileAtomic } from "../../state/atomic-write.ts";
+import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
+import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
+import { ensureImage } from "./erp-container.ts";
+import { CommandError } from "../runner/handler-types.ts";
+import type { StepScope } from "../runner/step-runner.ts";
+
+export interface PostgresReady {
+  containerId: string;
+  /** True when the volume was made now: the database is new. */
+  volumeCreated: boolean;
+}
+
+export interface EnsurePostgresOptions {
+  image: string;
+  extraLabels: Readonly<Record<string, string>>;
+  readyTimeoutMs: number;
+  clock: Clock;
+}
+
+/** Creates (or reuses, or starts) the environment's PostgreSQL and waits until it accepts connections. */
+export async function ensurePostgres(
+  docker: DockerClient,
+  layout: EnvironmentLayout,
+  scope: Pick<StepScope, "log" | "signal">,
+  options: EnsurePostgresOptions,
+): Promise<PostgresReady> {
+  const volume = await docker.findVolume(layout.dbVolume);
+  if (volume !== null && !isEnvironmentObject(volume.labels, layout.environmentId)) {
+    throw new CommandError("name_conflict", `volume ${layout.dbVolume} exists but is not this environment's: Berth leaves it alone`);
+  }
+  const password = await dbPassword(layout, volume !== null);
+  let volumeCreated = false;
+  if (volume === null) {
+    await docker.createVolume(layout.dbVolume, environmentLabels(layout.environmentId, "db-volume", options.extraLabels));
+    volumeCreated = true;
+    scope.log("info", `Created database volume ${layout.dbVolume}`);
+  } else {
+    scope.log("info", `Reusing database volume ${layout.dbVolume}: existing data is kept`);
+  }
+
+  let container = await docker.inspectContainer(layout.dbContainer);
+  if (container !== null && !isEnvironmentObject(container.labels, layout.environmentId)) {
+    throw new CommandError("name_conflict", `container ${layout.dbContainer} exists but is not this environment's: Berth leaves it alone`);
+  }
+  if (container === null) {
+    await ensureImage(docker, options.image, scope);
+    const id = await docker.createContainer({
+      name: layout.dbContainer,
+      image: options.image,
+      labels: environmentLabels(layout.environmentId, "db", options.extraLabels),
+      env: [`POSTGRES_USER=${ERP_DB_USER}`, `POSTGRES_PASSWORD=${password}`, "POSTGRES_DB=postgres"],
+      network: layout.network,
+      binds: [`${layout.dbVolume}:/var/lib/postgresql/data`],
+      restartPolicy: "unless-stopped",
+    });
+    scope.log("info", `Created PostgreSQL container ${layout.dbContainer} from ${options.image}`);
+    container = await docker.inspectContainer(id);
+    if (container === null) throw new CommandError("docker_error", `container ${layout.dbContainer} vanished after its creation`);
+  } else if (container.image !== options.image) {
+    // A major version change needs pg_upgrade; swapping the image would not start on the old data.
+    scope.log(
+      "warning",
+      `PostgreSQL runs ${container.image}, not ${options.image}: major upgrades are not automatic, keeping ${container.image}`,
+    );
+  }
+  if (!container.running) {
+    await docker.startContainer(container.id);
+    scope.log("info", `Started PostgreSQL container ${layout.dbContainer}`);
+  }
+  await waitForPostgres(docker, container.id, { ...scope, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  return { containerId: container.id, volumeCreated };
+}
+
+/** The environment's PostgreSQL container, started and ready; not_deployed when there is none. */
+export async function runningPostgres(
+  docker: DockerClient,
+  layout: EnvironmentLayout,
+  scope: Pick<StepScope, "log" | "signal">,
+  options: { readyTimeoutMs: number; clock: Clock },
+): Promise<string> {
+  const [db] = await docker.listContainers(environmentFilter(layout.environmentId, "db"));
+  if (db === undefined) {
+    throw new CommandError("not_deployed", `environment ${layout.environmentId} has no database container on this server`);
+  }
+  if (db.state !== "running") {
+    await docker.startContainer(db.id);
+    scope.log("info", `Started PostgreSQL container ${db.name}`);
+  }
+  await waitForPostgres(docker, db.id, { signal: scope.signal, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  return db.id;
+}
+
+/** Polls pg_isready over TCP (during first-start set-up the server listens on its socket only). */
+export async function waitForPostgres(
+  docker: DockerClient,
+  containerId: string,
+  options: { signal: AbortSignal; timeoutMs: number; clock: Clock },
+): Promise<void> {
+  const deadline = options.clock.now().getTime() + options.timeoutMs;
+  while (true) {
+    options.signal.throwIfAborted();
+    const container = await docker.inspectContainer(containerId);
+    if (container === null || !container.running) {
+      const logs = container === null ? "" : await docker.containerLogs(containerId, 20).catch(() => "");
+      throw new CommandError(
+        "database_failed",
+        `PostgreSQL stopped while starting (exit code ${container?.exitCode ?? "unknown"})${logs ? `:\n${logs.trim()}` : ""}`,
+      );
+    }
+    const probe = await docker
+      .exec(containerId, ["pg_isready", "-q", "-h", "127.0.0.1", "-U", ERP_DB_USER], { deadlineMs: 10_000 })
+      .catch(() => ({ exitCode: -1 }));
+    if (probe.exitCode === 0) return;
+    if (options.clock.now().getTime() > deadline) {
+      throw new CommandError("database_not_ready", `PostgreSQL did not accept connections within ${options.timeoutMs / 1000} s`);
+    }
+    await sleep(options.clock, 500, options.signal);
+  }
+}
+
+/** pg_dump in custom format, streamed into `sink`. */
+export async function dumpDatabase(docker: DockerClient, dbContainerId: string, sink: Writable, deadlineMs: number): Promise<void> {
+  const result = await docker.exec(
+    dbContainerId,
+    ["pg_dump", "-U", ERP_DB_USER, "--format=custom", "--dbname", ERP_DB_NAME],
+    { deadlineMs, stdout: sink },
+  );
+  if (result.exitCode !== 0) {
+    throw new CommandError("backup_failed", `pg_dump failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
+  }
+}
+
+/** Drops the ERP's database and restores a custom-format dump into a new one, all or nothing. */
+export async function replaceDatabase(docker: DockerClient, dbContainerId: string, dump: Readable, deadlineMs: number): Promise<void> {
+  const run = async (what: string, cmd: string[], stdin?: Readable) => {
+    const result = await docker.exec(dbContainerId, cmd, { deadlineMs, ...(stdin === undefined ? {} : { stdin }) });
+    if (result.exitCode !== 0) {
+      throw new CommandError("restore_failed", `${what} failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
+    }
+  };
+  await run("dropdb", ["dropdb", "-U", ERP_DB_USER, "--if-exists", ERP_DB_NAME]);
+  await run("createdb", ["createdb", "-U", ERP_DB_USER, "--owner", ERP_DB_USER, ERP_DB_NAME]);
+  // One transaction: a dump that fails halfway leaves an empty database, not a half-restored one.
+  await run(
+    "pg_restore",
+    ["pg_restore", "-U", ERP_DB_USER, "--no-owner", "--single-transaction", "--dbname", ERP_DB_NAME],
+    dump,
+  );
+}
+
+/**
+ * The environment's database password: made on the first deploy, then read back. A volume
+ * without its password file means the state dir was lost; a new password would not open
+ * the old database, so that is an error, not a fresh start.
+ */
+async function dbPassword(layout: EnvironmentLayout, volumeExists: boolean): Promise<string> {
+  try {
+    const stored = (await readFile(layout.dbPasswordFile, "utf8")).trim();
+    if (stored !== "") return stored;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  if (volumeExists) {
+    throw new CommandError(
+      "db_password_missing",
+      `the database volume ${layout.dbVolume} exists but its password file ${layout.dbPasswordFile} is missing`,
+    );
+  }
+  await mkdir(layout.dir, { recursive: true, mode: STATE_DIR_MODE });
+  const password = randomBytes(24).toString("base64url");
+  writeFileAtomic(layout.dbPasswordFile, `${password}\n`, SECRET_FILE_MODE);
+  return password;
+}

@@ -1,0 +1,93 @@
+// What the environment handlers (deploy ... restore) share: where state lives, the clock,
+// the per-environment lock, and how long each wait and step may take.
+import type { Clock } from "../../clock.ts";
+import type { EnvironmentLocks } from "./environment-lock.ts";
+import type { StepDeadlines } from "./step-runner.ts";
+
+export interface ExecutorTiming {
+  /** How long the ERP may take to answer /web/health before the (non-fatal) check gives up. */
+  healthTimeoutMs: number;
+  healthIntervalMs: number;
+  /** How long PostgreSQL may take to accept connections (first start runs initdb). */
+  dbReadyTimeoutMs: number;
+  /** Deadline of each git invocation. */
+  gitTimeoutMs: number;
+  /** SIGTERM grace before Docker kills a stopping container. */
+  stopGraceSeconds: number;
+  /** Deadline of a database dump or restore, and of a file store copy. */
+  dataTransferMs: number;
+  /** Per-step deadlines, by operation; unset steps get DEFAULT_STEP_DEADLINE_MS. */
+  steps: {
+    deploy: StepDeadlines;
+    lifecycle: StepDeadlines;
+    destroy: StepDeadlines;
+    backup: StepDeadlines;
+    restore: StepDeadlines;
+  };
+}
+
+const MINUTE = 60_000;
+
+export const DEFAULT_TIMING: ExecutorTiming = {
+  healthTimeoutMs: 30_000,
+  healthIntervalMs: 1_000,
+  dbReadyTimeoutMs: 90_000,
+  gitTimeoutMs: 10 * MINUTE,
+  stopGraceSeconds: 20,
+  dataTransferMs: 60 * MINUTE,
+  steps: {
+    deploy: {
+      initializing: 30_000,
+      connecting: 15_000,
+      creating_network: MINUTE,
+      configuring_dns: 10_000,
+      // May pull the PostgreSQL image.
+      creating_postgres: 20 * MINUTE,
+      cloning_platform_repos: 10 * MINUTE,
+      cloning_org_repos: 10 * MINUTE,
+      cloning_repo: 15 * MINUTE,
+      pulling_image: 20 * MINUTE,
+      generating_config: 30_000,
+      starting_container: 5 * MINUTE,
+      installing_dependencies: 15 * MINUTE,
+      initializing_database: 30_000,
+      verifying_dns: 10_000,
+      configuring_traefik: 30_000,
+      health_check: 2 * MINUTE,
+      completed: 10_000,
+    },
+    lifecycle: { initializing: 30_000, connecting: 15_000, starting_container: 5 * MINUTE, health_check: 2 * MINUTE, completed: 2 * MINUTE },
+    destroy: { initializing: 30_000, connecting: 15_000, completed: 10 * MINUTE },
+    backup: { initializing: 30_000, connecting: 15_000, completed: 2 * 60 * MINUTE },
+    restore: {
+      initializing: 30 * MINUTE,
+      connecting: 15_000,
+      initializing_database: 2 * 60 * MINUTE,
+      starting_container: 60 * MINUTE,
+      health_check: 2 * MINUTE,
+      completed: 10_000,
+    },
+  },
+};
+
+export interface ExecutorDeps {
+  stateDir: string;
+  clock: Clock;
+  locks: EnvironmentLocks;
+  /** Extra labels on every object created (tests mark theirs); never replaces Berth's own. */
+  extraLabels?: Readonly<Record<string, string>>;
+  timing?: TimingOverrides;
+}
+
+/** Any figure may be overridden; a step deadline given replaces only that step's. */
+export type TimingOverrides = Partial<Omit<ExecutorTiming, "steps">> & {
+  steps?: { [K in keyof ExecutorTiming["steps"]]?: StepDeadlines };
+};
+
+export function timingOf(deps: ExecutorDeps): ExecutorTiming {
+  const steps = { ...DEFAULT_TIMING.steps };
+  for (const kind of Object.keys(steps) as (keyof ExecutorTiming["steps"])[]) {
+    steps[kind] = { ...DEFAULT_TIMING.steps[kind], ...deps.timing?.steps?.[kind] };
+  }
+  return { ...DEFAULT_TIMING, ...deps.timing, steps };
+}

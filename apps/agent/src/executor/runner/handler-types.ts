@@ -1,0 +1,46 @@
+// What a command handler is and what it is given. One handler per command type; each maps
+// its params to fixed Docker calls, never to a shell string.
+import type { CommandParams, CommandType, LogLevel, StepId } from "@berth/protocol";
+import type { DockerClient } from "../../docker/docker-client.ts";
+
+export type JsonObject = Record<string, unknown>;
+
+/** Events a handler reports; each is journalled at once and sent when the link allows. */
+export interface CommandEmitter {
+  log(level: LogLevel, message: string, options?: { step?: StepId | null; data?: JsonObject }): void;
+  stepStarted(step: StepId, message?: string): void;
+  stepFinished(step: StepId, message?: string): void;
+  stepFailed(step: StepId, error: { code: string; message: string }): void;
+}
+
+export interface HandlerContext {
+  commandId: string;
+  /** Aborted on `command.cancel` or when the command outlives its deadline; stop promptly. */
+  signal: AbortSignal;
+  emit: CommandEmitter;
+  docker: DockerClient;
+}
+
+/** Resolves with the command's output (`command.result.result`); throws to fail it. */
+export type CommandHandler<T extends CommandType = CommandType> = (
+  params: CommandParams<T>,
+  ctx: HandlerContext,
+) => Promise<JsonObject>;
+
+/** The command types this agent runs; its keys are the `capabilities` sent in `hello`. */
+export type HandlerRegistry = { readonly [T in CommandType]?: CommandHandler<T> };
+
+/** A failure with a stable code, reported as `command.result.error`. */
+export class CommandError extends Error {
+  readonly code: string;
+
+  constructor(code: string, message: string) {
+    super(message);
+    this.name = "CommandError";
+    this.code = code;
+  }
+}
+
+export function capabilitiesOf(registry: HandlerRegistry): string[] {
+  return Object.keys(registry).sort();
+}
