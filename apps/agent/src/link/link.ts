@@ -3,35 +3,19 @@
 // that reached `ready` stayed up for a while (10 s by default): a control plane that accepts
 // and then drops at once (crash loop, misrouted balancer) must not be hammered at the
 // shortest delay forever, which resetting on `ready` alone would do.
-import { CLOSE_CODES, type KeyObject } from "@berth/protocol";
-import { sleep, type Clock } from "../clock.ts";
-import type { EventOutbox } from "../events/event-outbox.ts";
-import type { CommandRunner } from "../executor/runner/command-runner.ts";
-import type { Journal } from "../journal/journal-types.ts";
-import type { Logger } from "../logger.ts";
+import { CLOSE_CODES } from "@berth/protocol";
+import { sleep } from "../clock.ts";
 import type { LinkStatus } from "../state/link-status-file.ts";
 import { createBackoff, type BackoffOptions } from "./backoff.ts";
-import type { EventSenderOptions } from "./event-sender.ts";
-import { openSession, type Session, type SessionEnd, type WebSocketConstructor } from "./session.ts";
+import { openSession, type Session, type SessionDeps, type SessionEnd } from "./session.ts";
 
-export interface LinkDeps {
-  /** Full ws:// or wss:// URL of the connect endpoint. */
-  url: string;
-  serverId: string;
-  privateKey: KeyObject;
-  agentVersion: string;
-  capabilities: readonly string[];
-  journal: Pick<Journal, "lastCommandSeq" | "nextEventSeq" | "skipEventSeqTo" | "ack" | "pending" | "lastAckedSeq">;
-  outbox: Pick<EventOutbox, "subscribe">;
-  commands: Pick<CommandRunner, "receive" | "cancel">;
-  WebSocket: WebSocketConstructor;
-  clock: Clock;
-  logger: Logger;
+/** What a session needs (session.ts), with the link's own timing and status in place of the session's callbacks. */
+export interface LinkDeps extends Omit<SessionDeps, "handshakeTimeoutMs" | "onHandshaking" | "onReady" | "onPong"> {
   backoff?: BackoffOptions;
   /** A connection up this long after `ready` resets the backoff. Default 10 s. */
   stableAfterMs?: number;
+  /** From opening the socket to `ready`. Default 15 s. */
   handshakeTimeoutMs?: number;
-  sender?: EventSenderOptions;
   onStatus?: (status: LinkStatus) => void;
 }
 
@@ -50,6 +34,7 @@ export interface Link {
 export function createLink(deps: LinkDeps): Link {
   const { clock, logger } = deps;
   const backoff = createBackoff(deps.backoff);
+  const { backoff: _backoff, stableAfterMs: _stableAfterMs, onStatus: _onStatus, ...sessionDeps } = deps;
   const stableAfterMs = deps.stableAfterMs ?? 10_000;
   const stopping = new AbortController();
   let session: Session | null = null;
@@ -79,19 +64,10 @@ export function createLink(deps: LinkDeps): Link {
     while (!stopping.signal.aborted) {
       update({ state: "connecting", next_attempt_at: null });
       const current = openSession({
-        url: deps.url,
-        WebSocket: deps.WebSocket,
-        serverId: deps.serverId,
-        privateKey: deps.privateKey,
-        agentVersion: deps.agentVersion,
-        capabilities: deps.capabilities,
-        journal: deps.journal,
-        outbox: deps.outbox,
-        commands: deps.commands,
+        ...sessionDeps,
         clock,
         logger,
         handshakeTimeoutMs: deps.handshakeTimeoutMs ?? 15_000,
-        ...(deps.sender === undefined ? {} : { sender: deps.sender }),
         onHandshaking: () => update({ state: "handshaking" }),
         onReady: (ready) => {
           logger.info({ url: deps.url, heartbeat_ms: ready.heartbeat_ms, resend_from: ready.resend_from }, "link ready");
