@@ -1,4 +1,5 @@
 // The journal's one error type; `code` is stable so callers branch on it, not on messages.
+import { CodedError } from "../coded-error.ts";
 
 export type JournalErrorCode =
   | "invalid_input"
@@ -6,12 +7,6 @@ export type JournalErrorCode =
   | "invalid_transition"
   | "schema_too_new";
 
-export class JournalError extends Error {
-  readonly code: JournalErrorCode;
-
-  constructor(code: JournalErrorCode, message: string) {
-    super(message);
-    this.name = "JournalError";
-    this.code = code;
-  }
+export class JournalError extends CodedError<JournalErrorCode> {
+  override name = "JournalError";
 }

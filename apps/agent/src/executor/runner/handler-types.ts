@@ -2,6 +2,7 @@
 // its params to fixed Docker calls, never to a shell string.
 import type { CommandParams, CommandType, LogLevel, StepId } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
+import { CodedError } from "../../coded-error.ts";
 
 export type JsonObject = Record<string, unknown>;
 
@@ -31,14 +32,8 @@ export type CommandHandler<T extends CommandType = CommandType> = (
 export type HandlerRegistry = { readonly [T in CommandType]?: CommandHandler<T> };
 
 /** A failure with a stable code, reported as `command.result.error`. */
-export class CommandError extends Error {
-  readonly code: string;
-
-  constructor(code: string, message: string) {
-    super(message);
-    this.name = "CommandError";
-    this.code = code;
-  }
+export class CommandError extends CodedError {
+  override name = "CommandError";
 }
 
 export function capabilitiesOf(registry: HandlerRegistry): string[] {
