@@ -17,22 +17,19 @@ import {
   createGitRepository,
   deployParams,
   ERP_IMAGE,
-  PG_IMAGE,
   removeTestObjects,
+  requireTestImages,
   rowsOf,
   SUITE_LABEL,
+  stepTrail,
   type Run,
 } from "./executor.test-helpers.ts";
 
 const SUITE = "executor-lifecycle";
 const raw = new Dockerode({ socketPath: DOCKER_SOCKET });
 
-function walked(run: Run): string[] {
-  return run.steps.map((s) => `${s.kind.slice(5)}:${s.step}`);
-}
-
 function expectAllSteps(run: Run, kind: Parameters<typeof stepsForKind>[0]): void {
-  expect(walked(run)).toEqual(stepsForKind(kind).flatMap((step) => [`started:${step}`, `finished:${step}`]));
+  expect(stepTrail(run)).toEqual(stepsForKind(kind).flatMap((step) => [`started:${step}`, `finished:${step}`]));
 }
 
 function resultOf(run: Run): Record<string, unknown> {
@@ -50,9 +47,7 @@ describe("an environment's life on the real Docker engine", () => {
   let port: unknown = null;
 
   beforeAll(async () => {
-    for (const image of [PG_IMAGE, ERP_IMAGE]) {
-      if (!(await h.docker.imageExists(image))) throw new Error(`image ${image} is missing: run \`bash .ci/docker-setup.sh\``);
-    }
+    await requireTestImages(h.docker);
     repo = await createGitRepository(gitDir);
     v1 = await repo.commit("v1");
   }, 60_000);
@@ -221,7 +216,7 @@ describe("an environment's life on the real Docker engine", () => {
       ok: false,
       error: { code: "backup_corrupted", message: expect.stringMatching(/db\.dump does not match its manifest.*refusing to restore/) },
     });
-    expect(walked(run)).toEqual(["started:initializing", "failed:initializing"]);
+    expect(stepTrail(run)).toEqual(["started:initializing", "failed:initializing"]);
     // The ERP never stopped.
     expect(await rowsOf(port)).toEqual(before);
   }, 60_000);

@@ -37,6 +37,18 @@ export interface Run {
   logs: { level: string; message: string; step: StepId | null }[];
 }
 
+/** The steps a run walked, as `started:<step>`, `finished:<step>`, `failed:<step>`. */
+export function stepTrail(run: Run): string[] {
+  return run.steps.map((s) => `${s.kind.slice(5)}:${s.step}`);
+}
+
+/** Fails with what to run when the local test images are missing. */
+export async function requireTestImages(docker: Pick<DockerClient, "imageExists">): Promise<void> {
+  for (const image of [PG_IMAGE, ERP_IMAGE]) {
+    if (!(await docker.imageExists(image))) throw new Error(`image ${image} is missing: run \`bash .ci/docker-setup.sh\``);
+  }
+}
+
 export interface ExecutorHarness {
   stateDir: string;
   docker: DockerClient;

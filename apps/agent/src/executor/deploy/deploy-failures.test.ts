@@ -15,18 +15,13 @@ import {
   createExecutorHarness,
   createGitRepository,
   deployParams,
-  ERP_IMAGE,
-  PG_IMAGE,
   removeTestObjects,
-  type Run,
+  requireTestImages,
+  stepTrail,
 } from "../executor.test-helpers.ts";
 
 const SUITE = "executor-failures";
 const raw = new Dockerode({ socketPath: DOCKER_SOCKET });
-
-function walked(run: Run): string[] {
-  return run.steps.map((s) => `${s.kind.slice(5)}:${s.step}`);
-}
 
 /** started+finished for every step before `step`, then the given ending. */
 function upTo(step: (typeof DEPLOY_STEP_IDS)[number], ending: string[]): string[] {
@@ -40,9 +35,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
   const gitDir = mkdtempSync(join(tmpdir(), "berth-exec-git-"));
 
   beforeAll(async () => {
-    for (const image of [PG_IMAGE, ERP_IMAGE]) {
-      if (!(await h.docker.imageExists(image))) throw new Error(`image ${image} is missing: run \`bash .ci/docker-setup.sh\``);
-    }
+    await requireTestImages(h.docker);
   });
 
   afterAll(async () => {
@@ -60,7 +53,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
       ok: false,
       error: { code: "image_unavailable", message: expect.stringContaining(`image ${image} not found locally and could not be pulled: `) },
     });
-    expect(walked(run)).toEqual(upTo("pulling_image", ["started:pulling_image", "failed:pulling_image"]));
+    expect(stepTrail(run)).toEqual(upTo("pulling_image", ["started:pulling_image", "failed:pulling_image"]));
     const failed = run.events.find((e) => e.kind === "step.failed");
     expect(failed).toMatchObject({ step: "pulling_image", error: { code: "image_unavailable" } });
     expect(run.logs).toContainEqual(
@@ -78,7 +71,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
         message: expect.stringMatching(new RegExp(`^git clone of ${url} \\(branch main\\) failed: .*(does not appear to be a git repository|not found)`)),
       },
     });
-    expect(walked(run)).toEqual(upTo("cloning_repo", ["started:cloning_repo", "failed:cloning_repo"]));
+    expect(stepTrail(run)).toEqual(upTo("cloning_repo", ["started:cloning_repo", "failed:cloning_repo"]));
     // Nothing half-cloned is left beside the checkout.
     expect(readdirSync(join(h.stateDir, "environments", env)).filter((name) => name.startsWith("addons."))).toEqual([]);
   }, 60_000);
@@ -91,7 +84,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
     });
     expect(run.outcome).toMatchObject({ ok: false, error: { code: "cancelled" } });
     // The step under way finishes; the next one never starts.
-    expect(walked(run)).toEqual(upTo("cloning_org_repos", []));
+    expect(stepTrail(run)).toEqual(upTo("cloning_org_repos", []));
     expect(run.logs.at(-1)).toMatchObject({
       level: "warning",
       step: "cloning_org_repos",
@@ -105,7 +98,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
     const commit = await repo.commit("unhealthy", { BERTH_FAIL_HEALTH: "", "requirements.txt": "requests==2.32.3\n" });
     const run = await h.run("deploy", deployParams(env, { git: { url: repo.url, branch: "main", commit } }));
     expect(run.outcome).toMatchObject({ ok: true, result: { healthy: false, commit } });
-    expect(walked(run)).toEqual(DEPLOY_STEP_IDS.flatMap((s) => [`started:${s}`, `finished:${s}`]));
+    expect(stepTrail(run)).toEqual(DEPLOY_STEP_IDS.flatMap((s) => [`started:${s}`, `finished:${s}`]));
     expect(run.logs).toContainEqual(
       expect.objectContaining({
         level: "warning",
@@ -140,6 +133,6 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
   it("refuses lifecycle commands for an environment that is not deployed here", async () => {
     const run = await h.run("restart", { deployment_id: randomUUID(), environment_id: env });
     expect(run.outcome).toMatchObject({ ok: false, error: { code: "not_deployed" } });
-    expect(walked(run)).toEqual(["started:initializing", "failed:initializing"]);
+    expect(stepTrail(run)).toEqual(["started:initializing", "failed:initializing"]);
   });
 });
