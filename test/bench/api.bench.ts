@@ -18,13 +18,11 @@
 // BENCH_SETUP_SQL (run on the bench database before the servers start, for what-if runs such
 // as "alter table rate_limit_counters set unlogged"), BENCH_ATTRIBUTION=1 (adds the variant
 // bare-auth: bare plus the product's metering statement).
-import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import autocannon, { type Request, type Result } from "autocannon";
 import pg from "pg";
@@ -35,7 +33,8 @@ import { cpuSnapshot, cpuUse, parentOf, type CpuUse } from "./cpu.ts";
 import { startBenchDatabase, type BenchDatabase } from "./database.ts";
 import type { Stats } from "./instrument.ts";
 import { seed, type Target } from "./seed.ts";
-import type { Command, Reply, Variant } from "./server-process.ts";
+import { startServerProcess, type ServerProcess } from "./server-child.ts";
+import type { Variant } from "./server-process.ts";
 import { setting } from "./settings.ts";
 
 
@@ -70,53 +69,7 @@ const ROUTES: Record<Route, { label: string; path: (t: Target) => string }> = {
 
 const log = (line = "") => process.stdout.write(`${line}\n`);
 
-interface ServerProcess {
-  variant: Variant;
-  url: string;
-  pid: number;
-  call(cmd: Exclude<Command, { type: "close" }>): Promise<Extract<Reply, { type: "done" }>>;
-  stop(): Promise<void>;
-}
 
-async function startServer(variant: Variant, databaseUrl: string, masterKey: Buffer): Promise<ServerProcess> {
-  const child: ChildProcess = fork(fileURLToPath(new URL("./server-process.ts", import.meta.url)), [variant], {
-    // The parent runs under tsx; its loader flags let the child load TypeScript too.
-    execArgv: process.execArgv,
-    env: { ...process.env, BENCH_DATABASE_URL: databaseUrl, BENCH_POOL_MAX: String(POOL_MAX), BENCH_MASTER_KEY: masterKey.toString("base64") },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const next = () =>
-    new Promise<Reply>((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`the ${variant} server exited (code ${code})`));
-      child.once("exit", onExit);
-      child.once("message", (msg) => {
-        child.off("exit", onExit);
-        resolve(msg as Reply);
-      });
-    });
-  const ready = await next();
-  if (ready.type !== "ready") throw new Error(`the ${variant} server sent ${JSON.stringify(ready)} instead of its port`);
-  return {
-    variant,
-    url: `http://127.0.0.1:${ready.port}`,
-    pid: child.pid!,
-    async call(cmd) {
-      const reply = next();
-      child.send(cmd);
-      const r = await reply;
-      if (r.type !== "done" || r.of !== cmd.type) throw new Error(`the ${variant} server answered ${JSON.stringify(r)} to ${cmd.type}`);
-      return r;
-    },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.send({ type: "close" } satisfies Command);
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
 
 /**
  * Every request carries the same two headers on both variants, so both parse the same bytes:
@@ -256,15 +209,15 @@ async function main(): Promise<number> {
     await assertSameSql(database.url, masterKey, seeded.task[0]!);
     await whatIf(database.url);
 
-    const full = await startServer("full", database.url, masterKey);
+    const full = await startServerProcess("full", { databaseUrl: database.url, masterKey, poolMax: POOL_MAX });
     servers.push(full);
-    const bare = await startServer("bare", database.url, masterKey);
+    const bare = await startServerProcess("bare", { databaseUrl: database.url, masterKey, poolMax: POOL_MAX });
     servers.push(bare);
     const byVariant: Partial<Record<Variant, ServerProcess>> = { full, bare };
     await assertSameBody("projects", seeded.projects[0]!, full, bare);
     await assertSameBody("task", seeded.task[0]!, full, bare);
     if (ATTRIBUTION) {
-      const bareAuth = await startServer("bare-auth", database.url, masterKey);
+      const bareAuth = await startServerProcess("bare-auth", { databaseUrl: database.url, masterKey, poolMax: POOL_MAX });
       servers.push(bareAuth);
       byVariant["bare-auth"] = bareAuth;
       await assertSameBody("projects", seeded.projects[keysPerVariant]!, full, bareAuth);

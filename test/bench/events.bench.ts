@@ -20,20 +20,19 @@
 // BENCH_DURATION_S (10 per phase), BENCH_RATE (20000), BENCH_TICK_MS (20), BENCH_POOL_MAX
 // (10), BENCH_MESSAGE_BYTES (100), BENCH_INSTRUMENT=1 (time every SQL statement of the control plane), BENCH_CPU_PROF=1 (a V8 profile of the control plane per
 // phase, summarised), DATABASE_URL (use that server, in a fresh database).
-import { fork, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { createDb, runMigrations } from "@berth/db";
 import { createDemoOrganization, createServices, systemClock } from "@berth/control-plane";
 import type { Event } from "@berth/protocol";
 import { SimAgent } from "../support/sim-agent.ts";
 import { cpuSnapshot, cpuUse, parentOf, type CpuUse } from "./cpu.ts";
 import { startBenchDatabase, type BenchDatabase } from "./database.ts";
-import type { Command, Reply } from "./server-process.ts";
+import { startServerProcess, type ServerProcess } from "./server-child.ts";
+import type { Reply } from "./server-process.ts";
 import { setting } from "./settings.ts";
 
 
@@ -59,48 +58,7 @@ function percentile(sorted: Float64Array, p: number): number {
 
 // ---- the control plane, in its own process -------------------------------------------------
 
-interface ServerProcess {
-  url: string;
-  pid: number;
-  call(cmd: Exclude<Command, { type: "close" }>): Promise<Reply>;
-  stop(): Promise<void>;
-}
 
-async function startServer(databaseUrl: string, masterKey: Buffer): Promise<ServerProcess> {
-  const child: ChildProcess = fork(fileURLToPath(new URL("./server-process.ts", import.meta.url)), ["full"], {
-    execArgv: process.execArgv,
-    env: { ...process.env, BENCH_DATABASE_URL: databaseUrl, BENCH_POOL_MAX: String(POOL_MAX), BENCH_MASTER_KEY: masterKey.toString("base64") },
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const next = () =>
-    new Promise<Reply>((resolve, reject) => {
-      const onExit = (code: number | null) => reject(new Error(`the control plane exited (code ${code})`));
-      child.once("exit", onExit);
-      child.once("message", (msg) => {
-        child.off("exit", onExit);
-        resolve(msg as Reply);
-      });
-    });
-  const ready = await next();
-  if (ready.type !== "ready") throw new Error(`the control plane sent ${JSON.stringify(ready)} instead of its port`);
-  return {
-    url: `http://127.0.0.1:${ready.port}`,
-    pid: child.pid!,
-    async call(cmd) {
-      const reply = next();
-      child.send(cmd);
-      return reply;
-    },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.send({ type: "close" } satisfies Command);
-      const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
-      await exited;
-      clearTimeout(timer);
-    },
-  };
-}
 
 // ---- the subscriber ------------------------------------------------------------------------
 
@@ -331,7 +289,7 @@ async function main(): Promise<number> {
     const postmaster = database.local ? await parentOf(rows[0]!.pid) : undefined;
     await handle.close();
 
-    server = await startServer(database.url, masterKey);
+    server = await startServerProcess("full", { databaseUrl: database.url, masterKey, poolMax: POOL_MAX });
     const login = await fetch(`${server.url}/api/v1/auth/login`, {
       method: "POST",
       headers: { "content-type": "application/json" },

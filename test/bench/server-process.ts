@@ -24,7 +24,7 @@ const url = process.env.BENCH_DATABASE_URL;
 const poolMax = Number(process.env.BENCH_POOL_MAX);
 const masterKey = Buffer.from(process.env.BENCH_MASTER_KEY ?? "", "base64");
 if (!url || !Number.isInteger(poolMax) || masterKey.length !== 32 || !["full", "bare", "bare-auth"].includes(variant) || !process.send) {
-  throw new Error("server-process.ts is started by api.bench.ts (fork with IPC, BENCH_DATABASE_URL, BENCH_POOL_MAX, BENCH_MASTER_KEY, full|bare|bare-auth)");
+  throw new Error("server-process.ts is started by server-child.ts (for api.bench.ts and events.bench.ts) (fork with IPC, BENCH_DATABASE_URL, BENCH_POOL_MAX, BENCH_MASTER_KEY, full|bare|bare-auth)");
 }
 
 const send = (reply: Reply): void => {

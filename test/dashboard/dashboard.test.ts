@@ -6,11 +6,10 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { AgentProcess } from "../support/agent-process.ts";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
-import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
-import { waitUntil } from "../support/wait.ts";
+import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -26,24 +25,14 @@ const pages: (Page & { scriptErrors: string[] })[] = [];
 const PROJECT = "Dashboard shop";
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  const shop = await startShop(PROJECT);
+  ({ cp, d, projectId, envId } = shop);
+  agents.push(shop.agent);
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`;
-  await useTestImages(cp);
-  d = await createDemoOrganization(cp.database.db, cp.app.services);
-  const org = { organizationId: d.organization_id, projectId: null };
-  const project = await cp.app.services.projects.create(org, { name: PROJECT, server_id: d.server_id, erp_version: "17.0" });
-  projectId = project.id;
-  envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
   owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
   member = await addPerson(cp.app, "project_member", { organizationId: d.organization_id, projectId });
   staff = await addPerson(cp.app, "portal_admin", { organizationId: d.organization_id });
-  const agent = await AgentProcess.create();
-  agents.push(agent);
-  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
-  await agent.enroll(base, token.token);
-  agent.start();
   browser = await launchBrowser();
-  await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
 }, 120_000);
 
 afterAll(async () => {
@@ -52,10 +41,6 @@ afterAll(async () => {
   await cp?.close();
   await removeEnvironmentObjects([envId]);
 });
-
-function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  return waitUntil(what, check, { timeoutMs, intervalMs: 250, detail: () => agents.map((a) => a.output.slice(-2000)).join("\n---\n") });
-}
 
 async function pageFor(person: Person) {
   const page = await openPage(browser);
@@ -171,14 +156,14 @@ it("creates an API key and a webhook (secrets shown once), lists and revokes the
   await ownerPage.getByLabel("Access").selectOption("full_access");
   await ownerPage.getByRole("button", { name: "Create API key" }).click();
   await expect.poll(() => ownerPage.locator(".secret-value").first().textContent()).toMatch(/^svc_live_rw_/);
-  await ownerPage.getByLabel("Target URL").fill("http://127.0.0.1:9/berth-hook");
+  await ownerPage.getByLabel("Target URL").fill("https://hooks.example.com/berth-hook");
   await ownerPage.getByRole("button", { name: "Create webhook" }).click();
   await expect.poll(() => ownerPage.locator(".secret-value").last().textContent()).toMatch(/^whsec_/);
-  await expect(ownerPage.locator("#hooks-h + form ~ div table").textContent()).resolves.toContain("http://127.0.0.1:9/berth-hook");
+  await expect(ownerPage.locator("#hooks-h + form ~ div table").textContent()).resolves.toContain("https://hooks.example.com/berth-hook");
   await screenshot(ownerPage, "api-keys-webhooks");
   await ownerPage.getByRole("button", { name: "Revoke CI deploys" }).click();
   await expect.poll(() => ownerPage.getByRole("row", { name: /CI deploys/ }).textContent()).toContain("Revoked");
-  await ownerPage.getByRole("button", { name: "Delete webhook http://127.0.0.1:9/berth-hook" }).click();
+  await ownerPage.getByRole("button", { name: "Delete webhook https://hooks.example.com/berth-hook" }).click();
   await expect.poll(() => ownerPage.getByText("No webhook subscriptions.").count()).toBe(1);
 }, 60_000);
 

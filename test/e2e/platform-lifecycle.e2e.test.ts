@@ -3,11 +3,11 @@
 // deploy, retry, rollback (the container's configuration comes back), cancel and destroy.
 import Docker from "dockerode";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
-import { AgentProcess } from "../support/agent-process.ts";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import type { DemoOrganization } from "@berth/control-plane";
+import type { AgentProcess } from "../support/agent-process.ts";
+import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
-import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
+import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 import { waitUntil } from "../support/wait.ts";
 import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
 
@@ -15,19 +15,13 @@ let cp: TestControlPlane;
 let agent: AgentProcess;
 let d: DemoOrganization;
 let admin: Person;
+let projectId: string;
 let envId: string;
 const docker = new Docker();
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
-  await useTestImages(cp);
-  d = await createDemoOrganization(cp.database.db, cp.app.services);
-  agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
-  const org = { organizationId: d.organization_id, projectId: null };
-  const project = await cp.app.services.projects.create(org, { name: "Lifecycle shop", server_id: d.server_id, erp_version: "17.0" });
-  envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
-  admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId: project.id });
-  await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
+  ({ cp, d, agent, projectId, envId } = await startShop("Lifecycle shop"));
+  admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId });
 }, 90_000);
 
 afterAll(async () => {
@@ -63,11 +57,10 @@ async function erpNanoCpus(): Promise<number | undefined> {
 }
 
 const deploy = async () => {
-  const res = await admin.api.post("/deployments", { project_id: (await project()).id, environment_id: envId, git_branch: "main" });
+  const res = await admin.api.post("/deployments", { project_id: projectId, environment_id: envId, git_branch: "main" });
   expect(res.status, JSON.stringify(res.body)).toBe(201);
   return res.body.id as string;
 };
-const project = async () => (await cp.database.pool.query("select id from projects where id = (select project_id from environments where id = $1)", [envId])).rows[0] as { id: string };
 const setCpus = (n: number) => cp.database.pool.query("update environments set cpu_cores = $2 where id = $1", [envId, n]);
 
 const ids: Record<"first" | "second" | "failed" | "retry", string> = { first: "", second: "", failed: "", retry: "" };

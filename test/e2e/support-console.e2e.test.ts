@@ -3,11 +3,11 @@
 // reason, and the organisation's owner reads each command and its outcome in the audit log.
 import Docker from "dockerode";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
-import { AgentProcess } from "../support/agent-process.ts";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import type { DemoOrganization } from "@berth/control-plane";
+import type { AgentProcess } from "../support/agent-process.ts";
+import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
-import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
+import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 import { waitUntil } from "../support/wait.ts";
 import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
 
@@ -21,18 +21,9 @@ let envId: string;
 const docker = new Docker();
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
-  await useTestImages(cp);
-  d = await createDemoOrganization(cp.database.db, cp.app.services);
-  agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
-  const org = { organizationId: d.organization_id, projectId: null };
-  // No Git repository: the test reaches nothing outside this machine.
-  const project = await cp.app.services.projects.create(org, { name: "Support shop", server_id: d.server_id, erp_version: "17.0" });
-  projectId = project.id;
-  envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
+  ({ cp, d, agent, projectId, envId } = await startShop("Support shop"));
   staff = await addPerson(cp.app, "portal_admin", { organizationId: d.organization_id });
   owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
-  await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
 }, 90_000);
 
 afterAll(async () => {

@@ -1,9 +1,8 @@
 // Environment actions (public spec 3, 4.1, 4.2): preconditions, one active task per
 // environment under real concurrency, task polling.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { publicClient } from "../support/http.ts";
+import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
 beforeAll(async () => {
@@ -11,11 +10,7 @@ beforeAll(async () => {
 });
 afterAll(async () => cp?.close());
 
-const fresh = async () => {
-  cp.clock.advance(61_000);
-  const d = await createDemoOrganization(cp.database.db, cp.app.services);
-  return { d, rw: publicClient(cp.app, d.api_keys.org_rw) };
-};
+const fresh = () => freshOrganization(cp);
 
 describe("preconditions", () => {
   it.each([

@@ -9,6 +9,13 @@ import { publicClient, type Res } from "../support/http.ts";
 
 export const PREFIX = "/api/public/v1";
 
+/** A new demo organisation, the clock moved past the last rate-limit window, and clients of its two organisation keys. */
+export async function freshOrganization(cp: TestControlPlane) {
+  cp.clock.advance(61_000);
+  const d = await createDemoOrganization(cp.database.db, cp.app.services);
+  return { d, rw: publicClient(cp.app, d.api_keys.org_rw), ro: publicClient(cp.app, d.api_keys.org_ro) };
+}
+
 /** The four key kinds of the demo organisation, plus a key of ANOTHER project of the same organisation. */
 export const KEY_KINDS = ["org_rw", "org_ro", "project_rw", "project_ro", "other_rw", "other_ro"] as const;
 export type KeyKind = (typeof KEY_KINDS)[number];

@@ -1,8 +1,8 @@
 // Projects: create, read, partial update, and the delete rules of public spec 4.3.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import type { DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { publicClient } from "../support/http.ts";
+import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
 let d: DemoOrganization;
@@ -12,9 +12,9 @@ beforeAll(async () => {
 afterAll(async () => cp?.close());
 
 const fresh = async () => {
-  cp.clock.advance(61_000);
-  d = await createDemoOrganization(cp.database.db, cp.app.services);
-  return { rw: publicClient(cp.app, d.api_keys.org_rw), ro: publicClient(cp.app, d.api_keys.org_ro) };
+  const o = await freshOrganization(cp);
+  d = o.d;
+  return o;
 };
 
 describe("create", () => {

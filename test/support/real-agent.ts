@@ -1,9 +1,12 @@
 // What every end-to-end file with a real agent and Docker needs: the locally built test
-// images, an agent process enrolled for a server, and removing every Docker object an
+// images, an agent process enrolled for a server, a shop (a project with one environment on
+// the demo organisation's server, its agent online), and removing every Docker object an
 // environment left behind.
 import Docker from "dockerode";
+import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { AgentProcess } from "./agent-process.ts";
-import type { TestControlPlane } from "./control-plane.ts";
+import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
+import { waitUntil } from "./wait.ts";
 
 export const TEST_IMAGES = { erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" };
 
@@ -19,6 +22,33 @@ export async function startEnrolledAgent(cp: TestControlPlane, organizationId: s
   await agent.enroll(url ?? `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`, token.token);
   agent.start();
   return agent;
+}
+
+export interface Shop {
+  cp: TestControlPlane;
+  d: DemoOrganization;
+  agent: AgentProcess;
+  projectId: string;
+  /** The project's environment "production" (1 core, 1 GB), not deployed yet. */
+  envId: string;
+}
+
+/**
+ * A listening control plane (1 s heartbeats) using the test images, a demo organisation, a
+ * project named `name` (ERP 17.0) on its server with one environment, and a real agent
+ * enrolled for that server and online.
+ */
+export async function startShop(name: string): Promise<Shop> {
+  const cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+  await useTestImages(cp);
+  const d = await createDemoOrganization(cp.database.db, cp.app.services);
+  const org = { organizationId: d.organization_id, projectId: null };
+  // No Git repository: the tests reach nothing outside this machine.
+  const project = await cp.app.services.projects.create(org, { name, server_id: d.server_id, erp_version: "17.0" });
+  const envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
+  const agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
+  await waitUntil("agent online", () => cp.app.gateway.isConnected(d.server_id), { timeoutMs: 60_000, intervalMs: 250, detail: () => agent.output.slice(-3000) });
+  return { cp, d, agent, projectId: project.id, envId };
 }
 
 const docker = new Docker();
