@@ -8,7 +8,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { waitFor } from "../support/wait.ts";
 import { SimAgent } from "../support/sim-agent.ts";
-import { TAKEOVER_CHANNEL } from "../../apps/control-plane/src/modules/agents/agent-gateway.ts";
+import { TAKEOVER_CHANNEL } from "../../apps/control-plane/src/modules/agents/channels.ts";
 
 let cp: TestControlPlane;
 let base: string;

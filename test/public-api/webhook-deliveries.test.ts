@@ -3,13 +3,15 @@
 // deliveries are listed and re-sent through the public API, and two replicas on one
 // database deliver each event once. Retry delays are shortened through the app's jobs
 // option (the production ladder 5 s / 15 s / 45 s is checked as values in sweep.test.ts).
+// The receiver listens on loopback, which outgoing requests may reach only because the
+// replicas put it on their allow-list (BERTH_OUTBOUND_ALLOW; see webhook-ssrf.test.ts).
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDb, type DbHandle } from "@berth/db";
 import { buildApp, createDemoOrganization, type App, type DemoOrganization } from "@berth/control-plane";
 import { deadLetterOf } from "../../apps/control-plane/src/db/jobs.ts";
-import { DELIVERY_QUEUE } from "../../apps/control-plane/src/modules/webhooks/webhook-deliveries.ts";
+import { DELIVERY_QUEUE } from "../../apps/control-plane/src/modules/webhooks/webhook-sender.ts";
 import { TEST_MASTER_KEY } from "../support/control-plane.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import { publicClient } from "../support/http.ts";
@@ -23,7 +25,7 @@ interface Replica {
 }
 async function startReplica(url: string): Promise<Replica> {
   const database = createDb(url);
-  const app = await buildApp({ database, masterKey: TEST_MASTER_KEY, jobs: JOBS });
+  const app = await buildApp({ database, masterKey: TEST_MASTER_KEY, jobs: JOBS, outboundAllow: ["127.0.0.1"] });
   return { app, database };
 }
 

@@ -3,6 +3,8 @@
 import { desc, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import type { CursorCodec, CursorPosition } from "../lib/cursor.ts";
+import { notFound } from "../lib/errors.ts";
+import type { Scope } from "../lib/scope.ts";
 
 export interface Keyed {
   createdAt: Date;
@@ -53,4 +55,27 @@ export async function listPage<R extends Keyed, O>(
   const after = req.cursor ? codec.decode(list, req.cursor) : undefined;
   const { rows, total } = await fetch(req.limit, after);
   return toPage(list, rows, total, req, codec, view);
+}
+
+/** The two reads every organisation-scoped resource has: a page of views, and one view or a 404 "<label> not found". */
+export function scopedReads<R extends Keyed, O>(opts: {
+  codec: CursorCodec;
+  /** The list's name, which its cursors are bound to. */
+  list: string;
+  /** "Project", "API key", …: the 404's message. */
+  label: string;
+  repo: {
+    list(scope: Scope, limit: number, after: CursorPosition | undefined): Promise<{ rows: R[]; total: number }>;
+    get(scope: Scope, id: string): Promise<R | undefined>;
+  };
+  view: (row: R) => O;
+}) {
+  return {
+    list: (scope: Scope, page: PageRequest) => listPage(opts.codec, opts.list, page, (limit, after) => opts.repo.list(scope, limit, after), opts.view),
+    async get(scope: Scope, id: string): Promise<O> {
+      const row = await opts.repo.get(scope, id);
+      if (!row) throw notFound(opts.label);
+      return opts.view(row);
+    },
+  };
 }

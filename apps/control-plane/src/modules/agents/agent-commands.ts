@@ -7,23 +7,18 @@
 // held through the WAL flush, so durable inserts that notify queue behind each other's
 // flushes (measured at 10,000 agents: the insert's wait was mostly that lock and the flush).
 // On the relaxed pool the NOTIFY's commit waits for no flush. Should it be lost (a crash
-// between the two), the gateway's outbox sweep sends what is still unsent.
+// between the two), the gateway's outbox sweep sends what is still unsent. The statements
+// are agent-commands.repo.ts's; the channels, channels.ts's.
 import { randomUUID } from "node:crypto";
-import { and, eq, sql } from "drizzle-orm";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
-import { agentCommands, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
-import { notifyEach } from "../events/event-log.repo.ts";
+import type { AgentCommandRow, AgentCommandsRepo } from "./agent-commands.repo.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
-/** Payload server_id:command_id: a command was written (announce() below). */
-export const COMMANDS_CHANNEL = "berth_agent_commands";
-/** Payload server_id:command_id: tell the agent to stop a command it already took. */
-export const CANCEL_CHANNEL = "berth_agent_cancel";
-export const DEFAULT_COMMAND_TTL_MS = 15 * 60 * 1000;
+export type { AgentCommandRow } from "./agent-commands.repo.ts";
 
-export type AgentCommandRow = typeof agentCommands.$inferSelect;
+export const DEFAULT_COMMAND_TTL_MS = 15 * 60 * 1000;
 
 export interface IssueInput {
   organizationId: string;
@@ -46,25 +41,51 @@ export interface DirectDelivery {
   reserve(serverId: string, commandId: string): ((command: SignedCommand) => void) | null;
 }
 
-export function createAgentCommands(deps: { db: Database; relaxedDb: Database; clock: Clock; signer: CommandSigner }) {
-  let direct: DirectDelivery | null = null;
-
-  // Announcements made while one is in flight go together in the next statement.
+/** Announces each payload; those made while a statement is in flight go together in the next. */
+function batched(announce: (payloads: string[]) => Promise<void>): (payload: string) => void {
   let announcing: string[] = [];
   let flushing = false;
-  function announce(payload: string) {
-    announcing.push(payload);
-    if (!flushing) void flush();
-  }
   async function flush() {
     flushing = true;
     while (announcing.length > 0) {
       const payloads = announcing;
       announcing = [];
-      await notifyEach(deps.relaxedDb.$client, COMMANDS_CHANNEL, payloads).catch(() => {});
+      await announce(payloads).catch(() => {});
     }
     flushing = false;
   }
+  return (payload) => {
+    announcing.push(payload);
+    if (!flushing) void flush();
+  };
+}
+
+/** The outbox row of a command just signed; `sent`: it goes out with the insert (direct delivery). */
+function pendingRow(signed: SignedCommand, input: IssueInput, createdAt: Date, expiresAt: Date, sent: boolean): AgentCommandRow {
+  return {
+    commandId: signed.command_id,
+    serverId: input.serverId,
+    seq: signed.seq,
+    type: signed.type,
+    signed,
+    issuedBy: input.issuedBy,
+    deploymentId: input.deploymentId ?? null,
+    state: "pending",
+    rejectionCode: null,
+    result: null,
+    error: null,
+    createdAt,
+    expiresAt,
+    sentAt: sent ? createdAt : null,
+    acceptedAt: null,
+    completedAt: null,
+  };
+}
+
+export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Clock; signer: CommandSigner }) {
+  const { repo } = deps;
+  let direct: DirectDelivery | null = null;
+  const announce = batched((payloads) => repo.announce(payloads));
 
   return {
     setDirectDelivery(d: DirectDelivery | null) {
@@ -78,21 +99,15 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
       // Two statements, no transaction: each holds a pooled connection for one round trip.
       // A seq taken by an insert that then fails is a gap, which nothing minds (the agent
       // tells commands apart by id and keeps the highest seq it saw). The seq's own commit
-      // may be relaxed: the insert's durable commit flushes the WAL past it. Both are named
-      // statements in plain SQL: this is the hottest write of the outbox, and building the
-      // statements through the query builder cost more CPU than the rest of issuing.
-      const { rows } = await deps.relaxedDb.$client.query<{ seq: string }>({
-        name: "command-next-seq",
-        text: "update servers set last_command_seq = last_command_seq + 1 where id = $1 and organization_id = $2 returning last_command_seq as seq",
-        values: [input.serverId, input.organizationId],
-      });
-      if (rows.length === 0) throw notFound("Server");
+      // may be relaxed: the insert's durable commit flushes the WAL past it.
+      const seq = await repo.nextSeq(input.serverId, input.organizationId);
+      if (seq === null) throw notFound("Server");
       const commandId = randomUUID();
       const send = direct?.reserve(input.serverId, commandId) ?? null;
       const signed = sign({
         command_id: commandId,
         server_id: input.serverId,
-        seq: Number(rows[0]!.seq),
+        seq,
         type: input.type,
         issued_at: now.toISOString(),
         expires_at: expiresAt.toISOString(),
@@ -100,30 +115,8 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
         params: input.params,
       } as unknown as UnsignedCommand);
       // Held here, it is recorded as sent with the insert and sent right after it.
-      const row: AgentCommandRow = {
-        commandId,
-        serverId: input.serverId,
-        seq: signed.seq,
-        type: signed.type,
-        signed,
-        issuedBy: input.issuedBy,
-        deploymentId: input.deploymentId ?? null,
-        state: "pending",
-        rejectionCode: null,
-        result: null,
-        error: null,
-        createdAt: now,
-        expiresAt,
-        sentAt: send ? now : null,
-        acceptedAt: null,
-        completedAt: null,
-      };
-      await deps.db.$client.query({
-        name: "command-insert",
-        text: `insert into agent_commands (command_id, server_id, seq, type, signed, issued_by, deployment_id, created_at, expires_at, sent_at)
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        values: [commandId, row.serverId, row.seq, row.type, JSON.stringify(signed), row.issuedBy, row.deploymentId, now, expiresAt, row.sentAt],
-      });
+      const row = pendingRow(signed, input, now, expiresAt, send !== null);
+      await repo.insert(row);
       // Should the agent have gone meanwhile, its next connection gets the command from the outbox.
       send?.(signed);
       // Every replica hears of it: one taking the agent over right now (its handshake may have
@@ -132,53 +125,24 @@ export function createAgentCommands(deps: { db: Database; relaxedDb: Database; c
       return row;
     },
 
-    async get(commandId: string): Promise<AgentCommandRow | undefined> {
-      const [row] = await deps.db.select().from(agentCommands).where(eq(agentCommands.commandId, commandId));
-      return row;
-    },
+    get: (commandId: string) => repo.get(commandId),
 
     /**
      * Unanswered, unexpired commands of a server in seq order, recorded as sent (they are about
      * to be); expired ones are closed, never sent. One round trip.
      */
-    async deliverable(serverId: string): Promise<SignedCommand[]> {
-      const now = deps.clock.now();
-      // Both updates read the snapshot from before either: the second tests expiry itself.
-      const rows = await deps.relaxedDb.execute<{ signed: SignedCommand }>(sql`
-        with expired as (
-          update ${agentCommands} set state = 'expired', completed_at = ${now}
-          where server_id = ${serverId} and state = 'pending' and expires_at <= ${now}),
-        sent as (
-          update ${agentCommands} set sent_at = coalesce(sent_at, ${now})
-          where server_id = ${serverId} and state = 'pending' and expires_at > ${now}
-          returning seq, signed)
-        select signed from sent order by seq`);
-      return rows.rows.map((r) => r.signed);
-    },
+    deliverable: (serverId: string): Promise<SignedCommand[]> => repo.takeDeliverable(serverId, deps.clock.now()),
 
     /** Servers with unexpired commands older than `ageMs` that were never sent. */
     async unsentServers(ageMs: number): Promise<string[]> {
       const now = deps.clock.now();
-      const rows = await deps.relaxedDb.execute<{ server_id: string }>(sql`
-        select distinct server_id from ${agentCommands}
-        where state = 'pending' and sent_at is null and created_at < ${new Date(now.getTime() - ageMs)} and expires_at > ${now}`);
-      return rows.rows.map((r) => r.server_id);
+      return repo.unsentServers(new Date(now.getTime() - ageMs), now);
     },
 
-    async markAccepted(serverId: string, commandId: string) {
-      await deps.relaxedDb.$client.query({
-        name: "command-accepted",
-        text: "update agent_commands set state = 'accepted', accepted_at = $3 where command_id = $1 and server_id = $2 and state = 'pending'",
-        values: [commandId, serverId, deps.clock.now()],
-      });
-    },
+    markAccepted: (serverId: string, commandId: string) => repo.markAccepted(serverId, commandId, deps.clock.now()),
 
-    async markRejected(serverId: string, commandId: string, code: string, message: string) {
-      await deps.relaxedDb
-        .update(agentCommands)
-        .set({ state: "rejected", rejectionCode: code, error: { code, message }, completedAt: deps.clock.now() })
-        .where(and(eq(agentCommands.commandId, commandId), eq(agentCommands.serverId, serverId), eq(agentCommands.state, "pending")));
-    },
+    markRejected: (serverId: string, commandId: string, code: string, message: string) =>
+      repo.markRejected(serverId, commandId, code, message, deps.clock.now()),
   };
 }
 export type AgentCommands = ReturnType<typeof createAgentCommands>;

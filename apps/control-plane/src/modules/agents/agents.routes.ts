@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AGENT_CONNECT_PATH, AGENT_ENROLL_PATH, EnrollRequest, EnrollResponse } from "@berth/protocol";
 import { ErrorBody } from "../../lib/http-schemas.ts";
-import type { AgentGateway } from "./agent-gateway.ts";
+import type { AgentGateway } from "./link/gateway.ts";
 import type { Enrollment } from "./enrollment.ts";
 
 export function agentsRoutes(deps: { enrollment: Enrollment; gateway: AgentGateway }): FastifyPluginAsyncTypebox {

@@ -1,22 +1,19 @@
 // Rotating the command-signing key without stranding any agent: (1) add a key and send
 // every enrolled agent keys.update pinning old + new; (2) once all have answered, the
 // new key signs; (3) retire the old one and send keys.update pinning the new only.
-// keys.update is itself signed by a key each agent already trusts.
-import { and, inArray, isNotNull, isNull, sql } from "drizzle-orm";
-import { agentCommands, servers, type Database } from "@berth/db";
+// keys.update is itself signed by a key each agent already trusts. Reads through
+// key-rotation.repo.ts.
 import type { AgentCommands } from "./agent-commands.ts";
+import type { KeyRotationRepo } from "./key-rotation.repo.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 /** keys.update waits in the outbox for offline agents for up to 30 days. */
 const KEYS_UPDATE_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 
-export function createKeyRotation(deps: { db: Database; signer: CommandSigner; commands: Pick<AgentCommands, "issue"> }) {
+export function createKeyRotation(deps: { repo: KeyRotationRepo; signer: CommandSigner; commands: Pick<AgentCommands, "issue"> }) {
   async function distribute(): Promise<string[]> {
     const keys = await deps.signer.pinnedKeys();
-    const enrolled = await deps.db
-      .select({ id: servers.id, organizationId: servers.organizationId })
-      .from(servers)
-      .where(and(isNotNull(servers.enrolledAt), isNull(servers.deletedAt)));
+    const enrolled = await deps.repo.enrolledServers();
     const ids: string[] = [];
     for (const s of enrolled) {
       const row = await deps.commands.issue({
@@ -41,11 +38,7 @@ export function createKeyRotation(deps: { db: Database; signer: CommandSigner; c
     /** Agents that have not yet confirmed the latest keys.update (step 2 waits for none). */
     async unconfirmed(commandIds: string[]): Promise<number> {
       if (commandIds.length === 0) return 0;
-      const [row] = await deps.db
-        .select({ n: sql<number>`count(*)::int` })
-        .from(agentCommands)
-        .where(and(inArray(agentCommands.commandId, commandIds), sql`${agentCommands.state} <> 'succeeded'`));
-      return row?.n ?? 0;
+      return deps.repo.countNotSucceeded(commandIds);
     },
     /** Step 2: the new key signs from now on. */
     promote: (keyId: string) => deps.signer.promote(keyId),

@@ -1,7 +1,7 @@
 // The control plane's command-signing keys. The first start creates one; rotation adds a
 // new active key and keeps the old one pinned ("accepted") until it is retired, so agents
-// that have not learnt the new key yet still verify what was signed before.
-import { eq, inArray, sql } from "drizzle-orm";
+// that have not learnt the new key yet still verify what was signed before. Stored by
+// signing-keys.repo.ts.
 import {
   exportPrivateKey,
   exportPublicKey,
@@ -14,8 +14,8 @@ import {
   type UnsignedCommand,
   type SigningKey,
 } from "@berth/protocol";
-import { signingKeys, type Database } from "@berth/db";
 import { open, seal } from "../../lib/master-key.ts";
+import type { NewSigningKey, SigningKeysRepo } from "./signing-keys.repo.ts";
 
 export interface CommandSigner {
   sign(cmd: UnsignedCommand): Promise<SignedCommand>;
@@ -36,34 +36,27 @@ export interface CommandSigner {
   retire(keyId: string): Promise<void>;
 }
 
-export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): CommandSigner {
+export function createCommandSigner(deps: { repo: SigningKeysRepo; masterKey: Buffer }): CommandSigner {
+  const { repo } = deps;
   let cached: { keyId: string; key: KeyObject } | null = null;
 
-  async function insertNew(state: "active" | "accepted" = "active", executor: Pick<Database, "insert"> = deps.db): Promise<SigningKey> {
+  function newKey(state: "active" | "accepted"): NewSigningKey {
     const pair = generateKeyPair();
-    const publicKey = exportPublicKey(pair.publicKey);
-    const keyId = keyIdFor(pair.publicKey);
-    await executor.insert(signingKeys).values({
-      keyId,
-      publicKey,
+    return {
+      keyId: keyIdFor(pair.publicKey),
+      publicKey: exportPublicKey(pair.publicKey),
       privateKeyEnc: seal(deps.masterKey, exportPrivateKey(pair.privateKey)),
       state,
-    });
-    return { key_id: keyId, public_key: publicKey };
+    };
   }
 
   async function active(): Promise<{ keyId: string; key: KeyObject }> {
     if (cached) return cached;
-    let [row] = await deps.db.select().from(signingKeys).where(eq(signingKeys.state, "active"));
+    let row = await repo.activeKey();
     if (!row) {
       // Two replicas starting together may both try; the loser reads the winner's key.
-      await deps.db.transaction(async (tx) => {
-        await tx.execute(sql`select pg_advisory_xact_lock(724311002)`);
-        const [again] = await tx.select().from(signingKeys).where(eq(signingKeys.state, "active"));
-        // Inside the transaction: taking a second pool client here deadlocks under load.
-        if (!again) await insertNew("active", tx);
-      });
-      [row] = await deps.db.select().from(signingKeys).where(eq(signingKeys.state, "active"));
+      await repo.insertUnlessActive(newKey("active"));
+      row = await repo.activeKey();
     }
     cached = { keyId: row!.keyId, key: importPrivateKey(open(deps.masterKey, row!.privateKeyEnc)) };
     return cached;
@@ -80,7 +73,7 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
     },
     async pinnedKeys() {
       await active();
-      const rows = await deps.db.select().from(signingKeys).where(inArray(signingKeys.state, ["active", "accepted"]));
+      const rows = await repo.pinned();
       return rows.map((r) => ({ key_id: r.keyId, public_key: r.publicKey }));
     },
     async activeKeyId() {
@@ -88,20 +81,17 @@ export function createCommandSigner(deps: { db: Database; masterKey: Buffer }): 
     },
     async addKey() {
       await active();
-      return insertNew("accepted");
+      const key = newKey("accepted");
+      await repo.insert(key);
+      return { key_id: key.keyId, public_key: key.publicKey };
     },
     async promote(keyId) {
-      await deps.db.transaction(async (tx) => {
-        const [row] = await tx.select().from(signingKeys).where(eq(signingKeys.keyId, keyId));
-        if (!row || row.state === "retired") throw new Error(`signing key ${keyId} is not pinned`);
-        await tx.update(signingKeys).set({ state: "accepted" }).where(eq(signingKeys.state, "active"));
-        await tx.update(signingKeys).set({ state: "active" }).where(eq(signingKeys.keyId, keyId));
-      });
+      if (!(await repo.promote(keyId))) throw new Error(`signing key ${keyId} is not pinned`);
       cached = null;
     },
     async retire(keyId) {
       if ((await active()).keyId === keyId) throw new Error("the signing key cannot be retired; promote another key first");
-      await deps.db.update(signingKeys).set({ state: "retired", retiredAt: new Date() }).where(eq(signingKeys.keyId, keyId));
+      await repo.retire(keyId, new Date());
     },
   };
 }

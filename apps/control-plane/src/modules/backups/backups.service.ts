@@ -2,16 +2,13 @@
 // store, with checksums) and a record listed with its size and files; restore is an
 // operation that takes a completed backup of the same environment.
 import { randomUUID } from "node:crypto";
-import { and, count, eq } from "drizzle-orm";
-import { backups, type Database } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import { listPage, newestFirst, olderThan, type PageRequest } from "../../db/keyset.ts";
+import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { Actor, DeploymentsService } from "../deployments/deployments.service.ts";
-
-export type BackupRow = typeof backups.$inferSelect;
+import type { BackupRow, BackupsRepo } from "./backups.repo.ts";
 
 export function backupView(b: BackupRow) {
   return {
@@ -30,7 +27,7 @@ export function backupView(b: BackupRow) {
 }
 
 export function createBackupsService(deps: {
-  db: Database;
+  backups: BackupsRepo;
   environments: Pick<EnvironmentsRepo, "get">;
   deployments: Pick<DeploymentsService, "requestOperation">;
   cursors: CursorCodec;
@@ -42,7 +39,7 @@ export function createBackupsService(deps: {
       const backupId = randomUUID();
       const taskId = randomUUID();
       // The record exists before the agent can answer, so its result always finds it.
-      await deps.db.insert(backups).values({
+      await deps.backups.insert({
         id: backupId,
         organizationId: env.organizationId,
         environmentId: env.id,
@@ -54,13 +51,13 @@ export function createBackupsService(deps: {
         const op = await deps.deployments.requestOperation(scope, env.id, "backup", actor, { id: taskId, extraData: { backup_id: backupId } });
         return { op, backupId };
       } catch (err) {
-        await deps.db.delete(backups).where(eq(backups.id, backupId));
+        await deps.backups.delete(backupId);
         throw err;
       }
     },
 
     async get(scope: Scope, id: string): Promise<BackupRow> {
-      const [row] = await deps.db.select().from(backups).where(and(eq(backups.id, id), eq(backups.organizationId, scope.organizationId)));
+      const row = await deps.backups.get(scope.organizationId, id);
       if (!row) throw notFound("Backup");
       return row;
     },
@@ -68,29 +65,13 @@ export function createBackupsService(deps: {
     async list(scope: Scope, environmentId: string, page: PageRequest) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");
-      const where = eq(backups.environmentId, env.id);
-      return listPage(
-        deps.cursors,
-        `backups:${env.id}`,
-        page,
-        async (limit, after) => {
-          const rows = await deps.db
-            .select()
-            .from(backups)
-            .where(and(where, olderThan(backups.createdAt, backups.id, after)))
-            .orderBy(...newestFirst(backups.createdAt, backups.id))
-            .limit(limit + 1);
-          const [total] = await deps.db.select({ n: count() }).from(backups).where(where);
-          return { rows, total: total?.n ?? 0 };
-        },
-        backupView,
-      );
+      return listPage(deps.cursors, `backups:${env.id}`, page, (limit, after) => deps.backups.listForEnvironment(env.id, limit, after), backupView);
     },
 
     async restore(scope: Scope, environmentId: string, backupId: string, actor: Actor) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");
-      const [backup] = await deps.db.select().from(backups).where(and(eq(backups.id, backupId), eq(backups.environmentId, env.id)));
+      const backup = await deps.backups.ofEnvironment(env.id, backupId);
       if (!backup) throw notFound("Backup");
       if (backup.status !== "completed") throw new DomainError("backup_not_ready", `Backup ${backupId} is ${backup.status}; only a completed backup can be restored`);
       return deps.deployments.requestOperation(scope, env.id, "restore", actor, { extraData: { backup_id: backupId } });

@@ -5,7 +5,7 @@ import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
 import { isUniqueViolation } from "../../lib/errors.ts";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { ACTIVE_STATUSES } from "./deployment-state.ts";
-import { CANCEL_CHANNEL } from "../agents/agent-commands.ts";
+import { CANCEL_CHANNEL } from "../agents/channels.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";

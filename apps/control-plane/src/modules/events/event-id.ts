@@ -2,7 +2,7 @@
 // tables it reads, plus when the server wrote it, as one opaque string
 //   <logTx>.<logId>-<evTx>.<evId>-<unixSeconds>
 // (tx = the writing transaction's xid8, id = the row's bigserial). Rows are read in
-// (tx, id) order and only below the oldest running writer (see event-hub.ts), so "every row
+// (tx, id) order and only below the oldest running writer (see stream-reader.ts), so "every row
 // after this position" is exact: resuming from an id neither skips nor repeats a row. The
 // time says how old a resume point is, to tell a client when what it missed was pruned.
 import { DomainError } from "../../lib/errors.ts";

@@ -2,12 +2,11 @@
 // whose secret signed it, and the git_push deployments it starts. A delivery id is handled
 // once per project (git_hook_deliveries); a redelivery gets the first outcome back.
 import { randomBytes } from "node:crypto";
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
-import { deployments, environmentAddons, environments, gitHookDeliveries, projects, type Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import { open, seal } from "../../lib/master-key.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
+import type { CandidateRow, DeliveryKey, GitHooksRepo } from "./git-hooks.repo.ts";
 import { repoMatches, verifyHook, type GitHost, type Push } from "./git-payload.ts";
 
 export interface Candidate {
@@ -39,15 +38,60 @@ export interface HookOutcome {
 
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
-export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Buffer; deployments: Pick<DeploymentsService, "requestOperation"> }) {
-  const { db } = deps;
+/** A narrowing LIKE pattern: the repository's last path segment. */
+export function namePattern(push: Push): string | null {
+  const any = push.repoUrls[0] ?? push.fullName;
+  const last = any?.split("/").pop();
+  return last ? `%${likeEscape(last)}%` : null;
+}
 
-  /** A narrowing LIKE pattern: the repository's last path segment. */
-  function namePattern(push: Push): string | null {
-    const any = push.repoUrls[0] ?? push.fullName;
-    const last = any?.split("/").pop();
-    return last ? `%${likeEscape(last)}%` : null;
+/**
+ * The projects a push is for, from the rows the LIKE pattern found: those whose repository
+ * (own or an addon's) really is the pushed one and whose secret opens (`openSecret` null: it
+ * does not). A project found both ways counts as its own repository.
+ */
+export function pickCandidates(own: CandidateRow[], viaAddons: CandidateRow[], push: Push, openSecret: (sealed: string) => string | null): Candidate[] {
+  const out = new Map<string, Candidate>();
+  for (const [rows, ownRepo] of [
+    [own, true],
+    [viaAddons, false],
+  ] as const) {
+    for (const r of rows) {
+      if (!r.enc || !repoMatches(r.url, push)) continue;
+      const prev = out.get(r.id);
+      if (prev) {
+        prev.ownRepo ||= ownRepo;
+        continue;
+      }
+      const secret = openSecret(r.enc);
+      if (secret) out.set(r.id, { projectId: r.id, organizationId: r.org, ownRepo, secret });
+    }
   }
+  return [...out.values()];
+}
+
+type Target = { reason: "branch" | "addon"; addon: string | null };
+
+/** Environments to deploy, by id: auto-deploy ones on the pushed branch, then those with an addon repository on it. */
+export function targetsOf(branchEnvironments: { id: string }[], addons: { environmentId: string; name: string }[]): Map<string, Target> {
+  const targets = new Map<string, Target>();
+  for (const e of branchEnvironments) targets.set(e.id, { reason: "branch", addon: null });
+  for (const a of addons) {
+    if (!targets.has(a.environmentId)) targets.set(a.environmentId, { reason: "addon", addon: a.name });
+  }
+  return targets;
+}
+
+/** Why a deployment a push asked for was skipped; null when the error is no reason to skip (the push fails). */
+export function skipReason(err: unknown): HookSkip["reason"] | null {
+  if (!(err instanceof DomainError)) return null;
+  // Busy (a task already queued or running) or gone: skipped and said so.
+  if (err.code === "task_in_progress" || err.code === "deployment_in_progress") return "deployment_in_progress";
+  return err.code === "not_found" ? "not_found" : null;
+}
+
+export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterKey: Buffer; deployments: Pick<DeploymentsService, "requestOperation"> }) {
+  const { repo } = deps;
 
   function openSecret(sealed: string): string | null {
     try {
@@ -57,21 +101,14 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
     }
   }
 
-  async function addonsOf(projectId: string, push: Push, branch: string) {
-    const rows = await db
-      .select({ addon: environmentAddons, env: environments })
-      .from(environmentAddons)
-      .innerJoin(environments, eq(environments.id, environmentAddons.environmentId))
-      .where(
-        and(
-          eq(environments.projectId, projectId),
-          eq(environments.isActive, true),
-          eq(environmentAddons.isActive, true),
-          eq(environmentAddons.autoDeploy, true),
-          eq(environmentAddons.branch, branch),
-        ),
-      );
-    return rows.filter((r) => repoMatches(r.addon.gitUrl, push));
+  /** The deployments a push starts in one project. */
+  async function targetsFor(c: Candidate, push: Push & { branch: string }): Promise<Map<string, Target>> {
+    const branchEnvironments = c.ownRepo ? await repo.autoDeployEnvironments(c.projectId, push.branch) : [];
+    const addons = (await repo.autoDeployAddons(c.projectId, push.branch)).filter((r) => repoMatches(r.addon.gitUrl, push));
+    return targetsOf(
+      branchEnvironments,
+      addons.map((a) => ({ environmentId: a.environmentId, name: a.addon.name })),
+    );
   }
 
   /** Starts one git_push deployment per target; busy environments are recorded as skipped. */
@@ -80,7 +117,7 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
     host: GitHost,
     deliveryId: string,
     push: Push & { branch: string },
-    targets: Map<string, { reason: "branch" | "addon"; addon: string | null }>,
+    targets: Map<string, Target>,
     outcome: HookOutcome,
     started: string[],
   ): Promise<void> {
@@ -103,29 +140,52 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
         started.push(row.id);
         outcome.deployments.push({ project_id: c.projectId, environment_id: environmentId, deployment_id: row.id, reason: why.reason, addon: why.addon });
       } catch (err) {
-        // Busy (a task already queued or running) or gone: skipped and said so; anything else fails the push.
-        const busy = err instanceof DomainError && (err.code === "task_in_progress" || err.code === "deployment_in_progress");
-        if (!busy && !(err instanceof DomainError && err.code === "not_found")) throw err;
-        outcome.skipped.push({
-          project_id: c.projectId,
-          environment_id: environmentId,
-          reason: busy ? "deployment_in_progress" : "not_found",
-          message: err.message,
-        });
+        const reason = skipReason(err);
+        if (!reason) throw err;
+        outcome.skipped.push({ project_id: c.projectId, environment_id: environmentId, reason, message: (err as DomainError).message });
       }
     }
+  }
+
+  /** A delivery this project has had before: the first outcome's deployments again. */
+  async function replay(key: DeliveryKey, outcome: HookOutcome): Promise<void> {
+    const first = await repo.claimed(key);
+    outcome.deliveries.push({ project_id: key.projectId, duplicate: true, received_at: (first?.receivedAt ?? new Date()).toISOString() });
+    const ids = first?.deploymentIds ?? [];
+    if (ids.length === 0) return;
+    for (const r of await repo.deploymentsByIds(ids)) {
+      const addon = ((r.extra as { git_push?: { addon?: string } }).git_push?.addon ?? null) as string | null;
+      outcome.deployments.push({ project_id: key.projectId, environment_id: r.env, deployment_id: r.id, reason: addon ? "addon" : "branch", addon });
+    }
+  }
+
+  /** One verified project of a push: claims the delivery for it, or replays the first outcome. */
+  async function handleProject(host: GitHost, deliveryId: string, push: Push & { branch: string }, c: Candidate, outcome: HookOutcome): Promise<void> {
+    const key: DeliveryKey = { host, deliveryId, projectId: c.projectId };
+    const claimed = await repo.claim(key);
+    if (!claimed) {
+      await replay(key, outcome);
+      return;
+    }
+    outcome.deliveries.push({ project_id: c.projectId, duplicate: false, received_at: claimed.receivedAt.toISOString() });
+    const targets = await targetsFor(c, push);
+    const started: string[] = [];
+    try {
+      await deployTargets(c, host, deliveryId, push, targets, outcome, started);
+    } catch (err) {
+      // Unexpected (e.g. the database went away): a redelivery may try again, except what already started.
+      if (started.length === 0) await repo.release(key).catch(() => {});
+      else await repo.recordDeployments(key, started).catch(() => {});
+      throw err;
+    }
+    if (started.length > 0) await repo.recordDeployments(key, started);
   }
 
   return {
     /** A new secret for a project's hook (the old one stops working); returned once, stored sealed. */
     async rotateSecret(projectId: string): Promise<string> {
       const secret = `bgh_${randomBytes(32).toString("base64url")}`;
-      const [row] = await db
-        .update(projects)
-        .set({ gitHookSecretEnc: seal(deps.masterKey, secret), updatedAt: deps.clock.now() })
-        .where(and(eq(projects.id, projectId), isNull(projects.deletedAt)))
-        .returning({ id: projects.id });
-      if (!row) throw notFound("Project");
+      if (!(await repo.setSecret(projectId, seal(deps.masterKey, secret), deps.clock.now()))) throw notFound("Project");
       return secret;
     },
 
@@ -133,40 +193,9 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
     async candidates(push: Push): Promise<Candidate[]> {
       const pattern = namePattern(push);
       if (!pattern) return [];
-      const own = await db
-        .select({ id: projects.id, org: projects.organizationId, url: projects.gitRepoUrl, enc: projects.gitHookSecretEnc })
-        .from(projects)
-        .where(and(isNull(projects.deletedAt), sql`${projects.gitHookSecretEnc} is not null`, sql`lower(${projects.gitRepoUrl}) like ${pattern}`));
-      const viaAddons = await db
-        .selectDistinct({ id: projects.id, org: projects.organizationId, url: environmentAddons.gitUrl, enc: projects.gitHookSecretEnc })
-        .from(environmentAddons)
-        .innerJoin(environments, eq(environments.id, environmentAddons.environmentId))
-        .innerJoin(projects, eq(projects.id, environments.projectId))
-        .where(
-          and(
-            isNull(projects.deletedAt),
-            sql`${projects.gitHookSecretEnc} is not null`,
-            eq(environmentAddons.isActive, true),
-            sql`lower(${environmentAddons.gitUrl}) like ${pattern}`,
-          ),
-        );
-      const out = new Map<string, Candidate>();
-      for (const [rows, ownRepo] of [
-        [own, true],
-        [viaAddons, false],
-      ] as const) {
-        for (const r of rows) {
-          if (!r.enc || !repoMatches(r.url, push)) continue;
-          const prev = out.get(r.id);
-          if (prev) {
-            prev.ownRepo ||= ownRepo;
-            continue;
-          }
-          const secret = openSecret(r.enc);
-          if (secret) out.set(r.id, { projectId: r.id, organizationId: r.org, ownRepo, secret });
-        }
-      }
-      return [...out.values()];
+      const own = await repo.projectsWithRepoLike(pattern);
+      const viaAddons = await repo.projectsWithAddonRepoLike(pattern);
+      return pickCandidates(own, viaAddons, push, openSecret);
     },
 
     /** The candidates whose secret verifies the request. */
@@ -177,58 +206,7 @@ export function createGitHooks(deps: { db: Database; clock: Clock; masterKey: Bu
     /** Starts the deployments of one verified push, once per (host, delivery id, project). */
     async handle(host: GitHost, deliveryId: string, push: Push & { branch: string }, verified: Candidate[]): Promise<HookOutcome> {
       const outcome: HookOutcome = { deliveries: [], deployments: [], skipped: [] };
-      const claimOf = (c: Candidate) =>
-        and(eq(gitHookDeliveries.gitHost, host), eq(gitHookDeliveries.deliveryId, deliveryId), eq(gitHookDeliveries.projectId, c.projectId));
-      for (const c of verified) {
-        const [claimed] = await db
-          .insert(gitHookDeliveries)
-          .values({ gitHost: host, deliveryId, projectId: c.projectId, deploymentIds: [] })
-          .onConflictDoNothing()
-          .returning();
-        if (!claimed) {
-          const [first] = await db.select().from(gitHookDeliveries).where(claimOf(c));
-          outcome.deliveries.push({ project_id: c.projectId, duplicate: true, received_at: (first?.receivedAt ?? new Date()).toISOString() });
-          const ids = first?.deploymentIds ?? [];
-          if (ids.length > 0) {
-            const rows = await db
-              .select({ id: deployments.id, env: deployments.environmentId, extra: deployments.extraData })
-              .from(deployments)
-              .where(inArray(deployments.id, ids));
-            for (const r of rows) {
-              const addon = ((r.extra as { git_push?: { addon?: string } }).git_push?.addon ?? null) as string | null;
-              outcome.deployments.push({ project_id: c.projectId, environment_id: r.env, deployment_id: r.id, reason: addon ? "addon" : "branch", addon });
-            }
-          }
-          continue;
-        }
-        outcome.deliveries.push({ project_id: c.projectId, duplicate: false, received_at: claimed.receivedAt.toISOString() });
-
-        // Environments to deploy: auto-deploy ones on the pushed branch, then those with an addon repository on it.
-        const targets = new Map<string, { reason: "branch" | "addon"; addon: string | null }>();
-        if (c.ownRepo) {
-          const envs = await db
-            .select({ id: environments.id })
-            .from(environments)
-            .where(and(eq(environments.projectId, c.projectId), eq(environments.isActive, true), eq(environments.autoDeploy, true), eq(environments.gitBranch, push.branch)))
-            .orderBy(environments.createdAt);
-          for (const e of envs) targets.set(e.id, { reason: "branch", addon: null });
-        }
-        for (const a of await addonsOf(c.projectId, push, push.branch)) {
-          if (!targets.has(a.env.id)) targets.set(a.env.id, { reason: "addon", addon: a.addon.name });
-        }
-
-        const started: string[] = [];
-        const claim = claimOf(c);
-        try {
-          await deployTargets(c, host, deliveryId, push, targets, outcome, started);
-        } catch (err) {
-          // Unexpected (e.g. the database went away): a redelivery may try again, except what already started.
-          if (started.length === 0) await db.delete(gitHookDeliveries).where(claim).catch(() => {});
-          else await db.update(gitHookDeliveries).set({ deploymentIds: started }).where(claim).catch(() => {});
-          throw err;
-        }
-        if (started.length > 0) await db.update(gitHookDeliveries).set({ deploymentIds: started }).where(claim);
-      }
+      for (const c of verified) await handleProject(host, deliveryId, push, c, outcome);
       return outcome;
     },
   };

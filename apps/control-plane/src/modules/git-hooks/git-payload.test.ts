@@ -16,7 +16,7 @@ describe("normalizeRepoUrl", () => {
     expect(normalizeRepoUrl(input)).toBe(expected);
   });
 
-  it.each(["", "   ", "https://github.com/", "not a url at all"])("%j is no repository", (input) => {
+  it.each(["", "   ", "https://github.com/", "not a url at all", "https://github.com/acme/%E0%A4%A", "https://github.com/acme/%1\\"])("%j is no repository", (input) => {
     expect(normalizeRepoUrl(input)).toBeNull();
   });
 });

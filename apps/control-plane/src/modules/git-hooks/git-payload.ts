@@ -36,7 +36,11 @@ export function normalizeRepoUrl(text: string): string | null {
       return null;
     }
     host = url.hostname;
-    path = decodeURIComponent(url.pathname);
+    try {
+      path = decodeURIComponent(url.pathname);
+    } catch {
+      return null; // malformed percent-encoding names no repository
+    }
     if (url.protocol === "file:") host = "file:"; // a repository on the agent's own disk (tests, air-gapped installs)
   }
   path = path.replace(/\/+$/, "").replace(/\.git$/i, "").replace(/^\/+/, "");

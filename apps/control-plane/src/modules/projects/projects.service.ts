@@ -2,10 +2,9 @@
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
-import type { PageRequest } from "../../db/keyset.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import type { Scope } from "../../lib/scope.ts";
-import { listPage } from "../../db/keyset.ts";
+import { scopedReads } from "../../db/keyset.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import { assertSupportedErpVersion } from "./erp-versions.ts";
 import type { ProjectRow, ProjectsRepo } from "./projects.repo.ts";
@@ -44,14 +43,7 @@ export function createProjectsService(deps: {
   clock: Clock;
 }) {
   return {
-    async list(scope: Scope, page: PageRequest) {
-      return listPage(deps.cursors, "projects", page, (limit, after) => deps.projects.list(scope, limit, after), projectView);
-    },
-    async get(scope: Scope, id: string) {
-      const row = await deps.projects.get(scope, id);
-      if (!row) throw notFound("Project");
-      return projectView(row);
-    },
+    ...scopedReads({ codec: deps.cursors, list: "projects", label: "Project", repo: deps.projects, view: projectView }),
     async create(scope: Scope, input: CreateProjectInput) {
       const erpVersion = input.erp_version === undefined ? null : assertSupportedErpVersion(input.erp_version);
       const server = await deps.servers.get(scope.organizationId, input.server_id);

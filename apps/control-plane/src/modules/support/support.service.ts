@@ -4,8 +4,6 @@
 // commands); logs.tail and diagnostics are signed commands of their own. Nothing here can
 // carry a shell string: the command types are the protocol's, and each maps to fixed
 // Docker calls on the agent. Every command is written to the audit log first.
-import { and, desc, eq, ilike, isNull, or, sql } from "drizzle-orm";
-import { agentCommands, environments, organizations, projects, serverStats, servers, type Database } from "@berth/db";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
@@ -14,6 +12,7 @@ import { STALE_AFTER_SECONDS } from "../servers/servers.repo.ts";
 import { usageView } from "../servers/servers.routes.ts";
 import { auditEntryView, type AuditLogRepo } from "./audit-log.repo.ts";
 import { commandOutcome } from "./outcomes.ts";
+import type { CommandRow, SupportRepo } from "./support.repo.ts";
 
 export const SUPPORT_COMMANDS = ["restart", "stop", "start", "redeploy", "backup", "logs.tail", "diagnostics"] as const;
 export type SupportCommand = (typeof SUPPORT_COMMANDS)[number];
@@ -33,102 +32,82 @@ export interface IssueRequest {
 
 const iso = (d: Date | null | undefined) => (d ? d.toISOString() : null);
 
+/**
+ * Checks a request before anything is recorded: a reason of at least 5 characters, an
+ * environment for the environment commands and none for the server's, lines for
+ * logs.tail only. Returns the trimmed reason and whether the target is an environment.
+ */
+export function checkRequest(req: IssueRequest): { reason: string; needsEnvironment: boolean } {
+  const reason = req.reason.trim();
+  if (reason.length < 5) throw new DomainError("validation_error", "Give a reason of at least 5 characters", [{ path: "body/reason", message: "must not be blank" }]);
+  const needsEnvironment = ENVIRONMENT_COMMANDS.includes(req.type);
+  if (needsEnvironment && !req.environment_id) {
+    throw new DomainError("validation_error", `environment_id is required for ${req.type}`, [{ path: "body/environment_id", message: "is required" }]);
+  }
+  if (!needsEnvironment && req.environment_id) {
+    throw new DomainError("validation_error", `${req.type} applies to the server; leave environment_id out`, [{ path: "body/environment_id", message: "not allowed" }]);
+  }
+  if (req.lines !== undefined && req.type !== "logs.tail") {
+    throw new DomainError("validation_error", "lines applies to logs.tail only", [{ path: "body/lines", message: "not allowed" }]);
+  }
+  return { reason, needsEnvironment };
+}
+
+/** An agent's state as the console shows it: never enrolled, or connected with a fresh heartbeat, or not. */
+export function agentState(enrolled: boolean, connected: boolean, fresh: boolean): "pending" | "online" | "offline" {
+  return !enrolled ? "pending" : connected && fresh ? "online" : "offline";
+}
+
+export function commandView(c: CommandRow) {
+  const result = (c.result as Record<string, unknown> | null) ?? null;
+  const error = (c.error as { code?: string; message?: string } | null) ?? null;
+  return {
+    command_id: c.commandId,
+    seq: c.seq,
+    type: c.type,
+    state: c.state,
+    issued_by: c.issuedBy,
+    deployment_id: c.deploymentId,
+    created_at: c.createdAt.toISOString(),
+    accepted_at: iso(c.acceptedAt),
+    completed_at: iso(c.completedAt),
+    summary: commandOutcome(c.type, c.state, result, error).summary,
+    error: error ? { code: error.code ?? "error", message: error.message ?? "" } : null,
+  };
+}
+
 export function createSupport(deps: {
-  db: Database;
+  repo: SupportRepo;
   audit: AuditLogRepo;
   commands: AgentCommands;
   deployments: Pick<DeploymentsService, "requestAction">;
   backups: Pick<BackupsService, "create">;
 }) {
-  const { db, audit } = deps;
+  const { repo, audit } = deps;
 
   async function serverRow(serverId: string) {
-    const [row] = await db
-      .select({ server: servers, organization: { id: organizations.id, name: organizations.name, plan: organizations.plan } })
-      .from(servers)
-      .innerJoin(organizations, eq(organizations.id, servers.organizationId))
-      .where(eq(servers.id, serverId));
+    const row = await repo.serverWithOrganization(serverId);
     if (!row) throw notFound("Server");
     return row;
-  }
-
-  function commandView(c: typeof agentCommands.$inferSelect) {
-    const result = (c.result as Record<string, unknown> | null) ?? null;
-    const error = (c.error as { code?: string; message?: string } | null) ?? null;
-    return {
-      command_id: c.commandId,
-      seq: c.seq,
-      type: c.type,
-      state: c.state,
-      issued_by: c.issuedBy,
-      deployment_id: c.deploymentId,
-      created_at: c.createdAt.toISOString(),
-      accepted_at: iso(c.acceptedAt),
-      completed_at: iso(c.completedAt),
-      summary: commandOutcome(c.type, c.state, result, error).summary,
-      error: error ? { code: error.code ?? "error", message: error.message ?? "" } : null,
-    };
   }
 
   return {
     async search(q: string) {
       const needle = `%${q.trim().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-      const orgs = await db
-        .select({ id: organizations.id, name: organizations.name, plan: organizations.plan })
-        .from(organizations)
-        .where(or(ilike(organizations.name, needle), sql`${organizations.id}::text ilike ${needle}`))
-        .orderBy(organizations.name)
-        .limit(SEARCH_LIMIT);
-      const srv = await db
-        .select({
-          id: servers.id,
-          name: servers.name,
-          hostname: servers.hostname,
-          status: servers.status,
-          organization_id: organizations.id,
-          organization_name: organizations.name,
-        })
-        .from(servers)
-        .innerJoin(organizations, eq(organizations.id, servers.organizationId))
-        .where(and(isNull(servers.deletedAt), or(ilike(servers.name, needle), ilike(servers.hostname, needle), sql`${servers.id}::text ilike ${needle}`)))
-        .orderBy(servers.name)
-        .limit(SEARCH_LIMIT);
-      const envs = await db
-        .select({
-          id: environments.id,
-          name: environments.name,
-          status: environments.status,
-          organization_id: environments.organizationId,
-          organization_name: organizations.name,
-          project_id: projects.id,
-          project_name: projects.name,
-          server_id: environments.serverId,
-        })
-        .from(environments)
-        .innerJoin(projects, eq(projects.id, environments.projectId))
-        .innerJoin(organizations, eq(organizations.id, environments.organizationId))
-        .where(and(eq(environments.isActive, true), or(ilike(environments.name, needle), sql`${environments.id}::text ilike ${needle}`)))
-        .orderBy(environments.name)
-        .limit(SEARCH_LIMIT);
+      const orgs = await repo.organizationsLike(needle, SEARCH_LIMIT);
+      const srv = await repo.serversLike(needle, SEARCH_LIMIT);
+      const envs = await repo.environmentsLike(needle, SEARCH_LIMIT);
       return { organizations: orgs, servers: srv, environments: envs };
     },
 
     async server(serverId: string) {
       const { server: s, organization } = await serverRow(serverId);
-      const { rows } = await db.execute<{ connected_at: Date | string | null; fresh: boolean }>(sql`
-        select a.connected_at, (${s.lastSeenAt?.toISOString() ?? null}::timestamptz > now() - make_interval(secs => ${STALE_AFTER_SECONDS})) as fresh
-        from (select 1) one left join agent_sessions a on a.server_id = ${serverId}`);
-      const session = rows[0];
+      const session = await repo.agentSession(serverId, s.lastSeenAt, STALE_AFTER_SECONDS);
       const connectedAt = session?.connected_at ? new Date(session.connected_at) : null;
-      const state = !s.enrolledAt ? "pending" : connectedAt && session?.fresh ? "online" : "offline";
-      const [stats] = await db.select().from(serverStats).where(eq(serverStats.serverId, serverId));
-      const envs = await db
-        .select({ id: environments.id, name: environments.name, status: environments.status, project_id: projects.id, project_name: projects.name, is_active: environments.isActive })
-        .from(environments)
-        .innerJoin(projects, eq(projects.id, environments.projectId))
-        .where(eq(environments.serverId, serverId))
-        .orderBy(desc(environments.isActive), environments.name);
-      const recent = await db.select().from(agentCommands).where(eq(agentCommands.serverId, serverId)).orderBy(desc(agentCommands.seq)).limit(RECENT_COMMANDS);
+      const state = agentState(s.enrolledAt !== null, connectedAt !== null, session?.fresh === true);
+      const stats = await repo.stats(serverId);
+      const envs = await repo.environmentsOn(serverId);
+      const recent = await repo.recentCommands(serverId, RECENT_COMMANDS);
       return {
         id: s.id,
         name: s.name,
@@ -160,18 +139,7 @@ export function createSupport(deps: {
      * caller as usual.
      */
     async issue(userId: string, serverId: string, req: IssueRequest) {
-      const reason = req.reason.trim();
-      if (reason.length < 5) throw new DomainError("validation_error", "Give a reason of at least 5 characters", [{ path: "body/reason", message: "must not be blank" }]);
-      const needsEnvironment = ENVIRONMENT_COMMANDS.includes(req.type);
-      if (needsEnvironment && !req.environment_id) {
-        throw new DomainError("validation_error", `environment_id is required for ${req.type}`, [{ path: "body/environment_id", message: "is required" }]);
-      }
-      if (!needsEnvironment && req.environment_id) {
-        throw new DomainError("validation_error", `${req.type} applies to the server; leave environment_id out`, [{ path: "body/environment_id", message: "not allowed" }]);
-      }
-      if (req.lines !== undefined && req.type !== "logs.tail") {
-        throw new DomainError("validation_error", "lines applies to logs.tail only", [{ path: "body/lines", message: "not allowed" }]);
-      }
+      const { reason, needsEnvironment } = checkRequest(req);
       const { server } = await serverRow(serverId);
       const organizationId = server.organizationId;
       const auditId = await audit.record({
@@ -197,12 +165,8 @@ export function createSupport(deps: {
     async send(userId: string, organizationId: string, serverId: string, req: IssueRequest): Promise<{ commandId?: string | null; deploymentId?: string | null }> {
       const scope = { organizationId, projectId: null };
       const actor = { userId, apiKeyId: null };
-      if (req.environment_id) {
-        const [env] = await db
-          .select({ id: environments.id })
-          .from(environments)
-          .where(and(eq(environments.id, req.environment_id), eq(environments.organizationId, organizationId), eq(environments.serverId, serverId)));
-        if (!env) throw new DomainError("not_found", "Environment not found on this server");
+      if (req.environment_id && !(await repo.environmentOnServer(req.environment_id, organizationId, serverId))) {
+        throw new DomainError("not_found", "Environment not found on this server");
       }
       switch (req.type) {
         case "restart":
@@ -210,11 +174,11 @@ export function createSupport(deps: {
         case "start":
         case "redeploy": {
           const op = await deps.deployments.requestAction(scope, req.environment_id!, req.type, actor);
-          return { deploymentId: op.id, commandId: await commandOf(op.id) };
+          return { deploymentId: op.id, commandId: await repo.commandOfOperation(op.id) };
         }
         case "backup": {
           const { op } = await deps.backups.create(scope, req.environment_id!, { backup_type: "manual", comment: `Support: ${req.reason.trim()}`.slice(0, 500) }, actor);
-          return { deploymentId: op.id, commandId: await commandOf(op.id) };
+          return { deploymentId: op.id, commandId: await repo.commandOfOperation(op.id) };
         }
         case "logs.tail": {
           const cmd = await deps.commands.issue({
@@ -235,11 +199,7 @@ export function createSupport(deps: {
     },
 
     async command(commandId: string) {
-      const [c] = await db
-        .select({ command: agentCommands, organizationId: servers.organizationId })
-        .from(agentCommands)
-        .innerJoin(servers, eq(servers.id, agentCommands.serverId))
-        .where(eq(agentCommands.commandId, commandId));
+      const c = await repo.command(commandId);
       if (!c) throw notFound("Command");
       const entry = await audit.byCommand(commandId);
       const signed = c.command.signed as { params?: Record<string, unknown> };
@@ -254,10 +214,5 @@ export function createSupport(deps: {
       };
     },
   };
-
-  async function commandOf(deploymentId: string): Promise<string | null> {
-    const [row] = await db.select({ id: agentCommands.commandId }).from(agentCommands).where(eq(agentCommands.deploymentId, deploymentId));
-    return row?.id ?? null;
-  }
 }
 export type Support = ReturnType<typeof createSupport>;

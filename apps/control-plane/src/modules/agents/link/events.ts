@@ -1,0 +1,22 @@
+// An agent's event batches into ingestion (../event-ingest.ts) and the cumulative ack back:
+// events.ack up_to_seq says everything up to that seq is stored, and the agent forgets it.
+import { CLOSE_CODES, type Payload } from "@berth/protocol";
+import type { EventIngest } from "../event-ingest.ts";
+import { close, send, type Connection } from "./connection.ts";
+
+export function createEventIntake(deps: { ingest: EventIngest; seen(serverId: string): void }) {
+  return async function onEvents(conn: Connection, { events }: Payload<"events">) {
+    deps.seen(conn.serverId!);
+    let upTo: number;
+    try {
+      upTo = await deps.ingest.ingest(conn.serverId!, events);
+    } catch (err) {
+      // Acks are cumulative: acknowledging a later batch would cover this lost one.
+      // Drop the link instead; the agent resends from its last ack on reconnect.
+      conn.broken = true;
+      close(conn, CLOSE_CODES.going_away, "could not store events");
+      throw err;
+    }
+    send(conn, "events.ack", { up_to_seq: upTo });
+  };
+}
