@@ -13,6 +13,23 @@ export default tseslint.config(
     },
   },
   {
+    // Every outgoing HTTP request of the control plane goes through the SSRF guard (lib/outbound).
+    files: ["apps/control-plane/src/**/*.ts"],
+    ignores: ["apps/control-plane/src/lib/outbound/**"],
+    rules: {
+      "no-restricted-globals": ["error", { name: "fetch", message: "Send outgoing requests through lib/outbound/request-guard.ts (SSRF guard)." }],
+      "no-restricted-imports": [
+        "error",
+        {
+          paths: ["node:http", "node:https", "http", "https", "undici"].map((name) => ({
+            name,
+            message: "Send outgoing requests through lib/outbound/request-guard.ts (SSRF guard).",
+          })),
+        },
+      ],
+    },
+  },
+  {
     // The dashboard's browser modules: plain JavaScript served as is (no build step).
     files: ["apps/control-plane/src/dashboard/public/**/*.js"],
     languageOptions: {

@@ -1,8 +1,9 @@
 // Webhook subscriptions and API keys (public spec 4.5, 5, 6; shapes designed by us).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import type { DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
+import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
 let d: DemoOrganization;
@@ -12,9 +13,9 @@ beforeAll(async () => {
 afterAll(async () => cp?.close());
 
 const fresh = async () => {
-  cp.clock.advance(61_000);
-  d = await createDemoOrganization(cp.database.db, cp.app.services);
-  return { rw: publicClient(cp.app, d.api_keys.org_rw), ro: publicClient(cp.app, d.api_keys.org_ro) };
+  const o = await freshOrganization(cp);
+  d = o.d;
+  return o;
 };
 
 describe("webhook subscriptions", () => {
@@ -60,10 +61,24 @@ describe("webhook subscriptions", () => {
     expect(res.body.error).toBe(code);
   });
 
-  it("accepts plain HTTP to a loopback receiver", async () => {
+  it.each([
+    "http://127.0.0.1:9999/hook",
+    "https://127.0.0.1:9999/hook",
+    "https://localhost/hook",
+    "https://[::1]/hook",
+    "https://169.254.169.254/latest/meta-data/",
+    "https://metadata.google.internal/computeMetadata/v1/",
+    "https://10.1.2.3/hook",
+    "https://[::ffff:192.168.0.1]/hook",
+  ])("refuses %s: a loopback, private or metadata receiver needs the operator's allow-list", async (url) => {
     const { rw } = await fresh();
-    const res = await rw.post("/webhooks", { url: "http://127.0.0.1:9999/hook", events: ["deploy.failed"] });
-    expect(res.status).toBe(201);
+    const res = await rw.post("/webhooks", { url, events: ["deploy.failed"] });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("invalid_webhook_url");
+    const created = (await rw.post("/webhooks", { url: "https://hooks.example.com/x", events: ["deploy.failed"] })).body;
+    const patched = await rw.patch(`/webhooks/${created.id}`, { url });
+    expect(patched.status).toBe(400);
+    expect(patched.body.error).toBe("invalid_webhook_url");
   });
 
   it("update changes only what is sent; delete hides it", async () => {

@@ -1,6 +1,6 @@
 // A real control plane on a fresh database for one test file.
 import { createDb, type DbHandle } from "@berth/db";
-import { buildApp, manualClock, type App } from "@berth/control-plane";
+import { buildApp, manualClock, type App, type AppOptions } from "@berth/control-plane";
 import { createTestDatabase } from "./database.ts";
 
 export interface TestControlPlane {
@@ -16,7 +16,9 @@ export interface TestControlPlane {
 /** Replicas of one test share a database, so they share this master key too. */
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
-export async function startControlPlane(opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } = {}): Promise<TestControlPlane> {
+export async function startControlPlane(
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs"> = {},
+): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
   const database = createDb(url, { max: 20 });
@@ -31,7 +33,7 @@ export async function startControlPlane(opts: { listen?: boolean; url?: string; 
       offset += ms;
     },
   });
-  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}) });
+  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
   let stopped = false;
   if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
   const stop = async () => {

@@ -22,7 +22,8 @@ import { Project } from "./modules/projects/projects.routes.ts";
 import { Server } from "./modules/servers/servers.routes.ts";
 import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
 import { User } from "./modules/auth/auth.routes.ts";
-import { createAgentGateway, type AgentGateway } from "./modules/agents/agent-gateway.ts";
+import { createAgentGateway, type AgentGateway } from "./modules/agents/link/gateway.ts";
+import { createLinkRepo } from "./modules/agents/link/link.repo.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { agentReleasesPlugin } from "./modules/agent-releases/index.ts";
 import { createEventIngest } from "./modules/agents/event-ingest.ts";
@@ -31,6 +32,8 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
+import { outboundAllowList } from "./config.ts";
+import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
@@ -47,6 +50,10 @@ export interface AppOptions {
   outboxSweepMs?: number;
   /** Background jobs (pg-boss): tests shorten the retry delays and polling. */
   jobs?: JobsOptions;
+  /** Hosts, addresses and CIDRs outgoing requests (webhooks) may reach although private (default: BERTH_OUTBOUND_ALLOW). */
+  outboundAllow?: readonly string[];
+  /** How outgoing requests resolve host names (default: the system resolver); tests map names to loopback. */
+  outboundResolver?: Resolver;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
@@ -74,10 +81,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
 
   const relaxed = createRelaxedDb(pool);
-  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey });
+  const outbound = createRequestGuard({ allow: opts.outboundAllow ?? outboundAllowList(), ...(opts.outboundResolver ? { resolve: opts.outboundResolver } : {}) });
+  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey, outbound });
   const gateway = await createAgentGateway({
     pool,
-    relaxedPool: relaxed.pool,
+    repo: createLinkRepo(pool, relaxed.pool),
     commands: services.agentCommands,
     ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents] }),
     replicaId: randomUUID(),
@@ -92,7 +100,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const background = await startBackgroundWork({ pool, clock, services, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
   app.addHook("onClose", async () => background.stop());
 
-  const hub = createEventHub({ pool, clock, log: app.log });
+  const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });
   // Before the server waits for open requests to finish: event streams never would.
   app.addHook("preClose", async () => hub.close());
 
@@ -111,7 +119,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const maintenance = startMaintenance({
     tasks: [
       () => services.rateLimits.forgetOldWindows(),
-      () => services.repos.idempotency.pruneExpired(clock.now()), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now()),
+      () => services.repos.idempotency.pruneExpired(clock.now()), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now()), () => hub.recheckAccess(),
     ],
     onError: (err) => app.log.warn({ err }, "maintenance failed"),
   });

@@ -1,6 +1,7 @@
 // Environment parsed once at start; a bad value stops the process with a clear message.
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseAllowList } from "./lib/outbound/address-policy.ts";
 
 export interface Config {
   port: number;
@@ -42,4 +43,18 @@ export function publicUrl(env: NodeJS.ProcessEnv = process.env): string | undefi
   if (raw === undefined || raw === "") return undefined;
   if (!/^https?:\/\/[^/]+\/?$/.test(raw)) throw new Error(`BERTH_PUBLIC_URL must be an origin like https://berth.example.com, got ${JSON.stringify(raw)}`);
   return raw.replace(/\/$/, "");
+}
+
+/**
+ * BERTH_OUTBOUND_ALLOW: the hosts, addresses and CIDR ranges outgoing requests (webhooks) may
+ * reach although they are private or loopback, comma-separated (e.g. 127.0.0.1,10.0.0.0/8,hooks.internal).
+ */
+export function outboundAllowList(env: NodeJS.ProcessEnv = process.env): string[] {
+  const entries = (env.BERTH_OUTBOUND_ALLOW ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "");
+  try {
+    parseAllowList(entries);
+  } catch (err) {
+    throw new Error(`BERTH_OUTBOUND_ALLOW must list hosts, addresses or CIDR ranges separated by commas: ${(err as Error).message}`);
+  }
+  return entries;
 }

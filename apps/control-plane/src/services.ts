@@ -3,6 +3,7 @@
 import type { Database } from "@berth/db";
 import type { Clock } from "./lib/clock.ts";
 import { createCursorCodec } from "./lib/cursor.ts";
+import { createRequestGuard, type RequestGuard } from "./lib/outbound/request-guard.ts";
 import { createKeyCache } from "./modules/api-keys/key-cache.ts";
 import { createApiKeysRepo } from "./modules/api-keys/api-keys.repo.ts";
 import { createApiKeysService } from "./modules/api-keys/api-keys.service.ts";
@@ -16,16 +17,24 @@ import { createServersRepo } from "./modules/servers/servers.repo.ts";
 import { createWebhooksRepo } from "./modules/webhooks/webhooks.repo.ts";
 import { createWebhooksService } from "./modules/webhooks/webhooks.service.ts";
 import { createWebhookDeliveries } from "./modules/webhooks/webhook-deliveries.ts";
+import { createWebhookDeliveriesRepo } from "./modules/webhooks/webhook-deliveries.repo.ts";
 import { createGitHooks } from "./modules/git-hooks/git-hooks.service.ts";
+import { createGitHooksRepo } from "./modules/git-hooks/git-hooks.repo.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
+import { createAgentCommandsRepo } from "./modules/agents/agent-commands.repo.ts";
 import { createEnrollment } from "./modules/agents/enrollment.ts";
+import { createEnrollmentRepo } from "./modules/agents/enrollment.repo.ts";
 import { createCommandSigner } from "./modules/agents/signing-keys.ts";
+import { createSigningKeysRepo } from "./modules/agents/signing-keys.repo.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
+import { createKeyRotationRepo } from "./modules/agents/key-rotation.repo.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
 import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
+import { createBackupsRepo } from "./modules/backups/backups.repo.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
+import { createSupportRepo } from "./modules/support/support.repo.ts";
 import { createPlatformDeployments } from "./modules/deployments/platform-deployments.service.ts";
 import { createPlatformDeploymentsRepo } from "./modules/deployments/platform-deployments.repo.ts";
 import { createEnvironmentOperations } from "./modules/deployments/environment-operations.service.ts";
@@ -49,14 +58,17 @@ export function createServices(deps: {
   masterKey: Buffer;
   /** For writes a database crash may lose at no cost (see lib/relaxed-pool.ts); defaults to db. */
   relaxedDb?: Database;
+  /** Every outgoing HTTP request goes through it (SSRF guard); defaults to one without exceptions. */
+  outbound?: RequestGuard;
 }) {
   const { db, clock } = deps;
-  const signer = createCommandSigner({ db, masterKey: deps.masterKey });
-  const agentCommands = createAgentCommands({ db, relaxedDb: deps.relaxedDb ?? db, clock, signer });
+  const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
+  const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
   const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
+  const outbound = deps.outbound ?? createRequestGuard();
   const repos = {
     projects: createProjectsRepo(db),
     servers: createServersRepo(db),
@@ -72,9 +84,10 @@ export function createServices(deps: {
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
-  const backups = createBackupsService({ db, environments: repos.environments, deployments, cursors });
+  const backups = createBackupsService({ backups: createBackupsRepo(db), environments: repos.environments, deployments, cursors });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
+  const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
   const platformDeployments = createPlatformDeployments({
     repo: platformRepo,
     pool: db.$client,
@@ -94,22 +107,22 @@ export function createServices(deps: {
     audit,
     platformDeployments,
     environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock }),
-    support: createSupport({ db, audit, commands: agentCommands, deployments, backups }),
-    webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock }),
-    webhookDeliveries: createWebhookDeliveries({ db, cursors, clock }),
-    gitHooks: createGitHooks({ db, clock, masterKey: deps.masterKey, deployments }),
-    apiKeys: createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) }),
+    support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
+    webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound }),
+    webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound }),
+    gitHooks: createGitHooks({ repo: createGitHooksRepo(db), clock, masterKey: deps.masterKey, deployments }),
+    apiKeys,
     keyCache,
     rateLimits,
     signer,
-    enrollment: createEnrollment({ db, clock, signer }),
+    enrollment: createEnrollment({ repo: createEnrollmentRepo(db), clock, signer }),
     agentCommands,
-    keyRotation: createKeyRotation({ db, signer, commands: agentCommands }),
+    keyRotation: createKeyRotation({ repo: createKeyRotationRepo(db), signer, commands: agentCommands }),
     images,
     dispatcher,
     access,
     sessions,
-    memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, clock }),
+    memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

@@ -33,6 +33,8 @@ export const ERROR_STATUS = {
   signature_invalid: 401,
   // 403: known, but not allowed
   permission_denied: 403,
+  /** Granting the owner role, or changing or removing an owner, is for owners (and portal admins). */
+  owner_required: 403,
   plan_upgrade_required: 403,
   project_scoped_key: 403,
   read_only_key: 403,
@@ -49,6 +51,8 @@ export const ERROR_STATUS = {
   environment_not_stopped: 409,
   environments_running: 409,
   idempotency_key_in_use: 409,
+  /** The organisation's last owner can be neither demoted nor removed: make another owner first. */
+  last_owner: 409,
   task_in_progress: 409,
   task_not_cancellable: 409,
   // others

@@ -72,6 +72,19 @@ export function createApiKeysRepo(db: Database) {
       });
       return row ?? (await get(scope, id));
     },
+    /** Revokes every live key the user created in the organisation, told to every replica like revoke; their ids. */
+    async revokeCreatedBy(organizationId: string, userId: string, at: Date): Promise<string[]> {
+      return db.transaction(async (tx) => {
+        const rows = await tx
+          .update(apiKeys)
+          .set({ revokedAt: at })
+          .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
+          .returning({ id: apiKeys.id });
+        const ids = rows.map((r) => r.id);
+        if (ids.length > 0) await tx.execute(sql`select pg_notify(${KEYS_CHANNEL}, id) from unnest(${sql.param(ids)}::text[]) as id`);
+        return ids;
+      });
+    },
   };
 }
 export type ApiKeysRepo = ReturnType<typeof createApiKeysRepo>;

@@ -3,7 +3,7 @@
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../db/keyset.ts";
+import { scopedReads } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { generateApiKey, type KeyAccess } from "./api-key-format.ts";
 import type { ApiKeyRow, ApiKeysRepo } from "./api-keys.repo.ts";
@@ -39,14 +39,7 @@ export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: Curs
       });
       return { ...apiKeyView(row), key: secret };
     },
-    async list(scope: Scope, page: PageRequest) {
-      return listPage(deps.cursors, "api_keys", page, (limit, after) => deps.apiKeys.list(scope, limit, after), apiKeyView);
-    },
-    async get(scope: Scope, id: string) {
-      const row = await deps.apiKeys.get(scope, id);
-      if (!row) throw notFound("API key");
-      return apiKeyView(row);
-    },
+    ...scopedReads({ codec: deps.cursors, list: "api_keys", label: "API key", repo: deps.apiKeys, view: apiKeyView }),
     /** Revoking twice is not an error: the key stays revoked at its first time. */
     async revoke(scope: Scope, id: string) {
       const row = await deps.apiKeys.revoke(scope, id, deps.clock.now());
@@ -54,6 +47,15 @@ export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: Curs
       // This replica forgets it before answering; the others hear it through NOTIFY.
       deps.onRevoked?.(row.id);
       return apiKeyView(row);
+    },
+    /**
+     * Revokes every key a person created in the organisation (when they leave it, or an admin
+     * cuts off their access); returns how many were live.
+     */
+    async revokeCreatedBy(organizationId: string, userId: string): Promise<number> {
+      const ids = await deps.apiKeys.revokeCreatedBy(organizationId, userId, deps.clock.now());
+      for (const id of ids) deps.onRevoked?.(id);
+      return ids.length;
     },
   };
 }

@@ -47,6 +47,22 @@ export function createAccessRepo(db: Database) {
       return rows[0];
     },
 
+    /**
+     * Of these (session, organisation) pairs, the ones whose session is still live and whose
+     * person still belongs to the organisation (or is a portal admin), as `session:organisation`.
+     */
+    async stillAllowed(pairs: { sessionId: string; organizationId: string }[], now: Date): Promise<Set<string>> {
+      if (pairs.length === 0) return new Set();
+      const { rows } = await db.execute<{ session_id: string; organization_id: string }>(sql`
+        select distinct p.session_id, p.organization_id
+        from unnest(${sql.param(pairs.map((x) => x.sessionId))}::uuid[], ${sql.param(pairs.map((x) => x.organizationId))}::uuid[]) as p(session_id, organization_id)
+        join sessions s on s.id = p.session_id and s.revoked_at is null and s.expires_at > ${now.toISOString()}::timestamptz
+        join users u on u.id = s.user_id
+        where u.is_portal_admin
+           or exists (select 1 from memberships m where m.organization_id = p.organization_id and m.user_id = s.user_id)`);
+      return new Set(rows.map((r) => `${r.session_id}:${r.organization_id}`));
+    },
+
     /** The organisations a person belongs to, with their stored role, by name. */
     async organizations(userId: string) {
       const { rows } = await db.execute<{ id: string; name: string; plan: string; role: string }>(sql`

@@ -94,6 +94,15 @@ export function createAccess(repo: AccessRepo) {
 
     projects,
 
+    /**
+     * For open streams: whether each (session, organisation) may still be read, i.e. the
+     * session is live and its person still belongs to the organisation or is a portal admin.
+     */
+    async stillAllowed(streams: { sessionId: string; organizationId: string }[], now: Date): Promise<boolean[]> {
+      const ok = await repo.stillAllowed(streams, now);
+      return streams.map((x) => ok.has(`${x.sessionId}:${x.organizationId}`));
+    },
+
     /** The projects of an organisation the caller may see; null when that is all of them. */
     async visibleProjectIds(p: SessionPrincipal, organizationId: string, role: Role): Promise<Set<string> | null> {
       if (can(role, "org.projects.manage")) return null;

@@ -2,6 +2,7 @@
 // and, at registration, their own organisation.
 import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { memberships, organizations, sessions, users, type Database } from "@berth/db";
+import { ACCESS_CHANNEL, accessChangePayload } from "./access-changes.ts";
 
 export type UserRow = typeof users.$inferSelect;
 export type SessionRow = typeof sessions.$inferSelect;
@@ -60,14 +61,34 @@ export function createAccountsRepo(db: Database) {
         .orderBy(desc(sessions.createdAt));
     },
 
-    /** Revokes one of the user's own live sessions; undefined when there is none. */
+    /**
+     * Revokes one of the user's own live sessions; undefined when there is none. Every
+     * replica hears of it (ACCESS_CHANNEL, at commit) and ends the streams opened with it.
+     */
     async revokeSession(userId: string, sessionId: string, now: Date): Promise<SessionRow | undefined> {
-      const [row] = await db
-        .update(sessions)
-        .set({ revokedAt: now })
-        .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
-        .returning();
-      return row;
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(sessions)
+          .set({ revokedAt: now })
+          .where(and(eq(sessions.id, sessionId), eq(sessions.userId, userId), isNull(sessions.revokedAt)))
+          .returning();
+        if (row) await tx.execute(sql`select pg_notify(${ACCESS_CHANNEL}, ${accessChangePayload({ kind: "session", sessionId: row.id })})`);
+        return row;
+      });
+    },
+
+    /** Revokes every live session of the user, each announced like revokeSession; their ids. */
+    async revokeAllSessions(userId: string, now: Date): Promise<string[]> {
+      return db.transaction(async (tx) => {
+        const rows = await tx
+          .update(sessions)
+          .set({ revokedAt: now })
+          .where(and(eq(sessions.userId, userId), isNull(sessions.revokedAt)))
+          .returning({ id: sessions.id });
+        const payloads = rows.map((r) => accessChangePayload({ kind: "session", sessionId: r.id }));
+        if (payloads.length > 0) await tx.execute(sql`select pg_notify(${ACCESS_CHANNEL}, p) from unnest(${sql.param(payloads)}::text[]) as p`);
+        return rows.map((r) => r.id);
+      });
     },
   };
 }

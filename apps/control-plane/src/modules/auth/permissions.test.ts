@@ -28,6 +28,7 @@ const EXPECTED: Record<Permission, Role> = {
   "org.migrations.execute": "org_admin",
   "org.migrations.delete": "org_admin",
   "org.audit.read": "org_owner",
+  "org.owners.manage": "org_owner",
   "support.console": "portal_admin",
 };
 
@@ -38,6 +39,12 @@ describe("role to permission table", () => {
       expect(can(null, permission)).toBe(false);
     });
   }
+  it("only owners (and portal admins) manage owners; admins manage members", () => {
+    expect(can("org_admin", "org.members.manage")).toBe(true);
+    expect(can("org_admin", "org.owners.manage")).toBe(false);
+    expect(can("org_owner", "org.owners.manage")).toBe(true);
+    expect(can("portal_admin", "org.owners.manage")).toBe(true);
+  });
   it("says who lacks deploy permission in the spec's words", () => {
     expect(deniedMessage("project.environments.deploy")).toBe("You don't have permission to deploy.");
   });

@@ -31,6 +31,7 @@ const PERMISSIONS = {
   "org.migrations.execute": { min: "org_admin", verb: "start migrations" },
   "org.migrations.delete": { min: "org_admin", verb: "delete migrations" },
   "org.audit.read": { min: "org_owner", verb: "read the audit log" },
+  "org.owners.manage": { min: "org_owner", verb: "make, demote or remove owners" },
   "support.console": { min: "portal_admin", verb: "use the support console" },
 } as const satisfies Record<string, { min: Role; verb: string }>;
 

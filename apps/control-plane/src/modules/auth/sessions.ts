@@ -1,5 +1,6 @@
 // People's accounts and sign-ins: users with scrypt passwords, opaque session tokens kept
-// as SHA-256 only, expiring and revocable one by one.
+// as SHA-256 only, expiring and revocable one by one (or all at once, by an organisation
+// admin: modules/organizations).
 import { createHash, randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
@@ -105,6 +106,14 @@ export function createSessions(deps: { accounts: AccountsRepo; clock: Clock; ttl
       const row = await accounts.revokeSession(userId, sessionId, clock.now());
       if (!row) throw notFound("Session");
       return row;
+    },
+
+    /**
+     * Signs a person out everywhere: every live session of theirs is revoked, and the streams
+     * opened with them end on every replica. Returns how many there were.
+     */
+    async revokeAll(userId: string): Promise<number> {
+      return (await accounts.revokeAllSessions(userId, clock.now())).length;
     },
 
     /** The caller's own account. */

@@ -28,6 +28,9 @@ Events (\`event:\` name, \`data:\` one JSON object):
 
 Organisation owners and admins (and portal admins) receive everything; other members receive the events of the
 projects they hold a role in, plus \`server.stats\`, \`server.status\` and \`migration_progress\`. Roles are read when the stream opens.
+The server ends the stream as soon as the caller's access changes: removed from the organisation, a role changed or a project
+role removed, the session signed out or revoked (on every replica, within moments; within a minute when the session expires).
+Reconnecting is checked afresh: a revoked session gets 401, a removed member 404, a changed role its new view.
 
 Every event has an opaque \`id\`; the first line of the stream is an \`id\` too. Reconnect with the header
 \`Last-Event-ID\` (EventSource does so by itself; \`?last_event_id=\` also works) and the stream continues exactly
@@ -110,7 +113,7 @@ export function eventsRoutes(deps: { hub: EventHub; access: Pick<Access, "requir
           end: () => {
             if (open()) res.end();
           },
-        });
+        }, { userId: person.userId, sessionId: person.sessionId });
         res.on("error", () => sub.close());
         if (res.closed || res.destroyed) sub.close();
         else res.on("close", () => sub.close());

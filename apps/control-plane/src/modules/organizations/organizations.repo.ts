@@ -1,9 +1,66 @@
 // Organisations and who belongs where: memberships (owner | admin | member) and project
-// roles (admin | member), as stored.
-import { and, eq, sql } from "drizzle-orm";
-import { memberships, projectMemberships, users, type Database } from "@berth/db";
+// roles (admin | member), as stored. Changes that take access away (a membership removed,
+// a role changed, a project role removed) are announced on ACCESS_CHANNEL in their own
+// transaction, so every replica ends the streams they concern at commit.
+import { and, count, eq, inArray, sql } from "drizzle-orm";
+import { memberships, organizations, projectMemberships, projects, users, type Database } from "@berth/db";
+import { ACCESS_CHANNEL, accessChangePayload } from "../auth/access-changes.ts";
 
 export type OrganizationRow = { id: string; name: string; plan: string; role: string };
+export type MembershipRow = typeof memberships.$inferSelect;
+
+type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
+/** One organisation's memberships, read and written inside a transaction that holds its lock. */
+export interface LockedMemberships {
+  /** The person's stored role there; undefined without a membership. */
+  role(userId: string): Promise<string | undefined>;
+  /** How many owners the organisation has. */
+  owners(): Promise<number>;
+  /** Adds the person or changes their role; a changed role is announced. */
+  put(userId: string, role: string, now: Date): Promise<MembershipRow>;
+  /** Removes the person and their roles in the organisation's projects, announced. */
+  remove(userId: string): Promise<void>;
+}
+
+const announceMembership = (tx: Tx, organizationId: string, userId: string) =>
+  tx.execute(sql`select pg_notify(${ACCESS_CHANNEL}, ${accessChangePayload({ kind: "membership", organizationId, userId })})`);
+
+function lockedMemberships(tx: Tx, organizationId: string): LockedMemberships {
+  const role = async (userId: string) => {
+    const [row] = await tx
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
+    return row?.role;
+  };
+  return {
+    role,
+    async owners() {
+      const [row] = await tx
+        .select({ n: count() })
+        .from(memberships)
+        .where(and(eq(memberships.organizationId, organizationId), eq(memberships.role, "owner")));
+      return row?.n ?? 0;
+    },
+    async put(userId, newRole, now) {
+      const before = await role(userId);
+      const [row] = await tx
+        .insert(memberships)
+        .values({ organizationId, userId, role: newRole, createdAt: now })
+        .onConflictDoUpdate({ target: [memberships.organizationId, memberships.userId], set: { role: newRole } })
+        .returning();
+      if (before !== undefined && before !== newRole) await announceMembership(tx, organizationId, userId);
+      return row!;
+    },
+    async remove(userId) {
+      const ofOrganization = tx.select({ id: projects.id }).from(projects).where(eq(projects.organizationId, organizationId));
+      await tx.delete(projectMemberships).where(and(eq(projectMemberships.userId, userId), inArray(projectMemberships.projectId, ofOrganization)));
+      await tx.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)));
+      await announceMembership(tx, organizationId, userId);
+    },
+  };
+}
 
 export function createOrganizationsRepo(db: Database) {
   return {
@@ -45,6 +102,32 @@ export function createOrganizationsRepo(db: Database) {
         .onConflictDoUpdate({ target: [memberships.organizationId, memberships.userId], set: { role } })
         .returning();
       return row!;
+    },
+
+    /**
+     * Runs `fn` in one transaction holding the organisation's row lock, so that membership
+     * changes of one organisation happen one at a time and what `fn` reads (the owners left)
+     * still holds when it commits. null (and `fn` not run) when there is no such organisation.
+     */
+    async locked<T>(organizationId: string, fn: (m: LockedMemberships) => Promise<T>): Promise<T | null> {
+      return db.transaction(async (tx) => {
+        const [org] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).for("no key update");
+        if (!org) return null;
+        return fn(lockedMemberships(tx, organizationId));
+      });
+    },
+
+    /** Removes the user's role in the project, announced as a change of their access to its organisation; false when they had none. */
+    async deleteProjectMembership(organizationId: string, projectId: string, userId: string): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const gone = await tx
+          .delete(projectMemberships)
+          .where(and(eq(projectMemberships.projectId, projectId), eq(projectMemberships.userId, userId)))
+          .returning({ userId: projectMemberships.userId });
+        if (gone.length === 0) return false;
+        await announceMembership(tx, organizationId, userId);
+        return true;
+      });
     },
 
     /** Gives the user a role in the project, or changes it. */

@@ -1,4 +1,5 @@
-// Platform API: organisations the caller belongs to, their members and project members.
+// Platform API: organisations the caller belongs to, their members and project members:
+// adding, changing roles, removing, and signing a member out everywhere.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";
@@ -8,6 +9,10 @@ import { PASSWORD_MIN_LENGTH } from "../auth/passwords.ts";
 import type { Memberships } from "./memberships.service.ts";
 
 const OrgParams = Type.Object({ organization_id: Uuid });
+const MemberParams = Type.Object({ organization_id: Uuid, user_id: Uuid });
+const OWNER_RULES =
+  "Organisation admins manage admins and members; only owners (and portal admins) make owners or change or remove an owner " +
+  "(403 `owner_required`). The last owner can be neither demoted nor removed (409 `last_owner`): make another owner first.";
 const Member = Type.Object({ user_id: Uuid, email: Type.String(), name: Type.String(), role: Type.String(), created_at: Timestamp });
 
 export function organizationsRoutes(deps: { memberships: Memberships; access: Pick<Access, "requireOrg" | "requireProject"> }): FastifyPluginAsyncTypebox {
@@ -46,7 +51,9 @@ export function organizationsRoutes(deps: { memberships: Memberships; access: Pi
           summary: "Add a member or change their role",
           description:
             "Adds the user with this e-mail address (creating the account when `name` and `password` are given and none exists) " +
-            "or changes their role. Organisation admins manage members; only owners make owners.",
+            "or changes their role. " +
+            OWNER_RULES +
+            " A changed role ends the person's open event streams of the organisation (they reconnect with their new role).",
           params: OrgParams,
           body: Type.Object(
             {
@@ -57,14 +64,71 @@ export function organizationsRoutes(deps: { memberships: Memberships; access: Pi
             },
             { additionalProperties: false },
           ),
-          response: { 200: Member, ...errors(404) },
+          response: { 200: Member, ...errors(404, 409) },
         },
       },
       async (request) => {
         const p = personOf(request);
         const orgId = request.params.organization_id;
         const role = await access.requireOrg(p, orgId, "org.members.manage");
-        return memberships.putMember(role, orgId, request.body);
+        return memberships.putMember({ userId: p.userId, role }, orgId, request.body);
+      },
+    );
+
+    app.delete(
+      "/organizations/:organization_id/members/:user_id",
+      {
+        schema: {
+          tags: ["Organizations"],
+          summary: "Remove a member",
+          description:
+            "Removes the person from the organisation at once: their roles in its projects go too, the API keys they created in it are " +
+            "revoked (a key was shown to them once and may have been kept), and their open event streams of it (`GET /events`) are " +
+            "closed by the server on every replica within moments; every later request of theirs for the organisation's resources is a 404. " +
+            "Their account and sessions stay (they may belong to other organisations). Any member may remove themself (leave). " +
+            OWNER_RULES +
+            " Someone who is not a member of this organisation is a 404.",
+          params: MemberParams,
+          response: { 204: Type.Null(), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const p = personOf(request);
+        const { organization_id, user_id } = request.params;
+        const role = await access.requireOrg(p, organization_id, "org.view");
+        await memberships.removeMember({ userId: p.userId, role }, organization_id, user_id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.delete(
+      "/organizations/:organization_id/members/:user_id/sessions",
+      {
+        schema: {
+          tags: ["Organizations"],
+          summary: "Sign a member out everywhere",
+          description:
+            "Revokes every session of the member (sessions belong to the person, so this signs them out of every organisation) and every " +
+            "API key they created in this organisation, for a lost laptop or a leaked token. Their tokens get 401 `invalid_session` at once " +
+            "and their open event streams are closed by the server on every replica. They stay a member and can sign in again with their " +
+            "password: to shut them out, remove them. Needs organisation admin; an owner's sessions only an owner may revoke (403 " +
+            "`owner_required`), a portal admin's only a portal admin. Someone who is not a member of this organisation is a 404.",
+          params: MemberParams,
+          response: {
+            200: Type.Object({
+              user_id: Uuid,
+              sessions_revoked: Type.Integer({ description: "Live sessions revoked" }),
+              api_keys_revoked: Type.Integer({ description: "Live API keys of this organisation they had created, now revoked" }),
+            }),
+            ...errors(404),
+          },
+        },
+      },
+      async (request) => {
+        const p = personOf(request);
+        const { organization_id, user_id } = request.params;
+        const role = await access.requireOrg(p, organization_id, "org.members.manage");
+        return memberships.revokeMemberAccess({ userId: p.userId, role }, organization_id, user_id);
       },
     );
 
@@ -84,6 +148,27 @@ export function organizationsRoutes(deps: { memberships: Memberships; access: Pi
         const { project_id, user_id } = request.params;
         const a = await access.requireProject(personOf(request), project_id, "project.members.manage");
         return memberships.putProjectMember(a.organizationId, project_id, user_id, request.body.role);
+      },
+    );
+
+    app.delete(
+      "/projects/:project_id/members/:user_id",
+      {
+        schema: {
+          tags: ["Organizations"],
+          summary: "Remove a member's role in a project",
+          description:
+            "The person keeps their organisation role (an organisation owner or admin still sees every project). Their open event streams " +
+            "of the organisation are closed, so they reconnect seeing only what they still may. Needs project admin; 404 when they hold no role in the project.",
+          params: Type.Object({ project_id: Uuid, user_id: Uuid }),
+          response: { 204: Type.Null(), ...errors(404) },
+        },
+      },
+      async (request, reply) => {
+        const { project_id, user_id } = request.params;
+        const a = await access.requireProject(personOf(request), project_id, "project.members.manage");
+        await memberships.removeProjectMember(a.organizationId, project_id, user_id);
+        return reply.code(204).send(null);
       },
     );
   };

@@ -1,10 +1,13 @@
-// Rules for webhook subscriptions: HTTPS targets (plain HTTP only to loopback, for local
-// receivers), a signing secret shown once, and project-scoped keys confined to their project.
+// Rules for webhook subscriptions: HTTPS targets (plain HTTP only to receivers on the
+// operator's allow-list), never a private, loopback, link-local or metadata address written
+// into the URL (names are checked again after resolution, at delivery: lib/outbound), a
+// signing secret shown once, and project-scoped keys confined to their project.
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../db/keyset.ts";
+import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";
@@ -18,18 +21,26 @@ export interface WebhookInput {
   project_id?: string | null | undefined;
 }
 
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"]);
+type UrlPolicy = Pick<RequestGuard, "refusalWithoutLookup" | "isListed">;
 
-export function assertDeliverableUrl(text: string): void {
+export function assertDeliverableUrl(text: string, outbound: UrlPolicy): void {
   let url: URL;
   try {
     url = new URL(text);
   } catch {
     throw new DomainError("invalid_webhook_url", "url must be an absolute HTTPS URL");
   }
-  const ok = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK.has(url.hostname));
-  if (!ok) throw new DomainError("invalid_webhook_url", "url must use HTTPS (plain HTTP is accepted only for localhost receivers)");
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new DomainError("invalid_webhook_url", "url must use HTTPS");
   if (url.username || url.password) throw new DomainError("invalid_webhook_url", "url must not carry credentials; verify the signature instead");
+  if (outbound.refusalWithoutLookup(url) !== null) {
+    throw new DomainError(
+      "invalid_webhook_url",
+      "url must not point to a private, loopback, link-local or metadata address (an operator can allow self-hosted receivers with BERTH_OUTBOUND_ALLOW)",
+    );
+  }
+  if (url.protocol === "http:" && !outbound.isListed(url)) {
+    throw new DomainError("invalid_webhook_url", "url must use HTTPS (plain HTTP is accepted only for receivers on the operator's BERTH_OUTBOUND_ALLOW list)");
+  }
 }
 
 export function webhookView(w: WebhookRow) {
@@ -50,6 +61,7 @@ export function createWebhooksService(deps: {
   projects: Pick<ProjectsRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
+  outbound: UrlPolicy;
 }) {
   async function projectFor(scope: Scope, projectId: string | null | undefined): Promise<string | null> {
     const wanted = projectId ?? scope.projectId;
@@ -69,7 +81,7 @@ export function createWebhooksService(deps: {
       return webhookView(row);
     },
     async create(scope: Scope, input: WebhookInput & { url: string; events: string[] }) {
-      assertDeliverableUrl(input.url);
+      assertDeliverableUrl(input.url, deps.outbound);
       const now = deps.clock.now();
       const secret = `whsec_${randomBytes(32).toString("base64url")}`;
       const row = await deps.webhooks.insert({
@@ -86,7 +98,7 @@ export function createWebhooksService(deps: {
       return { ...webhookView(row), secret };
     },
     async update(scope: Scope, id: string, input: WebhookInput) {
-      if (input.url !== undefined) assertDeliverableUrl(input.url);
+      if (input.url !== undefined) assertDeliverableUrl(input.url, deps.outbound);
       const values: Record<string, unknown> = { updatedAt: deps.clock.now() };
       if (input.url !== undefined) values.url = input.url;
       if (input.events !== undefined) values.events = uniq(input.events);
