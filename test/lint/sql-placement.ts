@@ -8,10 +8,8 @@
 //   - a `.query(`, `.execute(` or `.transaction(` call, and drizzle's builders
 //     (`db.select(`, `tx.insert(`, `deps.db.update(`, …) and `sql` tagged templates;
 //   - a value imported from drizzle-orm.
-// A baseline (sql-baseline.txt) lists files that still hold SQL and may, for now; a file
-// listed there that holds none any more fails too, so the list only shrinks.
-// Usage: tsx test/lint/sql-placement.ts [--root DIR] [--baseline FILE] [--write-baseline]
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+// Usage: tsx test/lint/sql-placement.ts [--root DIR] [--src DIR]
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
@@ -95,35 +93,19 @@ function sourceFiles(dir: string): string[] {
 
 export interface Report {
   findings: Finding[];
-  /** Files with SQL, not allowed and not in the baseline. */
+  /** Files holding SQL where it is not allowed. */
   misplaced: string[];
-  /** Baseline entries that hold no SQL (or no longer exist): to be removed from it. */
-  stale: string[];
 }
 
 /** Checks every source file below `root`/`srcDir` (paths in the report are relative to root). */
-export function check(root: string, srcDir: string, baseline: string[]): Report {
+export function check(root: string, srcDir: string): Report {
   const findings: Finding[] = [];
   for (const abs of sourceFiles(path.join(root, srcDir))) {
     const rel = path.relative(root, abs).split(path.sep).join("/");
     if (isAllowed(rel)) continue;
     for (const f of findSql(abs, readFileSync(abs, "utf8"))) findings.push({ file: rel, ...f });
   }
-  const holding = new Set(findings.map((f) => f.file));
-  const listed = new Set(baseline);
-  return {
-    findings,
-    misplaced: [...holding].filter((f) => !listed.has(f)).sort(),
-    stale: baseline.filter((f) => !holding.has(f)),
-  };
-}
-
-export function readBaseline(file: string): string[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .map((l) => l.trim())
-    .filter((l) => l && !l.startsWith("#"));
+  return { findings, misplaced: [...new Set(findings.map((f) => f.file))].sort() };
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -133,22 +115,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     return i > 0 ? process.argv[i + 1] : undefined;
   };
   const root = path.resolve(arg("--root") ?? path.join(here, "..", ".."));
-  const baselineFile = path.resolve(arg("--baseline") ?? path.join(here, "sql-baseline.txt"));
   const srcDir = arg("--src") ?? "apps/control-plane/src";
-  const report = check(root, srcDir, readBaseline(baselineFile));
-  if (process.argv.includes("--write-baseline")) {
-    const files = [...new Set(report.findings.map((f) => f.file))].sort();
-    writeFileSync(baselineFile, `# Files that still hold SQL outside a repository (test/lint/sql-placement.ts); the list only shrinks.\n${files.join("\n")}\n`);
-    console.log(`baseline: ${files.length} files`);
-    process.exit(0);
-  }
+  const report = check(root, srcDir);
   for (const file of report.misplaced) {
     for (const f of report.findings.filter((x) => x.file === file)) console.log(`${f.file}:${f.line}: ${f.reason}`);
   }
   if (report.misplaced.length) console.log(`\nSQL belongs in a *.repo.ts of the domain (or src/db/ for infrastructure): ${report.misplaced.length} file(s) above.`);
-  for (const file of report.stale) console.log(`${file}: holds no SQL any more; remove it from ${path.relative(root, baselineFile)}`);
-  const failed = report.misplaced.length > 0 || report.stale.length > 0;
-  const holding = new Set(report.findings.map((f) => f.file)).size;
-  console.log(failed ? "lint:sql failed" : `lint:sql: no SQL outside repositories${holding ? ` (${holding} files in the baseline still hold some)` : ""}`);
+  const failed = report.misplaced.length > 0;
+  console.log(failed ? "lint:sql failed" : "lint:sql: no SQL outside repositories");
   process.exit(failed ? 1 : 0);
 }
