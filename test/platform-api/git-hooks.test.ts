@@ -5,6 +5,7 @@
 import { createHmac, randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import { GIT_HOOK_ADDRESS_LIMIT } from "../../apps/control-plane/src/modules/git-hooks/git-hooks.routes.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson } from "../support/people.ts";
 
@@ -299,5 +300,21 @@ describe("rate limit", () => {
     expect(over.status).toBe(429);
     expect(over.body.error).toBe("rate_limit_exceeded");
     expect(over.headers.get("retry-after")).toMatch(/^\d+$/);
+  });
+
+  test("a request without a signature header is refused before its body is parsed", async () => {
+    const junk = await hook("github", "{ not json", { "x-github-event": "push", "x-github-delivery": randomUUID() });
+    expect(junk.status).toBe(401);
+    expect(junk.body.error).toBe("signature_missing");
+  });
+
+  test(`one address may send at most ${GIT_HOOK_ADDRESS_LIMIT} hook requests a minute, counted before parsing`, async () => {
+    cp.clock.advance(61_000);
+    const signedJunk = () => hook("github", "{ not json", { "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": "sha256=00" });
+    for (let i = 0; i < GIT_HOOK_ADDRESS_LIMIT; i++) expect((await signedJunk()).status).toBe(400);
+    const over = await signedJunk();
+    expect(over.status).toBe(429);
+    expect(over.body.error).toBe("rate_limit_exceeded");
+    cp.clock.advance(61_000);
   });
 });

@@ -22,6 +22,12 @@ import type { HookOutcome } from "./git-hooks.service.ts";
 import { GIT_HOSTS, hasCredential, HOOK_HEADERS, parsePush, type GitHost } from "./git-payload.ts";
 
 export const GIT_HOOK_RATE_LIMIT = 30;
+/**
+ * Hook requests per minute from one address, counted before the body is parsed (up to 10 MiB
+ * each, before the signature can be checked). High, since one Git host sends every project's
+ * hooks from a few addresses; it bounds what one sender without a secret can make us parse.
+ */
+export const GIT_HOOK_ADDRESS_LIMIT = 600;
 const HOOK_BODY_LIMIT = 10 * 1024 * 1024;
 
 const HookResponse = Type.Object(
@@ -72,6 +78,9 @@ const PushBody = Type.Object(
   { additionalProperties: true, description: "The Git host's push payload as JSON (GitHub: content type application/json)" },
 );
 
+const unsigned = (host: GitHost) =>
+  new DomainError("signature_missing", `Unsigned hook: send ${host === "gitlab" ? "X-Gitlab-Token (or X-Gitlab-Signature)" : HOOK_HEADERS[host].signature} made with the project's hook secret`);
+
 export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, "requireProject">; limits: RateLimiter }): FastifyPluginAsyncTypebox {
   const { gitHooks, access, limits } = deps;
   return async (app) => {
@@ -93,6 +102,14 @@ export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, 
       {
         config: { anonymous: true },
         bodyLimit: HOOK_BODY_LIMIT,
+        // Before a byte of the body is parsed: a request with no signature header at all is
+        // refused, and one address may send only so many (parsing up to 10 MiB is the cost).
+        onRequest: async (request) => {
+          const host = (request.params as { git_host?: string }).git_host;
+          if (!(GIT_HOSTS as readonly string[]).includes(host ?? "")) return; // the params schema answers it
+          if (!hasCredential(host as GitHost, request.headers as Record<string, string | string[] | undefined>)) throw unsigned(host as GitHost);
+          await limits.take({ bucket: `git_hook_address:${request.ip}`, limit: GIT_HOOK_ADDRESS_LIMIT, what: "git hook requests per address" });
+        },
         schema: {
           tags: ["Git hooks"],
           summary: "Inbound git push hook",
@@ -104,7 +121,8 @@ export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, 
             "(X-GitHub-Event / X-Gitlab-Event / X-Gitea-Event) and the delivery id (X-GitHub-Delivery / X-Gitlab-Event-UUID / X-Gitea-Delivery). " +
             "Every active environment with auto_deploy on the pushed branch, and every environment with an active auto-deploy addon " +
             "repository on it, gets a git_push deployment; a busy environment is listed under skipped. A delivery id is handled once. " +
-            `At most ${GIT_HOOK_RATE_LIMIT} deliveries per minute per project.`,
+            `At most ${GIT_HOOK_RATE_LIMIT} deliveries per minute per project, and ${GIT_HOOK_ADDRESS_LIMIT} requests per minute from one address ` +
+            "(counted, like the signature header's presence, before the body is parsed).",
           params: Type.Object({ git_host: StringEnum(GIT_HOSTS) }),
           body: PushBody,
           response: { 200: HookResponse, 202: HookResponse, ...errors() },
@@ -116,9 +134,6 @@ export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, 
         const headers = request.headers as Record<string, string | string[] | undefined>;
         const raw = rawBodies.get(request);
         if (!raw) throw new DomainError("unsupported_media_type", "Send the hook as application/json");
-        if (!hasCredential(host, headers)) {
-          throw new DomainError("signature_missing", `Unsigned hook: send ${host === "gitlab" ? "X-Gitlab-Token (or X-Gitlab-Signature)" : h.signature} made with the project's hook secret`);
-        }
         const push = parsePush(host, request.body);
         const verified = gitHooks.verified(await gitHooks.candidates(push), host, headers, raw);
         if (verified.length === 0) {
