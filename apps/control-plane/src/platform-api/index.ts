@@ -11,6 +11,7 @@ import { gitHooksRoutes } from "../modules/git-hooks/git-hooks.routes.ts";
 import { eventsRoutes } from "../modules/events/events.routes.ts";
 import type { EventHub } from "../modules/events/event-hub.ts";
 import { supportRoutes } from "../modules/support/support.routes.ts";
+import { installPortalAudit } from "../modules/support/portal-audit.ts";
 import { serversPlatformRoutes } from "../modules/servers/platform.routes.ts";
 import { projectsPlatformRoutes } from "../modules/projects/platform.routes.ts";
 import { webhooksPlatformRoutes } from "../modules/webhooks/platform.routes.ts";
@@ -31,6 +32,7 @@ export function platformApi(deps: PlatformDeps) {
     const s = deps.services;
     api.decorateRequest("person", null);
     api.addHook("onRequest", createSessionAuth(s.sessions));
+    installPortalAudit(api, { audit: s.audit, log: api.log });
     await api.register(authRoutes({ sessions: s.sessions, access: s.access, limits: s.rateLimits }));
     await api.register(organizationsRoutes({ memberships: s.memberships, access: s.access }));
     await api.register(apiKeysPlatformRoutes({ apiKeys: s.apiKeys, access: s.access }));

@@ -5,6 +5,7 @@
 import { DomainError } from "../../lib/errors.ts";
 import type { AccessRepo } from "./access.repo.ts";
 import { can, deniedMessage, higher, orgRole, projectRole, type Permission, type Role } from "./permissions.ts";
+import { notePortalAct } from "./portal-acts.ts";
 import type { SessionPrincipal } from "./sessions.ts";
 
 export interface ProjectAccess {
@@ -70,6 +71,7 @@ export function createAccess(repo: AccessRepo) {
     async requireProject(p: SessionPrincipal, projectId: string, permission: Permission, what = "Project"): Promise<ProjectAccess> {
       const access = await roleInProject(p, projectId);
       if (!access || access.role === null) throw new DomainError("not_found", `${what} not found`);
+      if (p.isPortalAdmin) notePortalAct(access.organizationId);
       if (!can(access.role, permission)) throw new DomainError("permission_denied", deniedMessage(permission));
       return access;
     },
@@ -77,6 +79,7 @@ export function createAccess(repo: AccessRepo) {
     async requireOrg(p: SessionPrincipal, organizationId: string, permission: Permission): Promise<Role> {
       const role = await roleInOrg(p, organizationId);
       if (role === null) throw new DomainError("not_found", "Organization not found");
+      if (p.isPortalAdmin) notePortalAct(organizationId);
       if (!can(role, permission)) throw new DomainError("permission_denied", deniedMessage(permission));
       return role;
     },

@@ -13,9 +13,12 @@ export interface NewAuditEntry {
   organizationId: string;
   actorUserId: string;
   action: string;
-  targetType: "environment" | "server";
+  /** request: a portal administrator's platform API request (targetId "<METHOD> <path>"). */
+  targetType: "environment" | "server" | "request";
   targetId: string;
-  reason: string;
+  reason?: string | null;
+  /** Known at once (a request already answered); otherwise it comes from the linked command or operation. */
+  result?: { state: string; summary: string };
 }
 
 const entryColumns = {

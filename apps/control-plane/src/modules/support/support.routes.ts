@@ -25,8 +25,16 @@ export const AuditEntry = Type.Object(
     organization_id: Uuid,
     created_at: Timestamp,
     actor: Nullable(Type.Object({ id: Uuid, email: Type.String(), name: Type.String() })),
-    action: Type.String({ description: "support.<command type>, e.g. support.restart, support.logs.tail" }),
-    target: Type.Object({ type: Type.String({ description: "environment or server" }), id: Type.String(), name: Nullable(Type.String()) }),
+    action: Type.String({
+      description:
+        "support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); " +
+        "portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get)",
+    }),
+    target: Type.Object({
+      type: Type.String({ description: "environment or server; request for a portal administrator's request, whose id is \"<METHOD> <path>\"" }),
+      id: Type.String(),
+      name: Nullable(Type.String()),
+    }),
     reason: Nullable(Type.String()),
     command_id: Nullable(Uuid),
     deployment_id: Nullable(Uuid),
