@@ -132,14 +132,66 @@ export async function upsertStats(client: Client, latest: { serverId: string; s:
   });
 }
 
-/** Ends each command, if it is still pending or accepted and belongs to the server named. */
-export async function endCommands(client: Client, ends: CommandEnd[]): Promise<void> {
+/**
+ * Ends each command, if it is still pending or accepted and belongs to the server named;
+ * per end, whether the command is that server's at all (a result naming another server's
+ * command ends nothing and is counted as refused).
+ */
+export async function endCommands(client: Client, ends: CommandEnd[]): Promise<boolean[]> {
+  const own: boolean[] = [];
   for (const r of ends) {
-    await client.query(
-      `update agent_commands set state = $3, result = $4, error = $5, completed_at = $6,
-         accepted_at = coalesce(accepted_at, $6)
-       where command_id = $2 and server_id = $1 and state in ('pending', 'accepted')`,
+    const { rows } = await client.query<{ own: boolean }>(
+      `with ended as (
+         update agent_commands set state = $3, result = $4, error = $5, completed_at = $6,
+           accepted_at = coalesce(accepted_at, $6)
+         where command_id = $2 and server_id = $1 and state in ('pending', 'accepted'))
+       select exists (select 1 from agent_commands where command_id = $2 and server_id = $1) as own`,
       [r.serverId, r.commandId, r.state, r.result, r.error, r.ts],
     );
+    own.push(rows[0]!.own);
   }
+  return own;
+}
+
+/** A deployment log line as its agent sent it, with the server that sent it. */
+export interface AgentLogLine {
+  serverId: string;
+  deploymentId: string;
+  ts: string;
+  level: string;
+  message: string;
+  step: string | null;
+  /** JSON text or null. */
+  data: string | null;
+}
+
+/**
+ * Stores agents' deployment log lines, each only if its deployment is an operation of the
+ * server that sent it (deployments.server_id), under that deployment's organisation; lines
+ * naming any other deployment are not stored. One statement, in order; per server, how
+ * many lines it was refused. The organisations stored for are announced by the caller.
+ */
+export async function storeDeploymentLogs(client: Client, lines: AgentLogLine[]): Promise<{ server_id: string; refused: number; organization_id: string | null }[]> {
+  if (lines.length === 0) return [];
+  const { rows } = await client.query<{ server_id: string; refused: number; organization_id: string | null }>({
+    name: "ingest-store-deployment-logs",
+    text: `with line as (
+             select r.*, d.organization_id as o
+             from unnest($1::uuid[], $2::uuid[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::jsonb[]) with ordinality as r(srv, dep, t, l, m, s, x, n)
+             left join deployments d on d.id = r.dep and d.server_id = r.srv),
+           stored as (
+             insert into deployment_logs (organization_id, deployment_id, ts, level, message, step, data)
+             select o, dep, t, l, m, s, coalesce(x, '{}'::jsonb) from line where o is not null order by n)
+           select srv as server_id, (count(*) - count(o))::int as refused, min(o::text) as organization_id from line group by srv`,
+    values: [
+      lines.map((l) => l.serverId),
+      lines.map((l) => l.deploymentId),
+      lines.map((l) => l.ts),
+      lines.map((l) => l.level),
+      lines.map((l) => l.message),
+      lines.map((l) => l.step),
+      lines.map((l) => l.data),
+    ],
+  });
+  return rows;
 }

@@ -11,24 +11,39 @@
 import type pg from "pg";
 import type { CommandResultEvent, Event, LogEvent, StatsEvent } from "@berth/protocol";
 import { inTransaction } from "../../db/transaction.ts";
-import { announce, appendLogsOfOrgs, appendOrgEvents, type LogEntry, type OrgEvent } from "../events/event-log.repo.ts";
+import { announce, appendOrgEvents, type OrgEvent } from "../events/event-log.repo.ts";
 import {
   advanceStreams,
   createMissingStreams,
   endCommands,
   insertEvents,
   lockStreams,
+  storeDeploymentLogs,
   upsertStats,
+  type AgentLogLine,
   type StoredEvent,
 } from "./event-ingest.repo.ts";
 
-export interface EventIngest {
-  /** Resolves with the seq to acknowledge (everything up to it is stored). */
-  ingest(serverId: string, events: Event[]): Promise<number>;
+export interface Ingested {
+  /** The seq to acknowledge (everything up to it is stored). */
+  upTo: number;
+  /**
+   * Events of this batch's write that named another server's deployment or command: acknowledged
+   * (the agent's journal moves on) but not applied, their log lines not stored.
+   */
+  refused: number;
 }
 
-/** Called inside the ingest transaction with a server's fresh (never seen) events, for derived state. */
-export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Event[], organizationId: string) => Promise<void>;
+export interface EventIngest {
+  ingest(serverId: string, events: Event[]): Promise<Ingested>;
+}
+
+/**
+ * Called inside the ingest transaction with a server's fresh (never seen) events, for derived
+ * state. Applies only what concerns that server's own operations; resolves with how many
+ * events it refused for naming another server's.
+ */
+export type EventApplier = (client: pg.PoolClient, serverId: string, fresh: Event[], organizationId: string) => Promise<number>;
 
 export interface IngestOptions {
   pool: pg.Pool;
@@ -44,7 +59,7 @@ export interface IngestOptions {
 interface Batch {
   serverId: string;
   events: Event[];
-  resolve(upTo: number): void;
+  resolve(result: Ingested): void;
   reject(err: unknown): void;
 }
 
@@ -89,7 +104,7 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
   }
 
   async function settle(batches: Batch[]) {
-    let results: (number | Error)[];
+    let results: (Ingested | Error)[];
     try {
       results = await write(opts, streams, batches, false);
     } catch (err) {
@@ -103,14 +118,14 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
     }
     batches.forEach((batch, i) => {
       const result = results[i]!;
-      if (typeof result === "number") batch.resolve(result);
+      if (!(result instanceof Error)) batch.resolve(result);
       else batch.reject(result);
     });
   }
 
   return {
     ingest(serverId, events) {
-      return new Promise<number>((resolve, reject) => {
+      return new Promise<Ingested>((resolve, reject) => {
         waiting.push({ serverId, events, resolve, reject });
         pump();
       });
@@ -124,7 +139,7 @@ const isDuplicate = (err: unknown) => (err as { code?: string } | null)?.code ==
  * One transaction for all the batches; per batch, the seq to acknowledge or why it cannot be
  * stored. `tolerant`: rows already in agent_events are skipped instead of failing the write.
  */
-async function write(opts: IngestOptions, streams: Set<string>, batches: Batch[], tolerant: boolean): Promise<(number | Error)[]> {
+async function write(opts: IngestOptions, streams: Set<string>, batches: Batch[], tolerant: boolean): Promise<(Ingested | Error)[]> {
   const done = await inTransaction(opts.pool, (client) => store(client, opts.appliers ?? [], streams, batches, tolerant));
   // Known only once committed: a rolled-back write may have made the rows it saw.
   if (streams.size > 100_000) streams.clear();
@@ -139,6 +154,8 @@ interface ServerState {
   organizationId: string;
   /** Events above the watermark, in the order they came. */
   fresh: Event[];
+  /** Fresh events naming another server's deployment or command (not applied). */
+  refused: number;
 }
 
 /** The write's statements, in its transaction. */
@@ -149,16 +166,17 @@ async function store(client: pg.PoolClient, appliers: EventApplier[], streams: S
   const unknown = ids.filter((id) => !streams.has(id));
   if (unknown.length > 0) await createMissingStreams(client, unknown);
   const rows = await lockStreams(client, ids);
-  const servers = new Map(rows.map((r): [string, ServerState] => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [] }]));
+  const servers = new Map(rows.map((r): [string, ServerState] => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [], refused: 0 }]));
   const { results, stored, logs, commandResults, stats } = sortEvents(batches, servers);
 
   await insertEvents(client, stored, tolerant);
-  await appendLogsOfOrgs(client, logs, { announce: false });
+  const logged = await storeDeploymentLogs(client, logs);
+  for (const l of logged) servers.get(l.server_id)!.refused += l.refused;
   await storeStats(client, [...stats].map(([serverId, s]) => ({ serverId, organizationId: servers.get(serverId)!.organizationId, s })));
-  await storeResults(client, commandResults);
+  await storeResults(client, commandResults, servers);
   const advanced = [...servers].filter(([, s]) => s.fresh.length > 0);
   for (const [serverId, s] of advanced) {
-    for (const apply of appliers) await apply(client, serverId, s.fresh, s.organizationId);
+    for (const apply of appliers) s.refused += await apply(client, serverId, s.fresh, s.organizationId);
   }
   if (advanced.length > 0) {
     await advanceStreams(
@@ -167,8 +185,11 @@ async function store(client: pg.PoolClient, appliers: EventApplier[], streams: S
       advanced.map(([, s]) => s.watermark),
     );
   }
-  const orgs = [...logs.map((l) => l.organizationId), ...[...stats.keys()].map((id) => servers.get(id)!.organizationId)];
-  return { results, streams: rows.map((r) => r.id), announce: orgs };
+  const orgs = [...logged.flatMap((l) => (l.organization_id ? [l.organization_id] : [])), ...[...stats.keys()].map((id) => servers.get(id)!.organizationId)];
+  // A server's refusals are told once, with its last batch of this write.
+  const last = new Map(batches.map((b, i) => [b.serverId, i]));
+  const ingested = results.map((r, i) => (typeof r === "number" ? { upTo: r, refused: last.get(batches[i]!.serverId) === i ? servers.get(batches[i]!.serverId)!.refused : 0 } : r));
+  return { results: ingested, streams: rows.map((r) => r.id), announce: orgs };
 }
 
 /**
@@ -178,7 +199,7 @@ async function store(client: pg.PoolClient, appliers: EventApplier[], streams: S
 function sortEvents(batches: Batch[], servers: Map<string, ServerState>) {
   const results: (number | Error)[] = [];
   const stored: StoredEvent[] = [];
-  const logs: (LogEntry & { organizationId: string })[] = [];
+  const logs: AgentLogLine[] = [];
   const commandResults: { server: string; e: CommandResultEvent }[] = [];
   const stats = new Map<string, StatsEvent>();
   for (const batch of batches) {
@@ -192,7 +213,7 @@ function sortEvents(batches: Batch[], servers: Map<string, ServerState>) {
       server.watermark = e.seq;
       server.fresh.push(e);
       if (e.kind === "stats") stats.set(batch.serverId, e);
-      else if (isDeploymentLog(e)) logs.push(logEntry(server.organizationId, e));
+      else if (isDeploymentLog(e)) logs.push(logLine(batch.serverId, e));
       else stored.push({ server: batch.serverId, body: withoutNul(JSON.stringify(e)) });
       if (e.kind === "command.result") commandResults.push({ server: batch.serverId, e });
     }
@@ -210,10 +231,10 @@ function withoutNul(json: string): string {
   return json.includes("\\u0000") ? json.replace(/(?<!\\)((?:\\\\)*)\\u0000/g, "$1\\ufffd") : json;
 }
 
-function logEntry(organizationId: string, e: LogEvent & { deployment_id: string }): LogEntry & { organizationId: string } {
+/** A log line for deployment_logs, stored only if its deployment is the sender's (see storeDeploymentLogs). */
+function logLine(serverId: string, e: LogEvent & { deployment_id: string }): AgentLogLine {
   const message = e.message.includes("\0") ? e.message.replaceAll("\0", "\ufffd") : e.message;
-  const data = e.data ? (JSON.parse(withoutNul(JSON.stringify(e.data))) as Record<string, unknown>) : undefined;
-  return { organizationId, deploymentId: e.deployment_id, ts: e.ts, level: e.level, message, step: e.step, ...(data ? { data } : {}) };
+  return { serverId, deploymentId: e.deployment_id, ts: e.ts, level: e.level, message, step: e.step, data: e.data ? withoutNul(JSON.stringify(e.data)) : null };
 }
 
 function jsonOrNull(value: unknown): string | null {
@@ -231,9 +252,9 @@ async function storeStats(client: pg.PoolClient, latest: { serverId: string; org
   await appendOrgEvents(client, events, { announce: false });
 }
 
-/** A result completes only a command of the server that sent it. */
-async function storeResults(client: pg.PoolClient, results: { server: string; e: CommandResultEvent }[]) {
-  await endCommands(
+/** A result completes only a command of the server that sent it; one naming another server's command is counted refused. */
+async function storeResults(client: pg.PoolClient, results: { server: string; e: CommandResultEvent }[], servers: Map<string, ServerState>) {
+  const own = await endCommands(
     client,
     results.map(({ server, e: r }) => ({
       serverId: server,
@@ -244,4 +265,7 @@ async function storeResults(client: pg.PoolClient, results: { server: string; e:
       ts: r.ts,
     })),
   );
+  own.forEach((isOwn, i) => {
+    if (!isOwn) servers.get(results[i]!.server)!.refused++;
+  });
 }

@@ -10,39 +10,58 @@ const list = (values: readonly string[]) => `(${values.map((v) => `'${v}'`).join
 const ACTIVE = list(ACTIVE_STATUSES);
 const WAITING = list(WAITING_STATUSES);
 
+// Every statement here is scoped to the server whose agent sent the event (the operation's
+// deployments.server_id, the server its command went to): an agent moves only its own
+// server's operations. The step statements also say whether the operation is the sender's
+// (`own`), read in the same statement, so a foreign one is counted without a round trip more.
+
 /** The first step of a waiting operation makes it deploying (deploy kinds) or running; later steps only move current_step. */
-export async function stepStarted(client: Client, deploymentId: string, step: string, ts: string) {
-  const { rows } = await client.query<{ kind: string; environment_id: string }>(
-    `update deployments set
-       status = case when status in ${WAITING}
-                     then (case when kind = any($4::text[]) then 'deploying' else 'running' end) else status end,
-       started_at = coalesce(started_at, $3::timestamptz), current_step = $2
-     where id = $1 and status in ${ACTIVE}
-     returning kind, environment_id`,
-    [deploymentId, step, ts, DEPLOY_KINDS],
+export async function stepStarted(client: Client, serverId: string, deploymentId: string, step: string, ts: string) {
+  const { rows } = await client.query<{ own: boolean; kind: string | null; environment_id: string | null }>(
+    `with moved as (
+       update deployments set
+         status = case when status in ${WAITING}
+                       then (case when kind = any($4::text[]) then 'deploying' else 'running' end) else status end,
+         started_at = coalesce(started_at, $3::timestamptz), current_step = $2
+       where id = $1 and server_id = $5 and status in ${ACTIVE}
+       returning kind, environment_id)
+     select exists (select 1 from deployments where id = $1 and server_id = $5) as own,
+       (select kind from moved) as kind, (select environment_id from moved) as environment_id`,
+    [deploymentId, step, ts, DEPLOY_KINDS, serverId],
   );
-  return rows[0];
+  const r = rows[0]!;
+  return { own: r.own, moved: r.kind !== null && r.environment_id !== null ? { kind: r.kind, environment_id: r.environment_id } : undefined };
 }
 
-export async function stepFinished(client: Client, deploymentId: string): Promise<void> {
-  await client.query(
-    `update deployments set steps_completed = steps_completed + 1,
-       progress_percent = least(100, ((steps_completed + 1) * 100) / greatest(total_steps, 1))
-     where id = $1 and status in ${ACTIVE}`,
-    [deploymentId],
+/** Whether the operation is the server's; counts a finished step if it is still active. */
+export async function stepFinished(client: Client, serverId: string, deploymentId: string): Promise<boolean> {
+  const { rows } = await client.query<{ own: boolean }>(
+    `with counted as (
+       update deployments set steps_completed = steps_completed + 1,
+         progress_percent = least(100, ((steps_completed + 1) * 100) / greatest(total_steps, 1))
+       where id = $1 and server_id = $2 and status in ${ACTIVE})
+     select exists (select 1 from deployments where id = $1 and server_id = $2) as own`,
+    [deploymentId, serverId],
   );
+  return rows[0]!.own;
 }
 
-export async function stepFailed(client: Client, deploymentId: string, message: string): Promise<void> {
-  await client.query(`update deployments set error_message = $2 where id = $1 and status in ${ACTIVE}`, [deploymentId, message]);
+/** Whether the operation is the server's; records the failed step's message if it is still active. */
+export async function stepFailed(client: Client, serverId: string, deploymentId: string, message: string): Promise<boolean> {
+  const { rows } = await client.query<{ own: boolean }>(
+    `with noted as (update deployments set error_message = $2 where id = $1 and server_id = $3 and status in ${ACTIVE})
+     select exists (select 1 from deployments where id = $1 and server_id = $3) as own`,
+    [deploymentId, message, serverId],
+  );
+  return rows[0]!.own;
 }
 
-/** The active operation a command runs, locked for its result. */
-export async function lockActiveOperationOf(client: Client, commandId: string) {
+/** The active operation a command of this server runs, locked for its result (another server's command finds none). */
+export async function lockActiveOperationOf(client: Client, serverId: string, commandId: string) {
   const { rows } = await client.query<{ id: string; kind: string; environment_id: string }>(
     `select d.id, d.kind, d.environment_id from agent_commands c join deployments d on d.id = c.deployment_id
-     where c.command_id = $1 and d.status in ${ACTIVE} for update of d`,
-    [commandId],
+     where c.command_id = $1 and c.server_id = $2 and d.server_id = $2 and d.status in ${ACTIVE} for update of d`,
+    [commandId, serverId],
   );
   return rows[0];
 }

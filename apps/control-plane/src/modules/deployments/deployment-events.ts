@@ -9,32 +9,41 @@ import type { EventApplier } from "../agents/event-ingest.ts";
 import { ENVIRONMENT_STATUS_AFTER_SUCCESS, isDeployKind, resultStatus, type OperationKind } from "./deployment-state.ts";
 import * as writes from "./deployment-events.repo.ts";
 
-export const applyDeploymentEvents: EventApplier = async (client, _serverId, fresh) => {
+/**
+ * Applies a server's fresh events; resolves with how many it refused because they name an
+ * operation that is not the sender's (another server's, perhaps another organisation's):
+ * those change nothing. A command.result of another server's command is refused by
+ * ingestion (it ends no command there) and finds no operation here.
+ */
+export const applyDeploymentEvents: EventApplier = async (client, serverId, fresh) => {
+  let refused = 0;
   for (const e of fresh) {
     switch (e.kind) {
       case "step.started":
         if (e.deployment_id) {
-          const op = await writes.stepStarted(client, e.deployment_id, e.step, e.ts);
-          if (op && isDeployKind(op.kind)) await writes.setEnvironmentDeploying(client, op.environment_id);
+          const { own, moved } = await writes.stepStarted(client, serverId, e.deployment_id, e.step, e.ts);
+          if (!own) refused++;
+          if (moved && isDeployKind(moved.kind)) await writes.setEnvironmentDeploying(client, moved.environment_id);
         }
         break;
       case "step.finished":
-        if (e.deployment_id) await writes.stepFinished(client, e.deployment_id);
+        if (e.deployment_id && !(await writes.stepFinished(client, serverId, e.deployment_id))) refused++;
         break;
       case "step.failed":
-        if (e.deployment_id) await writes.stepFailed(client, e.deployment_id, e.error.message);
+        if (e.deployment_id && !(await writes.stepFailed(client, serverId, e.deployment_id, e.error.message))) refused++;
         break;
       case "command.result":
-        await commandResult(client, e);
+        await commandResult(client, serverId, e);
         break;
       default:
         break;
     }
   }
+  return refused;
 };
 
-async function commandResult(client: pg.PoolClient, r: CommandResultEvent) {
-  const op = await writes.lockActiveOperationOf(client, r.command_id);
+async function commandResult(client: pg.PoolClient, serverId: string, r: CommandResultEvent) {
+  const op = await writes.lockActiveOperationOf(client, serverId, r.command_id);
   if (!op) return;
   const status = resultStatus(op.kind, { ok: r.ok, errorCode: r.error?.code });
   const result = (r.result ?? {}) as { container_id?: string; container_name?: string; image?: string; commit?: string };

@@ -34,6 +34,8 @@ export interface Connection {
   broken: boolean;
   /** `ready` was sent: commands may go out (before it the agent refuses them). */
   ready: boolean;
+  /** Events this link sent that named another server's deployment or command (not applied). */
+  refusedEvents: number;
 }
 
 /** A connection just accepted: no server yet, a fresh challenge. */
@@ -53,6 +55,7 @@ export function newConnection(socket: WebSocket): Connection {
     nonce: randomBytes(32).toString("base64"),
     broken: false,
     ready: false,
+    refusedEvents: 0,
   };
 }
 

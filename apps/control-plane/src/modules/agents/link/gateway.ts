@@ -50,7 +50,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   const liveness = createLiveness({ all, repo: opts.repo, heartbeatMs: opts.heartbeatMs, log: opts.log });
   const delivery = createDelivery({ commands: opts.commands, live, outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS, log: opts.log });
   const handshake = createHandshake({ repo: opts.repo, live, replicaId: opts.replicaId, heartbeatMs: opts.heartbeatMs, deliver: delivery.deliver, log: opts.log });
-  const onEvents = createEventIntake({ ingest: opts.ingest, seen: liveness.seen });
+  const onEvents = createEventIntake({ ingest: opts.ingest, seen: liveness.seen, log: opts.log });
   const link: Link = { live, all, repo: opts.repo, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
