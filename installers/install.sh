@@ -5,12 +5,17 @@
 #
 # Options:
 #   --token TOKEN        one-time enrolment token (needed on the first install only)
-#   --url URL            the control plane (default: the one this script was fetched from)
+#   --url URL            the control plane (default: the one this script was fetched from);
+#                        https://, or http:// to this machine only (127.0.0.1, localhost, ::1)
+#   --key BASE64         the control plane's release-signing key (the dashboard's install
+#                        command carries it): the executable must match a release manifest
+#                        signed with it, and the enrolment must pin it
 #   --binary FILE        install this executable instead of downloading it
 #   --sha256 HEX         expected SHA-256 of the executable (default: the control plane's
 #                        published checksum, or SHA256SUMS beside --binary)
 #   --docker-socket PATH Docker engine socket (default /var/run/docker.sock)
-#   --insecure           allow http:// to another machine (tests only)
+#   --insecure           allow http:// to another machine (tests only: anyone on the way
+#                        could swap the executable)
 #   --reenroll           replace an existing identity (enrol again with --token)
 #   --no-start           install and enrol, but do not start the service
 #   --connect-timeout S  how long to wait for the agent to connect (default 30; 0: do not wait)
@@ -22,7 +27,9 @@
 set -eu
 
 # Filled in by the control plane that serves this script.
-DEFAULT_URL="@BERTH_CONTROL_PLANE_URL@"
+# Single quotes: the control plane only fills in a plain http(s)://host[:port] anyway.
+DEFAULT_URL='@BERTH_CONTROL_PLANE_URL@'
+
 
 NAME=berth-agent
 AGENT_USER=berth-agent
@@ -39,6 +46,7 @@ url=""
 token="${BERTH_TOKEN:-}"
 binary=""
 sha256=""
+key=""
 docker_socket=/var/run/docker.sock
 insecure=0
 reenroll=0
@@ -51,7 +59,7 @@ die() {
 	exit 1
 }
 
-usage() { sed -n '2,22p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//' || true; }
+usage() { sed -n '2,28p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//' || true; }
 
 unit_file() {
 	cat <<EOF
@@ -156,6 +164,7 @@ while [ $# -gt 0 ]; do
 	--url) url=${2:?--url needs a value}; shift 2 ;;
 	--binary) binary=${2:?--binary needs a file}; shift 2 ;;
 	--sha256) sha256=${2:?--sha256 needs a value}; shift 2 ;;
+	--key) key=${2:?--key needs a value}; shift 2 ;;
 	--docker-socket) docker_socket=${2:?--docker-socket needs a path}; shift 2 ;;
 	--insecure) insecure=1; shift ;;
 	--reenroll) reenroll=1; shift ;;
@@ -172,6 +181,38 @@ if [ -z "$url" ]; then
 	case $DEFAULT_URL in @*) ;; *) url=$DEFAULT_URL ;; esac
 fi
 url=${url%/}
+
+# Plain http only to this machine: on any other path a network in between could read the
+# token and swap the executable.
+is_loopback() { # HOST[:PORT]
+	case $1 in
+	\[::1\] | \[::1\]:*) return 0 ;;
+	*:*[!0-9]*) return 1 ;;
+	esac
+	case ${1%:*} in
+	localhost) return 0 ;;
+	127.*) case ${1%:*} in *[!0-9.]* | *..* | *.) return 1 ;; *) return 0 ;; esac ;;
+	*) return 1 ;;
+	esac
+}
+check_url() { # URL
+	case $1 in
+	*[!A-Za-z0-9.:/_%[\]-]*) die "--url $1: not a plain http(s)://host[:port] URL" ;;
+	https://?*) ;;
+	http://?*)
+		hostport=${1#http://}
+		is_loopback "${hostport%%/*}" || [ "$insecure" = 1 ] ||
+			die "refusing to download from $1: plain http:// can be read and altered on the way; use https:// (http:// is allowed to 127.0.0.1, localhost and ::1 only)"
+		;;
+	*) die "--url $1: expected https://<control-plane>" ;;
+	esac
+}
+[ -z "$url" ] || check_url "$url"
+case $key in
+"") ;;
+*[!A-Za-z0-9+/=]*) die "--key: expected the base64 Ed25519 public key the dashboard shows" ;;
+*) [ ${#key} = 44 ] || die "--key: expected the base64 Ed25519 public key the dashboard shows (44 characters)" ;;
+esac
 
 case $(uname -m) in
 x86_64 | amd64) arch=x64 ;;
@@ -287,10 +328,42 @@ start_agent() {
 
 # ---- the executable ------------------------------------------------------------------
 
+# The public keys this agent pinned at enrolment (base64, one a line), if it is enrolled.
+pinned_keys() {
+	[ -f "$STATE_DIR/identity.json" ] || return 0
+	# shellcheck disable=SC2020
+	tr ',{}' '\n\n\n' <"$STATE_DIR/identity.json" | sed -n 's/^ *"public_key": *"\([A-Za-z0-9+/=]*\)".*/\1/p'
+}
+
+# Checks the signed release manifest (GET /agent/v1/release) against the keys given (base64
+# Ed25519, one a line), then sets sha256 and size to what it says for this architecture.
+verify_release() { # FILE KEYS
+	command -v openssl >/dev/null 2>&1 || die "openssl is needed to verify the release signature (apt-get install openssl)"
+	[ "$(sed -n 1p "$1")" = "berth-agent-release 1" ] || die "the control plane's release manifest is not one: refusing it"
+	sed '$d' "$1" >"$work/release.body"
+	set -- "$1" "$2" "$(sed -n '$p' "$1")"
+	case $3 in "signature ed25519 "*) ;; *) die "the release manifest is not signed: refusing it" ;; esac
+	printf '%s' "${3##* }" | base64 -d >"$work/release.sig" 2>/dev/null || die "the release manifest's signature is not base64: refusing it"
+	for k in $2; do
+		printf -- '-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA%s\n-----END PUBLIC KEY-----\n' "$k" >"$work/key.pem"
+		if openssl pkeyutl -verify -pubin -inkey "$work/key.pem" -rawin -in "$work/release.body" -sigfile "$work/release.sig" >/dev/null 2>&1; then
+			signed_sha256=$(awk -v a="$arch" '$1 == a { print $2 }' "$work/release.body")
+			size=$(awk -v a="$arch" '$1 == a { print $3 }' "$work/release.body")
+			[ -n "$signed_sha256" ] || die "the signed release manifest lists no executable for linux-$arch"
+			[ -z "$sha256" ] || [ "$sha256" = "$signed_sha256" ] || die "--sha256 $sha256 is not the signed release's $signed_sha256"
+			sha256=$signed_sha256
+			return 0
+		fi
+	done
+	die "the release manifest's signature does not verify against the control plane's key (--key, or the keys this agent pinned): refusing the executable (the control plane, or something between it and this machine, is not the one --key belongs to)"
+}
+
 check_docker
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT INT TERM
 new="$work/berth-agent"
+# The size the signed release manifest gives, when one is checked (verify_release).
+size=""
 if [ -n "$binary" ]; then
 	[ -f "$binary" ] || die "--binary $binary: no such file"
 	cp "$binary" "$new"
@@ -304,11 +377,20 @@ else
 	[ -n "$url" ] || die "no control plane URL: pass --url https://<control-plane>"
 	say "downloading the agent for linux-$arch from $url"
 	fetch "$url/agent/v1/download/$arch" "$new" || die "downloading $url/agent/v1/download/$arch failed"
-	if [ -z "$sha256" ]; then
+	# --key, else on a re-install the keys the agent pinned at enrolment.
+	keys=$key
+	[ -n "$keys" ] || keys=$(pinned_keys)
+	if [ -n "$keys" ]; then
+		fetch "$url/agent/v1/release" "$work/release" || die "fetching the signed release manifest from $url failed"
+		verify_release "$work/release" "$keys"
+		say "the release manifest is signed by the control plane's key"
+	elif [ -z "$sha256" ]; then
+		say "warning: no --key: the executable is checked against the checksum the control plane serves, which only TLS vouches for"
 		fetch "$url/agent/v1/download/$arch/sha256" "$work/sha256" || die "fetching the checksum from $url failed"
 		sha256=$(cut -d' ' -f1 "$work/sha256")
 	fi
 fi
+[ -z "$size" ] || [ "$(wc -c <"$new" | tr -d ' ')" = "$size" ] || die "the executable is not the size the signed release says ($size bytes); nothing was installed"
 actual=$(sha256sum "$new" | cut -d' ' -f1)
 [ "$actual" = "$sha256" ] || die "checksum mismatch: expected $sha256, got $actual; nothing was installed"
 chmod 0755 "$new"
@@ -371,6 +453,12 @@ else
 		export BERTH_TOKEN
 		as_agent "$BIN" enroll --url "$url" $force $insecure_flag
 	) || die "enrolment failed (see above); nothing was started"
+fi
+
+# The operator's --key must be among the keys the agent pinned: else the enrolment answered
+# for another control plane than the one the dashboard showed.
+if [ -n "$key" ] && ! pinned_keys | grep -qxF "$key"; then
+	die "the agent enrolled with a control plane whose signing keys do not include --key: not starting it (rm -rf $STATE_DIR and install again from the dashboard's command)"
 fi
 
 if [ "$start" = 1 ]; then

@@ -146,7 +146,8 @@ interface PhaseResult {
 async function phase(
   name: string,
   agents: SimAgent[],
-  deploymentId: string,
+  /** Per agent, a deployment of its own server (an agent's lines for another server's are refused). */
+  deploymentIds: string[],
   sub: Subscriber,
   server: ServerProcess,
   pids: { postmaster?: number },
@@ -168,9 +169,9 @@ async function phase(
   if (mode === "max") {
     // One batch in flight per agent: the next leaves when the previous one is stored.
     await Promise.all(
-      agents.map(async (a) => {
+      agents.map(async (a, i) => {
         while (Date.now() < until) {
-          const batch = lines(a, deploymentId, BATCH);
+          const batch = lines(a, deploymentIds[i]!, BATCH);
           const top = batch[batch.length - 1]!.seq;
           a.sendEvents(batch);
           sent += batch.length;
@@ -194,7 +195,7 @@ async function phase(
         const per = Math.floor(n / agents.length);
         agents.forEach((a, i) => {
           const k = per + (i < n - per * agents.length ? 1 : 0);
-          if (k > 0) queues[i]!.push(...lines(a, deploymentId, k));
+          if (k > 0) queues[i]!.push(...lines(a, deploymentIds[i]!, k));
         });
         tick++;
         await sleep(Math.max(0, started + tick * TICK_MS - Date.now()));
@@ -273,18 +274,24 @@ async function main(): Promise<number> {
     await runMigrations(database.url);
     const masterKey = randomBytes(32);
 
-    // Seed: an organisation with a project, environment and deployment, a signed-in owner,
-    // and one enrolment token per simulated agent.
+    // Seed: an organisation, a signed-in owner, and per simulated agent a server (its
+    // enrolment token) with a project, environment and deployment of its own.
     const handle = createDb(database.url, { max: 2 });
     const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: "events-bench", masterKey });
     const demo = await createDemoOrganization(handle.db, services, { name: "Events bench" });
     const org = { organizationId: demo.organization_id, projectId: null };
-    const deployment = await services.deployments.requestAction(org, demo.environments.running, "deploy", { userId: null, apiKeyId: null });
     const email = "bench-owner@example.test";
     const user = await services.sessions.createUser({ email, name: "Bench", password: "bench password 123" });
     await services.memberships.addToOrganization(demo.organization_id, user.id, "owner");
     const tokens: string[] = [];
-    for (let i = 0; i < AGENTS; i++) tokens.push((await services.enrollment.createServer(demo.organization_id, { name: `bench-${i}` }, null)).enrollment.token);
+    const deploymentIds: string[] = [];
+    for (let i = 0; i < AGENTS; i++) {
+      const created = await services.enrollment.createServer(demo.organization_id, { name: `bench-${i}` }, null);
+      tokens.push(created.enrollment.token);
+      const project = await services.projects.create(org, { name: `Bench ERP ${i}`, server_id: created.serverId, default_branch: "main" });
+      const env = await services.environments.create(org, { project_id: project.id, name: "production" });
+      deploymentIds.push((await services.deployments.requestAction(org, env.id, "deploy", { userId: null, apiKeyId: null })).id);
+    }
     const { rows } = await handle.pool.query<{ pid: number }>("select pg_backend_pid() as pid");
     const postmaster = database.local ? await parentOf(rows[0]!.pid) : undefined;
     await handle.close();
@@ -312,9 +319,9 @@ async function main(): Promise<number> {
     log();
 
     const pids = postmaster ? { postmaster } : {};
-    await phase("warm-up", agents, deployment.id, sub, server, pids, "max", WARMUP_S, false, undefined);
-    const max = await phase("max", agents, deployment.id, sub, server, pids, "max", DURATION_S, true, profileDir);
-    const paced = await phase("paced", agents, deployment.id, sub, server, pids, "paced", DURATION_S, true, profileDir);
+    await phase("warm-up", agents, deploymentIds, sub, server, pids, "max", WARMUP_S, false, undefined);
+    const max = await phase("max", agents, deploymentIds, sub, server, pids, "max", DURATION_S, true, profileDir);
+    const paced = await phase("paced", agents, deploymentIds, sub, server, pids, "paced", DURATION_S, true, profileDir);
 
     const rows2 = [max, paced].map((r) => ({
       phase: r.name,

@@ -136,7 +136,7 @@ it("adds a server: the install command, then the server online as its agent conn
   await ownerPage.getByLabel("Server name").fill("web-2");
   await ownerPage.getByRole("button", { name: "Create server and install command" }).click();
   const command = (await ownerPage.locator("#install-command").textContent()) ?? "";
-  expect(command).toMatch(new RegExp(`^curl -fsSL ${base.replaceAll(".", "\\.")}/install\\.sh \\| sudo sh -s -- --token berth_enr_[A-Za-z0-9_-]+$`));
+  expect(command).toMatch(new RegExp(`^curl -fsSL ${base.replaceAll(".", "\\.")}/install\\.sh \\| sudo sh -s -- --key [A-Za-z0-9+/]{43}= --token berth_enr_[A-Za-z0-9_-]+$`));
   await screenshot(ownerPage, "add-server");
   const token = command.split("--token ")[1]!;
   const agent = await AgentProcess.create();

@@ -81,13 +81,16 @@ describe("the agent executable", () => {
     const script = await install.text();
     expect(script.startsWith("#!/bin/sh\n")).toBe(true);
     // The default --url is the control plane the script came from.
-    expect(script).toContain(`DEFAULT_URL="${t.base}"`);
+    expect(script).toContain(`DEFAULT_URL='${t.base}'`);
     expect(await (await fetch(`${t.base}/uninstall.sh`)).text()).toContain("berth-agent uninstall");
 
     const releases = await fetch(`${t.base}/agent/v1/releases`);
+    // --key: the control plane's release-signing key, which install.sh verifies the signed manifest with.
+    const key = await t.cp.app.services.signer.releaseKey();
     expect(await releases.json()).toEqual({
       version: exe.version,
-      install_command: `curl -fsSL ${t.base}/install.sh | sudo sh -s -- --token <token>`,
+      install_command: `curl -fsSL ${t.base}/install.sh | sudo sh -s -- --key ${key} --token <token>`,
+      release_key: key,
       executables: [{ arch: "x64", url: `${t.base}/agent/v1/download/x64`, sha256: exe.sha256, size: exe.sizeBytes }],
     });
   });

@@ -7,6 +7,7 @@
 // unit is checked with `systemd-analyze verify` and the agent runs under the installer's
 // fallback supervisor.
 import { execFile } from "node:child_process";
+import { generateKeyPairSync } from "node:crypto";
 import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -16,7 +17,6 @@ import { createAgentReleases } from "../../apps/control-plane/src/modules/agent-
 import { REPO_ROOT, type BuiltExecutable } from "../../installers/build/build-agent.ts";
 import { freePort } from "../setup/global-setup.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { publicClient } from "../support/http.ts";
 import { agentExecutable, agentExecutableVersion } from "./agent-executable.ts";
 import { waitUntil } from "../support/wait.ts";
 
@@ -163,11 +163,38 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     expect((await sh("test -e /opt/berth-agent/berth-agent")).code).not.toBe(0);
   });
 
+  it("refuses an executable whose release manifest is not signed with --key, and plain http to another machine", async () => {
+    // A key of someone else's: the manifest the control plane serves does not verify against it.
+    const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
+    const otherKey = spki.subarray(spki.length - 32).toString("base64");
+    const r = await sh(`sh /installers/install.sh --url ${base} --token t --key ${otherKey}`);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("the release manifest's signature does not verify against the control plane's key");
+    expect((await sh("test -e /opt/berth-agent/berth-agent")).code).not.toBe(0);
+
+    const http = await sh("sh /installers/install.sh --url http://berth.example.test --token t");
+    expect(http.code).toBe(1);
+    expect(http.stderr).toContain("refusing to download from http://berth.example.test: plain http://");
+    const odd = await sh(`sh /installers/install.sh --url 'https://x;id' --token t`);
+    expect(odd.code).toBe(1);
+    expect(odd.stderr).toContain("not a plain http(s)://host[:port] URL");
+  });
+
   it("installs with the dashboard's one line: downloads, verifies, user, 0700 state, unit, enrols, starts", async () => {
-    const created = await publicClient(cp.app, d.api_keys.org_rw).post("/servers", { name: "install-test" });
-    expect(created.status).toBe(201);
+    // Over real HTTP, so the command names the control plane as this machine reached it.
+    const res = await fetch(`${base}/api/public/v1/servers`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${d.api_keys.org_rw}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "install-test" }),
+    });
+    expect(res.status).toBe(201);
+    const created = { body: (await res.json()) as { server: { id: string }; enrollment: { install_command: string } } };
     serverId = created.body.server.id;
-    const out = await ok(`curl -fsSL ${base}/install.sh | sh -s -- --token ${created.body.enrollment.token}`, 180_000);
+    // The command exactly as shown, as root already (no sudo in this machine).
+    const command = created.body.enrollment.install_command.replace("| sudo sh", "| sh");
+    expect(command).toContain(`--key ${await cp.app.services.signer.releaseKey()}`);
+    const out = await ok(command, 180_000);
+    expect(out).toContain("the release manifest is signed by the control plane's key");
     expect(out).toContain(`verified berth-agent ${v0.version} (sha256 ${v0.sha256})`);
     expect(out).toContain("systemd is not running here");
     expect(out).toContain("connected to the control plane");

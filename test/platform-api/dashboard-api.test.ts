@@ -102,7 +102,8 @@ describe("POST /organizations/{org}/servers", () => {
     const res = await admin.api.post(`/organizations/${d.organization_id}/servers`, { name: "web-9" }, { host: "berth.example.com", "x-forwarded-proto": "https" });
     expect(res.status).toBe(201);
     expect(res.body.server).toMatchObject({ name: "web-9", status: "pending" });
-    expect(res.body.install_command).toBe(`curl -fsSL https://berth.example.com/install.sh | sudo sh -s -- --token ${res.body.enrollment.token}`);
+    const key = await cp.app.services.signer.releaseKey();
+    expect(res.body.install_command).toBe(`curl -fsSL https://berth.example.com/install.sh | sudo sh -s -- --key ${key} --token ${res.body.enrollment.token}`);
     expect(res.body.enrollment.token).toMatch(/^berth_enr_/);
     // Everyone watching the organisation hears of it.
     expect(await events("server.status")).toContainEqual(expect.objectContaining({ server_id: res.body.server.id, status: "pending", previous_status: null }));

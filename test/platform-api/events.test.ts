@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import type { Event } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { publicClient } from "../support/http.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { SimAgent } from "../support/sim-agent.ts";
 import { SseStream, urlOf } from "../support/sse.ts";
@@ -67,19 +66,21 @@ function stats(cpu: number): Event {
 const messages = (s: SseStream, tag: string) => s.of("deployment.log").map((e) => e.data.message as string).filter((m) => m.startsWith(`${tag} `));
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true });
+  // This file keeps its streams open until the end: caps far above what it opens.
+  const streamCaps = { perOrganization: 1000, perPerson: 1000 };
+  cp = await startControlPlane({ listen: true, streamCaps });
   base = urlOf(cp);
-  replica = await startControlPlane({ url: cp.url, listen: true });
+  replica = await startControlPlane({ url: cp.url, listen: true, streamCaps });
   replicaBase = urlOf(replica);
   const services = cp.app.services;
   d = await createDemoOrganization(cp.database.db, services);
   const org = { organizationId: d.organization_id, projectId: null };
   owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
 
-  const key = (await services.apiKeys.create({ organizationId: d.organization_id, projectId: null, access: "full_access", name: "t", createdBy: null })).key;
-  const created = await publicClient(cp.app, key).post("/servers", { name: "events-srv", provider: "hetzner" });
-  expect(created.status).toBe(201);
-  agent = new SimAgent({ baseUrl: base, token: created.body.enrollment.token });
+  // The agent of the demo server, where both projects' deployments run: an agent's log lines
+  // are stored only for its own server's deployments.
+  const token = await services.enrollment.newToken(d.organization_id, d.server_id, null);
+  agent = new SimAgent({ baseUrl: base, token: token.token });
   await agent.enroll();
   await agent.connect();
 
@@ -234,8 +235,12 @@ describe("who may subscribe, and to what", () => {
     expect(Object.keys(ok.content ?? {})).toEqual(["text/event-stream"]);
   });
 
-  it("EventSource clients may pass the token as access_token", async () => {
-    const s = await stream({ organization_id: d.organization_id, access_token: owner.token });
+  it("EventSource clients open the stream with a ticket; a session token in the URL is refused", async () => {
+    const refused = await stream({ organization_id: d.organization_id, access_token: owner.token });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toBe("query_token_refused");
+    const { ticket } = (await owner.api.post("/events/tickets", { organization_id: d.organization_id })).body;
+    const s = await stream({ organization_id: d.organization_id, ticket });
     expect(s.status).toBe(200);
   });
 

@@ -43,8 +43,10 @@ describe("webhook subscriptions", () => {
     expect(got.body.secret).toBeUndefined();
     const listed = await ro.get("/webhooks");
     expect(JSON.stringify(listed.body)).not.toContain(created.body.secret);
-    const { rows } = await cp.database.pool.query("select secret from webhook_subscriptions where id = $1", [created.body.id]);
-    expect(rows[0].secret).toBe(created.body.secret);
+    // Stored sealed with the master key (secrets-at-rest.test.ts), never in clear.
+    const { rows } = await cp.database.pool.query("select secret, secret_enc from webhook_subscriptions where id = $1", [created.body.id]);
+    expect(rows[0].secret).toBeNull();
+    expect(rows[0].secret_enc).not.toContain(created.body.secret);
   });
 
   it.each([

@@ -6,7 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastif
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
 import { systemClock, type Clock } from "./lib/clock.ts";
-import { installErrorHandling } from "./lib/error-handler.ts";
+import { frameworkErrors, installErrorHandling } from "./lib/error-handler.ts";
 import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
 import { ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./db/instance-secrets.ts";
@@ -32,7 +32,9 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
-import { outboundAllowList } from "./config.ts";
+import { outboundAllowList, trustProxySetting } from "./config.ts";
+import { redactingLogger } from "./lib/request-log.ts";
+import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
@@ -44,6 +46,10 @@ export interface AppOptions {
   masterKey: Buffer;
   clock?: Clock;
   logger?: FastifyServerOptions["logger"];
+  /** Which proxies' X-Forwarded-For is believed (Fastify's trustProxy; default: BERTH_TRUST_PROXY, else none). */
+  trustProxy?: FastifyServerOptions["trustProxy"];
+  /** Open event streams allowed per organisation and per person, on each replica (default 50 and 10). */
+  streamCaps?: StreamCaps;
   /** How often agents ping; two missed intervals mean a dead link. */
   heartbeatMs?: number;
   /** How often the gateway looks for commands whose announcement was lost (default 15 s). */
@@ -62,8 +68,13 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
   const { db, pool } = opts.database;
   const app = Fastify({
-    logger: opts.logger ?? false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true } },
+    logger: redactingLogger(opts.logger ?? false),
+    // A number (hops) is valid at runtime; the HTTP/2 overload's type leaves it out.
+    trustProxy: (opts.trustProxy ?? trustProxySetting() ?? false) as boolean,
+    // strictNumbers off: with it on, Ajv lets a query value of 1e309 (Infinity) past `maximum`
+    // (found by the fuzz suite: ?limit=1e309 reached SQL as LIMIT Infinity).
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, strictNumbers: false } },
+    frameworkErrors,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The APIs speak JSON only: any other body is a 415, not a confusing validation error.
@@ -109,10 +120,10 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(async (agentScope) => {
     await agentScope.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
     await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
-    await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands }));
+    await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands, signer: services.signer }));
   });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
-  await app.register(platformApi({ clock, services, hub }), { prefix: PLATFORM_PREFIX });
+  await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps) }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
   await app.register(dashboardRoutes());
 

@@ -1,4 +1,5 @@
 // Environment parsed once at start; a bad value stops the process with a clear message.
+import { isIP } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseAllowList } from "./lib/outbound/address-policy.ts";
@@ -55,6 +56,28 @@ export function outboundAllowList(env: NodeJS.ProcessEnv = process.env): string[
     parseAllowList(entries);
   } catch (err) {
     throw new Error(`BERTH_OUTBOUND_ALLOW must list hosts, addresses or CIDR ranges separated by commas: ${(err as Error).message}`);
+  }
+  return entries;
+}
+
+/**
+ * BERTH_TRUST_PROXY: which proxies' X-Forwarded-For (and -Proto, -Host) to believe, as
+ * Fastify's trustProxy takes it: `true` (any), a hop count (`1`), or addresses and CIDR ranges
+ * separated by commas (`127.0.0.1,10.0.0.0/8`). Unset: none, the socket address is the caller's.
+ */
+export function trustProxySetting(env: NodeJS.ProcessEnv = process.env): boolean | number | string[] | undefined {
+  const raw = (env.BERTH_TRUST_PROXY ?? "").trim();
+  if (raw === "" || raw === "false") return undefined;
+  if (raw === "true") return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const entries = raw.split(",").map((e) => e.trim()).filter((e) => e !== "");
+  for (const e of entries) {
+    const [addr, bits, ...rest] = e.split("/");
+    const family = isIP(addr ?? "");
+    const maxBits = family === 6 ? 128 : 32;
+    if (family === 0 || rest.length > 0 || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))) {
+      throw new Error(`BERTH_TRUST_PROXY must be true, a hop count, or addresses and CIDR ranges separated by commas, got ${JSON.stringify(raw)}`);
+    }
   }
   return entries;
 }

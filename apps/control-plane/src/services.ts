@@ -43,6 +43,7 @@ import { createErpImagesRepo } from "./modules/erp-images/erp-images.repo.ts";
 import { createAccess } from "./modules/auth/access.ts";
 import { createAccessRepo } from "./modules/auth/access.repo.ts";
 import { createSessions } from "./modules/auth/sessions.ts";
+import { createStreamTickets } from "./modules/events/stream-tickets.ts";
 import { createAccountsRepo } from "./modules/auth/accounts.repo.ts";
 import { createMemberships } from "./modules/organizations/memberships.service.ts";
 import { createOrganizationsRepo } from "./modules/organizations/organizations.repo.ts";
@@ -65,7 +66,7 @@ export function createServices(deps: {
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images });
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -100,7 +101,7 @@ export function createServices(deps: {
   return {
     repos,
     cursors,
-    projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock }),
+    projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey }),
     environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
     deployments,
     backups,
@@ -108,8 +109,8 @@ export function createServices(deps: {
     platformDeployments,
     environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
-    webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound }),
-    webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound }),
+    webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
+    webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey }),
     gitHooks: createGitHooks({ repo: createGitHooksRepo(db), clock, masterKey: deps.masterKey, deployments }),
     apiKeys,
     keyCache,
@@ -122,6 +123,8 @@ export function createServices(deps: {
     dispatcher,
     access,
     sessions,
+    // Signed with the cursor secret under its own label (an instance secret every replica shares).
+    streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
   };
 }

@@ -100,7 +100,10 @@ export const projects = pgTable(
     serverId: uuid("server_id").references(() => servers.id),
     name: text("name").notNull(),
     erpVersion: text("erp_version"),
+    /** The repository URL without its userinfo (user:token@), which is in gitRepoCredentialsEnc. */
     gitRepoUrl: text("git_repo_url"),
+    /** The userinfo of the repository URL as written (percent-encoded), sealed with the instance master key; null when it had none. */
+    gitRepoCredentialsEnc: text("git_repo_credentials_enc"),
     defaultBranch: text("default_branch").notNull().default("main"),
     /** HMAC-SHA256 key of the inbound git push hook; sealed with the instance master key. */
     gitHookSecretEnc: text("git_hook_secret_enc"),
@@ -264,8 +267,10 @@ export const webhookSubscriptions = pgTable(
     events: text("events").array().notNull(),
     description: text("description"),
     enabled: boolean("enabled").notNull().default(true),
-    /** Needed in clear to sign outgoing deliveries; never returned after creation. */
-    secret: text("secret").notNull(),
+    /** Legacy: the signing secret in clear, from before 0011; the control plane seals it into secretEnc at start and empties this. */
+    secret: text("secret"),
+    /** The signing secret (whsec_...), sealed with the instance master key; returned only by the create. */
+    secretEnc: text("secret_enc"),
     createdAt: ts("created_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),

@@ -14,6 +14,8 @@ export const ERROR_STATUS = {
   delivery_id_missing: 400,
   environment_inactive: 400,
   invalid_webhook_url: 400,
+  /** A Host header that is not a plain host[:port]: it would end up in install.sh. */
+  invalid_host: 400,
   not_cancellable: 400,
   not_retryable: 400,
   not_rollback_target: 400,
@@ -26,6 +28,10 @@ export const ERROR_STATUS = {
   api_key_revoked: 401,
   invalid_credentials: 401,
   invalid_session: 401,
+  /** A credential in the query string (?access_token=): refused, URLs end up in logs. */
+  query_token_refused: 401,
+  /** A stream ticket that is malformed, expired, already used or for another organisation. */
+  invalid_stream_ticket: 401,
   invalid_enrollment_token: 401,
   enrollment_token_expired: 401,
   enrollment_token_used: 401,
@@ -55,10 +61,14 @@ export const ERROR_STATUS = {
   last_owner: 409,
   task_in_progress: 409,
   task_not_cancellable: 409,
+  /** The organisation holds as many active API keys as allowed: revoke one first. */
+  api_key_limit_reached: 409,
   // others
   payload_too_large: 413,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,
+  /** As many live event streams are open as allowed, for the organisation or the person. */
+  too_many_streams: 429,
   internal_error: 500,
   jobs_unavailable: 503,
 } as const satisfies Record<string, number>;

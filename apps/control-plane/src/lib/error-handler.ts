@@ -1,6 +1,6 @@
 // Maps every error to the body { error, message, details?, retry_after? } with a stable
 // code. 5xx details are logged, never sent.
-import type { FastifyError, FastifyInstance } from "fastify";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "./errors.ts";
 import { httpStatusOf } from "./error-codes.ts";
 
@@ -11,6 +11,21 @@ const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: "unsupported_media_type",
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: "invalid_request",
 };
+
+/**
+ * Errors the router raises before any route runs (Fastify's frameworkErrors option), in the
+ * same body as every other error: a path parameter longer than any id (Fastify's default
+ * would be a 414 echoing the whole path) and a path that is not valid percent-encoding.
+ */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  if (err.code === "FST_ERR_MAX_PARAM_LENGTH") {
+    void reply.code(400).send({ error: "validation_error", message: "A path parameter is longer than any id (at most 100 characters)" });
+  } else if (err.code === "FST_ERR_BAD_URL") {
+    void reply.code(400).send({ error: "invalid_request", message: "The URL's path is not valid percent-encoding" });
+  } else {
+    void reply.code(err.statusCode ?? 400).send({ error: "invalid_request", message: "The request could not be routed" });
+  }
+}
 
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {

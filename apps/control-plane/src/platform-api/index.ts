@@ -10,6 +10,7 @@ import { createSessionAuth } from "./session-auth.ts";
 import { gitHooksRoutes } from "../modules/git-hooks/git-hooks.routes.ts";
 import { eventsRoutes } from "../modules/events/events.routes.ts";
 import type { EventHub } from "../modules/events/event-hub.ts";
+import type { StreamLimits } from "../modules/events/stream-limits.ts";
 import { supportRoutes } from "../modules/support/support.routes.ts";
 import { installPortalAudit } from "../modules/support/portal-audit.ts";
 import { serversPlatformRoutes } from "../modules/servers/platform.routes.ts";
@@ -25,6 +26,7 @@ export interface PlatformDeps {
   clock: Clock;
   services: Services;
   hub: EventHub;
+  streamLimits: StreamLimits;
 }
 
 export function platformApi(deps: PlatformDeps) {
@@ -37,7 +39,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(organizationsRoutes({ memberships: s.memberships, access: s.access }));
     await api.register(apiKeysPlatformRoutes({ apiKeys: s.apiKeys, access: s.access }));
     await api.register(gitHooksRoutes({ gitHooks: s.gitHooks, access: s.access, limits: s.rateLimits }));
-    await api.register(eventsRoutes({ hub: deps.hub, access: s.access, clock: deps.clock }));
+    await api.register(eventsRoutes({ hub: deps.hub, access: s.access, clock: deps.clock, tickets: s.streamTickets, limits: deps.streamLimits }));
     await api.register(supportRoutes({ support: s.support, audit: s.audit, access: s.access }));
     await api.register(platformDeploymentsRoutes({ deployments: s.platformDeployments, environments: s.environmentOperations }));
     await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.environmentOperations, heavy: s.platformDeployments.operations.heavy }));

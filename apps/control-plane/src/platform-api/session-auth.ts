@@ -13,12 +13,19 @@ export function bearerToken(request: FastifyRequest): string | null {
   return m[1]!;
 }
 
+/** Query parameters that would carry a session token: refused on every route, URLs end up in logs. */
+const QUERY_TOKENS = ["access_token", "token"];
+
 export function createSessionAuth(sessions: Sessions) {
   return async function authenticate(request: FastifyRequest, _reply: FastifyReply) {
+    const query = (request.query ?? {}) as Record<string, unknown>;
+    if (QUERY_TOKENS.some((k) => query[k] !== undefined)) {
+      throw new DomainError("query_token_refused", "Tokens in the URL are refused: send Authorization: Bearer <ACCESS_TOKEN> (EventSource clients: a ticket from POST /api/v1/events/tickets)");
+    }
     if (request.routeOptions.config?.anonymous) return;
-    // SSE clients (EventSource) cannot set headers: they may pass the token as access_token.
-    const fromQuery = (request.query as { access_token?: unknown } | undefined)?.access_token;
-    const token = bearerToken(request) ?? (typeof fromQuery === "string" ? fromQuery : null);
+    const token = bearerToken(request);
+    // EventSource clients cannot set headers: the events route takes a single-use ticket instead.
+    if (!token && request.routeOptions.config?.streamTicket && typeof query.ticket === "string") return;
     if (!token) throw new DomainError("authentication_required", SIGN_IN_REQUIRED);
     const person = await sessions.authenticate(token);
     if (!person) throw new DomainError("invalid_session", "This session token is unknown, expired or signed out; sign in again");

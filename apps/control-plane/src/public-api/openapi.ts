@@ -4,7 +4,9 @@ import { createRequire } from "node:module";
 import { createReadStream } from "node:fs";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, FastifySchema } from "fastify";
+import { Type } from "@sinclair/typebox";
+import { ErrorBody } from "../lib/http-schemas.ts";
 
 export const PUBLIC_PREFIX = "/api/public/v1";
 const PLATFORM_PREFIX = "/api/v1";
@@ -38,6 +40,20 @@ const platformDocument = (doc: Doc) =>
     security: [{ session: [] }],
   });
 
+const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
+
+/**
+ * Every operation that may carry a body documents the 415 \`unsupported_media_type\` its
+ * routes answer to a body that is not JSON (app.ts removes every other parser).
+ */
+function withMediaTypeError({ schema, url, route }: { schema: FastifySchema; url: string; route: { method: string | string[] } }) {
+  const methods = ([] as string[]).concat(route.method);
+  if (!schema || (schema as { hide?: boolean }).hide || !methods.some((m) => BODY_METHODS.has(m))) return { schema, url };
+  const response = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
+  response["415"] ??= Type.Ref(ErrorBody);
+  return { schema: { ...schema, response }, url };
+}
+
 /** Registers the generator; must run before the routes are added. */
 export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   await app.register(swagger, {
@@ -55,6 +71,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ apiKey: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: withMediaTypeError,
   });
 }
 

@@ -57,8 +57,15 @@ export const get = (path) => api("GET", path);
 export const post = (path, body) => api("POST", path, body ?? {});
 export const del = (path) => api("DELETE", path);
 
-/** The live event stream of one organisation (EventSource cannot send headers: the token goes in the query). */
-export function eventStream(orgId) {
-  const q = new URLSearchParams({ organization_id: orgId, access_token: session.token ?? "" });
+/**
+ * The live event stream of one organisation. EventSource cannot send headers, and a session
+ * token in a URL ends up in logs: each open fetches a single-use ticket (valid a minute) and
+ * puts that in the URL instead. A ticket opens one stream, so the caller reconnects through
+ * here too (with the last event id, to resume where the stream stopped).
+ */
+export async function eventStream(orgId, lastEventId) {
+  const { ticket } = await post("/events/tickets", { organization_id: orgId });
+  const q = new URLSearchParams({ organization_id: orgId, ticket });
+  if (lastEventId) q.set("last_event_id", lastEventId);
   return new EventSource(`/api/v1/events?${q}`);
 }

@@ -43,29 +43,69 @@ export function announce(message) {
 
 const EVENT_TYPES = ["server.stats", "server.status", "deployment.log", "deployment.status", "environment.status", "reset"];
 
+/** Wait before reconnecting a stream that ended (the server's retry: is the same). */
+const RECONNECT_MS = 2000;
+
+/**
+ * Opens the organisation's live stream. Each open uses a fresh single-use ticket, so when the
+ * stream fails this closes it and reconnects itself (EventSource would reuse the spent ticket),
+ * resuming after the last event seen.
+ */
 function openStream(orgId) {
   state.stream?.close();
   state.stream = null;
   liveState.hidden = !orgId;
   if (!orgId) return;
-  liveState.textContent = "Connecting…";
-  const es = eventStream(orgId);
-  state.stream = es;
-  es.onopen = () => (liveState.textContent = "Live");
-  es.onerror = () => (liveState.textContent = es.readyState === EventSource.CLOSED ? "Live updates stopped" : "Reconnecting…");
-  for (const type of EVENT_TYPES) {
-    es.addEventListener(type, (ev) => {
-      let data;
-      try {
-        data = JSON.parse(ev.data);
-      } catch {
+  let es = null;
+  let closed = false;
+  let lastEventId = null;
+  let timer = null;
+  state.stream = {
+    close() {
+      closed = true;
+      clearTimeout(timer);
+      es?.close();
+    },
+  };
+  const retry = () => {
+    es?.close();
+    es = null;
+    if (closed) return;
+    liveState.textContent = "Reconnecting…";
+    timer = setTimeout(connect, RECONNECT_MS);
+  };
+  async function connect() {
+    if (closed) return;
+    if (!es) liveState.textContent = lastEventId ? "Reconnecting…" : "Connecting…";
+    try {
+      es = await eventStream(orgId, lastEventId);
+    } catch (err) {
+      // Not a member any more, or signed out (api.js signs the page out): nothing to resume.
+      if (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404)) {
+        liveState.textContent = "Live updates stopped";
         return;
       }
-      // The stream could not resume where it was: what the page shows may have missed events.
-      if (type === "reset") return void route();
-      for (const fn of state.listeners.get(type) ?? []) fn(data);
-    });
+      return retry();
+    }
+    if (closed) return void es.close();
+    es.onopen = () => (liveState.textContent = "Live");
+    es.onerror = () => retry();
+    for (const type of EVENT_TYPES) {
+      es.addEventListener(type, (ev) => {
+        if (ev.lastEventId) lastEventId = ev.lastEventId;
+        let data;
+        try {
+          data = JSON.parse(ev.data);
+        } catch {
+          return;
+        }
+        // The stream could not resume where it was: what the page shows may have missed events.
+        if (type === "reset") return void route();
+        for (const fn of state.listeners.get(type) ?? []) fn(data);
+      });
+    }
   }
+  void connect();
 }
 
 /** Listens to a live event type while the current page is shown. */

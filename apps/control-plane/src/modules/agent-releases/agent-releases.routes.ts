@@ -6,7 +6,9 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ErrorBody } from "../../lib/http-schemas.ts";
+import type { CommandSigner } from "../agents/signing-keys.ts";
 import { AGENT_ARCHES, AgentReleaseError, type AgentReleases } from "./agent-releases.service.ts";
+import { installOrigin, InstallOriginError } from "./install-origin.ts";
 
 const ArchParams = Type.Object({ arch: Type.String({ maxLength: 16, description: `One of ${AGENT_ARCHES.join(", ")}` }) });
 const Binary = Type.Unsafe<unknown>({ type: "string", format: "binary", description: "The agent executable (application/octet-stream)" });
@@ -14,25 +16,29 @@ const Text = Type.String();
 const Releases = Type.Object({
   version: Type.String(),
   install_command: Type.String({ description: "What the dashboard shows; <token> is the server's one-time enrolment token" }),
+  release_key: Type.Optional(Type.String({ description: "The Ed25519 public key (base64) the release manifest is signed with: install.sh --key" })),
   executables: Type.Array(
     Type.Object({ arch: Type.String(), url: Type.String(), sha256: Type.String(), size: Type.Integer() }),
   ),
 });
 
-/** The origin the server reached us on: the default --url of the install script. */
-export function requestOrigin(request: FastifyRequest): string {
-  return `${request.protocol}://${request.host}`;
-}
-
 function sendError(reply: FastifyReply, error: unknown) {
+  if (error instanceof InstallOriginError || (error instanceof AgentReleaseError && error.code === "invalid_host")) {
+    return reply.code(400).send({ error: "invalid_host", message: error.message });
+  }
   if (error instanceof AgentReleaseError) {
     return reply.code(404).send({ error: error.code, message: error.message });
   }
   throw error;
 }
 
-export function agentReleasesRoutes(deps: { releases: AgentReleases; publicUrl?: string }): FastifyPluginAsyncTypebox {
-  const origin = (request: FastifyRequest) => deps.publicUrl ?? requestOrigin(request);
+export function agentReleasesRoutes(deps: {
+  releases: AgentReleases;
+  publicUrl?: string;
+  signer?: Pick<CommandSigner, "signRelease" | "releaseKey">;
+}): FastifyPluginAsyncTypebox {
+  /** BERTH_PUBLIC_URL, else the request's origin when its Host is plain (install-origin.ts). */
+  const origin = (request: FastifyRequest) => installOrigin(request, deps.publicUrl);
   return async (app) => {
     app.get(
       "/agent/v1/download/:arch",
@@ -75,22 +81,42 @@ export function agentReleasesRoutes(deps: { releases: AgentReleases; publicUrl?:
       return reply.type("text/plain; charset=utf-8").header("cache-control", "no-cache").send(all.map((r) => `${r.sha256}  ${r.name}\n`).join(""));
     });
 
-    app.get("/agent/v1/releases", { schema: { hide: true, response: { 200: Releases, 404: ErrorBody } } }, async (request, reply) => {
+    app.get("/agent/v1/releases", { schema: { hide: true, response: { 200: Releases, 400: ErrorBody, 404: ErrorBody } } }, async (request, reply) => {
       const all = deps.releases.releases();
       if (all.length === 0) {
         return sendError(reply, new AgentReleaseError("agent_not_built", "no agent has been built on this control plane (npm run build:agent)"));
       }
-      const base = origin(request);
+      let base: string;
+      try {
+        base = origin(request);
+      } catch (error) {
+        return sendError(reply, error);
+      }
+      const key = deps.signer ? await deps.signer.releaseKey() : undefined;
       return {
         version: all[0]!.version,
-        install_command: deps.releases.installCommand(base, "<token>"),
+        install_command: deps.releases.installCommand(base, "<token>", key),
+        ...(key === undefined ? {} : { release_key: key }),
         executables: all.map((r) => ({ arch: r.arch, url: `${base}/agent/v1/download/${r.arch}`, sha256: r.sha256, size: r.size })),
       };
     });
 
-    app.get("/install.sh", { schema: { hide: true, response: { 200: Text, 404: ErrorBody } } }, async (request, reply) => {
+    app.get("/install.sh", { schema: { hide: true, response: { 200: Text, 400: ErrorBody, 404: ErrorBody } } }, async (request, reply) => {
       try {
-        return reply.type("text/x-shellscript; charset=utf-8").header("cache-control", "no-cache").send(deps.releases.installScript(origin(request)));
+        // Built before the reply says text: a refusal is a JSON error body.
+        const script = deps.releases.installScript(origin(request));
+        return reply.type("text/x-shellscript; charset=utf-8").header("cache-control", "no-cache").send(script);
+      } catch (error) {
+        return sendError(reply, error);
+      }
+    });
+
+    // The signed release manifest (agent-releases.service.ts, signedManifest).
+    app.get("/agent/v1/release", { schema: { hide: true, response: { 200: Text, 404: ErrorBody } } }, async (_request, reply) => {
+      if (!deps.signer) return sendError(reply, new AgentReleaseError("agent_not_built", "this control plane does not sign releases"));
+      try {
+        const manifest = await deps.releases.signedManifest(deps.signer);
+        return reply.type("text/plain; charset=utf-8").header("cache-control", "no-cache").send(manifest);
       } catch (error) {
         return sendError(reply, error);
       }

@@ -6,6 +6,8 @@ import path from "node:path";
 import { Type, type Static } from "@sinclair/typebox";
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import type { AgentCommandRow, AgentCommands } from "../agents/agent-commands.ts";
+import type { CommandSigner } from "../agents/signing-keys.ts";
+import { installCommand, isShellSafeUrl } from "./install-origin.ts";
 
 export const AGENT_ARCHES = ["x64", "arm64"] as const;
 export type AgentArch = (typeof AGENT_ARCHES)[number];
@@ -30,7 +32,7 @@ export interface AgentRelease {
 /** A coded failure the routes turn into `{error, message}`. */
 export class AgentReleaseError extends Error {
   constructor(
-    readonly code: "agent_not_built" | "unsupported_arch" | "agent_update_unsupported",
+    readonly code: "agent_not_built" | "unsupported_arch" | "agent_update_unsupported" | "invalid_host",
     message: string,
   ) {
     super(message);
@@ -78,23 +80,41 @@ export function createAgentReleases(deps: { distDir: string; commands: AgentComm
     return readFileSync(file, "utf8");
   }
 
+  function releases(): AgentRelease[] {
+    const m = manifest();
+    if (!m) return [];
+    return AGENT_ARCHES.filter((a) => m.executables[a]).map((a) => release(a));
+  }
+
   return {
     distDir,
     release,
     /** Every executable built here, for SHA256SUMS. */
-    releases(): AgentRelease[] {
-      const m = manifest();
-      if (!m) return [];
-      return AGENT_ARCHES.filter((a) => m.executables[a]).map((a) => release(a));
-    },
+    releases,
     uninstallScript: () => script("uninstall.sh"),
-    /** install.sh with this control plane's URL as its default --url. */
+    /** install.sh with this control plane's URL as its default --url (between single quotes). */
     installScript(baseUrl: string): string {
-      return script("install.sh").replace("@BERTH_CONTROL_PLANE_URL@", baseUrl.replace(/\/+$/, ""));
+      const base = baseUrl.replace(/\/+$/, "");
+      // Never paste anything a shell would read as more than a word (install-origin.ts).
+      if (!isShellSafeUrl(base)) throw new AgentReleaseError("invalid_host", `${JSON.stringify(base)} is not a plain http(s)://host[:port] origin`);
+      return script("install.sh").replace("@BERTH_CONTROL_PLANE_URL@", base);
     },
-    /** The one line the dashboard shows next to a fresh enrolment token. */
-    installCommand(baseUrl: string, token: string): string {
-      return `curl -fsSL ${baseUrl.replace(/\/+$/, "")}/install.sh | sudo sh -s -- --token ${token}`;
+    installCommand,
+    /**
+     * The signed release manifest install.sh verifies against the operator's --key (and
+     * re-installs against the keys the agent pinned at enrolment):
+     *
+     *   berth-agent-release 1
+     *   version <version>
+     *   <arch> <sha256> <size>        (one line per executable)
+     *   signature ed25519 <key_id> <base64 signature of every line above, newlines included>
+     */
+    async signedManifest(signer: Pick<CommandSigner, "signRelease">): Promise<string> {
+      const all = releases();
+      if (all.length === 0) throw new AgentReleaseError("agent_not_built", "no agent has been built on this control plane (npm run build:agent)");
+      const body = releaseManifestBody(all);
+      const s = await signer.signRelease(body);
+      return `${body}signature ed25519 ${s.key_id} ${s.signature}\n`;
     },
     /**
      * Tells an agent to replace itself with the executable built here, through the signed
@@ -115,3 +135,10 @@ export function createAgentReleases(deps: { distDir: string; commands: AgentComm
 }
 
 export type AgentReleases = ReturnType<typeof createAgentReleases>;
+
+/** The signed part of the release manifest (see signedManifest). */
+export function releaseManifestBody(all: readonly Pick<AgentRelease, "arch" | "version" | "sha256" | "size">[]): string {
+  const version = all[0]!.version;
+  if (!/^[0-9A-Za-z.+-]{1,64}$/.test(version)) throw new Error(`agent version ${JSON.stringify(version)} cannot go into a release manifest`);
+  return `berth-agent-release 1\nversion ${version}\n${all.map((r) => `${r.arch} ${r.sha256} ${r.size}\n`).join("")}`;
+}

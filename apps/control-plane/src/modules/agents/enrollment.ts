@@ -43,6 +43,9 @@ export function createEnrollment(deps: { repo: EnrollmentRepo; clock: Clock; sig
       return { serverId, enrollment: await issueToken(serverId, createdBy) };
     },
 
+    /** The release-signing public key the install command carries (install.sh --key). */
+    releaseKey: () => deps.signer.releaseKey(),
+
     async newToken(organizationId: string, serverId: string, createdBy: string | null) {
       const id = await repo.liveServerId(organizationId, serverId);
       if (!id) throw notFound("Server");

@@ -14,6 +14,7 @@ import {
   type UnsignedCommand,
   type SigningKey,
 } from "@berth/protocol";
+import { sign as ed25519Sign } from "node:crypto";
 import { open, seal } from "../../lib/master-key.ts";
 import type { NewSigningKey, SigningKeysRepo } from "./signing-keys.repo.ts";
 
@@ -25,6 +26,13 @@ export interface CommandSigner {
    * pool client, and N concurrent transactions waiting for one deadlock the pool.
    */
   prepare(): Promise<(cmd: UnsignedCommand) => SignedCommand>;
+  /**
+   * Signs a release manifest (installers/README.md, "Signed releases") with the signing key:
+   * the key agents pin at enrolment and operators pass to install.sh as --key.
+   */
+  signRelease(text: string): Promise<{ key_id: string; public_key: string; signature: string }>;
+  /** The public half of the key signRelease uses (base64, raw 32 bytes): what install.sh --key takes. */
+  releaseKey(): Promise<string>;
   /** Keys an agent pins: the active one and any still accepted. */
   pinnedKeys(): Promise<SigningKey[]>;
   activeKeyId(): Promise<string>;
@@ -70,6 +78,13 @@ export function createCommandSigner(deps: { repo: SigningKeysRepo; masterKey: Bu
     async prepare() {
       const { keyId, key } = await active();
       return (cmd) => signCommand(cmd, key, keyId);
+    },
+    async signRelease(text) {
+      const { keyId, key } = await active();
+      return { key_id: keyId, public_key: exportPublicKey(key), signature: ed25519Sign(null, Buffer.from(text, "utf8"), key).toString("base64") };
+    },
+    async releaseKey() {
+      return exportPublicKey((await active()).key);
     },
     async pinnedKeys() {
       await active();

@@ -49,6 +49,20 @@ export function createApiKeysRepo(db: Database) {
       const [row] = await db.insert(apiKeys).values(values).returning();
       return row!;
     },
+    /**
+     * Inserts the key unless its organisation already holds `limit` active (unrevoked) keys:
+     * the row, or null. Creations in one organisation take turns (a transaction lock), so
+     * concurrent ones cannot pass the limit together.
+     */
+    async insertWithinLimit(values: typeof apiKeys.$inferInsert, limit: number): Promise<ApiKeyRow | null> {
+      return db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${"api_keys:" + values.organizationId}, 0))`);
+        const [active] = await tx.select({ n: count() }).from(apiKeys).where(and(eq(apiKeys.organizationId, values.organizationId), isNull(apiKeys.revokedAt)));
+        if ((active?.n ?? 0) >= limit) return null;
+        const [row] = await tx.insert(apiKeys).values(values).returning();
+        return row!;
+      });
+    },
     async list(scope: Scope, limit: number, after?: CursorPosition) {
       const rows = await db
         .select()

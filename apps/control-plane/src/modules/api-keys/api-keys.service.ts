@@ -2,7 +2,7 @@
 // the public API. A project-scoped key manages only keys of its own project.
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
-import { notFound } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
 import { scopedReads } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { generateApiKey, type KeyAccess } from "./api-key-format.ts";
@@ -22,12 +22,16 @@ export function apiKeyView(k: ApiKeyRow) {
   };
 }
 
-export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: CursorCodec; clock: Clock; onRevoked?: (id: string) => void }) {
+/** Active (unrevoked) API keys an organisation may hold: each key has its own rate budget, so minting keys must not multiply it without end. */
+export const API_KEY_LIMIT = 50;
+
+export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: CursorCodec; clock: Clock; onRevoked?: (id: string) => void; limit?: number }) {
+  const limit = deps.limit ?? API_KEY_LIMIT;
   return {
-    /** Returns the key text exactly once; only its hash is kept. */
+    /** Returns the key text exactly once; only its hash is kept. At most `limit` active keys per organisation. */
     async create(input: { organizationId: string; projectId: string | null; access: KeyAccess; name: string; createdBy: string | null }) {
       const { secret, hash, displayPrefix } = generateApiKey(input.access);
-      const row = await deps.apiKeys.insert({
+      const row = await deps.apiKeys.insertWithinLimit({
         organizationId: input.organizationId,
         projectId: input.projectId,
         access: input.access,
@@ -36,7 +40,8 @@ export function createApiKeysService(deps: { apiKeys: ApiKeysRepo; cursors: Curs
         keyHash: hash,
         createdBy: input.createdBy,
         createdAt: deps.clock.now(),
-      });
+      }, limit);
+      if (!row) throw new DomainError("api_key_limit_reached", `An organisation may hold at most ${limit} active API keys; revoke one first`);
       return { ...apiKeyView(row), key: secret };
     },
     ...scopedReads({ codec: deps.cursors, list: "api_keys", label: "API key", repo: deps.apiKeys, view: apiKeyView }),

@@ -6,7 +6,7 @@ import { errors, Nullable, Page, PageQuery, Uuid } from "../../lib/http-schemas.
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
 import { ApiKey } from "./api-keys.routes.ts";
-import type { ApiKeysService } from "./api-keys.service.ts";
+import { API_KEY_LIMIT, type ApiKeysService } from "./api-keys.service.ts";
 
 const OrgParams = Type.Object({ organization_id: Uuid });
 const ApiKeyRef = Type.Ref(ApiKey) as unknown as typeof ApiKey;
@@ -20,7 +20,7 @@ export function apiKeysPlatformRoutes(deps: { apiKeys: ApiKeysService; access: P
         schema: {
           tags: ["API keys"],
           summary: "Create an API key",
-          description: "The key (svc_live_ro_… or svc_live_rw_…) is in the response once and never again; only its hash is kept.",
+          description: `The key (svc_live_ro_… or svc_live_rw_…) is in the response once and never again; only its hash is kept. An organisation holds at most ${API_KEY_LIMIT} active keys: one more is a 409 \`api_key_limit_reached\` (revoke one first).`,
           params: OrgParams,
           body: Type.Object(
             {
@@ -30,7 +30,7 @@ export function apiKeysPlatformRoutes(deps: { apiKeys: ApiKeysService; access: P
             },
             { additionalProperties: false },
           ),
-          response: { 201: Type.Object({ ...ApiKey.properties, key: Type.String() }), ...errors(404) },
+          response: { 201: Type.Object({ ...ApiKey.properties, key: Type.String() }), ...errors(404, 409) },
         },
       },
       async (request, reply) => {

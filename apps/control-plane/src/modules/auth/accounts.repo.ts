@@ -49,6 +49,16 @@ export function createAccountsRepo(db: Database) {
       return found;
     },
 
+    /** The live session with this id, and its user (stream tickets name the session by id). */
+    async liveSessionById(id: string, now: Date) {
+      const [found] = await db
+        .select({ s: sessions, u: users })
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(and(eq(sessions.id, id), isNull(sessions.revokedAt), gt(sessions.expiresAt, now)));
+      return found;
+    },
+
     async touchSession(id: string, now: Date): Promise<void> {
       await db.update(sessions).set({ lastUsedAt: now }).where(eq(sessions.id, id));
     },

@@ -11,6 +11,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** No session needed (sign-in, registration, signed hooks). */
     anonymous?: boolean;
+    /** Without an Authorization header, ?ticket= is let through: the route redeems it (GET /api/v1/events only). */
+    streamTicket?: boolean;
   }
 }
 

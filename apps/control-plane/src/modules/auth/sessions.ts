@@ -99,6 +99,13 @@ export function createSessions(deps: { accounts: AccountsRepo; clock: Clock; ttl
       return { userId: found.u.id, sessionId: found.s.id, email: found.u.email, name: found.u.name, isPortalAdmin: found.u.isPortalAdmin };
     },
 
+    /** The person of a live session named by id (a stream ticket's session), else null. */
+    async principalOfSession(sessionId: string): Promise<SessionPrincipal | null> {
+      const found = await accounts.liveSessionById(sessionId, clock.now());
+      if (!found) return null;
+      return { userId: found.u.id, sessionId: found.s.id, email: found.u.email, name: found.u.name, isPortalAdmin: found.u.isPortalAdmin };
+    },
+
     list: (userId: string) => accounts.liveSessions(userId, clock.now()),
 
     /** Ends one of the caller's own sessions (sign out elsewhere); another person's is a 404. */

@@ -3,6 +3,8 @@
 // after a crash between the two); the unique deployment_id on the outbox makes a second
 // dispatch of the same row a no-op.
 import { isUniqueViolation } from "../../lib/errors.ts";
+import { joinCredentials } from "../../lib/git-credentials.ts";
+import { open } from "../../lib/master-key.ts";
 import { COMMAND_TYPES, type CommandType } from "@berth/protocol";
 import type { DispatchRepo } from "./dispatch.repo.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
@@ -25,7 +27,18 @@ const COMMAND_FOR_KIND: Record<string, CommandType> = {
   restore: "restore",
 };
 
-export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<AgentCommands, "issue">; images: ErpImages }) {
+export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<AgentCommands, "issue">; images: ErpImages; masterKey: Buffer }) {
+  /** The URL the agent clones: the stored one with its sealed credentials put back (none if they do not open). */
+  function cloneUrl(project: { gitRepoUrl: string; gitRepoCredentialsEnc: string | null }): string {
+    if (!project.gitRepoCredentialsEnc) return project.gitRepoUrl;
+    try {
+      return joinCredentials(project.gitRepoUrl, open(deps.masterKey, project.gitRepoCredentialsEnc));
+    } catch {
+      return project.gitRepoUrl; // sealed with another master key: the clone fails with the host's own answer
+    }
+  }
+
+
   async function paramsFor(d: DeploymentRow, type: CommandType): Promise<Record<string, unknown>> {
     const base = { deployment_id: d.id, environment_id: d.environmentId };
     if (type !== "deploy" && type !== "redeploy") {
@@ -45,7 +58,7 @@ export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<Agen
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,
-      git: project.gitRepoUrl ? { url: project.gitRepoUrl, branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
+      git: project.gitRepoUrl ? { url: cloneUrl({ gitRepoUrl: project.gitRepoUrl, gitRepoCredentialsEnc: project.gitRepoCredentialsEnc }), branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
       resources: config ?? { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
       domain: env.domain ? env.domain.toLowerCase() : null,
       env: {},

@@ -11,11 +11,17 @@ import type { Access } from "../auth/access.ts";
 import { encodeCursor, parseLastEventId } from "./event-id.ts";
 import type { EventHub } from "./event-hub.ts";
 import { EVENT_RETENTION_MS, STATS_RETENTION_MS } from "./retention.ts";
+import { TICKET_TTL_MS, type StreamTickets } from "./stream-tickets.ts";
+import type { StreamLimits } from "./stream-limits.ts";
 
 const RETRY_MS = 2000;
 
 const DESCRIPTION = `Server-sent events (\`text/event-stream\`) of one organisation, for every member of it.
-EventSource clients, which cannot set headers, may pass the session token as \`?access_token=\`.
+Authenticate with \`Authorization: Bearer <session token>\`, or, for EventSource clients, which cannot set headers, with
+\`?ticket=\`: a stream ticket from \`POST /api/v1/events/tickets\`, valid ${TICKET_TTL_MS / 1000} seconds, for one stream of the
+organisation it was issued for (fetch a new one before every reconnect). A session token in the query (\`?access_token=\`)
+is refused (401 \`query_token_refused\`): URLs end up in logs. A used, expired or foreign ticket is a 401 \`invalid_stream_ticket\`.
+At most a few streams may be open per organisation and per person (429 \`too_many_streams\` with \`Retry-After\`).
 
 Events (\`event:\` name, \`data:\` one JSON object):
 - \`deployment.log\`: \`id, deployment_id, level, message, step, timestamp\`, for every log line written for a deployment.
@@ -41,23 +47,71 @@ issued, gets an \`event: reset\` (reason \`resume_point_expired\` or \`unknown_r
 
 A comment line (\`: keep-alive\`) is sent every 15 seconds so proxies keep the connection open; \`retry: ${RETRY_MS}\` sets the reconnect delay.`;
 
-export function eventsRoutes(deps: { hub: EventHub; access: Pick<Access, "requireOrg" | "visibleProjectIds">; clock: Clock }): FastifyPluginAsyncTypebox {
-  const { hub, access, clock } = deps;
+const OrgQuery = {
+  organization_id: Type.Optional(Uuid),
+  organizationId: Type.Optional({ ...Uuid, description: "Same as organization_id" }),
+};
+
+function orgOf(q: { organization_id?: string | undefined; organizationId?: string | undefined }): string {
+  if (q.organization_id && q.organizationId && q.organization_id !== q.organizationId) {
+    throw new DomainError("validation_error", "organization_id and organizationId differ; give one");
+  }
+  const orgId = q.organization_id ?? q.organizationId;
+  if (!orgId) throw new DomainError("validation_error", "Name the organisation: ?organization_id=<uuid>", [{ path: "querystring/organization_id", message: "is required" }]);
+  return orgId;
+}
+
+export function eventsRoutes(deps: {
+  hub: EventHub;
+  access: Pick<Access, "requireOrg" | "visibleProjectIds">;
+  clock: Clock;
+  tickets: StreamTickets;
+  limits: StreamLimits;
+}): FastifyPluginAsyncTypebox {
+  const { hub, access, clock, tickets, limits } = deps;
   return async (app) => {
+    app.post(
+      "/events/tickets",
+      {
+        schema: {
+          tags: ["Events"],
+          summary: "Get a ticket to open the event stream",
+          description: `A single-use ticket for \`GET /api/v1/events?organization_id=…&ticket=…\`, valid ${TICKET_TTL_MS / 1000} seconds, for the organisation named here (in the body or the query). For EventSource clients, which cannot send the session token as a header.`,
+          querystring: Type.Object(OrgQuery),
+          body: Type.Optional(Type.Object(OrgQuery, { additionalProperties: false })),
+          response: {
+            201: Type.Object({
+              ticket: Type.String({ description: "Pass as ?ticket= on GET /api/v1/events, once" }),
+              expires_at: Type.String({ format: "date-time" }),
+            }),
+            ...errors(404),
+          },
+        },
+      },
+      async (request, reply) => {
+        const person = personOf(request);
+        const orgId = orgOf({ ...request.query, ...(request.body ?? {}) });
+        await access.requireOrg(person, orgId, "org.events.subscribe");
+        const t = tickets.issue(person, orgId);
+        return reply.code(201).send({ ticket: t.ticket, expires_at: t.expiresAt.toISOString() });
+      },
+    );
+
     app.get(
       "/events",
       {
         // A HEAD would open a stream with nowhere to send it.
         exposeHeadRoute: false,
+        // Session auth lets ?ticket= through to this route, which redeems it.
+        config: { streamTicket: true },
         schema: {
           tags: ["Events"],
           summary: "Live events of an organisation (server-sent events)",
           description: DESCRIPTION,
           querystring: Type.Object({
-            organization_id: Type.Optional(Uuid),
-            organizationId: Type.Optional({ ...Uuid, description: "Same as organization_id" }),
+            ...OrgQuery,
             last_event_id: Type.Optional(Type.String({ maxLength: 200, description: "Same as the Last-Event-ID header" })),
-            access_token: Type.Optional(Type.String({ maxLength: 200, description: "The session token, for clients that cannot send Authorization" })),
+            ticket: Type.Optional(Type.String({ maxLength: 400, description: "A stream ticket (POST /api/v1/events/tickets), for clients that cannot send Authorization" })),
           }),
           headers: Type.Object({ "last-event-id": Type.Optional(Type.String({ maxLength: 200 })) }),
           response: {
@@ -70,13 +124,9 @@ export function eventsRoutes(deps: { hub: EventHub; access: Pick<Access, "requir
         },
       },
       async (request, reply) => {
-        const person = personOf(request);
         const q = request.query;
-        if (q.organization_id && q.organizationId && q.organization_id !== q.organizationId) {
-          throw new DomainError("validation_error", "organization_id and organizationId differ; give one");
-        }
-        const orgId = q.organization_id ?? q.organizationId;
-        if (!orgId) throw new DomainError("validation_error", "Name the organisation: ?organization_id=<uuid>", [{ path: "querystring/organization_id", message: "is required" }]);
+        const orgId = orgOf(q);
+        const person = !request.person && q.ticket !== undefined ? await tickets.redeem(q.ticket, orgId) : personOf(request);
         const role = await access.requireOrg(person, orgId, "org.events.subscribe");
         const lastId = request.headers["last-event-id"] ?? q.last_event_id;
         const resume = lastId ? parseLastEventId(lastId) : null;
@@ -93,8 +143,11 @@ export function eventsRoutes(deps: { hub: EventHub; access: Pick<Access, "requir
         }
         await hub.ready();
 
+        const release = limits.acquire(orgId, person.userId);
         reply.hijack();
         const res = reply.raw;
+        res.once("close", release);
+        if (res.destroyed) release();
         res.writeHead(200, {
           "content-type": "text/event-stream; charset=utf-8",
           "cache-control": "no-cache, no-transform",

@@ -1,6 +1,12 @@
 // Idempotency keys (public spec 4.4). The first request with a key claims a row in
 // PostgreSQL; its response is stored and replayed for 24 hours with the original status,
 // whichever replica answers. A duplicate while the first is in flight gets 409.
+//
+// A response that carries a secret shown once (a route's `shownOnce` config: the webhook
+// signing secret, an enrolment token) is stored with those fields set to null, so no
+// idempotency record holds the secret. Its replay is the same body with those fields null
+// and the header `X-Idempotency-Withheld: <the fields, comma-separated>`: the secret was
+// in the first response only; a client that lost it rotates or recreates the resource.
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError } from "../../lib/errors.ts";
@@ -10,11 +16,41 @@ export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 /** An in-flight claim older than this belongs to a request that died; it may be taken over. */
 const ABANDONED_AFTER_MS = 60 * 1000;
 const REPLAYED_HEADERS = ["content-type", "location"];
+/** The header of a replay whose shown-once fields were withheld (null in the body). */
+export const WITHHELD_HEADER = "x-idempotency-withheld";
 
 declare module "fastify" {
   interface FastifyRequest {
     idempotencyClaim: { scope: string; key: string } | null;
   }
+  interface FastifyContextConfig {
+    /** Fields of the response (dotted paths, e.g. "enrollment.token") shown once: never stored for a replay. */
+    shownOnce?: string[];
+  }
+}
+
+/**
+ * The body as it may be kept for a replay: each shown-once field that is present set to
+ * null. Returns the fields withheld; a body that is not a JSON object is kept as it is.
+ */
+export function withoutShownOnce(body: string, fields: readonly string[]): { body: string; withheld: string[] } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return { body, withheld: [] };
+  }
+  const withheld: string[] = [];
+  for (const field of fields) {
+    const path = field.split(".");
+    let at: unknown = parsed;
+    for (const part of path.slice(0, -1)) at = at !== null && typeof at === "object" ? (at as Record<string, unknown>)[part] : undefined;
+    const last = path[path.length - 1]!;
+    if (at === null || typeof at !== "object" || !(last in at)) continue;
+    (at as Record<string, unknown>)[last] = null;
+    withheld.push(field);
+  }
+  return withheld.length === 0 ? { body, withheld } : { body: JSON.stringify(parsed), withheld };
 }
 
 export function readIdempotencyKey(request: FastifyRequest): string | undefined {
@@ -72,7 +108,14 @@ export function createIdempotency(deps: { repo: IdempotencyRepo; clock: Clock; s
       const v = reply.getHeader(h);
       if (v !== undefined) headers[h] = String(v);
     }
-    await deps.repo.complete(claim.scope, claim.key, { statusCode: reply.statusCode, body: typeof payload === "string" ? payload : "", headers });
+    let body = typeof payload === "string" ? payload : "";
+    const shownOnce = request.routeOptions.config.shownOnce;
+    if (shownOnce && shownOnce.length > 0) {
+      const kept = withoutShownOnce(body, shownOnce);
+      body = kept.body;
+      if (kept.withheld.length > 0) headers[WITHHELD_HEADER] = kept.withheld.join(",");
+    }
+    await deps.repo.complete(claim.scope, claim.key, { statusCode: reply.statusCode, body, headers });
     return payload;
   }
 

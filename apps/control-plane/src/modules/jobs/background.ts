@@ -1,6 +1,7 @@
 // Starts the background work of one replica on pg-boss (see lib/jobs.ts for the policy):
 // the stuck-deployment sweep every 5 minutes, and outgoing webhook deliveries with their
-// fan-out. Stopped when the app closes.
+// fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
+// (repository URL credentials, webhook signing secrets) are sealed with the master key.
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
 import { startJobs, type Jobs, type JobsOptions } from "../../db/jobs.ts";
@@ -15,10 +16,13 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries">;
+  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks">;
   options?: JobsOptions | undefined;
   onError: (err: unknown) => void;
 }): Promise<BackgroundWork> {
+  // Before any delivery is signed; a failure is reported and the readers still accept the old form.
+  await deps.services.projects.sealStoredCredentials().catch(deps.onError);
+  await deps.services.webhooks.sealStoredSecrets().catch(deps.onError);
   const jobs = await startJobs({ pool: deps.pool, ...(deps.options ? { options: deps.options } : {}), onError: deps.onError });
   await jobs.define(STUCK_SWEEP_QUEUE, async () => {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });

@@ -6,8 +6,14 @@ import { newestFirst } from "../../db/keyset.ts";
 import { ACTIVE_STATUSES } from "../deployments/deployment-state.ts";
 import type { Scope } from "../../lib/scope.ts";
 
-/** The secret of the git hook is never read with the project; the hook reads it on its own. */
-export type ProjectRow = Omit<typeof projects.$inferSelect, "gitHookSecretEnc"> & { environmentCount: number };
+/**
+ * The secret of the git hook and the sealed credentials of the repository URL are never read
+ * with the project; the hook and the dispatcher read them on their own.
+ */
+export type ProjectRow = Omit<typeof projects.$inferSelect, "gitHookSecretEnc" | "gitRepoCredentialsEnc"> & { environmentCount: number };
+
+/** A repository URL still holding its userinfo in clear (written before migration 0011). */
+const CLEAR_USERINFO = "^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@";
 
 const columns = {
   id: projects.id,
@@ -83,6 +89,22 @@ export function createProjectsRepo(db: Database) {
     async update(scope: Scope, id: string, values: Partial<typeof projects.$inferInsert>): Promise<ProjectRow | undefined> {
       const [row] = await db.update(projects).set(values).where(and(eq(projects.id, id), ...visible(scope))).returning({ id: projects.id });
       return row ? get(scope, row.id) : undefined;
+    },
+    /** Projects (deleted ones too) whose git_repo_url still carries its userinfo in clear. */
+    async withClearCredentials(limit: number): Promise<{ id: string; gitRepoUrl: string }[]> {
+      const rows = await db
+        .select({ id: projects.id, gitRepoUrl: projects.gitRepoUrl })
+        .from(projects)
+        .where(sql`${projects.gitRepoUrl} ~ ${CLEAR_USERINFO}`)
+        .limit(limit);
+      return rows.map((r) => ({ id: r.id, gitRepoUrl: r.gitRepoUrl! }));
+    },
+    /** Replaces a clear URL by its bare form and sealed userinfo, unless the URL changed meanwhile. */
+    async moveCredentials(id: string, clearUrl: string, url: string, sealed: string): Promise<void> {
+      await db
+        .update(projects)
+        .set({ gitRepoUrl: url, gitRepoCredentialsEnc: sealed })
+        .where(and(eq(projects.id, id), eq(projects.gitRepoUrl, clearUrl)));
     },
     /**
      * Soft-deletes the project unless an environment is running, deploying or holding an

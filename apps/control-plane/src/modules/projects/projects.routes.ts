@@ -11,7 +11,13 @@ export const Project = Type.Object(
     id: Uuid,
     name: Type.String(),
     erp_version: Nullable(Type.String({ examples: ["17.0"] })),
-    git_repo_url: Nullable(Type.String()),
+    git_repo_url: Nullable(
+      Type.String({
+        description:
+          "HTTPS URL of the Git repository, always without credentials: a URL written with them (https://user:token@host/…) is shown " +
+          "with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment.",
+      }),
+    ),
     default_branch: Nullable(Type.String()),
     environment_count: Type.Integer({ description: "Number of active environments" }),
     server_id: Nullable(Uuid),
@@ -20,7 +26,10 @@ export const Project = Type.Object(
   { $id: "Project", title: "Project" },
 );
 
-const HttpsUrl = Type.String({ maxLength: 2048, pattern: "^https://[^\\s/$.?#][^\\s]*$", description: "HTTPS URL of the Git repository" });
+const HttpsUrl = Type.String({ maxLength: 2048, pattern: "^https://[^\\s/$.?#][^\\s]*$", description:
+    "HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used " +
+    "only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them.",
+});
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Branch = Type.String({ minLength: 1, maxLength: 255 });
 

@@ -1,6 +1,8 @@
 // Rules for projects: creation on one of the organisation's servers, partial updates,
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
+import { splitCredentials, withoutCredentials } from "../../lib/git-credentials.ts";
+import { seal } from "../../lib/master-key.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import type { Scope } from "../../lib/scope.ts";
@@ -28,7 +30,7 @@ export function projectView(p: ProjectRow) {
     id: p.id,
     name: p.name,
     erp_version: p.erpVersion,
-    git_repo_url: p.gitRepoUrl,
+    git_repo_url: p.gitRepoUrl === null ? null : withoutCredentials(p.gitRepoUrl),
     default_branch: p.defaultBranch,
     environment_count: p.environmentCount,
     server_id: p.serverId,
@@ -41,7 +43,15 @@ export function createProjectsService(deps: {
   servers: Pick<ServersRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
+  masterKey: Buffer;
 }) {
+  /** The columns of a repository URL: the bare URL, and its userinfo sealed (null when none). */
+  function repoColumns(url: string | null) {
+    if (url === null) return { gitRepoUrl: null, gitRepoCredentialsEnc: null };
+    const { url: bare, credentials } = splitCredentials(url);
+    return { gitRepoUrl: bare, gitRepoCredentialsEnc: credentials === null ? null : seal(deps.masterKey, credentials) };
+  }
+
   return {
     ...scopedReads({ codec: deps.cursors, list: "projects", label: "Project", repo: deps.projects, view: projectView }),
     async create(scope: Scope, input: CreateProjectInput) {
@@ -52,7 +62,7 @@ export function createProjectsService(deps: {
         organizationId: scope.organizationId,
         serverId: server.id,
         name: input.name,
-        gitRepoUrl: input.git_repo_url ?? null,
+        ...repoColumns(input.git_repo_url ?? null),
         defaultBranch: input.default_branch ?? "main",
         erpVersion,
         createdAt: deps.clock.now(),
@@ -64,11 +74,27 @@ export function createProjectsService(deps: {
       const values: Record<string, unknown> = {};
       if (input.name !== undefined) values.name = input.name;
       if (input.default_branch !== undefined) values.defaultBranch = input.default_branch;
-      if (input.git_repo_url !== undefined) values.gitRepoUrl = input.git_repo_url;
+      if (input.git_repo_url !== undefined) Object.assign(values, repoColumns(input.git_repo_url));
       if (Object.keys(values).length === 0) return this.get(scope, id);
       const row = await deps.projects.update(scope, id, { ...values, updatedAt: deps.clock.now() });
       if (!row) throw notFound("Project");
       return projectView(row);
+    },
+    /**
+     * Seals the userinfo of repository URLs written in clear before migration 0011 (run at
+     * start; replicas racing on a row write the same result). Returns how many were sealed.
+     */
+    async sealStoredCredentials(): Promise<number> {
+      let sealed = 0;
+      for (;;) {
+        const rows = await deps.projects.withClearCredentials(100);
+        if (rows.length === 0) return sealed;
+        for (const r of rows) {
+          const { url, credentials } = splitCredentials(r.gitRepoUrl);
+          await deps.projects.moveCredentials(r.id, r.gitRepoUrl, url, seal(deps.masterKey, credentials ?? ""));
+          sealed++;
+        }
+      }
     },
     async remove(scope: Scope, id: string) {
       const outcome = await deps.projects.deleteIfIdle(scope, id, deps.clock.now());

@@ -9,6 +9,7 @@ import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-sc
 import type { Enrollment } from "../agents/enrollment.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
+import { installCommandFor } from "./install-command.ts";
 import { capacityServerView, DEFAULT_ENVIRONMENT } from "./capacity.ts";
 import type { PlacedEnvironmentRow, ServersRepo } from "./servers.repo.ts";
 
@@ -68,16 +69,16 @@ const StatsHistory = Type.Object({
   ),
 });
 /** The origin servers reach this control plane at, as the browser did (behind a proxy: X-Forwarded-*). */
-function originOf(request: FastifyRequest): string {
+function originOf(request: FastifyRequest): { protocol: string; host: string } {
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)?.split(",")[0]?.trim();
   const proto = first(request.headers["x-forwarded-proto"]) ?? request.protocol;
   const host = first(request.headers["x-forwarded-host"]) ?? request.headers.host ?? "localhost";
-  return `${proto === "https" ? "https" : "http"}://${host}`;
+  return { protocol: proto === "https" ? "https" : "http", host };
 }
 
 export function serversPlatformRoutes(deps: {
   servers: Pick<ServersRepo, "withFigures" | "placedEnvironments" | "exists" | "statsHistory">;
-  enrollment: Pick<Enrollment, "createServer">;
+  enrollment: Pick<Enrollment, "createServer" | "releaseKey">;
   access: Pick<Access, "requireOrg" | "visibleProjectIds">;
   clock: Clock;
 }): FastifyPluginAsyncTypebox {
@@ -158,7 +159,8 @@ export function serversPlatformRoutes(deps: {
         await access.requireOrg(p, orgId, "org.servers.manage");
         const name = request.body.name.trim() || "server";
         const out = await deps.enrollment.createServer(orgId, { name }, p.userId);
-        const command = `curl -fsSL ${originOf(request)}/install.sh | sudo sh -s -- --token ${out.enrollment.token}`;
+        // installCommandFor refuses (invalid_host) a Host that is not a plain host[:port].
+        const command = installCommandFor(originOf(request), out.enrollment.token, await deps.enrollment.releaseKey());
         return reply.code(201).send({ server: { id: out.serverId, name, status: "pending" as const }, enrollment: out.enrollment, install_command: command });
       },
     );

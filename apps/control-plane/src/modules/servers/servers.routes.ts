@@ -9,6 +9,7 @@ import { listPage } from "../../db/keyset.ts";
 import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
+import { installCommandFor } from "./install-command.ts";
 import type { ServerRow, ServersRepo } from "./servers.repo.ts";
 
 /** A server's latest figures from its agent (the server_stats row). */
@@ -82,9 +83,15 @@ export function serverView(s: ServerRow) {
 
 const Enrollment = Type.Object(
   {
-    token: Type.String({ description: "One-time enrolment token; shown only in this response" }),
+    token: Nullable(
+      Type.String({
+        description:
+          "One-time enrolment token; shown only in this response. Null in an idempotent replay (same X-Idempotency-Key, header " +
+          "`X-Idempotency-Withheld`): the token is not kept for replays; create a new one.",
+      }),
+    ),
     expires_at: Timestamp,
-    install_command: Type.String({ description: "Run on the server to install and enrol the agent" }),
+    install_command: Nullable(Type.String({ description: "Run on the server to install and enrol the agent (it holds the token: null in an idempotent replay)" })),
   },
   { $id: "Enrollment", title: "Enrollment" },
 );
@@ -98,9 +105,8 @@ const CreateServer = Type.Object(
   { additionalProperties: false },
 );
 
-function withInstall(request: FastifyRequest, e: { token: string; expires_at: string }) {
-  const base = `${request.protocol}://${request.host}`;
-  return { ...e, install_command: `curl -fsSL ${base}/install.sh | sudo sh -s -- --url ${base} --token ${e.token}` };
+function withInstall(request: FastifyRequest, e: { token: string; expires_at: string }, key: string) {
+  return { ...e, install_command: installCommandFor(request, e.token, key) };
 }
 
 export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec; enrollment: EnrollmentService }): FastifyPluginAsyncTypebox {
@@ -108,7 +114,7 @@ export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec
     app.post(
       "/servers",
       {
-        config: { orgScoped: true },
+        config: { orgScoped: true, shownOnce: ["enrollment.token", "enrollment.install_command"] },
         schema: {
           tags: ["Servers"],
           summary: "Add a server",
@@ -123,14 +129,14 @@ export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec
         const p = principalOf(request);
         const created = await deps.enrollment.createServer(p.organizationId, request.body, `api_key:${p.keyId}`);
         const row = await deps.servers.get(p.organizationId, created.serverId);
-        return reply.code(201).send({ server: serverView(row!), enrollment: withInstall(request, created.enrollment) });
+        return reply.code(201).send({ server: serverView(row!), enrollment: withInstall(request, created.enrollment, await deps.enrollment.releaseKey()) });
       },
     );
 
     app.post(
       "/servers/:id/enrollment-token",
       {
-        config: { orgScoped: true },
+        config: { orgScoped: true, shownOnce: ["token", "install_command"] },
         schema: {
           tags: ["Servers"],
           summary: "Create a new enrolment token",
@@ -142,7 +148,7 @@ export function serversRoutes(deps: { servers: ServersRepo; cursors: CursorCodec
       async (request, reply) => {
         const p = principalOf(request);
         const token = await deps.enrollment.newToken(p.organizationId, request.params.id, `api_key:${p.keyId}`);
-        return reply.code(201).send(withInstall(request, token));
+        return reply.code(201).send(withInstall(request, token, await deps.enrollment.releaseKey()));
       },
     );
 

@@ -90,7 +90,9 @@ const CommandDetail = Type.Object({
   ...CommandSummary.properties,
   server_id: Uuid,
   organization_id: Uuid,
-  params: Type.Record(Type.String(), Type.Unknown()),
+  params: Type.Record(Type.String(), Type.Unknown(), {
+    description: "The command's parameters as signed, without secrets: a repository URL (git.url) without its credentials, environment variables (env) with their values replaced by \"[redacted]\"",
+  }),
   expires_at: Timestamp,
   result: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: "What the agent returned: `lines` for logs.tail, the report for diagnostics" })),
   audit_entry: Nullable(AuditEntryRef),

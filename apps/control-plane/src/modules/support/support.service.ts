@@ -5,6 +5,7 @@
 // carry a shell string: the command types are the protocol's, and each maps to fixed
 // Docker calls on the agent. Every command is written to the audit log first.
 import { DomainError, notFound } from "../../lib/errors.ts";
+import { withoutCredentials } from "../../lib/git-credentials.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
@@ -56,6 +57,16 @@ export function checkRequest(req: IssueRequest): { reason: string; needsEnvironm
 /** An agent's state as the console shows it: never enrolled, or connected with a fresh heartbeat, or not. */
 export function agentState(enrolled: boolean, connected: boolean, fresh: boolean): "pending" | "online" | "offline" {
   return !enrolled ? "pending" : connected && fresh ? "online" : "offline";
+}
+
+/** What staff see of a command's parameters: no repository credentials and no environment variable values. */
+export function paramsView(params: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...params };
+  const git = params.git as { url?: unknown } | null | undefined;
+  if (git && typeof git === "object" && typeof git.url === "string") out.git = { ...git, url: withoutCredentials(git.url) };
+  const env = params.env as Record<string, unknown> | null | undefined;
+  if (env && typeof env === "object") out.env = Object.fromEntries(Object.keys(env).map((k) => [k, "[redacted]"]));
+  return out;
 }
 
 export function commandView(c: CommandRow) {
@@ -207,7 +218,7 @@ export function createSupport(deps: {
         ...commandView(c.command),
         server_id: c.command.serverId,
         organization_id: c.organizationId,
-        params: signed.params ?? {},
+        params: paramsView(signed.params ?? {}),
         expires_at: c.command.expiresAt.toISOString(),
         result: (c.command.result as Record<string, unknown> | null) ?? null,
         audit_entry: entry ? auditEntryView(entry) : null,

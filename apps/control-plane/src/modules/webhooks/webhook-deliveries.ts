@@ -41,8 +41,9 @@ export function createWebhookDeliveries(deps: {
   cursors: CursorCodec;
   clock: Clock;
   outbound: Pick<RequestGuard, "request">;
+  masterKey: Buffer;
 }) {
-  const deliver = createDeliverySender({ repo: deps.repo, clock: deps.clock, outbound: deps.outbound });
+  const deliver = createDeliverySender({ repo: deps.repo, clock: deps.clock, outbound: deps.outbound, masterKey: deps.masterKey });
   let jobs: Jobs | null = null;
   let fanout: FanOut | null = null;
   let listener: PgListener | null = null;

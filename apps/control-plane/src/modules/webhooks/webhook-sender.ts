@@ -4,6 +4,7 @@
 // 15 s, 45 s), and the last failed try marks the delivery failed. A receiver whose address
 // is refused fails at once, with a generic message and nothing sent.
 import type { Clock } from "../../lib/clock.ts";
+import { open } from "../../lib/master-key.ts";
 import type { JobContext } from "../../db/jobs.ts";
 import { OutboundFailure, OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
 import type { WebhookDeliveriesRepo } from "./webhook-deliveries.repo.ts";
@@ -29,7 +30,11 @@ export function createDeliverySender(deps: {
   repo: Pick<WebhookDeliveriesRepo, "withSubscription" | "update" | "recordAttempt">;
   clock: Clock;
   outbound: Pick<RequestGuard, "request">;
+  masterKey: Buffer;
 }) {
+  /** The signing secret: sealed, or in clear in a row from before migration 0011 not yet sealed. */
+  const secretOf = (s: { secret: string | null; secretEnc: string | null }): string => (s.secretEnc ? open(deps.masterKey, s.secretEnc) : s.secret ?? "");
+
   /** The job: one POST of one delivery; throws on a non-2xx answer so the job is retried. */
   return async function deliver(data: { deliveryId: string }, ctx: JobContext): Promise<void> {
     const found = await deps.repo.withSubscription(data.deliveryId);
@@ -42,7 +47,7 @@ export function createDeliverySender(deps: {
       return;
     }
     const body = JSON.stringify(d.payload);
-    const result = await post(deps.outbound, s.url, requestHeaders(d, s.secret, Math.floor(now.getTime() / 1000), body), body);
+    const result = await post(deps.outbound, s.url, requestHeaders(d, secretOf(s), Math.floor(now.getTime() / 1000), body), body);
     const record = attemptRecord(result, now, ctx.lastAttempt);
     await deps.repo.recordAttempt(d.id, record);
     // A refused address is final: no retry would change the answer the policy gives.

@@ -22,7 +22,17 @@ const fields = {
 export const Webhook = Type.Object(fields, { $id: "Webhook", title: "Webhook" });
 const WebhookRef = Type.Ref(Webhook) as unknown as typeof Webhook;
 const WebhookWithSecret = Type.Object(
-  { ...fields, secret: Type.String({ description: "Signing secret (whsec_...). Shown only in this response." }) },
+  {
+    ...fields,
+    secret: Nullable(
+      Type.String({
+        description:
+          "Signing secret (whsec_...). Shown only in this response; stored sealed, never readable again. An idempotent replay of the " +
+          "create (same X-Idempotency-Key) returns the same body with `secret: null` and the header `X-Idempotency-Withheld: secret`: " +
+          "the secret is not kept for replays. A client that lost it deletes the subscription and creates another.",
+      }),
+    ),
+  },
   { $id: "WebhookWithSecret", title: "WebhookWithSecret" },
 );
 
@@ -37,7 +47,7 @@ export function webhooksRoutes(service: WebhooksService): FastifyPluginAsyncType
     app.post(
       "/webhooks",
       {
-        config: writeConfig,
+        config: { ...writeConfig, shownOnce: ["secret"] },
         schema: {
           tags: ["Webhooks"],
           summary: "Subscribe to events",

@@ -1,9 +1,11 @@
 // Rules for webhook subscriptions: HTTPS targets (plain HTTP only to receivers on the
 // operator's allow-list), never a private, loopback, link-local or metadata address written
 // into the URL (names are checked again after resolution, at delivery: lib/outbound), a
-// signing secret shown once, and project-scoped keys confined to their project.
+// signing secret shown once (stored sealed with the master key), and project-scoped keys
+// confined to their project.
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
+import { seal } from "../../lib/master-key.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../db/keyset.ts";
@@ -62,6 +64,7 @@ export function createWebhooksService(deps: {
   cursors: CursorCodec;
   clock: Clock;
   outbound: UrlPolicy;
+  masterKey: Buffer;
 }) {
   async function projectFor(scope: Scope, projectId: string | null | undefined): Promise<string | null> {
     const wanted = projectId ?? scope.projectId;
@@ -91,7 +94,8 @@ export function createWebhooksService(deps: {
         events: uniq(input.events),
         description: input.description ?? null,
         enabled: input.enabled ?? true,
-        secret,
+        secret: null,
+        secretEnc: seal(deps.masterKey, secret),
         createdAt: now,
         updatedAt: now,
       });
@@ -107,6 +111,21 @@ export function createWebhooksService(deps: {
       const row = await deps.webhooks.update(scope, id, values);
       if (!row) throw notFound("Webhook");
       return webhookView(row);
+    },
+    /**
+     * Seals the secrets stored in clear before migration 0011 (run at start; replicas racing
+     * on a row write the same result). Returns how many were sealed.
+     */
+    async sealStoredSecrets(): Promise<number> {
+      let sealed = 0;
+      for (;;) {
+        const rows = await deps.webhooks.withClearSecrets(100);
+        if (rows.length === 0) return sealed;
+        for (const r of rows) {
+          await deps.webhooks.moveSecret(r.id, r.secret, seal(deps.masterKey, r.secret));
+          sealed++;
+        }
+      }
     },
     async remove(scope: Scope, id: string) {
       const row = await deps.webhooks.update(scope, id, { deletedAt: deps.clock.now() });
