@@ -2,7 +2,7 @@
 // only from the proxies BERTH_TRUST_PROXY names, so behind one each client is counted on its
 // own, and without it nobody can pick their address by sending the header.
 import { afterAll, describe, expect, it } from "vitest";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { startControlPlane, startOfRateWindow, type TestControlPlane } from "../support/control-plane.ts";
 import { platformClient } from "../support/http.ts";
 
 const started: TestControlPlane[] = [];
@@ -30,6 +30,7 @@ describe("X-Forwarded-For", () => {
     // Requests reach the test app from 127.0.0.1: that is the proxy here.
     const cp = await startControlPlane({ trustProxy: ["127.0.0.1"] });
     started.push(cp);
+    startOfRateWindow(cp);
     const a = await register(cp, "203.0.113.7", 11);
     expect(a.slice(0, 10).every((s) => s === 201)).toBe(true);
     expect(a[10]).toBe(429);
@@ -39,6 +40,7 @@ describe("X-Forwarded-For", () => {
   it("without a trusted proxy, the header is ignored: one budget for the socket's address", async () => {
     const cp = await startControlPlane({ trustProxy: false });
     started.push(cp);
+    startOfRateWindow(cp);
     const a = await register(cp, "203.0.113.7", 10);
     expect(a.every((s) => s === 201)).toBe(true);
     expect(await register(cp, "198.51.100.9", 1)).toEqual([429]);

@@ -17,7 +17,7 @@ export interface TestControlPlane {
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
 export async function startControlPlane(
-  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "trustProxy" | "logger"> = {},
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "trustProxy" | "logger" | "mail" | "registration"> = {},
 ): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
@@ -33,7 +33,7 @@ export async function startControlPlane(
       offset += ms;
     },
   });
-  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.logger ? { logger: opts.logger } : process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.streamCaps ? { streamCaps: opts.streamCaps } : {}), ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
+  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.logger ? { logger: opts.logger } : process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.streamCaps ? { streamCaps: opts.streamCaps } : {}), ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}), ...(opts.mail ? { mail: opts.mail } : {}), ...(opts.registration ? { registration: opts.registration } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
   let stopped = false;
   if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
   const stop = async () => {
@@ -53,4 +53,13 @@ export async function startControlPlane(
       await testDb?.drop();
     },
   };
+}
+
+/**
+ * Moves the control plane's clock to the start of a fixed one-minute rate-limit window, so a
+ * burst of requests a test counts stays inside one window however slowly the machine runs.
+ */
+export function startOfRateWindow(cp: Pick<TestControlPlane, "clock">): void {
+  const now = cp.clock.now().getTime();
+  cp.clock.advance(60_000 - (now % 60_000) + 1);
 }

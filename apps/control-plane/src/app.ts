@@ -32,7 +32,8 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
-import { outboundAllowList, trustProxySetting } from "./config.ts";
+import { mailSettings, outboundAllowList, registrationMode, trustProxySetting, type RegistrationMode } from "./config.ts";
+import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
@@ -48,6 +49,10 @@ export interface AppOptions {
   logger?: FastifyServerOptions["logger"];
   /** Which proxies' X-Forwarded-For is believed (Fastify's trustProxy; default: BERTH_TRUST_PROXY, else none). */
   trustProxy?: FastifyServerOptions["trustProxy"];
+  /** Outgoing mail (default: BERTH_SMTP_URL and BERTH_MAIL_FROM; without a URL, mail goes to the log). */
+  mail?: MailSettings;
+  /** Who may create an account (default: BERTH_REGISTRATION, else open). */
+  registration?: RegistrationMode;
   /** Open event streams allowed per organisation and per person, on each replica (default 50 and 10). */
   streamCaps?: StreamCaps;
   /** How often agents ping; two missed intervals mean a dead link. */
@@ -93,7 +98,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   const relaxed = createRelaxedDb(pool);
   const outbound = createRequestGuard({ allow: opts.outboundAllow ?? outboundAllowList(), ...(opts.outboundResolver ? { resolve: opts.outboundResolver } : {}) });
-  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey, outbound });
+  const mailer = createMailer(opts.mail ?? mailSettings(), app.log);
+  app.addHook("onClose", async () => mailer.close());
+  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey, outbound, mailer });
   const gateway = await createAgentGateway({
     pool,
     repo: createLinkRepo(pool, relaxed.pool),
@@ -123,7 +130,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands, signer: services.signer }));
   });
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
-  await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps) }), { prefix: PLATFORM_PREFIX });
+  await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps), registration: opts.registration ?? registrationMode() }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
   await app.register(dashboardRoutes());
 

@@ -81,3 +81,33 @@ export function trustProxySetting(env: NodeJS.ProcessEnv = process.env): boolean
   }
   return entries;
 }
+
+/**
+ * Who may create an account (BERTH_REGISTRATION): `open` (anyone registers and gets an
+ * organisation of their own; the default), `invite` (an account is made only by accepting an
+ * invitation) or `closed` (no account is made through the API: invitations are accepted by
+ * existing accounts only, and accounts are made with `npm run admin:create`).
+ */
+export const REGISTRATION_MODES = ["open", "invite", "closed"] as const;
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
+
+export function registrationMode(env: NodeJS.ProcessEnv = process.env): RegistrationMode {
+  const raw = (env.BERTH_REGISTRATION ?? "").trim() || "open";
+  if (!(REGISTRATION_MODES as readonly string[]).includes(raw)) {
+    throw new Error(`BERTH_REGISTRATION must be one of ${REGISTRATION_MODES.join(", ")}, got ${JSON.stringify(raw)}`);
+  }
+  return raw as RegistrationMode;
+}
+
+/**
+ * Outgoing mail: BERTH_SMTP_URL (smtp://user:password@host:587, or smtps://… for TLS from the
+ * first byte) and BERTH_MAIL_FROM. Without an SMTP URL, messages are written to the log
+ * (development: the invitation link is there).
+ */
+export function mailSettings(env: NodeJS.ProcessEnv = process.env): { smtpUrl?: string; from: string } {
+  const from = (env.BERTH_MAIL_FROM ?? "").trim() || "Berth <no-reply@localhost>";
+  const smtpUrl = (env.BERTH_SMTP_URL ?? "").trim();
+  if (smtpUrl === "") return { from };
+  if (!/^smtps?:\/\/[^\s]+$/.test(smtpUrl)) throw new Error("BERTH_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…");
+  return { smtpUrl, from };
+}

@@ -51,6 +51,9 @@ import { createRateLimitsRepo } from "./modules/rate-limits/rate-limits.repo.ts"
 import { createIdempotencyRepo } from "./modules/idempotency/idempotency.repo.ts";
 import { createLeaseMeter } from "./modules/rate-limits/lease-meter.ts";
 import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
+import { createInvitations } from "./modules/invitations/invitations.service.ts";
+import { createInvitationsRepo } from "./modules/invitations/invitations.repo.ts";
+import { NO_MAIL, type Mailer } from "./lib/mail/mailer.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -61,8 +64,11 @@ export function createServices(deps: {
   relaxedDb?: Database;
   /** Every outgoing HTTP request goes through it (SSRF guard); defaults to one without exceptions. */
   outbound?: RequestGuard;
+  /** Outgoing mail (invitations); defaults to none (every send refused). */
+  mailer?: Mailer;
 }) {
   const { db, clock } = deps;
+  const invitationsRepo = createInvitationsRepo(db);
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
@@ -126,6 +132,8 @@ export function createServices(deps: {
     // Signed with the cursor secret under its own label (an instance secret every replica shares).
     streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
+    invitations: createInvitations({ repo: invitationsRepo, accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
+    invitationsRepo,
   };
 }
 export type Services = ReturnType<typeof createServices>;

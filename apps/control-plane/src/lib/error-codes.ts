@@ -44,10 +44,16 @@ export const ERROR_STATUS = {
   plan_upgrade_required: 403,
   project_scoped_key: 403,
   read_only_key: 403,
+  /** Registration is by invitation only (BERTH_REGISTRATION=invite), or closed. */
+  registration_closed: 403,
+  /** An invitation is accepted by the account of the address it was sent to, and by no other. */
+  invitation_email_mismatch: 403,
   // 404
   not_found: 404,
   user_not_found: 404,
   route_not_found: 404,
+  /** An invitation token that is unknown, expired, revoked or already used. */
+  invitation_not_found: 404,
   // 409: the state of things forbids it now
   backup_not_ready: 409,
   deployment_in_progress: 409,
@@ -63,6 +69,10 @@ export const ERROR_STATUS = {
   task_not_cancellable: 409,
   /** The organisation holds as many active API keys as allowed: revoke one first. */
   api_key_limit_reached: 409,
+  /** The address is already a member of the organisation. */
+  already_member: 409,
+  /** An invitation to this address is already open: resend or revoke it. */
+  invitation_exists: 409,
   // others
   payload_too_large: 413,
   unsupported_media_type: 415,
@@ -71,6 +81,8 @@ export const ERROR_STATUS = {
   too_many_streams: 429,
   internal_error: 500,
   jobs_unavailable: 503,
+  /** The outgoing mail server refused or could not be reached; nothing was sent or kept. */
+  mail_unavailable: 503,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -11,6 +11,8 @@ import { gitHooksRoutes } from "../modules/git-hooks/git-hooks.routes.ts";
 import { eventsRoutes } from "../modules/events/events.routes.ts";
 import type { EventHub } from "../modules/events/event-hub.ts";
 import type { StreamLimits } from "../modules/events/stream-limits.ts";
+import { invitationsRoutes } from "../modules/invitations/platform.routes.ts";
+import type { RegistrationMode } from "../config.ts";
 import { supportRoutes } from "../modules/support/support.routes.ts";
 import { installPortalAudit } from "../modules/support/portal-audit.ts";
 import { serversPlatformRoutes } from "../modules/servers/platform.routes.ts";
@@ -27,6 +29,7 @@ export interface PlatformDeps {
   services: Services;
   hub: EventHub;
   streamLimits: StreamLimits;
+  registration: RegistrationMode;
 }
 
 export function platformApi(deps: PlatformDeps) {
@@ -35,7 +38,8 @@ export function platformApi(deps: PlatformDeps) {
     api.decorateRequest("person", null);
     api.addHook("onRequest", createSessionAuth(s.sessions));
     installPortalAudit(api, { audit: s.audit, log: api.log });
-    await api.register(authRoutes({ sessions: s.sessions, access: s.access, limits: s.rateLimits }));
+    await api.register(authRoutes({ sessions: s.sessions, invitations: s.invitations, registration: deps.registration, access: s.access, limits: s.rateLimits }));
+    await api.register(invitationsRoutes({ invitations: s.invitations, repo: s.invitationsRepo, access: s.access, limits: s.rateLimits }));
     await api.register(organizationsRoutes({ memberships: s.memberships, access: s.access }));
     await api.register(apiKeysPlatformRoutes({ apiKeys: s.apiKeys, access: s.access }));
     await api.register(gitHooksRoutes({ gitHooks: s.gitHooks, access: s.access, limits: s.rateLimits }));

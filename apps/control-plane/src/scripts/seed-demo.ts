@@ -1,8 +1,5 @@
 // `npm run seed:demo -- --json`: creates a fresh demo organisation in the control plane's
 // database (DATABASE_URL, or the embedded server `npm start` runs) and prints its ids and keys.
-import { createDb, embeddedUrl, runMigrations, startEmbeddedPostgres } from "@berth/db";
-import path from "node:path";
-import pg from "pg";
 import { loadConfig } from "../config.ts";
 import { instanceSecret } from "../db/instance-secrets.ts";
 import { systemClock } from "../lib/clock.ts";
@@ -10,34 +7,12 @@ import { loadMasterKey } from "../lib/master-key.ts";
 import { createServices } from "../services.ts";
 import { randomBytes } from "node:crypto";
 import { createDemoOrganization } from "./demo-data.ts";
+import { openScriptDatabase } from "./script-database.ts";
 
 const json = process.argv.includes("--json");
 const config = loadConfig();
 
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-let url = config.databaseUrl;
-let stopEmbedded: (() => Promise<void>) | undefined;
-if (!url) {
-  url = embeddedUrl(config.embeddedPgPort);
-  if (!(await reachable(url))) {
-    // No control plane running: start its embedded database ourselves, then stop it.
-    const server = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, "postgres"), port: config.embeddedPgPort });
-    url = server.url;
-    stopEmbedded = () => server.stop();
-  }
-}
-await runMigrations(url);
-const handle = createDb(url, { max: 2 });
+const { handle, close } = await openScriptDatabase(config);
 try {
   const masterKey = loadMasterKey({ env: process.env.BERTH_MASTER_KEY, dataDir: config.dataDir });
   const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: await instanceSecret(handle.db, "cursor_secret"), masterKey });
@@ -64,6 +39,5 @@ try {
     process.stdout.write(`\nTry: curl -H "Authorization: Bearer ${demo.api_keys.org_ro}" ${baseUrl}/api/public/v1/projects\n`);
   }
 } finally {
-  await handle.close();
-  await stopEmbedded?.();
+  await close();
 }

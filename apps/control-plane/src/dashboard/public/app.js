@@ -5,6 +5,8 @@ import { clear, field, h } from "./dom.js";
 import { addServerPage, prefetchServers, serversPage } from "./servers.js";
 import { deploymentPage, environmentPage, projectsPage } from "./projects.js";
 import { settingsPage } from "./settings.js";
+import { membersPage } from "./members.js";
+import { invitePage } from "./invite.js";
 import { auditPage, supportAuditPage, supportPage, supportServerPage } from "./support.js";
 
 const main = document.getElementById("main");
@@ -22,6 +24,7 @@ const ROUTES = [
   [/^#\/environments\/([0-9a-f-]{36})$/, environmentPage],
   [/^#\/deployments\/([0-9a-f-]{36})$/, deploymentPage],
   [/^#\/settings$/, settingsPage],
+  [/^#\/members$/, membersPage],
   [/^#\/audit$/, auditPage],
   [/^#\/support$/, supportPage],
   [/^#\/support\/audit$/, supportAuditPage],
@@ -157,7 +160,7 @@ function renderNav() {
   const org = orgOf(state.orgId);
   const can = (code) => !!org && org.permissions.includes(code);
   const links = [];
-  if (org) links.push(["#/servers", "Servers"], ["#/projects", "Projects"]);
+  if (org) links.push(["#/servers", "Servers"], ["#/projects", "Projects"], ["#/members", "Members"]);
   if (can("org.api_keys.manage") || can("org.webhooks.manage")) links.push(["#/settings", "API keys & webhooks"]);
   if (can("org.audit.read")) links.push(["#/audit", "Audit log"]);
   if (state.me?.user.is_portal_admin) links.push(["#/support", "Support console"]);
@@ -176,9 +179,14 @@ function defaultRoute() {
   return state.me?.user.is_portal_admin ? "#/support" : "#/projects";
 }
 
+/** The token of an invitation link (#/invite/<token>), which opens its page signed in or not. */
+const inviteToken = () => /^#\/invite\/(bin_[A-Za-z0-9_-]+)$/.exec(location.hash)?.[1] ?? null;
+
 async function route() {
   for (const fn of state.pageCleanup.splice(0)) fn();
   state.renderId++;
+  const token = inviteToken();
+  if (token) return renderInvite(token);
   if (!session.token || !state.me) return renderSignIn();
   const hash = location.hash || defaultRoute();
   if (!location.hash) history.replaceState(null, "", hash);
@@ -201,6 +209,24 @@ async function route() {
     heading.setAttribute("tabindex", "-1");
     heading.focus({ preventScroll: true });
   }
+}
+
+async function renderInvite(token) {
+  document.getElementById("topbar").hidden = !state.me;
+  clear(alerts);
+  await invitePage(main, token, {
+    signedIn: state.me ? state.me.user : null,
+    showError,
+    announce,
+    // A member now: who they are changed (a new organisation), so the shell starts over there.
+    done: async (orgId) => {
+      sessionStorage.setItem("berth.org", orgId);
+      history.replaceState(null, "", "#/servers");
+      await start();
+    },
+    // Signing in comes back here: the link stays in the address bar.
+    signIn: () => renderSignIn(),
+  });
 }
 
 function renderSignIn() {
@@ -237,7 +263,8 @@ function renderSignIn() {
 }
 
 async function start() {
-  if (!session.token) return renderSignIn();
+  // Signed out, route() shows the sign-in page, or an invitation link's page.
+  if (!session.token) return route();
   const saved = sessionStorage.getItem("berth.org");
   if (saved && (location.hash === "" || location.hash === "#/servers")) prefetchServers(saved);
   try {
@@ -246,7 +273,7 @@ async function start() {
     session.clear();
     state.me = null;
     if (!(err instanceof ApiError && err.status === 401)) showError(err);
-    return renderSignIn();
+    return route();
   }
   const orgs = state.me.organizations;
   state.orgId = orgs.find((o) => o.id === saved)?.id ?? orgs[0]?.id ?? null;
@@ -262,7 +289,7 @@ orgSwitch.addEventListener("change", () => {
   sessionStorage.setItem("berth.org", state.orgId);
   openStream(state.orgId);
   const section = location.hash.split("/")[1];
-  const next = ["servers", "projects", "settings", "audit"].includes(section) ? `#/${section}` : "#/servers";
+  const next = ["servers", "projects", "members", "settings", "audit"].includes(section) ? `#/${section}` : "#/servers";
   if (location.hash === next) void route();
   else location.hash = next;
 });

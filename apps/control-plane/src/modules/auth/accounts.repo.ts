@@ -38,6 +38,11 @@ export function createAccountsRepo(db: Database) {
       return org!;
     },
 
+    /** Makes the account a portal administrator (the bootstrap command). */
+    async makePortalAdmin(userId: string): Promise<void> {
+      await db.update(users).set({ isPortalAdmin: true }).where(eq(users.id, userId));
+    },
+
     async insertSession(values: typeof sessions.$inferInsert): Promise<SessionRow> {
       const [row] = await db.insert(sessions).values(values).returning();
       return row!;

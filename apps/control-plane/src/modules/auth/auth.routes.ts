@@ -2,6 +2,9 @@
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import type { RegistrationMode } from "../../config.ts";
+import { DomainError } from "../../lib/errors.ts";
+import type { Invitations } from "../invitations/invitations.service.ts";
 import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import { personOf } from "./session-principal.ts";
 import { PASSWORD_MIN_LENGTH } from "./passwords.ts";
@@ -36,7 +39,26 @@ const Email = Type.String({ format: "email", maxLength: 254 });
 const Password = Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: 256, description: `At least ${PASSWORD_MIN_LENGTH} characters` });
 const RoleName = StringEnum(ROLES, { description: "portal_admin > org_owner > org_admin > project_admin > project_member" });
 
-export function authRoutes(deps: { sessions: Sessions; access: Pick<Access, "organizations" | "projects">; limits: RateLimiter }): FastifyPluginAsyncTypebox {
+/** Who may register, and how (BERTH_REGISTRATION; config.ts): refused with registration_closed, or a missing field. */
+function checkRegistration(mode: RegistrationMode, body: { organization_name?: string | undefined; invitation_token?: string | undefined }): void {
+  if (body.invitation_token !== undefined) {
+    if (mode === "closed") throw new DomainError("registration_closed", "New accounts are not made here: sign in with an existing account to accept the invitation");
+    if (body.organization_name !== undefined) throw new DomainError("validation_error", "Give organization_name or invitation_token, not both");
+    return;
+  }
+  if (mode !== "open") throw new DomainError("registration_closed", "Registration is by invitation only: ask an administrator of your organisation to invite you");
+  if (body.organization_name === undefined) {
+    throw new DomainError("validation_error", "Name your organisation (organization_name), or register with an invitation_token", [{ path: "body/organization_name", message: "is required" }]);
+  }
+}
+
+export function authRoutes(deps: {
+  sessions: Sessions;
+  invitations: Pick<Invitations, "register">;
+  registration: RegistrationMode;
+  access: Pick<Access, "organizations" | "projects">;
+  limits: RateLimiter;
+}): FastifyPluginAsyncTypebox {
   const meta = (r: { headers: Record<string, unknown>; ip: string }) => ({ userAgent: String(r.headers["user-agent"] ?? "") || undefined, ip: r.ip });
   return async (app) => {
     app.post(
@@ -45,20 +67,36 @@ export function authRoutes(deps: { sessions: Sessions; access: Pick<Access, "org
         config: { anonymous: true },
         schema: {
           tags: TAG,
-          summary: "Create an account and its organisation",
-          description: "Creates a user who owns a new organisation, and signs them in.",
+          summary: "Create an account",
+          description:
+            "Creates a user and signs them in. With `organization_name` (and no invitation), the user owns a new organisation; this needs " +
+            "open registration (BERTH_REGISTRATION=open), else 403 `registration_closed`. With `invitation_token` (the token of an invitation " +
+            "link), the account is made for the address the invitation was sent to and joins the inviting organisation with its role " +
+            "(403 `invitation_email_mismatch` for another address; 404 `invitation_not_found` for a spent or expired token); this needs " +
+            "registration open or by invitation (BERTH_REGISTRATION=invite). 409 `email_taken` when an account has the address: sign in and " +
+            "accept the invitation (POST /invitations/accept) instead.",
           security: [],
           body: Type.Object(
-            { email: Email, name: Type.String({ minLength: 1, maxLength: 200 }), password: Password, organization_name: Type.String({ minLength: 1, maxLength: 200 }) },
+            {
+              email: Email,
+              name: Type.String({ minLength: 1, maxLength: 200 }),
+              password: Password,
+              organization_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The new organisation's name (without an invitation)" })),
+              invitation_token: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: "The bin_… token of an invitation link" })),
+            },
             { additionalProperties: false },
           ),
-          response: { 201: Type.Object({ ...SignedIn.properties, organization: Type.Object({ id: Uuid, name: Type.String() }) }), ...errors(409) },
+          response: { 201: Type.Object({ ...SignedIn.properties, organization: Type.Object({ id: Uuid, name: Type.String() }) }), ...errors(404, 409) },
         },
       },
       async (request, reply) => {
-        await deps.limits.take({ bucket: `register:${request.ip}`, limit: LOGIN_LIMIT, what: "registrations" });
         const b = request.body;
-        const out = await deps.sessions.register({ email: b.email, name: b.name, password: b.password, organizationName: b.organization_name }, meta(request));
+        checkRegistration(deps.registration, b);
+        await deps.limits.take({ bucket: `register:${request.ip}`, limit: LOGIN_LIMIT, what: "registrations" });
+        const account = { email: b.email, name: b.name, password: b.password };
+        const out = b.invitation_token
+          ? await deps.invitations.register(b.invitation_token, account, meta(request))
+          : await deps.sessions.register({ ...account, organizationName: b.organization_name! }, meta(request));
         return reply.code(201).send({
           token: out.token,
           expires_at: out.session.expiresAt.toISOString(),

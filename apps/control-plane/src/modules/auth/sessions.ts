@@ -83,6 +83,12 @@ export function createSessions(deps: { accounts: AccountsRepo; clock: Clock; ttl
       return { user, organization, ...(await openSession(user.id, meta)) };
     },
 
+    /** A new person without an organisation (they join one by an invitation); signed in at once. */
+    async registerAccount(input: { email: string; name: string; password: string }, meta: { userAgent?: string; ip?: string }) {
+      const user = await createUser(input);
+      return { user, ...(await openSession(user.id, meta)) };
+    },
+
     async login(email: string, password: string, meta: { userAgent?: string; ip?: string }) {
       const user = await accounts.userByEmail(email.trim());
       const ok = await verifyPassword(password, user?.passwordHash ?? null);

@@ -52,7 +52,7 @@ export function checkMembershipChange(c: MembershipChange): void {
 export function createMemberships(deps: {
   repo: OrganizationsRepo;
   accounts: Pick<AccountsRepo, "userByEmail" | "userById">;
-  users: Pick<Sessions, "createUser" | "revokeAll">;
+  users: Pick<Sessions, "revokeAll">;
   keys: Pick<ApiKeysService, "revokeCreatedBy">;
   clock: Clock;
 }) {
@@ -83,19 +83,20 @@ export function createMemberships(deps: {
     members: (organizationId: string) => repo.members(organizationId),
 
     /**
-     * Adds the person with this e-mail address (creating their account when a name and
-     * password are given and none exists) or changes their role, under the owner rules.
+     * Changes a member's role, under the owner rules. Only members: a person joins by
+     * accepting an invitation (modules/invitations), never by being named here, so an account
+     * someone registered under another person's address cannot be attached.
      */
-    async putMember(caller: Caller, organizationId: string, input: { email: string; role: OrgRole; name?: string | undefined; password?: string | undefined }) {
-      // Refused before any account is created for it.
-      if (input.role === "owner" && !can(caller.role, "org.owners.manage")) throw new DomainError("owner_required", "Only organisation owners can make owners.");
-      let user = await deps.accounts.userByEmail(input.email);
-      if (!user) {
-        if (!input.name || !input.password) throw new DomainError("user_not_found", "No account has this e-mail address; give name and password to create one");
-        user = await deps.users.createUser({ email: input.email, name: input.name, password: input.password });
-      }
+    async putMember(caller: Caller, organizationId: string, input: { email: string; role: OrgRole }) {
+      const user = await deps.accounts.userByEmail(input.email);
+      const notMember = () =>
+        new DomainError("user_not_found", `${input.email} is not a member of this organisation: invite them (POST /organizations/${organizationId}/invitations)`);
+      if (!user) throw notMember();
       const { id: userId, email, name } = user;
-      const m = await change(organizationId, { caller, userId, next: input.role }, (locked) => locked.put(userId, input.role, clock.now()));
+      const m = await change(organizationId, { caller, userId, next: input.role }, async (locked) => {
+        if ((await locked.role(userId)) === undefined) throw notMember();
+        return locked.put(userId, input.role, clock.now());
+      });
       return { user_id: userId, email, name, role: m.role, created_at: m.createdAt.toISOString() };
     },
 

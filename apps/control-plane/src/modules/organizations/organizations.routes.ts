@@ -5,7 +5,6 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
-import { PASSWORD_MIN_LENGTH } from "../auth/passwords.ts";
 import type { Memberships } from "./memberships.service.ts";
 
 const OrgParams = Type.Object({ organization_id: Uuid });
@@ -48,10 +47,10 @@ export function organizationsRoutes(deps: { memberships: Memberships; access: Pi
       {
         schema: {
           tags: ["Organizations"],
-          summary: "Add a member or change their role",
+          summary: "Change a member's role",
           description:
-            "Adds the user with this e-mail address (creating the account when `name` and `password` are given and none exists) " +
-            "or changes their role. " +
+            "Changes the role of the member with this e-mail address. Someone who is not a member is a 404 `user_not_found`: people join " +
+            "by accepting an invitation (POST /organizations/{organization_id}/invitations), which only the owner of the address can do. " +
             OWNER_RULES +
             " A changed role ends the person's open event streams of the organisation (they reconnect with their new role).",
           params: OrgParams,
@@ -59,8 +58,6 @@ export function organizationsRoutes(deps: { memberships: Memberships; access: Pi
             {
               email: Type.String({ format: "email" }),
               role: Type.Union([Type.Literal("owner"), Type.Literal("admin"), Type.Literal("member")]),
-              name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-              password: Type.Optional(Type.String({ minLength: PASSWORD_MIN_LENGTH, maxLength: 256 })),
             },
             { additionalProperties: false },
           ),
