@@ -5,7 +5,8 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { DEPLOY_STEP_IDS, type Event, type SignedCommand, type StepId } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
-import { SimAgent } from "../support/sim-agent.ts";
+import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import type { SimAgent } from "../support/sim-agent.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -19,31 +20,21 @@ beforeAll(async () => {
 afterAll(async () => cp?.close());
 
 /** A demo organisation whose project runs on a server with a connected simulated agent. */
-async function withAgent(onCommand: (cmd: SignedCommand, agent: SimAgent) => void) {
-  const d = await createDemoOrganization(cp.database.db, cp.app.services);
-  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
-  const agent = new SimAgent({ baseUrl: base, token: token.token, onCommand });
-  await agent.enroll();
-  await agent.connect();
-  const pinger = setInterval(() => agent.ping(), 300);
-  return { d, agent, stop: () => (clearInterval(pinger), agent.close()) };
-}
-
-const ev = (a: SimAgent, body: Record<string, unknown>): Event => ({ seq: a.nextSeq++, ts: new Date().toISOString(), ...body }) as Event;
+const withAgent = (onCommand: (cmd: SignedCommand, agent: SimAgent) => void) => demoOrganizationWithAgent(cp, base, onCommand);
 
 function runSteps(a: SimAgent, cmd: SignedCommand, steps: readonly StepId[], outcome: { failAt?: StepId }) {
   const deployment_id = (cmd.params as { deployment_id: string }).deployment_id;
   const events: Event[] = [];
   for (const step of steps) {
-    events.push(ev(a, { kind: "step.started", command_id: cmd.command_id, deployment_id, step }));
+    events.push(a.event({ kind: "step.started", command_id: cmd.command_id, deployment_id, step }));
     if (step === outcome.failAt) {
-      events.push(ev(a, { kind: "step.failed", command_id: cmd.command_id, deployment_id, step, error: { code: "image_missing", message: "image berth-test/erp:17.0 not found" } }));
-      events.push(ev(a, { kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "image_missing", message: "image berth-test/erp:17.0 not found" } }));
+      events.push(a.event({ kind: "step.failed", command_id: cmd.command_id, deployment_id, step, error: { code: "image_missing", message: "image berth-test/erp:17.0 not found" } }));
+      events.push(a.event({ kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "image_missing", message: "image berth-test/erp:17.0 not found" } }));
       return a.sendEvents(events);
     }
-    events.push(ev(a, { kind: "step.finished", command_id: cmd.command_id, deployment_id, step }));
+    events.push(a.event({ kind: "step.finished", command_id: cmd.command_id, deployment_id, step }));
   }
-  events.push(ev(a, { kind: "command.result", command_id: cmd.command_id, ok: true, result: { container_id: "c0ffee", container_name: "berth-erp", image: "berth-test/erp:17.0", commit: "abc1234" } }));
+  events.push(a.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { container_id: "c0ffee", container_name: "berth-erp", image: "berth-test/erp:17.0", commit: "abc1234" } }));
   a.sendEvents(events);
 }
 

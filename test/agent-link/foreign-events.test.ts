@@ -5,12 +5,12 @@
 // its live stream stay as they were. B's events about its own deployment still apply, and
 // A's own agent can still finish A's deployment afterwards.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createDemoOrganization } from "@berth/control-plane";
 import { DEPLOY_STEP_IDS, type Event, type SignedCommand } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
-import { SimAgent } from "../support/sim-agent.ts";
+import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import type { SimAgent } from "../support/sim-agent.ts";
 import { SseStream, urlOf } from "../support/sse.ts";
 
 let cp: TestControlPlane;
@@ -29,17 +29,10 @@ afterAll(async () => {
 
 /** An organisation with a connected simulated agent enrolled for its own server. */
 async function organisationWithAgent(onCommand: (cmd: SignedCommand, agent: SimAgent) => void) {
-  const d = await createDemoOrganization(cp.database.db, cp.app.services);
-  const token = await cp.app.services.enrollment.newToken(d.organization_id, d.server_id, null);
-  const agent = new SimAgent({ baseUrl: base, token: token.token, onCommand });
-  await agent.enroll();
-  await agent.connect();
-  const pinger = setInterval(() => agent.ping(), 300);
-  cleanup.push(() => (clearInterval(pinger), agent.close()));
+  const { d, agent, stop } = await demoOrganizationWithAgent(cp, base, onCommand);
+  cleanup.push(stop);
   return { d, agent };
 }
-
-const ev = (a: SimAgent, body: Record<string, unknown>): Event => ({ seq: a.nextSeq++, ts: new Date().toISOString(), ...body }) as Event;
 
 /** Sends events and waits until the control plane has acknowledged all of them. */
 async function sendAcked(a: SimAgent, events: Event[]) {
@@ -80,8 +73,8 @@ describe("an agent naming another organisation's deployment and command", () => 
       commandA = cmd;
       const deployment_id = (cmd.params as { deployment_id: string }).deployment_id;
       agent.sendEvents([
-        ev(agent, { kind: "step.started", command_id: cmd.command_id, deployment_id, step: "initializing" }),
-        ev(agent, { kind: "log", command_id: cmd.command_id, deployment_id, level: "info", message: "genuine A 1", step: "initializing" }),
+        agent.event({ kind: "step.started", command_id: cmd.command_id, deployment_id, step: "initializing" }),
+        agent.event({ kind: "log", command_id: cmd.command_id, deployment_id, level: "info", message: "genuine A 1", step: "initializing" }),
       ]);
     });
     const ownerA = await addPerson(cp.app, "org_owner", { organizationId: a.d.organization_id });
@@ -102,11 +95,11 @@ describe("an agent naming another organisation's deployment and command", () => 
       const deployment_id = (cmd.params as { deployment_id: string }).deployment_id;
       const events: Event[] = [];
       for (const step of DEPLOY_STEP_IDS) {
-        events.push(ev(agent, { kind: "step.started", command_id: cmd.command_id, deployment_id, step }));
-        events.push(ev(agent, { kind: "log", command_id: cmd.command_id, deployment_id, level: "info", message: `genuine B ${step}`, step }));
-        events.push(ev(agent, { kind: "step.finished", command_id: cmd.command_id, deployment_id, step }));
+        events.push(agent.event({ kind: "step.started", command_id: cmd.command_id, deployment_id, step }));
+        events.push(agent.event({ kind: "log", command_id: cmd.command_id, deployment_id, level: "info", message: `genuine B ${step}`, step }));
+        events.push(agent.event({ kind: "step.finished", command_id: cmd.command_id, deployment_id, step }));
       }
-      events.push(ev(agent, { kind: "command.result", command_id: cmd.command_id, ok: true, result: { container_id: "b0b", container_name: "erp-b", image: "berth-test/erp:17.0", commit: "bbb1111" } }));
+      events.push(agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { container_id: "b0b", container_name: "erp-b", image: "berth-test/erp:17.0", commit: "bbb1111" } }));
       agent.sendEvents(events);
     });
     expect(b.d.server_id).not.toBe(a.d.server_id);
@@ -114,11 +107,11 @@ describe("an agent naming another organisation's deployment and command", () => 
 
     // The attack: every kind of event that names a deployment or a command, with A's ids.
     const forged = (agent: SimAgent) => [
-      ev(agent, { kind: "step.started", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image" }),
-      ev(agent, { kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "error", message: "forged log line", step: "pulling_image" }),
-      ev(agent, { kind: "step.finished", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image" }),
-      ev(agent, { kind: "step.failed", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image", error: { code: "forged", message: "forged error message" } }),
-      ev(agent, {
+      agent.event({ kind: "step.started", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image" }),
+      agent.event({ kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "error", message: "forged log line", step: "pulling_image" }),
+      agent.event({ kind: "step.finished", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image" }),
+      agent.event({ kind: "step.failed", command_id: commandA!.command_id, deployment_id: depA, step: "pulling_image", error: { code: "forged", message: "forged error message" } }),
+      agent.event({
         kind: "command.result",
         command_id: commandA!.command_id,
         ok: true,
@@ -127,7 +120,7 @@ describe("an agent naming another organisation's deployment and command", () => 
     ];
     await sendAcked(b.agent, forged(b.agent));
     // A failure forged after the success attempt, too.
-    await sendAcked(b.agent, [ev(b.agent, { kind: "command.result", command_id: commandA!.command_id, ok: false, error: { code: "forged", message: "forged failure" } })]);
+    await sendAcked(b.agent, [b.agent.event({ kind: "command.result", command_id: commandA!.command_id, ok: false, error: { code: "forged", message: "forged failure" } })]);
 
     // B's own deploy still goes through, events applied.
     const depB = (await publicClient(cp.app, b.d.api_keys.org_rw).post(`/environments/${b.d.environments.running}/deploy`)).body.task_id as string;
@@ -136,7 +129,7 @@ describe("an agent naming another organisation's deployment and command", () => 
     expect(await logsOf(depB)).toEqual(DEPLOY_STEP_IDS.map((s) => `genuine B ${s}`));
 
     // A's own agent speaks once more, so A's stream has something after the attack to wait for.
-    await sendAcked(a.agent, [ev(a.agent, { kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "info", message: "genuine A 2", step: "initializing" })]);
+    await sendAcked(a.agent, [a.agent.event({ kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "info", message: "genuine A 2", step: "initializing" })]);
     const logMessages = () => streamA.of("deployment.log").map((e) => e.data.message as string);
     await streamA.until(() => logMessages().includes("genuine A 2"), "A's own later log line");
 
@@ -159,7 +152,7 @@ describe("an agent naming another organisation's deployment and command", () => 
 
     // A's own agent can still finish A's deployment with its command: the forgery ended nothing.
     await sendAcked(a.agent, [
-      ev(a.agent, { kind: "command.result", command_id: commandA!.command_id, ok: true, result: { container_id: "a11", container_name: "erp-a", image: "berth-test/erp:17.0", commit: "aaa2222" } }),
+      a.agent.event({ kind: "command.result", command_id: commandA!.command_id, ok: true, result: { container_id: "a11", container_name: "erp-a", image: "berth-test/erp:17.0", commit: "aaa2222" } }),
     ]);
     expect(await row(depA)).toMatchObject({ status: "success", image_tag: "berth-test/erp:17.0", container_id: "a11", error_message: null });
   }, 60_000);

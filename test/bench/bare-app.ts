@@ -10,6 +10,8 @@ import { createHash, createHmac } from "node:crypto";
 import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type pg from "pg";
 import { STEP_NAMES, type StepId } from "@berth/protocol";
+// The product's status-to-task table: a plain lookup, nothing the bare side should pay less for.
+import { toTaskStatus } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
 
 const PAGE_LIMIT = 20;
 
@@ -22,19 +24,6 @@ const TASK = `select "deployments"."id", "deployments"."organization_id", "deplo
 
 /** What the product's repos send per route, checked against a capture before every run. */
 export const BASELINE_SQL = { projects: [PROJECTS_PAGE, PROJECTS_TOTAL], task: [TASK] };
-
-const TASK_STATUS: Record<string, string> = {
-  pending: "pending",
-  queued: "queued",
-  building: "running",
-  deploying: "running",
-  running: "running",
-  success: "completed",
-  failed: "failed",
-  cancelled: "cancelled",
-  rolled_back: "completed",
-  destroyed: "completed",
-};
 
 interface ProjectRow {
   id: string;
@@ -153,7 +142,7 @@ export function buildBareApp(pool: pg.Pool, opts: { meter?: boolean; cursorSecre
     return {
       id: d.id,
       type: d.kind,
-      status: TASK_STATUS[d.status] ?? d.status,
+      status: toTaskStatus(d.status),
       environment_id: d.environment_id,
       progress_percent: d.progress_percent,
       current_step: d.current_step ? (STEP_NAMES[d.current_step as StepId] ?? d.current_step) : null,

@@ -1,13 +1,14 @@
 // A real control plane on a fresh database for one test file.
 import { createDb, type DbHandle } from "@berth/db";
-import { buildApp, manualClock, type App, type AppOptions } from "@berth/control-plane";
+import { buildApp, type App, type AppOptions } from "@berth/control-plane";
+import { liveClock, type LiveClock } from "./live-clock.ts";
 import { createTestDatabase } from "./database.ts";
 
 export interface TestControlPlane {
   app: App;
   database: DbHandle;
   url: string;
-  clock: ReturnType<typeof manualClock>;
+  clock: LiveClock;
   close(): Promise<void>;
   /** Stops the app and its pool but keeps the database, e.g. to restart on it. */
   stop(): Promise<void>;
@@ -22,20 +23,18 @@ export async function startControlPlane(
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
   const database = createDb(url, { max: 20 });
-  const clock = manualClock(new Date());
-  // The clock follows real time unless a test moves it.
-  const realStart = Date.now();
-  const base = clock.now().getTime();
-  let offset = 0;
-  const liveClock = Object.assign(clock, {
-    now: () => new Date(base + (Date.now() - realStart) + offset),
-    advance: (ms: number) => {
-      offset += ms;
-    },
+  const { listen, url: _url, port, ...appOptions } = opts;
+  const clock = liveClock();
+  const app = await buildApp({
+    database,
+    clock,
+    masterKey: TEST_MASTER_KEY,
+    outboundAllow: [],
+    ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}),
+    ...appOptions,
   });
-  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.logger ? { logger: opts.logger } : process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.streamCaps ? { streamCaps: opts.streamCaps } : {}), ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}), ...(opts.mail ? { mail: opts.mail } : {}), ...(opts.registration ? { registration: opts.registration } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
   let stopped = false;
-  if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
+  if (listen || port !== undefined) await app.listen({ port: port ?? 0, host: "127.0.0.1" });
   const stop = async () => {
     if (stopped) return;
     stopped = true;
@@ -46,7 +45,7 @@ export async function startControlPlane(
     app,
     database,
     url,
-    clock: liveClock,
+    clock,
     stop,
     async close() {
       await stop();

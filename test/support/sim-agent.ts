@@ -123,6 +123,11 @@ export class SimAgent {
     this.send("events", { events });
   }
 
+  /** An event with the next seq and the time now (the body's fields as given). */
+  event(body: Record<string, unknown>): Event {
+    return { seq: this.nextSeq++, ts: new Date().toISOString(), ...body } as Event;
+  }
+
   /** Builds log events with fresh seqs. */
   logs(n: number, message = "line"): Event[] {
     return Array.from({ length: n }, () => ({
@@ -162,3 +167,4 @@ export class SimAgent {
     this.socket?.close(1000);
   }
 }
+

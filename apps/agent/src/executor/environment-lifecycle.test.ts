@@ -4,7 +4,6 @@
 // endpoint must survive every step but the last. Needs `bash .ci/docker-setup.sh` first.
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Dockerode from "dockerode";
@@ -17,7 +16,7 @@ import {
   createGitRepository,
   deployParams,
   ERP_IMAGE,
-  removeTestObjects,
+  finishSuite,
   requireTestImages,
   rowsOf,
   SUITE_LABEL,
@@ -52,12 +51,7 @@ describe("an environment's life on the real Docker engine", () => {
     v1 = await repo.commit("v1");
   }, 60_000);
 
-  afterAll(async () => {
-    const problems = await removeTestObjects(SUITE, h.runId);
-    await h.close();
-    await rm(gitDir, { recursive: true, force: true });
-    if (problems.length > 0) throw new Error(`clean-up left objects behind:\n${problems.join("\n")}`);
-  }, 120_000);
+  afterAll(() => finishSuite(SUITE, h, gitDir), 120_000);
 
   it("deploys in the 17 steps of the spec, and the ERP answers on its published port", async () => {
     const run = await h.run(

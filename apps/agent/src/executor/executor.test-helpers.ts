@@ -122,6 +122,17 @@ export function createExecutorHarness(suite: string, timing: TimingOverrides = {
   };
 }
 
+/**
+ * The end of a Docker suite: removes what its run made, closes the harness and removes the
+ * folders given; throws if anything could not be removed.
+ */
+export async function finishSuite(suite: string, h: ExecutorHarness, ...dirs: string[]): Promise<void> {
+  const problems = await removeTestObjects(suite, h.runId);
+  await h.close();
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  if (problems.length > 0) throw new Error(`clean-up left objects behind:\n${problems.join("\n")}`);
+}
+
 /** Removes what this run made, by its label, and leftovers of runs of this suite that died over 30 minutes ago. */
 export async function removeTestObjects(suite: string, runId: string): Promise<string[]> {
   const Docker = (await import("dockerode")).default;

@@ -4,7 +4,6 @@
 // left. One environment throughout: vfs copies each image per container, so reuse is cheap.
 import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, readdirSync } from "node:fs";
-import { rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Dockerode from "dockerode";
@@ -15,7 +14,7 @@ import {
   createExecutorHarness,
   createGitRepository,
   deployParams,
-  removeTestObjects,
+  finishSuite,
   requireTestImages,
   stepTrail,
 } from "../executor.test-helpers.ts";
@@ -38,12 +37,7 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
     await requireTestImages(h.docker);
   });
 
-  afterAll(async () => {
-    const problems = await removeTestObjects(SUITE, h.runId);
-    await h.close();
-    await rm(gitDir, { recursive: true, force: true });
-    if (problems.length > 0) throw new Error(`clean-up left objects behind:\n${problems.join("\n")}`);
-  }, 120_000);
+  afterAll(() => finishSuite(SUITE, h, gitDir), 120_000);
 
   it("fails at pulling_image with a readable error when the image is neither local nor pullable", async () => {
     // A registry on a closed loopback port: the pull fails at once and nothing leaves this machine.

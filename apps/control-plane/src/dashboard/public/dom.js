@@ -59,3 +59,14 @@ export function field(label, control, hint) {
   if (hintEl) control.setAttribute("aria-describedby", hintEl.id);
   return h("div", { class: "field" }, h("label", { for: id }, label), control, hintEl);
 }
+
+/** A data table: a caption for screen readers, one header row, then the rows. */
+export function table(caption, headers, rows) {
+  return h(
+    "table",
+    {},
+    h("caption", { class: "visually-hidden" }, caption),
+    h("thead", {}, h("tr", {}, headers.map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, rows),
+  );
+}

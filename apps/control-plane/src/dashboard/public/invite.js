@@ -16,14 +16,13 @@ export async function invitePage(main, token, { signedIn, showError, announce, d
     invitation = await api("POST", "/invitations/lookup", { token });
   } catch (err) {
     const gone = err instanceof ApiError && err.status === 404;
-    main.append(h("div", { class: "card narrow" }, h("h1", {}, "Invitation"), h("p", {}, gone ? err.message : "This invitation could not be read; try the link again.")));
+    main.append(
+      h("div", { class: "card narrow" }, h("h1", {}, "Invitation"), h("p", {}, gone ? err.message : "This invitation could not be read; try the link again.")),
+    );
     return;
   }
   const card = h("div", { class: "card narrow" });
-  card.append(
-    h("h1", {}, `Join ${invitation.organization.name}`),
-    h("p", {}, `You are invited as ${invitation.role}, as ${invitation.email}.`),
-  );
+  card.append(h("h1", {}, `Join ${invitation.organization.name}`), h("p", {}, `You are invited as ${invitation.role}, as ${invitation.email}.`));
   main.append(card);
 
   if (signedIn) {

@@ -2,7 +2,7 @@
 // only owners make or change owners, the last owner stays), removal, signing a member out
 // everywhere, invitations (send, resend, revoke), and the signed-in person's own sessions.
 import { api, del, get, post } from "./api.js";
-import { badge, clear, field, fmt, h } from "./dom.js";
+import { badge, clear, field, fmt, h, table } from "./dom.js";
 
 const ROLES = ["member", "admin", "owner"];
 
@@ -21,15 +21,7 @@ export async function membersPage(main, ctx) {
     const page = await get(`/organizations/${orgId}/members`);
     if (!ctx.current()) return;
     const rows = page.data.map((m) => memberRow(ctx, orgId, m, manage, loadMembers));
-    clear(members).append(
-      h(
-        "table",
-        {},
-        h("caption", { class: "visually-hidden" }, "Members"),
-        h("thead", {}, h("tr", {}, ["Name", "E-mail", "Role", "Member since", ""].map((t) => h("th", { scope: "col" }, t)))),
-        h("tbody", {}, rows),
-      ),
-    );
+    clear(members).append(table("Members", ["Name", "E-mail", "Role", "Member since", ""], rows));
   }
   async function loadInvitations() {
     const page = await get(`/organizations/${orgId}/invitations`);
@@ -37,12 +29,10 @@ export async function membersPage(main, ctx) {
     clear(invitations).append(
       page.data.length === 0
         ? h("p", {}, "No open invitations.")
-        : h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, "Open invitations"),
-            h("thead", {}, h("tr", {}, ["E-mail", "Role", "State", "Sent", "Expires", ""].map((t) => h("th", { scope: "col" }, t)))),
-            h("tbody", {}, page.data.map((i) => invitationRow(ctx, orgId, i, loadInvitations))),
+        : table(
+            "Open invitations",
+            ["E-mail", "Role", "State", "Sent", "Expires", ""],
+            page.data.map((i) => invitationRow(ctx, orgId, i, loadInvitations)),
           ),
     );
   }
@@ -116,12 +106,24 @@ function memberRow(ctx, orgId, m, manage, reload) {
       ),
     );
   }
-  return h("tr", { dataset: { email: m.email } }, h("td", {}, m.name), h("td", {}, m.email), h("td", {}, role), h("td", {}, fmt.time(m.created_at)), h("td", {}, actions));
+  return h(
+    "tr",
+    { dataset: { email: m.email } },
+    h("td", {}, m.name),
+    h("td", {}, m.email),
+    h("td", {}, role),
+    h("td", {}, fmt.time(m.created_at)),
+    h("td", {}, actions),
+  );
 }
 
 function inviteSection(ctx, orgId, invitations) {
   const email = h("input", { type: "email", required: true, maxlength: 254, autocomplete: "off" });
-  const role = h("select", {}, ROLES.filter((r) => r !== "owner" || ctx.can("org.owners.manage")).map((r) => h("option", { value: r }, r)));
+  const role = h(
+    "select",
+    {},
+    ROLES.filter((r) => r !== "owner" || ctx.can("org.owners.manage")).map((r) => h("option", { value: r }, r)),
+  );
   const submit = h("button", { type: "submit" }, "Send invitation");
   return h(
     "section",
@@ -204,45 +206,39 @@ async function sessionsSection(ctx) {
     const page = await get("/auth/sessions");
     if (!ctx.current()) return;
     clear(list).append(
-      h(
-        "table",
-        {},
-        h("caption", { class: "visually-hidden" }, "Your sessions"),
-        h("thead", {}, h("tr", {}, ["Signed in", "Last used", "Browser", "Address", ""].map((t) => h("th", { scope: "col" }, t)))),
-        h(
-          "tbody",
-          {},
-          page.data.map((s) =>
+      table(
+        "Your sessions",
+        ["Signed in", "Last used", "Browser", "Address", ""],
+        page.data.map((s) =>
+          h(
+            "tr",
+            {},
+            h("td", {}, fmt.time(s.created_at)),
+            h("td", {}, fmt.ago(s.last_used_at)),
+            h("td", {}, s.user_agent ?? "–"),
+            h("td", {}, s.ip ?? "–"),
             h(
-              "tr",
+              "td",
               {},
-              h("td", {}, fmt.time(s.created_at)),
-              h("td", {}, fmt.ago(s.last_used_at)),
-              h("td", {}, s.user_agent ?? "–"),
-              h("td", {}, s.ip ?? "–"),
-              h(
-                "td",
-                {},
-                s.current
-                  ? "This session"
-                  : h(
-                      "button",
-                      {
-                        type: "button",
-                        class: "secondary",
-                        onclick: async () => {
-                          try {
-                            await del(`/auth/sessions/${s.id}`);
-                            ctx.announce("Session signed out.");
-                          } catch (err) {
-                            ctx.showError(err);
-                          }
-                          await load();
-                        },
+              s.current
+                ? "This session"
+                : h(
+                    "button",
+                    {
+                      type: "button",
+                      class: "secondary",
+                      onclick: async () => {
+                        try {
+                          await del(`/auth/sessions/${s.id}`);
+                          ctx.announce("Session signed out.");
+                        } catch (err) {
+                          ctx.showError(err);
+                        }
+                        await load();
                       },
-                      "Sign out",
-                    ),
-              ),
+                    },
+                    "Sign out",
+                  ),
             ),
           ),
         ),

@@ -1,7 +1,7 @@
 // Projects → environments → deployments: status, the actions the caller's role allows,
 // a deployment's live step progress and logs, and the history with retry and rollback.
 import { get, post } from "./api.js";
-import { badge, clear, fmt, h } from "./dom.js";
+import { badge, clear, fmt, h, table } from "./dom.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -96,13 +96,7 @@ export async function projectsPage(main, ctx) {
           h("h2", { id: `p-${p.id}` }, p.name, " ", h("span", { class: "muted" }, `(${p.role.replace("_", " ")})`)),
           p.environments.length === 0
             ? h("p", {}, "No environments.")
-            : h(
-                "table",
-                {},
-                h("caption", { class: "visually-hidden" }, `Environments of ${p.name}`),
-                h("thead", {}, h("tr", {}, ["Environment", "Status", "Branch", "Server", "Last operation", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
-                h("tbody", {}, rows),
-              ),
+            : table(`Environments of ${p.name}`, ["Environment", "Status", "Branch", "Server", "Last operation", "Actions"], rows),
         ),
       );
     }
@@ -160,52 +154,46 @@ export async function environmentPage(main, ctx, envId) {
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
     h("h2", {}, "Deployment history"),
   );
-  const table = h("div", {});
-  main.append(table);
+  const history = h("div", {});
+  main.append(history);
 
   async function loadHistory() {
     const all = await get(`/deployments?project_id=${project.id}&limit=100`);
     if (!ctx.current()) return;
     const mine = all.filter((d) => d.environment_id === envId);
-    clear(table);
+    clear(history);
     if (mine.length === 0) {
-      table.append(h("p", {}, "No deployments yet."));
+      history.append(h("p", {}, "No deployments yet."));
       return;
     }
-    table.append(
-      h(
-        "table",
-        {},
-        h("caption", { class: "visually-hidden" }, "Deployments, newest first"),
-        h("thead", {}, h("tr", {}, ["Version", "Kind", "Status", "Trigger", "Started", "Duration", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
-        h(
-          "tbody",
-          {},
-          mine.map((d) => {
-            const actions = [];
-            if (canDeploy && d.status === "failed") {
-              const b = h("button", { type: "button", class: "secondary" }, "Retry", h("span", { class: "visually-hidden" }, ` version ${d.version}`));
-              b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/retry`)).id}`)));
-              actions.push(b);
-            }
-            if (canDeploy && d.status === "success" && ["deploy", "redeploy", "rollback"].includes(d.kind)) {
-              const b = h("button", { type: "button", class: "secondary" }, "Roll back to this", h("span", { class: "visually-hidden" }, ` (version ${d.version})`));
-              b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/rollback`)).id}`)));
-              actions.push(b);
-            }
-            return h(
-              "tr",
-              {},
-              h("th", { scope: "row" }, h("a", { href: `#/deployments/${d.id}` }, `v${d.version}`)),
-              h("td", {}, d.kind),
-              h("td", {}, badge(d.status)),
-              h("td", {}, d.trigger),
-              h("td", {}, fmt.time(d.started_at ?? d.created_at)),
-              h("td", {}, d.duration_seconds === null ? "–" : `${Math.round(d.duration_seconds)} s`),
-              h("td", {}, actionsCell(actions, "–")),
-            );
-          }),
-        ),
+    history.append(
+      table(
+        "Deployments, newest first",
+        ["Version", "Kind", "Status", "Trigger", "Started", "Duration", "Actions"],
+        mine.map((d) => {
+          const actions = [];
+          if (canDeploy && d.status === "failed") {
+            const b = h("button", { type: "button", class: "secondary" }, "Retry", h("span", { class: "visually-hidden" }, ` version ${d.version}`));
+            b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/retry`)).id}`)));
+            actions.push(b);
+          }
+          if (canDeploy && d.status === "success" && ["deploy", "redeploy", "rollback"].includes(d.kind)) {
+            const b = h("button", { type: "button", class: "secondary" }, "Roll back to this", h("span", { class: "visually-hidden" }, ` (version ${d.version})`));
+            b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/rollback`)).id}`)));
+            actions.push(b);
+          }
+          return h(
+            "tr",
+            {},
+            h("th", { scope: "row" }, h("a", { href: `#/deployments/${d.id}` }, `v${d.version}`)),
+            h("td", {}, d.kind),
+            h("td", {}, badge(d.status)),
+            h("td", {}, d.trigger),
+            h("td", {}, fmt.time(d.started_at ?? d.created_at)),
+            h("td", {}, d.duration_seconds === null ? "–" : `${Math.round(d.duration_seconds)} s`),
+            h("td", {}, actionsCell(actions, "–")),
+          );
+        }),
       ),
     );
   }

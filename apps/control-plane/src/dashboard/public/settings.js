@@ -1,7 +1,7 @@
 // API keys and webhook subscriptions of the organisation: create (the secret is shown
 // once), list, revoke or delete.
 import { del, get, post } from "./api.js";
-import { badge, clear, field, fmt, h } from "./dom.js";
+import { badge, clear, field, fmt, h, table } from "./dom.js";
 
 const WEBHOOK_EVENTS = ["deploy.completed", "deployment.completed", "deploy.failed", "deployment.failed", "environment.status_changed"];
 
@@ -21,7 +21,8 @@ export async function settingsPage(main, ctx) {
   const orgId = ctx.org.id;
   if (ctx.can("org.api_keys.manage")) await apiKeys(main, ctx, orgId);
   if (ctx.can("org.webhooks.manage")) await webhooks(main, ctx, orgId);
-  if (!ctx.can("org.api_keys.manage") && !ctx.can("org.webhooks.manage")) main.append(h("p", {}, "You don't have permission to manage API keys or webhooks here."));
+  if (!ctx.can("org.api_keys.manage") && !ctx.can("org.webhooks.manage"))
+    main.append(h("p", {}, "You don't have permission to manage API keys or webhooks here."));
 }
 
 async function apiKeys(main, ctx, orgId) {
@@ -68,49 +69,43 @@ async function apiKeys(main, ctx, orgId) {
     clear(list).append(
       page.data.length === 0
         ? h("p", {}, "No API keys.")
-        : h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, "API keys"),
-            h("thead", {}, h("tr", {}, ["Name", "Key", "Access", "Created", "Last used", "State", ""].map((t) => h("th", { scope: "col" }, t)))),
-            h(
-              "tbody",
-              {},
-              page.data.map((k) => {
-                const revoke = k.revoked_at
-                  ? null
-                  : h(
-                      "button",
-                      {
-                        type: "button",
-                        class: "secondary danger",
-                        onclick: async () => {
-                          if (!confirm(`Revoke the key “${k.name}”? Anything using it stops working.`)) return;
-                          try {
-                            await del(`/organizations/${orgId}/api-keys/${k.id}`);
-                            ctx.announce(`Key ${k.name} revoked.`);
-                            await load();
-                          } catch (err) {
-                            ctx.showError(err);
-                          }
-                        },
+        : table(
+            "API keys",
+            ["Name", "Key", "Access", "Created", "Last used", "State", ""],
+            page.data.map((k) => {
+              const revoke = k.revoked_at
+                ? null
+                : h(
+                    "button",
+                    {
+                      type: "button",
+                      class: "secondary danger",
+                      onclick: async () => {
+                        if (!confirm(`Revoke the key “${k.name}”? Anything using it stops working.`)) return;
+                        try {
+                          await del(`/organizations/${orgId}/api-keys/${k.id}`);
+                          ctx.announce(`Key ${k.name} revoked.`);
+                          await load();
+                        } catch (err) {
+                          ctx.showError(err);
+                        }
                       },
-                      "Revoke",
-                      h("span", { class: "visually-hidden" }, ` ${k.name}`),
-                    );
-                return h(
-                  "tr",
-                  {},
-                  h("th", { scope: "row" }, k.name),
-                  h("td", {}, h("code", {}, `${k.prefix}…`)),
-                  h("td", {}, k.access === "full_access" ? "Full access" : "Read only"),
-                  h("td", {}, fmt.time(k.created_at)),
-                  h("td", {}, k.last_used_at ? fmt.ago(k.last_used_at) : "never"),
-                  h("td", {}, k.revoked_at ? badge("revoked", "Revoked") : badge("active", "Active")),
-                  h("td", {}, revoke),
-                );
-              }),
-            ),
+                    },
+                    "Revoke",
+                    h("span", { class: "visually-hidden" }, ` ${k.name}`),
+                  );
+              return h(
+                "tr",
+                {},
+                h("th", { scope: "row" }, k.name),
+                h("td", {}, h("code", {}, `${k.prefix}…`)),
+                h("td", {}, k.access === "full_access" ? "Full access" : "Read only"),
+                h("td", {}, fmt.time(k.created_at)),
+                h("td", {}, k.last_used_at ? fmt.ago(k.last_used_at) : "never"),
+                h("td", {}, k.revoked_at ? badge("revoked", "Revoked") : badge("active", "Active")),
+                h("td", {}, revoke),
+              );
+            }),
           ),
     );
   }
@@ -152,7 +147,12 @@ async function webhooks(main, ctx, orgId) {
         },
         field("Target URL", url, "HTTPS; plain HTTP only for localhost"),
         field("Description (optional)", description),
-        h("fieldset", {}, h("legend", {}, "Events"), boxes.map((b) => h("div", { class: "check" }, b, h("label", { for: b.id }, b.value)))),
+        h(
+          "fieldset",
+          {},
+          h("legend", {}, "Events"),
+          boxes.map((b) => h("div", { class: "check" }, b, h("label", { for: b.id }, b.value))),
+        ),
         h("div", { class: "actions" }, submit),
       ),
       shown,
@@ -165,44 +165,38 @@ async function webhooks(main, ctx, orgId) {
     clear(list).append(
       page.data.length === 0
         ? h("p", {}, "No webhook subscriptions.")
-        : h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, "Webhook subscriptions"),
-            h("thead", {}, h("tr", {}, ["URL", "Events", "Description", "Created", ""].map((t) => h("th", { scope: "col" }, t)))),
-            h(
-              "tbody",
-              {},
-              page.data.map((w) =>
+        : table(
+            "Webhook subscriptions",
+            ["URL", "Events", "Description", "Created", ""],
+            page.data.map((w) =>
+              h(
+                "tr",
+                {},
+                h("th", { scope: "row" }, w.url),
+                h("td", {}, w.events.join(", ")),
+                h("td", {}, w.description ?? ""),
+                h("td", {}, fmt.time(w.created_at)),
                 h(
-                  "tr",
+                  "td",
                   {},
-                  h("th", { scope: "row" }, w.url),
-                  h("td", {}, w.events.join(", ")),
-                  h("td", {}, w.description ?? ""),
-                  h("td", {}, fmt.time(w.created_at)),
                   h(
-                    "td",
-                    {},
-                    h(
-                      "button",
-                      {
-                        type: "button",
-                        class: "secondary danger",
-                        onclick: async () => {
-                          if (!confirm(`Delete the webhook to ${w.url}?`)) return;
-                          try {
-                            await del(`/organizations/${orgId}/webhooks/${w.id}`);
-                            ctx.announce("Webhook deleted.");
-                            await load();
-                          } catch (err) {
-                            ctx.showError(err);
-                          }
-                        },
+                    "button",
+                    {
+                      type: "button",
+                      class: "secondary danger",
+                      onclick: async () => {
+                        if (!confirm(`Delete the webhook to ${w.url}?`)) return;
+                        try {
+                          await del(`/organizations/${orgId}/webhooks/${w.id}`);
+                          ctx.announce("Webhook deleted.");
+                          await load();
+                        } catch (err) {
+                          ctx.showError(err);
+                        }
                       },
-                      "Delete",
-                      h("span", { class: "visually-hidden" }, ` webhook ${w.url}`),
-                    ),
+                    },
+                    "Delete",
+                    h("span", { class: "visually-hidden" }, ` webhook ${w.url}`),
                   ),
                 ),
               ),

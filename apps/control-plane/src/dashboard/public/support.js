@@ -2,7 +2,7 @@
 // agent, issue one of the fixed signed commands with a reason; and the audit log, which
 // the customer's owners read on their own page.
 import { get, post } from "./api.js";
-import { badge, clear, field, fmt, h } from "./dom.js";
+import { badge, clear, field, fmt, h, table } from "./dom.js";
 
 const COMMANDS = [
   ["restart", "Restart an environment"],
@@ -188,12 +188,20 @@ export async function supportServerPage(main, ctx, serverId) {
     clear(commands).append(
       list.length === 0
         ? h("p", {}, "No commands yet.")
-        : h(
-            "table",
-            {},
-            h("caption", { class: "visually-hidden" }, "Recent commands, newest first"),
-            h("thead", {}, h("tr", {}, ["When", "Command", "State", "Issued by", "Result"].map((t) => h("th", { scope: "col" }, t)))),
-            h("tbody", {}, list.map((c) => h("tr", {}, h("td", {}, fmt.time(c.created_at)), h("th", { scope: "row" }, c.type), h("td", {}, badge(c.state)), h("td", {}, c.issued_by), h("td", {}, c.error ? `${c.summary}: ${c.error.message}` : c.summary)))),
+        : table(
+            "Recent commands, newest first",
+            ["When", "Command", "State", "Issued by", "Result"],
+            list.map((c) =>
+              h(
+                "tr",
+                {},
+                h("td", {}, fmt.time(c.created_at)),
+                h("th", { scope: "row" }, c.type),
+                h("td", {}, badge(c.state)),
+                h("td", {}, c.issued_by),
+                h("td", {}, c.error ? `${c.summary}: ${c.error.message}` : c.summary),
+              ),
+            ),
           ),
     );
   }
