@@ -62,6 +62,14 @@ export interface RejectCommandInput {
   result: unknown;
 }
 
+/** A finished command is forgotten only when both hold. */
+export interface PruneCutoffs {
+  /** It finished before this. */
+  finishedBefore: Date;
+  /** Its signed `expires_at` is before this, so a replay of it is refused as expired. */
+  expiredBefore: Date;
+}
+
 export interface FinishCommandInput {
   commandId: string;
   result: unknown;
@@ -119,7 +127,8 @@ export interface Journal {
   getCommand(commandId: string): CommandRecord | null;
   lastCommandSeq(): number;
   interruptedCommands(): CommandRecord[];
-  pruneCommands(finishedBefore: Date): number;
+  /** Forgets finished commands past both cutoffs; returns how many. */
+  pruneCommands(cutoffs: PruneCutoffs): number;
 
   append(input: EventInput): JournalEvent;
   appendMany(inputs: readonly EventInput[]): JournalEvent[];
