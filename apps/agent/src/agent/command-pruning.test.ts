@@ -49,6 +49,7 @@ describe("command pruning", () => {
     now = start + 8 * DAY;
     startCommandPruning({ journal, clock, logger: silentLogger }).stop();
     expect(journal.getCommand("keys")?.status).toBe("done");
+    expect(journal.forgottenCommandSeq()).toBe(0);
 
     // Within verifyCommand's clock skew of its expiry it could still verify.
     now = start + 30 * DAY + 20_000;
@@ -58,6 +59,7 @@ describe("command pruning", () => {
     now = start + 30 * DAY + 31_000;
     startCommandPruning({ journal, clock, logger: silentLogger }).stop();
     expect(journal.getCommand("keys")).toBeNull();
+    expect(journal.forgottenCommandSeq()).toBe(7);
     journal.close();
   });
 });

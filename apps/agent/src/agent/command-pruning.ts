@@ -1,7 +1,8 @@
 // Forgets finished commands after a week, so the journal's command table does not grow for
 // the life of the server. A command is forgotten only once it is also past its own expiry
 // (some, like keys.update, stay valid for a month), so a redelivery of a forgotten id is
-// refused as expired by verifyCommand, never run again.
+// refused as expired by verifyCommand, never run again; and one whose seq is at or below a
+// forgotten command's is refused as stale_command (journal/command-forgetting.ts).
 import { DEFAULT_CLOCK_SKEW_MS } from "@berth/protocol";
 import type { Clock, TimerHandle } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";

@@ -126,6 +126,8 @@ export interface Journal {
   rejectCommand(input: RejectCommandInput): CommandRecord;
   getCommand(commandId: string): CommandRecord | null;
   lastCommandSeq(): number;
+  /** The highest seq of a command that ran and was then forgotten (pruned); 0 when none. */
+  forgottenCommandSeq(): number;
   interruptedCommands(): CommandRecord[];
   /** Forgets finished commands past both cutoffs; returns how many. */
   pruneCommands(cutoffs: PruneCutoffs): number;
