@@ -33,9 +33,16 @@ DEFAULT_URL='@BERTH_CONTROL_PLANE_URL@'
 
 NAME=berth-agent
 AGENT_USER=berth-agent
+# The agent's user owns INSTALL_DIR and its executable: the agent replaces the file on a
+# self-update, and its page-out needs the file to be its own. So root never runs a file
+# from there nor writes into it: what happens there happens as that user (as_agent), and
+# what root runs lives in LIB_DIR and ROOT_CMD, owned by root.
 INSTALL_DIR=/opt/berth-agent
 BIN="$INSTALL_DIR/berth-agent"
 LINK=/usr/local/bin/berth-agent
+LIB_DIR=/usr/local/lib/berth-agent
+# Root's `berth-agent`: /usr/local/sbin comes before /usr/local/bin in root's PATH and sudo's.
+ROOT_CMD=/usr/local/sbin/berth-agent
 STATE_DIR=/var/lib/berth-agent
 UNIT=/etc/systemd/system/berth-agent.service
 ENV_FILE=/etc/default/berth-agent
@@ -76,8 +83,9 @@ User=$AGENT_USER
 Group=$AGENT_USER
 Environment=BERTH_STATE_DIR=$STATE_DIR
 EnvironmentFile=-$ENV_FILE
-# Rolls back a self-update whose executable did not start (see update-guard).
-ExecStartPre=$INSTALL_DIR/update-guard
+# Rolls back a self-update whose executable did not start (see update-guard). Like every
+# Exec line here it runs as $AGENT_USER (no "+" prefix): nothing in this unit runs as root.
+ExecStartPre=$LIB_DIR/update-guard
 ExecStart=$BIN run
 Restart=on-failure
 RestartSec=5
@@ -147,7 +155,7 @@ supervisor() {
 child=""
 trap 'if [ -n "\$child" ]; then kill -TERM "\$child" 2>/dev/null; wait "\$child"; fi; exit 0' TERM INT
 while :; do
-	$INSTALL_DIR/update-guard || true
+	$LIB_DIR/update-guard || true
 	$BIN run &
 	child=\$!
 	wait "\$child" && rc=0 || rc=\$?
@@ -155,6 +163,37 @@ while :; do
 	case \$rc in 0 | 2) exit "\$rc" ;; esac
 	sleep 5
 done
+EOF
+}
+
+# Root's berth-agent (ROOT_CMD). Root never runs the agent's executable, which its user can
+# replace: `uninstall` runs the root-owned copy of the uninstaller the executable carries,
+# every other command runs as the agent's user. Anyone else runs the executable as themselves.
+root_command() {
+	cat <<EOF
+#!/bin/sh
+# Root's berth-agent, written by install.sh. $BIN belongs to
+# $AGENT_USER, who can replace it, so root never runs it: "berth-agent uninstall" runs
+# $LIB_DIR/uninstall.sh, any other command runs as $AGENT_USER.
+set -eu
+[ "\$(id -u)" = 0 ] || exec "$BIN" "\$@"
+command=""
+value=0
+for arg; do
+	if [ "\$value" = 1 ]; then value=0; continue; fi
+	case \$arg in
+	--url | --token | --state-dir) value=1 ;;
+	-*) ;;
+	*) command=\$arg; break ;;
+	esac
+done
+if [ "\$command" = uninstall ]; then
+	n=\$#
+	for arg; do [ "\$arg" = uninstall ] || set -- "\$@" "\$arg"; done
+	shift "\$n"
+	exec /bin/sh "$LIB_DIR/uninstall.sh" "\$@"
+fi
+exec runuser -u "$AGENT_USER" -- "$BIN" "\$@"
 EOF
 }
 
@@ -252,6 +291,9 @@ alive() { kill -0 "$1" 2>/dev/null && [ "$(cut -d' ' -f3 "/proc/$1/stat" 2>/dev/
 
 have_systemd() { [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; }
 
+# Runs a command as the agent's user: everything that touches INSTALL_DIR or runs its files.
+as_agent() { runuser -u "$AGENT_USER" -- env BERTH_STATE_DIR="$STATE_DIR" BERTH_DOCKER_SOCKET="$docker_socket" "$@"; }
+
 ensure_user() {
 	if ! getent group "$AGENT_USER" >/dev/null 2>&1; then groupadd --system "$AGENT_USER"; fi
 	if ! getent passwd "$AGENT_USER" >/dev/null 2>&1; then
@@ -320,7 +362,7 @@ start_agent() {
 			export HOME
 			# setpriv execs (no process in between), so the pid file names the supervisor.
 			exec setsid setpriv --reuid "$AGENT_USER" --regid "$AGENT_USER" --init-groups \
-				"$INSTALL_DIR/supervise" >>"$LOG_FILE" 2>&1 </dev/null
+				"$LIB_DIR/supervise" >>"$LOG_FILE" 2>&1 </dev/null
 		) &
 		echo $! >"$PID_FILE"
 	fi
@@ -395,6 +437,10 @@ actual=$(sha256sum "$new" | cut -d' ' -f1)
 [ "$actual" = "$sha256" ] || die "checksum mismatch: expected $sha256, got $actual; nothing was installed"
 chmod 0755 "$new"
 version=$("$new" --version 2>/dev/null) || die "the downloaded executable does not run on this machine"
+# The uninstaller root will run comes from this verified copy, never from the installed one.
+if ! "$new" uninstall --print-script >"$work/uninstall.sh" 2>/dev/null || [ ! -s "$work/uninstall.sh" ]; then
+	die "berth-agent $version cannot print its uninstaller: it is older than this install.sh"
+fi
 say "verified berth-agent $version (sha256 $actual)"
 
 # ---- user, files, unit -----------------------------------------------------------------
@@ -407,21 +453,32 @@ chown "$AGENT_USER:$AGENT_USER" "$STATE_DIR"
 chmod 0700 "$STATE_DIR"
 
 stop_agent
-if [ -f "$BIN" ]; then
-	if cmp -s "$BIN" "$new"; then
+# In INSTALL_DIR everything happens as the agent's user, who could swap any file there for
+# another, or for a symlink to a file only root may write.
+if as_agent test -e "$BIN"; then
+	if [ "$(as_agent sha256sum "$BIN" | cut -d' ' -f1)" = "$actual" ]; then
 		say "berth-agent $version is already installed"
 	else
-		say "upgrading berth-agent $("$BIN" --version 2>/dev/null || echo '?') -> $version"
-		cp -p "$BIN" "$BIN.previous"
+		say "upgrading berth-agent $(as_agent "$BIN" --version 2>/dev/null || echo '?') -> $version"
+		as_agent cp -p --remove-destination "$BIN" "$BIN.previous"
 	fi
 fi
-install -m 0755 -o "$AGENT_USER" -g "$AGENT_USER" "$new" "$BIN.new"
-mv -f "$BIN.new" "$BIN"
+# shellcheck disable=SC2016
+as_agent sh -c 'umask 022 && rm -f "$1.new" && cat >"$1.new" && chmod 0755 "$1.new" && mv -f "$1.new" "$1"' sh "$BIN" <"$new"
+# Where older installs kept the helpers, which root no longer runs from INSTALL_DIR.
+as_agent rm -f "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
 ln -sfn "$BIN" "$LINK"
-update_guard >"$INSTALL_DIR/update-guard"
-supervisor >"$INSTALL_DIR/supervise"
-chmod 0755 "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
-chown "$AGENT_USER:$AGENT_USER" "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
+
+# What root runs, root's own: nobody else may write these files or their directories.
+root_file() { # FILE, its text on stdin: mode 0755, swapped in with one rename
+	cat >"$1.new" && chmod 0755 "$1.new" && mv -f "$1.new" "$1"
+}
+install -d -m 0755 -o root -g root "$LIB_DIR"
+update_guard | root_file "$LIB_DIR/update-guard"
+supervisor | root_file "$LIB_DIR/supervise"
+root_file "$LIB_DIR/uninstall.sh" <"$work/uninstall.sh"
+mkdir -p "$(dirname "$ROOT_CMD")"
+root_command | root_file "$ROOT_CMD"
 
 {
 	echo "# Written by install.sh; read by the berth-agent service."
@@ -432,10 +489,10 @@ chmod 0644 "$ENV_FILE"
 mkdir -p "$(dirname "$UNIT")"
 unit_file >"$UNIT"
 chmod 0644 "$UNIT"
+# The unit's ExecStartPre moved with this version: a restart must not use the old one.
+if have_systemd; then systemctl daemon-reload; fi
 
 # ---- enrolment -------------------------------------------------------------------------
-
-as_agent() { runuser -u "$AGENT_USER" -- env BERTH_STATE_DIR="$STATE_DIR" BERTH_DOCKER_SOCKET="$docker_socket" "$@"; }
 
 if [ -f "$STATE_DIR/identity.json" ] && [ "$reenroll" = 0 ]; then
 	say "already enrolled; keeping this server's identity and journal ($STATE_DIR)"

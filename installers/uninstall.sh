@@ -7,13 +7,17 @@
 #     labelled berth.managed=true): --remove-containers removes them, data included.
 #
 # Usage: uninstall.sh [--purge] [--remove-containers] [--docker-socket PATH]
-# Also run by `berth-agent uninstall [--purge] [--remove-containers]`.
+# Also run by `berth-agent uninstall [--purge] [--remove-containers]`: as root, from the
+# root-owned copy install.sh keeps (it never runs a file the agent's user can write).
 set -eu
 
 NAME=berth-agent
 AGENT_USER=berth-agent
 INSTALL_DIR=/opt/berth-agent
 LINK=/usr/local/bin/berth-agent
+# Root's own: the helpers, this script's installed copy, and root's berth-agent command.
+LIB_DIR=/usr/local/lib/berth-agent
+ROOT_CMD=/usr/local/sbin/berth-agent
 STATE_DIR=/var/lib/berth-agent
 UNIT=/etc/systemd/system/berth-agent.service
 ENV_FILE=/etc/default/berth-agent
@@ -111,8 +115,8 @@ fi
 
 # ---- files and user --------------------------------------------------------------------
 
-rm -f "$LINK"
-rm -rf "$INSTALL_DIR"
+rm -f "$LINK" "$ROOT_CMD"
+rm -rf "$INSTALL_DIR" "$LIB_DIR"
 rm -f "$LOG_FILE"
 if [ "$purge" = 1 ]; then
 	rm -rf "$STATE_DIR"

@@ -8,7 +8,7 @@ import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "
 import path from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { BuiltExecutable } from "../../installers/build/build-agent.ts";
+import { REPO_ROOT, type BuiltExecutable } from "../../installers/build/build-agent.ts";
 import { agentExecutable } from "../installers/agent-executable.ts";
 import { executableUnderTest, type ExecutableUnderTest } from "../support/executable-under-test.ts";
 
@@ -164,5 +164,10 @@ describe("the agent executable", () => {
       (e: { code: number; stderr: string }) => e,
     );
     expect(res).toMatchObject({ code: 1, stderr: expect.stringContaining("run as root") });
+  });
+
+  it("prints the uninstaller it carries, byte for byte, for install.sh's root-owned copy", async () => {
+    const printed = await run("uninstall", "--print-script");
+    expect(printed.stdout).toBe(readFileSync(path.join(REPO_ROOT, "installers/uninstall.sh"), "utf8"));
   });
 });

@@ -3,9 +3,10 @@
 // Docker socket and network: the dashboard's one-line install against a real control plane,
 // a re-install that upgrades while events wait to be sent, a self-update through the signed
 // command path with the fallback supervisor restarting the agent, a rollback of an update
-// that does not start, and uninstall. systemd does not run as PID 1 in a container, so the
-// unit is checked with `systemd-analyze verify` and the agent runs under the installer's
-// fallback supervisor.
+// that does not start, root never running a file the agent's user can write (a planted
+// executable and symlinks through a re-install, root's berth-agent and uninstall), and
+// uninstall. systemd does not run as PID 1 in a container, so the unit is checked with
+// `systemd-analyze verify` and the agent runs under the installer's fallback supervisor.
 import { execFile } from "node:child_process";
 import { generateKeyPairSync } from "node:crypto";
 import { chmodSync, copyFileSync, linkSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -289,6 +290,73 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     expect(await ok("grep -c 'rolled back to the previous one' /var/log/berth-agent.log || true")).not.toBe("0\n");
   }, 120_000);
 
+  it("never lets root run a file the agent's user can write: unit, re-install, root's berth-agent, uninstall", async () => {
+    // What root runs is root's, in directories only root may write.
+    expect(await ok("stat -c '%U:%G %a %n' /usr/local/lib/berth-agent /usr/local/lib/berth-agent/* /usr/local/sbin/berth-agent")).toBe(
+      [
+        "root:root 755 /usr/local/lib/berth-agent",
+        "root:root 755 /usr/local/lib/berth-agent/supervise",
+        "root:root 755 /usr/local/lib/berth-agent/uninstall.sh",
+        "root:root 755 /usr/local/lib/berth-agent/update-guard",
+        "root:root 755 /usr/local/sbin/berth-agent",
+        "",
+      ].join("\n"),
+    );
+    expect((await sh("runuser -u berth-agent -- sh -c 'echo exit 0 >/usr/local/lib/berth-agent/update-guard'")).code).not.toBe(0);
+    expect((await sh("runuser -u berth-agent -- mv /usr/local/lib/berth-agent/update-guard /usr/local/lib/berth-agent/x")).code).not.toBe(0);
+    // The unit runs every step as the agent's user: no "+" or "!" step runs with full privileges.
+    const unit = await ok("cat /etc/systemd/system/berth-agent.service");
+    expect(unit.split("\n").filter((line) => line.startsWith("Exec"))).toEqual([
+      "ExecStartPre=/usr/local/lib/berth-agent/update-guard",
+      "ExecStart=/opt/berth-agent/berth-agent run",
+    ]);
+    expect(unit).not.toContain("PermissionsStartOnly");
+    // The page-out and self-update still need the executable to be the agent's.
+    expect(await ok("stat -c '%U' /opt/berth-agent/berth-agent")).toBe("berth-agent\n");
+
+    // The attack, as a compromised agent could mount it: its executable becomes a script that
+    // notes who ran it, the previous one and an old helper become symlinks to files only root
+    // may write (root writing through them would hand them to the agent).
+    const fake = '#!/bin/sh\necho "$*" >>"/tmp/berth-ran-as-$(id -un)"\n';
+    await ok(`echo ${Buffer.from(fake).toString("base64")} | base64 -d >/tmp/fake-agent && chmod 0644 /tmp/fake-agent`);
+    const rootsOwn = "stat -c '%U %a' /etc/berth-planted /etc/berth-planted-guard && cat /etc/berth-planted /etc/berth-planted-guard";
+    await ok("for f in /etc/berth-planted /etc/berth-planted-guard; do echo root only >$f && chmod 0600 $f; done");
+    const plant = () =>
+      ok(
+        "runuser -u berth-agent -- sh -c 'cp /tmp/fake-agent /opt/berth-agent/fake && chmod 0755 /opt/berth-agent/fake && " +
+          "mv -f /opt/berth-agent/fake /opt/berth-agent/berth-agent && " +
+          "ln -sfn /etc/berth-planted /opt/berth-agent/berth-agent.previous && ln -sfn /etc/berth-planted-guard /opt/berth-agent/update-guard'",
+      );
+    const ranAsRoot = async () => (await sh("test -e /tmp/berth-ran-as-root")).code === 0;
+    await plant();
+
+    // A re-install (an upgrade, as far as install.sh can tell) over it.
+    const out = await ok("sh /installers/install.sh --binary /dist-0.1.1/berth-agent-linux-x64", 180_000);
+    expect(out).toContain("connected to the control plane");
+    expect(await ranAsRoot()).toBe(false);
+    // It did run, as the agent's user: the attack was live.
+    expect(await ok("cat /tmp/berth-ran-as-berth-agent")).toBe("--version\n");
+    const untouched = "root 600\nroot 600\nroot only\nroot only\n";
+    expect(await ok(rootsOwn)).toBe(untouched);
+    expect(await ok("/opt/berth-agent/berth-agent --version")).toBe(`${v1.version}\n`);
+    expect(await ok("stat -c '%U %a' /opt/berth-agent/berth-agent")).toBe("berth-agent 755\n");
+    expect((await sh("test -e /opt/berth-agent/update-guard")).code).not.toBe(0);
+
+    // Root's berth-agent runs commands as the agent's user, and uninstall from root's copy.
+    await plant();
+    await ok("berth-agent status --json");
+    const uninstalled = await ok("berth-agent uninstall", 120_000);
+    expect(uninstalled).toContain("kept the agent's identity and journal");
+    expect(await ranAsRoot()).toBe(false);
+    expect(await ok("cat /tmp/berth-ran-as-berth-agent")).toBe("--version\nstatus --json\n");
+    expect(await ok(rootsOwn)).toBe(untouched);
+    for (const gone of ["/usr/local/lib/berth-agent", "/usr/local/sbin/berth-agent"]) expect((await sh(`test -e ${gone}`)).code, gone).not.toBe(0);
+
+    // Installed again (the identity was kept), for the uninstall that follows.
+    expect(await ok("sh /installers/install.sh --binary /dist-0.1.1/berth-agent-linux-x64", 180_000)).toContain("connected to the control plane");
+    await waitFor("the agent to reconnect", () => cp.app.gateway.isConnected(serverId), 60_000);
+  }, 480_000);
+
   it("uninstalls: service and files go, deployments and (unless --purge) the identity stay", async () => {
     // A deployment's container on the engine, which uninstall must leave alone.
     const { stdout } = await exec("docker", [
@@ -298,7 +366,7 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     const deployment = stdout.trim();
     extraContainers.push(deployment);
 
-    // The executable carries the uninstaller.
+    // The executable carries the uninstaller; root's berth-agent runs the copy install.sh took.
     const out = await ok("berth-agent uninstall", 120_000);
     expect(out).toContain("left Berth's deployments (containers, volumes, networks) in place");
     await waitFor("the agent to disconnect", () => !cp.app.gateway.isConnected(serverId), 30_000);

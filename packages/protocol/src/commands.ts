@@ -172,6 +172,8 @@ export const COMMAND_REJECTION_CODES = [
   "wrong_server",
   "expired",
   "replayed",
+  /** An unknown command at or below the highest seq the agent has forgotten: a replay of one it already ran. */
+  "stale_command",
   "invalid_params",
   "unsupported_command",
 ] as const;

@@ -122,6 +122,13 @@ describe("signCommand / verifyCommand", () => {
     expect(codeOf(signed, { seenCommandIds: () => false })).toBe("ok");
   });
 
+  it("rejects an unknown command at or below the highest forgotten seq as stale, and takes any above it", () => {
+    expect(codeOf(signed, { forgottenSeq: signed.seq })).toBe("stale_command");
+    expect(codeOf(signed, { forgottenSeq: signed.seq + 1 })).toBe("stale_command");
+    expect(codeOf(signed, { forgottenSeq: signed.seq - 1 })).toBe("ok");
+    expect(codeOf(signed, { forgottenSeq: 0 })).toBe("ok");
+  });
+
   it("rejects a validly signed command of an unknown type or with bad params", () => {
     const withType = (type: string, params: Record<string, unknown>) => signRaw({ ...signed, type, params });
     expect(codeOf(withType("reboot", {}))).toBe("unsupported_command");
@@ -146,8 +153,13 @@ describe("signCommand / verifyCommand", () => {
     expect(codeOf(otherServer, { now: new Date(0), seenCommandIds: () => true })).toBe("wrong_server");
     expect(codeOf(signed, { now: new Date(0), seenCommandIds: () => true })).toBe("expired");
     const unknownType = signRaw({ ...signed, type: "reboot" });
-    expect(codeOf(unknownType, { seenCommandIds: () => true })).toBe("replayed");
+    expect(codeOf(unknownType, { seenCommandIds: () => true, forgottenSeq: signed.seq })).toBe("replayed");
+    expect(codeOf(unknownType, { forgottenSeq: signed.seq })).toBe("stale_command");
     expect(codeOf(unknownType)).toBe("unsupported_command");
+    // Nothing about an unauthenticated or expired command is trusted, its seq included.
+    expect(codeOf(everythingWrong, { forgottenSeq: signed.seq })).toBe("unknown_key");
+    expect(codeOf(tampered, { forgottenSeq: signed.seq })).toBe("bad_signature");
+    expect(codeOf(signed, { now: new Date(0), forgottenSeq: signed.seq })).toBe("expired");
   });
 });
 

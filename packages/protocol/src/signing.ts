@@ -54,6 +54,11 @@ export interface VerifyOptions {
   clockSkewMs?: number;
   /** True when the agent's journal already holds this command id. */
   seenCommandIds?: (commandId: string) => boolean;
+  /**
+   * The highest seq of a command the agent ran and then forgot (pruned from its journal).
+   * A command it does not know at or below it can only be a replay of one it forgot.
+   */
+  forgottenSeq?: number;
 }
 
 export type VerifyResult =
@@ -62,8 +67,9 @@ export type VerifyResult =
 
 /**
  * Decides whether an agent may run a command. Checks, in order: shape, known key,
- * signature, server id, validity window, replay, then type and params. Authenticity comes
- * first so nothing about an unauthenticated command is acted on. Never throws.
+ * signature, server id, validity window, replay (a known id, then a seq at or below the
+ * forgotten one), then type and params. Authenticity comes first so nothing about an
+ * unauthenticated command is acted on. Never throws.
  */
 export function verifyCommand(cmd: SignedCommand, options: VerifyOptions): VerifyResult {
   if (!checkSignedCommandShape.Check(cmd)) {
@@ -95,6 +101,12 @@ export function verifyCommand(cmd: SignedCommand, options: VerifyOptions): Verif
 
   if (options.seenCommandIds?.(cmd.command_id) === true) {
     return reject("replayed", `command ${cmd.command_id} was already received`);
+  }
+  if (options.forgottenSeq !== undefined && cmd.seq <= options.forgottenSeq) {
+    return reject(
+      "stale_command",
+      `seq ${cmd.seq} is at or below ${options.forgottenSeq}, the highest this agent has forgotten: a replay of a command that already ran`,
+    );
   }
 
   const checked = checkCommand(cmd);

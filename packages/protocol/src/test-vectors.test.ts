@@ -20,7 +20,17 @@ describe("command test vectors", () => {
   it("covers every verdict", () => {
     const verdicts = new Set(commands.cases.map((c) => (c.expected.ok ? "ok" : c.expected.code)));
     expect([...verdicts].sort()).toEqual(
-      ["bad_signature", "expired", "invalid_params", "ok", "replayed", "unknown_key", "unsupported_command", "wrong_server"],
+      [
+        "bad_signature",
+        "expired",
+        "invalid_params",
+        "ok",
+        "replayed",
+        "stale_command",
+        "unknown_key",
+        "unsupported_command",
+        "wrong_server",
+      ],
     );
   });
 
@@ -41,6 +51,7 @@ describe("command test vectors", () => {
       now: new Date(vector.verify.now),
       clockSkewMs: vector.verify.clock_skew_ms,
       seenCommandIds: (id) => vector.verify.seen_command_ids.includes(id),
+      ...(vector.verify.forgotten_seq === undefined ? {} : { forgottenSeq: vector.verify.forgotten_seq }),
     });
     expect(result.ok ? { ok: true } : { ok: false, code: result.code }).toEqual(vector.expected);
   });

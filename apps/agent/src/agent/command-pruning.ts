@@ -1,6 +1,9 @@
 // Forgets finished commands after a week, so the journal's command table does not grow for
-// the life of the server. Safe because commands expire within minutes: a redelivery of a
-// forgotten id is refused as expired by verifyCommand, never run again.
+// the life of the server. A command is forgotten only once it is also past its own expiry
+// (some, like keys.update, stay valid for a month), so a redelivery of a forgotten id is
+// refused as expired by verifyCommand, never run again; and one whose seq is at or below a
+// forgotten command's is refused as stale_command (journal/command-forgetting.ts).
+import { DEFAULT_CLOCK_SKEW_MS } from "@berth/protocol";
 import type { Clock, TimerHandle } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import type { Logger } from "../logger.ts";
@@ -19,8 +22,13 @@ export function startCommandPruning(deps: {
   const prune = () => {
     if (stopped) return;
     try {
-      const removed = journal.pruneCommands(new Date(clock.now().getTime() - KEEP_MS));
-      if (removed > 0) logger.info({ removed }, "forgot commands finished more than a week ago");
+      const now = clock.now().getTime();
+      // verifyCommand still takes a command up to the skew past its expiry.
+      const removed = journal.pruneCommands({
+        finishedBefore: new Date(now - KEEP_MS),
+        expiredBefore: new Date(now - DEFAULT_CLOCK_SKEW_MS),
+      });
+      if (removed > 0) logger.info({ removed }, "forgot commands finished more than a week ago and expired");
     } catch (error) {
       logger.warn({ error: String(error) }, "cannot prune finished commands");
     }

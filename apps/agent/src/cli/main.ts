@@ -26,6 +26,7 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
         json: { type: "boolean" },
         purge: { type: "boolean" },
         "remove-containers": { type: "boolean" },
+        "print-script": { type: "boolean" },
         version: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },

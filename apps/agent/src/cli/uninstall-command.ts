@@ -1,5 +1,7 @@
 // `berth-agent uninstall`: runs installers/uninstall.sh, which the executable carries (one
 // uninstaller, whichever way it is started). From a source checkout, run that script itself.
+// `--print-script` prints it instead: install.sh keeps a root-owned copy, which root's
+// `berth-agent uninstall` runs, since root never runs this executable (its user can replace it).
 import { spawn } from "node:child_process";
 import { EXIT_CONFIG, type UninstallConfig } from "../config/agent-config.ts";
 import { seaAssets } from "../native/sea.ts";
@@ -14,6 +16,10 @@ export async function uninstallCommand(config: UninstallConfig, io: CliIo): Prom
     return EXIT_CONFIG;
   }
   const script = sea.getAsset(UNINSTALL_ASSET, "utf8");
+  if (config.printScript) {
+    io.out(script.replace(/\n$/, "")); // io.out ends the line itself: the script's exact bytes
+    return 0;
+  }
   const args = ["-s", "--", ...(config.purge ? ["--purge"] : []), ...(config.removeContainers ? ["--remove-containers"] : [])];
   const child = spawn("/bin/sh", args, {
     // The script checks for root itself; it removes this executable, which is fine on Linux

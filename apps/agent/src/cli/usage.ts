@@ -8,9 +8,10 @@ Commands:
                   connect to the control plane and run its commands (the daemon)
   status [--state-dir DIR] [--json]
                   show the link, the journal and this server's id
-  uninstall [--purge] [--remove-containers]
+  uninstall [--purge] [--remove-containers] [--print-script]
                   remove the installed agent (service, executable); --purge also its
-                  identity and journal, --remove-containers the deployments and their data
+                  identity and journal, --remove-containers the deployments and their data;
+                  --print-script prints the uninstaller instead of running it
 
 Options:
   --version       print the agent's version

@@ -31,6 +31,7 @@ export interface Flags {
   json?: boolean;
   purge?: boolean;
   "remove-containers"?: boolean;
+  "print-script"?: boolean;
 }
 
 // Which flags each command takes; any other is a mistake worth stopping for.
@@ -38,7 +39,7 @@ const FLAGS_OF: Record<AgentCommand, readonly (keyof Flags)[]> = {
   enroll: ["url", "token", "state-dir", "insecure", "force"],
   run: ["state-dir", "insecure"],
   status: ["state-dir", "json"],
-  uninstall: ["purge", "remove-containers"],
+  uninstall: ["purge", "remove-containers", "print-script"],
 };
 
 export interface BaseConfig {
@@ -68,6 +69,8 @@ export interface UninstallConfig extends BaseConfig {
   command: "uninstall";
   purge: boolean;
   removeContainers: boolean;
+  /** Print the uninstaller instead of running it (install.sh keeps a root-owned copy). */
+  printScript: boolean;
 }
 
 export type AgentConfig = EnrollConfig | RunConfig | StatusConfig | UninstallConfig;
@@ -93,7 +96,13 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env): Agent
   if (command === "run") return { command, ...base };
   if (command === "status") return { command, ...base, json: flags.json === true };
   if (command === "uninstall") {
-    return { command, ...base, purge: flags.purge === true, removeContainers: flags["remove-containers"] === true };
+    return {
+      command,
+      ...base,
+      purge: flags.purge === true,
+      removeContainers: flags["remove-containers"] === true,
+      printScript: flags["print-script"] === true,
+    };
   }
 
   const rawUrl = nonEmpty("--url", flags.url) ?? nonEmpty("BERTH_URL", env.BERTH_URL);

@@ -1,5 +1,6 @@
 // Commands the agent has seen: recorded before they run, so a repeated id is answered from
 // the record and never run twice, and a crash mid-command is found on the next start.
+// Forgetting them again is command-forgetting.ts.
 import type Database from "better-sqlite3";
 import { JournalError } from "./journal-error.ts";
 import type {
@@ -30,7 +31,6 @@ export interface CommandsJournal {
   get(commandId: string): CommandRecord | null;
   lastSeq(): number;
   interrupted(): CommandRecord[];
-  prune(finishedBefore: Date): number;
 }
 
 export function createCommandsJournal(deps: {
@@ -53,9 +53,6 @@ export function createCommandsJournal(deps: {
     WHERE command_id = ? AND status IN ('accepted', 'running')`);
   const selectUnfinished = db.prepare<[], CommandRow>(
     "SELECT * FROM commands WHERE status IN ('accepted', 'running') ORDER BY seq, received_at",
-  );
-  const deleteFinished = db.prepare<[string]>(
-    "DELETE FROM commands WHERE status IN ('done', 'rejected') AND finished_at < ?",
   );
 
   // Whatever was unfinished when the file was opened belongs to a previous process: it
@@ -135,9 +132,6 @@ export function createCommandsJournal(deps: {
         .all()
         .filter((row) => unfinishedAtOpen.has(row.command_id))
         .map(toRecord),
-    // Forgetting an id is safe only once a replay of it would be refused as expired anyway,
-    // so callers pass a cutoff older than the longest command lifetime.
-    prune: (finishedBefore) => deleteFinished.run(finishedBefore.toISOString()).changes,
   };
 }
 

@@ -62,6 +62,14 @@ export interface RejectCommandInput {
   result: unknown;
 }
 
+/** A finished command is forgotten only when both hold. */
+export interface PruneCutoffs {
+  /** It finished before this. */
+  finishedBefore: Date;
+  /** Its signed `expires_at` is before this, so a replay of it is refused as expired. */
+  expiredBefore: Date;
+}
+
 export interface FinishCommandInput {
   commandId: string;
   result: unknown;
@@ -118,8 +126,11 @@ export interface Journal {
   rejectCommand(input: RejectCommandInput): CommandRecord;
   getCommand(commandId: string): CommandRecord | null;
   lastCommandSeq(): number;
+  /** The highest seq of a command that ran and was then forgotten (pruned); 0 when none. */
+  forgottenCommandSeq(): number;
   interruptedCommands(): CommandRecord[];
-  pruneCommands(finishedBefore: Date): number;
+  /** Forgets finished commands past both cutoffs; returns how many. */
+  pruneCommands(cutoffs: PruneCutoffs): number;
 
   append(input: EventInput): JournalEvent;
   appendMany(inputs: readonly EventInput[]): JournalEvent[];

@@ -1,6 +1,7 @@
 // The agent's SQLite journal: a durable buffer of commands seen and events not yet
 // acknowledged. Not state: the control plane holds that.
 import { existsSync, statSync } from "node:fs";
+import { createCommandForgetting, ensureForgottenSeq } from "./command-forgetting.ts";
 import { createCommandsJournal } from "./commands-journal.ts";
 import { durableWrites, openDatabase } from "./database.ts";
 import { createEventsJournal } from "./events-journal.ts";
@@ -24,6 +25,7 @@ export function openJournal(options: JournalOptions): Journal {
   const db = openDatabase(options.path);
   try {
     migrate(db);
+    ensureForgottenSeq(db);
   } catch (error) {
     db.close();
     throw error;
@@ -31,6 +33,7 @@ export function openJournal(options: JournalOptions): Journal {
 
   const meta = createMeta(db);
   const commands = createCommandsJournal({ db, meta, now });
+  const forgetting = createCommandForgetting({ db, meta });
   const events = createEventsJournal({ db, meta, caps, now });
   // Command writes are fsynced: losing one to a power cut could let a command whose effects
   // already happened run again. They are rare, unlike event appends.
@@ -51,8 +54,9 @@ export function openJournal(options: JournalOptions): Journal {
     rejectCommand: durable(commands.reject),
     getCommand: commands.get,
     lastCommandSeq: commands.lastSeq,
+    forgottenCommandSeq: forgetting.forgottenSeq,
     interruptedCommands: commands.interrupted,
-    pruneCommands: commands.prune,
+    pruneCommands: forgetting.prune,
 
     append: events.append,
     appendMany: events.appendMany,

@@ -5,6 +5,7 @@ export type MetaKey =
   | "next_event_seq"
   | "last_acked_seq"
   | "last_command_seq"
+  | "forgotten_command_seq"
   | "pending_count"
   | "pending_bytes"
   | "drop_notice_seq";

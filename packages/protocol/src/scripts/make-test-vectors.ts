@@ -32,6 +32,8 @@ export interface CommandVector {
     clock_skew_ms: number;
     trusted_keys: KeyName[];
     seen_command_ids: string[];
+    /** The highest seq the agent forgot (VerifyOptions.forgottenSeq); absent: none. */
+    forgotten_seq?: number;
   };
   expected: { ok: true } | { ok: false; code: string };
 }
@@ -202,6 +204,20 @@ export function buildCommandVectors(): CommandVectorFile {
         validDeploy,
         { ok: false, code: "replayed" },
         verifyAs({ seen_command_ids: [deploy.command_id] }),
+      ),
+      vector(
+        "stale_command",
+        "Unknown command id, but its seq (42) is the highest the agent ran and forgot: a replay of it.",
+        validDeploy,
+        { ok: false, code: "stale_command" },
+        verifyAs({ forgotten_seq: 42 }),
+      ),
+      vector(
+        "valid_above_forgotten_seq",
+        "Seq 43 is above the highest forgotten one (42): a new command.",
+        signCommand(diagnostics, cpKey, cpKeyId),
+        { ok: true },
+        verifyAs({ forgotten_seq: 42 }),
       ),
       vector(
         "unsupported_command",

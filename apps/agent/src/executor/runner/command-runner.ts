@@ -1,6 +1,7 @@
 // Commands from the control plane: answered from the journal when seen before (never run
-// twice), verified otherwise, journalled, acknowledged, then run by their handler. Progress
-// and the outcome leave as events through the journal.
+// twice), verified otherwise (a seq at or below one the journal forgot is a replay too),
+// journalled, acknowledged, then run by their handler. Progress and the outcome leave as
+// events through the journal.
 import {
   COMMAND_REJECTION_CODES,
   verifyCommand,
@@ -44,7 +45,13 @@ export interface CommandRunner {
 export interface CommandRunnerDeps {
   journal: Pick<
     Journal,
-    "getCommand" | "acceptCommand" | "markCommandRunning" | "finishCommand" | "rejectCommand" | "interruptedCommands"
+    | "getCommand"
+    | "forgottenCommandSeq"
+    | "acceptCommand"
+    | "markCommandRunning"
+    | "finishCommand"
+    | "rejectCommand"
+    | "interruptedCommands"
   >;
   outbox: EventOutbox;
   registry: HandlerRegistry;
@@ -170,6 +177,8 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
         serverId: deps.serverId,
         now: clock.now(),
         seenCommandIds: (id) => journal.getCommand(id) !== null,
+        // Seqs may arrive out of order, so only one at or below a forgotten command's is refused.
+        forgottenSeq: journal.forgottenCommandSeq(),
       });
       if (!verdict.ok) return reject(cmd, verdict.code, verdict.message);
       const command = verdict.command;
