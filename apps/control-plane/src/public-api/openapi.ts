@@ -43,7 +43,7 @@ const platformDocument = (doc: Doc) =>
 const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 
 /**
- * Every operation that may carry a body documents the 415 \`unsupported_media_type\` its
+ * Every operation that may carry a body documents the 415 `unsupported_media_type` its
  * routes answer to a body that is not JSON (app.ts removes every other parser).
  */
 function withMediaTypeError({ schema, url, route }: { schema: FastifySchema; url: string; route: { method: string | string[] } }) {

@@ -1,7 +1,7 @@
 // The dashboard shell: sign-in, the organisation switcher, navigation, hash routes, one
 // live event stream per organisation, and errors shown in words in an aria-live region.
 import { api, ApiError, eventStream, post, session, whenSignedOut } from "./api.js";
-import { clear, field, h } from "./dom.js";
+import { clear, field, h, onSubmit } from "./dom.js";
 import { addServerPage, prefetchServers, serversPage } from "./servers.js";
 import { deploymentPage, environmentPage, projectsPage } from "./projects.js";
 import { settingsPage } from "./settings.js";
@@ -239,19 +239,11 @@ function renderSignIn() {
     "form",
     {
       class: "card narrow",
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        submit.disabled = true;
-        try {
-          const out = await api("POST", "/auth/login", { email: email.value, password: password.value });
-          session.set(out.token);
-          await start();
-        } catch (err) {
-          showError(err);
-        } finally {
-          submit.disabled = false;
-        }
-      },
+      onsubmit: onSubmit(submit, showError, async () => {
+        const out = await api("POST", "/auth/login", { email: email.value, password: password.value });
+        session.set(out.token);
+        await start();
+      }),
     },
     h("h1", {}, "Sign in to Berth"),
     field("E-mail address", email),

@@ -70,3 +70,21 @@ export function table(caption, headers, rows) {
     h("tbody", {}, rows),
   );
 }
+
+/**
+ * A form's submit handler: the default submission is stopped, the submit button disabled
+ * while `work` runs, and a failure shown through `showError`.
+ */
+export function onSubmit(submit, showError, work) {
+  return async (ev) => {
+    ev.preventDefault();
+    submit.disabled = true;
+    try {
+      await work();
+    } catch (err) {
+      showError(err);
+    } finally {
+      submit.disabled = false;
+    }
+  };
+}

@@ -3,7 +3,7 @@
 // bodies only. Signed in as the invited address: accept. Not signed in: register an account
 // for that address with the token, or sign in first when one exists.
 import { api, ApiError, session } from "./api.js";
-import { clear, field, h } from "./dom.js";
+import { clear, field, h, onSubmit } from "./dom.js";
 
 /**
  * Renders the page into `main`. `signedIn` is the person or null; `done` is called once the
@@ -61,19 +61,12 @@ export async function invitePage(main, token, { signedIn, showError, announce, d
     h(
       "form",
       {
-        onsubmit: async (ev) => {
-          ev.preventDefault();
-          submit.disabled = true;
-          try {
-            const out = await api("POST", "/auth/register", { email: invitation.email, name: name.value, password: password.value, invitation_token: token });
-            session.set(out.token);
-            announce(`You joined ${out.organization.name}.`);
-            await done(out.organization.id);
-          } catch (err) {
-            showError(err);
-            submit.disabled = false;
-          }
-        },
+        onsubmit: onSubmit(submit, showError, async () => {
+          const out = await api("POST", "/auth/register", { email: invitation.email, name: name.value, password: password.value, invitation_token: token });
+          session.set(out.token);
+          announce(`You joined ${out.organization.name}.`);
+          await done(out.organization.id);
+        }),
       },
       field("Your name", name),
       field("Choose a password", password, "At least 10 characters"),

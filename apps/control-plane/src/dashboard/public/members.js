@@ -2,7 +2,7 @@
 // only owners make or change owners, the last owner stays), removal, signing a member out
 // everywhere, invitations (send, resend, revoke), and the signed-in person's own sessions.
 import { api, del, get, post } from "./api.js";
-import { badge, clear, field, fmt, h, table } from "./dom.js";
+import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const ROLES = ["member", "admin", "owner"];
 
@@ -134,20 +134,12 @@ function inviteSection(ctx, orgId, invitations) {
       "form",
       {
         class: "inline-form",
-        onsubmit: async (ev) => {
-          ev.preventDefault();
-          submit.disabled = true;
-          try {
-            const inv = await post(`/organizations/${orgId}/invitations`, { email: email.value, role: role.value });
-            ctx.announce(`Invitation sent to ${inv.email}.`);
-            email.value = "";
-            await invitations.reload();
-          } catch (err) {
-            ctx.showError(err);
-          } finally {
-            submit.disabled = false;
-          }
-        },
+        onsubmit: onSubmit(submit, ctx.showError, async () => {
+          const inv = await post(`/organizations/${orgId}/invitations`, { email: email.value, role: role.value });
+          ctx.announce(`Invitation sent to ${inv.email}.`);
+          email.value = "";
+          await invitations.reload();
+        }),
       },
       field("E-mail address", email),
       field("Role", role),

@@ -3,7 +3,7 @@
 // frame, so hundreds of servers reporting every few seconds cost a few text changes each,
 // never a re-render. History (the last hour) is fetched only for cards that are on screen.
 import { get, post } from "./api.js";
-import { badge, clear, field, fmt, h } from "./dom.js";
+import { badge, clear, field, fmt, h, onSubmit } from "./dom.js";
 
 const HOUR_MS = 60 * 60 * 1000;
 const HISTORY_CONCURRENCY = 4;
@@ -450,18 +450,10 @@ export async function addServerPage(main, ctx) {
     "form",
     {
       class: "card",
-      onsubmit: async (ev) => {
-        ev.preventDefault();
-        submit.disabled = true;
-        try {
-          const out = await post(`/organizations/${orgId}/servers`, { name: name.value });
-          showInstall(out);
-        } catch (err) {
-          ctx.showError(err);
-        } finally {
-          submit.disabled = false;
-        }
-      },
+      onsubmit: onSubmit(submit, ctx.showError, async () => {
+        const out = await post(`/organizations/${orgId}/servers`, { name: name.value });
+        showInstall(out);
+      }),
     },
     h("p", {}, "Give the server a name; you get a one-line command that installs the agent and connects it to this organisation."),
     field("Server name", name, "e.g. web-1 or the host name"),

@@ -1,7 +1,7 @@
 // API keys and webhook subscriptions of the organisation: create (the secret is shown
 // once), list, revoke or delete.
 import { del, get, post } from "./api.js";
-import { badge, clear, field, fmt, h, table } from "./dom.js";
+import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const WEBHOOK_EVENTS = ["deploy.completed", "deployment.completed", "deploy.failed", "deployment.failed", "environment.status_changed"];
 
@@ -40,20 +40,12 @@ async function apiKeys(main, ctx, orgId) {
         "form",
         {
           class: "inline-form",
-          onsubmit: async (ev) => {
-            ev.preventDefault();
-            submit.disabled = true;
-            try {
-              const key = await post(`/organizations/${orgId}/api-keys`, { name: name.value, access: access.value });
-              clear(shown).append(secretBox(`New key “${key.name}”`, key.key, "Copy it now: this is the only time the key is shown."));
-              name.value = "";
-              await load();
-            } catch (err) {
-              ctx.showError(err);
-            } finally {
-              submit.disabled = false;
-            }
-          },
+          onsubmit: onSubmit(submit, ctx.showError, async () => {
+            const key = await post(`/organizations/${orgId}/api-keys`, { name: name.value, access: access.value });
+            clear(shown).append(secretBox(`New key “${key.name}”`, key.key, "Copy it now: this is the only time the key is shown."));
+            name.value = "";
+            await load();
+          }),
         },
         field("Key name", name),
         field("Access", access),
@@ -127,23 +119,15 @@ async function webhooks(main, ctx, orgId) {
       h(
         "form",
         {
-          onsubmit: async (ev) => {
-            ev.preventDefault();
+          onsubmit: onSubmit(submit, ctx.showError, async () => {
             const events = boxes.filter((b) => b.checked).map((b) => b.value);
             if (events.length === 0) return ctx.showError("Choose at least one event.");
-            submit.disabled = true;
-            try {
-              const w = await post(`/organizations/${orgId}/webhooks`, { url: url.value, events, description: description.value || null });
-              clear(shown).append(secretBox(`Signing secret for ${w.url}`, w.secret, "Copy it now: this is the only time the secret is shown."));
-              url.value = "";
-              description.value = "";
-              await load();
-            } catch (err) {
-              ctx.showError(err);
-            } finally {
-              submit.disabled = false;
-            }
-          },
+            const w = await post(`/organizations/${orgId}/webhooks`, { url: url.value, events, description: description.value || null });
+            clear(shown).append(secretBox(`Signing secret for ${w.url}`, w.secret, "Copy it now: this is the only time the secret is shown."));
+            url.value = "";
+            description.value = "";
+            await load();
+          }),
         },
         field("Target URL", url, "HTTPS; plain HTTP only for localhost"),
         field("Description (optional)", description),

@@ -2,7 +2,7 @@
 // agent, issue one of the fixed signed commands with a reason; and the audit log, which
 // the customer's owners read on their own page.
 import { get, post } from "./api.js";
-import { badge, clear, field, fmt, h, table } from "./dom.js";
+import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const COMMANDS = [
   ["restart", "Restart an environment"],
@@ -38,18 +38,10 @@ export async function supportPage(main, ctx) {
       {
         class: "inline-form card",
         role: "search",
-        onsubmit: async (ev) => {
-          ev.preventDefault();
-          submit.disabled = true;
-          try {
-            sessionStorage.setItem("berth.support.q", q.value);
-            render(await get(`/support/search?q=${encodeURIComponent(q.value)}`));
-          } catch (err) {
-            ctx.showError(err);
-          } finally {
-            submit.disabled = false;
-          }
-        },
+        onsubmit: onSubmit(submit, ctx.showError, async () => {
+          sessionStorage.setItem("berth.support.q", q.value);
+          render(await get(`/support/search?q=${encodeURIComponent(q.value)}`));
+        }),
       },
       field("Organisation, server, environment, host name or id", q),
       submit,
@@ -130,8 +122,7 @@ export async function supportServerPage(main, ctx, serverId) {
       h(
         "form",
         {
-          onsubmit: async (ev) => {
-            ev.preventDefault();
+          onsubmit: onSubmit(submit, ctx.showError, async () => {
             if (reason.value.trim().length < 5) return ctx.showError("Give a reason of at least 5 characters.");
             const body = { type: type.value, reason: reason.value.trim() };
             if (type.value !== "diagnostics") {
@@ -139,20 +130,13 @@ export async function supportServerPage(main, ctx, serverId) {
               body.environment_id = envSelect.value;
             }
             if (type.value === "logs.tail") body.lines = Number(lines.value) || 200;
-            submit.disabled = true;
-            try {
-              const issued = await post(`/support/servers/${serverId}/commands`, body);
-              clear(outcome).append(h("p", {}, badge("pending", "Issued"), ` ${type.value} requested; audit entry ${issued.audit_entry_id.slice(0, 8)}.`));
-              reason.value = "";
-              ctx.announce(`${type.value} issued.`);
-              if (issued.command_id) void follow(issued.command_id);
-              void loadCommands();
-            } catch (err) {
-              ctx.showError(err);
-            } finally {
-              submit.disabled = false;
-            }
-          },
+            const issued = await post(`/support/servers/${serverId}/commands`, body);
+            clear(outcome).append(h("p", {}, badge("pending", "Issued"), ` ${type.value} requested; audit entry ${issued.audit_entry_id.slice(0, 8)}.`));
+            reason.value = "";
+            ctx.announce(`${type.value} issued.`);
+            if (issued.command_id) void follow(issued.command_id);
+            void loadCommands();
+          }),
         },
         field("Command", type),
         envField,
