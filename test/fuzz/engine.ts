@@ -446,6 +446,8 @@ export async function fuzz(cp: FuzzTarget, a: Tenant, b: Tenant, opts: FuzzOptio
   const stats = {} as Record<ApiName, ApiStats>;
   for (const api of Object.keys(APIS) as ApiName[]) stats[api] = { requests: 0, serverErrors: 0, invalidResponses: 0, leaks: 0, durationMs: 0, statuses: {} };
   const findings = new Map<string, Finding>();
+  /** The status of the first answer to each (API, credential, idempotency key). */
+  const firstAnswers = new Map<string, number>();
   const windowSize = opts.window ?? 200;
   const concurrency = opts.concurrency ?? 16;
   const started = performance.now();
@@ -471,6 +473,20 @@ export async function fuzz(cp: FuzzTarget, a: Tenant, b: Tenant, opts: FuzzOptio
       s.serverErrors++;
       record("server_error", req, res.statusCode, "5xx", res.body);
     }
+    // Public spec 4.4: a key sent again (even with another route or body) gets the first
+    // request's answer, replayed. That answer was checked against its own route when it came;
+    // a replay must carry its status, and is not judged against this route's schema.
+    const idem = req.headers["x-idempotency-key"] ?? req.headers["idempotency-key"];
+    const keyOf = idem === undefined ? undefined : `${req.api} ${req.headers.authorization ?? ""} ${idem}`;
+    if (keyOf !== undefined && res.headers["x-idempotency-replayed"] === "true") {
+      const first = firstAnswers.get(keyOf);
+      if (first !== undefined && first !== res.statusCode) {
+        s.invalidResponses++;
+        record("invalid_response", req, res.statusCode, `replayed with status ${res.statusCode}, first answered ${first}`, res.body);
+      }
+      return;
+    }
+    if (keyOf !== undefined && req.method === "POST" && res.statusCode < 500 && !firstAnswers.has(keyOf)) firstAnswers.set(keyOf, res.statusCode);
     const op = opByKey.get(`${req.api} ${req.opKey}`)!;
     const invalid = checker.check(req.api, op.op, req.opKey, res.statusCode, String(res.headers["content-type"] ?? ""), res.body);
     if (invalid) {
