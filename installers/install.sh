@@ -467,7 +467,6 @@ fi
 as_agent sh -c 'umask 022 && rm -f "$1.new" && cat >"$1.new" && chmod 0755 "$1.new" && mv -f "$1.new" "$1"' sh "$BIN" <"$new"
 # Where older installs kept the helpers, which root no longer runs from INSTALL_DIR.
 as_agent rm -f "$INSTALL_DIR/update-guard" "$INSTALL_DIR/supervise"
-ln -sfn "$BIN" "$LINK"
 
 # What root runs, root's own: nobody else may write these files or their directories.
 root_file() { # FILE, its text on stdin: mode 0755, swapped in with one rename
@@ -479,6 +478,9 @@ supervisor | root_file "$LIB_DIR/supervise"
 root_file "$LIB_DIR/uninstall.sh" <"$work/uninstall.sh"
 mkdir -p "$(dirname "$ROOT_CMD")"
 root_command | root_file "$ROOT_CMD"
+# Everyone's berth-agent is root's command too (it runs the executable itself for anyone but
+# root), so no PATH order ever has root run the file the agent's user can replace.
+ln -sfn "$ROOT_CMD" "$LINK"
 
 {
 	echo "# Written by install.sh; read by the berth-agent service."

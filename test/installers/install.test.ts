@@ -206,7 +206,8 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     expect(await ok("getent passwd berth-agent | cut -d: -f7")).toBe("/usr/sbin/nologin\n");
     expect(await ok("stat -c '%a %U' /var/lib/berth-agent /var/lib/berth-agent/agent.key")).toBe("700 berth-agent\n600 berth-agent\n");
     expect(await ok("ps -o user= -p $(pgrep -f '^/opt/berth-agent/berth-agent run' | head -n 1)")).toBe("berth-agent\n");
-    expect(await ok("readlink /usr/local/bin/berth-agent")).toBe("/opt/berth-agent/berth-agent\n");
+    // Everyone's command is root's root-owned wrapper, which runs the executable as the agent's user (or as the caller, for anyone but root).
+    expect(await ok("readlink /usr/local/bin/berth-agent")).toBe("/usr/local/sbin/berth-agent\n");
 
     const unit = await ok("cat /etc/systemd/system/berth-agent.service");
     expect(unit).toContain("ExecStart=/opt/berth-agent/berth-agent run");
