@@ -10,8 +10,10 @@ export interface Connection {
   serverId: string | null;
   version: number;
   lastFrameAt: number;
-  /** Frames are handled one after another so acks and results keep their order. */
+  /** Frames are handled one after another so acks and results keep their order (frame-queue.ts). */
   queue: Promise<void>;
+  /** Frames waiting on `queue`, the one being handled included. */
+  queued: number;
   /** Frame id -> command id of unanswered commands, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
   /**
@@ -47,6 +49,7 @@ export function newConnection(socket: WebSocket): Connection {
     version: 1,
     lastFrameAt: Date.now(),
     queue: Promise.resolve(),
+    queued: 0,
     sentCommands: new Map(),
     delivered: new Set(),
     readsInFlight: new Set(),

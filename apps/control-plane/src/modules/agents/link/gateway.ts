@@ -4,6 +4,9 @@
 // batches into ingestion (events.ts). One connection per server across all replicas: a
 // newer connection takes over (LISTEN/NOTIFY tells the replica holding the old one to close
 // it). Its statements are link.repo.ts's; its channels, ../channels.ts's.
+//
+// A link's frames wait in a bounded queue (frame-queue.ts): past a few, its socket is no
+// longer read until they drain.
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import { CLOSE_CODES, type Frame, type Payload } from "@berth/protocol";
@@ -14,6 +17,7 @@ import type { EventIngest } from "../event-ingest.ts";
 import { close, newConnection, readFrame, type Connection } from "./connection.ts";
 import { DEFAULT_OUTBOX_SWEEP_MS, createDelivery, type Delivery } from "./delivery.ts";
 import { createEventIntake } from "./events.ts";
+import { enqueue, type QueueStats } from "./frame-queue.ts";
 import { createHandshake, type Handshake } from "./handshake.ts";
 import type { LinkRepo } from "./link.repo.ts";
 import { createLiveness, type Liveness } from "./liveness.ts";
@@ -36,6 +40,7 @@ interface Link {
   live: Map<string, Connection>;
   all: Set<Connection>;
   repo: LinkRepo;
+  counters: QueueStats;
   handshake: Handshake;
   delivery: Delivery;
   liveness: Liveness;
@@ -47,11 +52,12 @@ interface Link {
 export async function createAgentGateway(opts: GatewayOptions) {
   const live = new Map<string, Connection>();
   const all = new Set<Connection>();
+  const counters: QueueStats = { pauses: 0, peakQueued: 0 };
   const liveness = createLiveness({ all, repo: opts.repo, heartbeatMs: opts.heartbeatMs, log: opts.log });
   const delivery = createDelivery({ commands: opts.commands, live, outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS, log: opts.log });
   const handshake = createHandshake({ repo: opts.repo, live, replicaId: opts.replicaId, heartbeatMs: opts.heartbeatMs, deliver: delivery.deliver, log: opts.log });
   const onEvents = createEventIntake({ ingest: opts.ingest, seen: liveness.seen, log: opts.log });
-  const link: Link = { live, all, repo: opts.repo, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
+  const link: Link = { live, all, repo: opts.repo, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
     opts.pool,
@@ -73,7 +79,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
       all.add(conn);
       socket.on("message", (data) => onMessage(link, conn, data.toString()));
       socket.on("close", () => {
-        conn.queue = conn.queue.then(() => onClose(link, conn)).catch((err) => opts.log.warn({ err }, "agent close handling failed"));
+        enqueue(conn, () => onClose(link, conn), (err) => opts.log.warn({ err }, "agent close handling failed"), counters);
       });
       socket.on("error", () => {});
       handshake.challenge(conn);
@@ -82,6 +88,16 @@ export async function createAgentGateway(opts: GatewayOptions) {
     /** The agent finished its handshake here: recorded online and ready for commands. */
     isConnected: (serverId: string) => live.get(serverId)?.ready === true,
     connectedCount: () => live.size,
+    /** What the links hold and what the limits did, on this replica (tests and diagnostics). */
+    linkStats() {
+      let queued = 0;
+      let paused = 0;
+      for (const conn of all) {
+        queued += conn.queued;
+        if (conn.socket.isPaused) paused++;
+      }
+      return { links: all.size, queued, paused, ...counters };
+    },
 
     async close() {
       await liveness.stop();
@@ -110,7 +126,7 @@ function onMessage(link: Link, conn: Connection, text: string) {
     if (frame.type === "ping") return link.liveness.answerPing(conn, frame);
     input = frame;
   }
-  conn.queue = conn.queue.then(() => onFrame(link, conn, input)).catch((err) => link.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
+  enqueue(conn, () => onFrame(link, conn, input), (err) => link.log.warn({ err, serverId: conn.serverId }, "agent frame failed"), link.counters);
 }
 
 async function onFrame(link: Link, conn: Connection, input: string | Frame) {
