@@ -23,6 +23,7 @@ import { Server } from "./modules/servers/servers.routes.ts";
 import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
 import { User } from "./modules/auth/auth.routes.ts";
 import { createAgentGateway, type AgentGateway } from "./modules/agents/link/gateway.ts";
+import type { LinkLimits } from "./modules/agents/link/limits.ts";
 import { createLinkRepo } from "./modules/agents/link/link.repo.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { agentReleasesPlugin } from "./modules/agent-releases/index.ts";
@@ -54,6 +55,8 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** How often the gateway looks for commands whose announcement was lost (default 15 s). */
   outboxSweepMs?: number;
+  /** What one agent may cost each replica: log lines and bytes per server per minute (default 60,000 and 64 MiB). */
+  agentLimits?: Partial<LinkLimits>;
   /** Background jobs (pg-boss): tests shorten the retry delays and polling. */
   jobs?: JobsOptions;
   /** Hosts, addresses and CIDRs outgoing requests (webhooks) may reach although private (default: BERTH_OUTBOUND_ALLOW). */
@@ -102,6 +105,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
+    ...(opts.agentLimits ? { limits: opts.agentLimits } : {}),
+    now: () => clock.now().getTime(),
     log: app.log,
   });
   app.addHook("onClose", async () => {

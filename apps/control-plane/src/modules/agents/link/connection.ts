@@ -38,6 +38,8 @@ export interface Connection {
   ready: boolean;
   /** Events this link sent that named another server's deployment or command (not applied). */
   refusedEvents: number;
+  /** Log lines this link sent past its server's budget (acknowledged, not stored). */
+  droppedLogLines: number;
 }
 
 /** A connection just accepted: no server yet, a fresh challenge. */
@@ -59,6 +61,7 @@ export function newConnection(socket: WebSocket): Connection {
     broken: false,
     ready: false,
     refusedEvents: 0,
+    droppedLogLines: 0,
   };
 }
 

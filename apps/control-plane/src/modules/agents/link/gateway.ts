@@ -5,8 +5,9 @@
 // newer connection takes over (LISTEN/NOTIFY tells the replica holding the old one to close
 // it). Its statements are link.repo.ts's; its channels, ../channels.ts's.
 //
-// A link's frames wait in a bounded queue (frame-queue.ts): past a few, its socket is no
-// longer read until they drain.
+// What a link may cost (limits.ts): its frames wait in a bounded queue (frame-queue.ts):
+// past a few, its socket is no longer read until they drain; and each server has a log
+// budget (budgets.ts).
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import { CLOSE_CODES, type Frame, type Payload } from "@berth/protocol";
@@ -14,11 +15,13 @@ import { listen, type PgListener } from "../../../db/pg-listener.ts";
 import type { AgentCommands } from "../agent-commands.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, TAKEOVER_CHANNEL } from "../channels.ts";
 import type { EventIngest } from "../event-ingest.ts";
+import { createLogBudget } from "./budgets.ts";
 import { close, newConnection, readFrame, type Connection } from "./connection.ts";
 import { DEFAULT_OUTBOX_SWEEP_MS, createDelivery, type Delivery } from "./delivery.ts";
 import { createEventIntake } from "./events.ts";
 import { enqueue, type QueueStats } from "./frame-queue.ts";
 import { createHandshake, type Handshake } from "./handshake.ts";
+import { linkLimits, type LinkLimits } from "./limits.ts";
 import type { LinkRepo } from "./link.repo.ts";
 import { createLiveness, type Liveness } from "./liveness.ts";
 
@@ -32,7 +35,17 @@ export interface GatewayOptions {
   heartbeatMs: number;
   /** How often unsent commands are looked for (a lost announcement); default 15 s. */
   outboxSweepMs?: number;
+  /** What one server may cost; DEFAULT_LINK_LIMITS where not given. */
+  limits?: Partial<LinkLimits>;
+  /** Milliseconds, for the per-minute limits; default Date.now (the app passes its clock). */
+  now?: () => number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
+}
+
+/** What the gateway counted since it started, for its stats. */
+interface Counters extends QueueStats {
+  /** Log lines acknowledged but not stored (log budgets). */
+  logLinesDropped: number;
 }
 
 /** The gateway's state and parts, shared by the frame and close handlers below. */
@@ -40,7 +53,7 @@ interface Link {
   live: Map<string, Connection>;
   all: Set<Connection>;
   repo: LinkRepo;
-  counters: QueueStats;
+  counters: Counters;
   handshake: Handshake;
   delivery: Delivery;
   liveness: Liveness;
@@ -52,11 +65,14 @@ interface Link {
 export async function createAgentGateway(opts: GatewayOptions) {
   const live = new Map<string, Connection>();
   const all = new Set<Connection>();
-  const counters: QueueStats = { pauses: 0, peakQueued: 0 };
+  const limits = linkLimits(opts.limits);
+  const now = opts.now ?? Date.now;
+  const counters: Counters = { pauses: 0, peakQueued: 0, logLinesDropped: 0 };
   const liveness = createLiveness({ all, repo: opts.repo, heartbeatMs: opts.heartbeatMs, log: opts.log });
   const delivery = createDelivery({ commands: opts.commands, live, outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS, log: opts.log });
   const handshake = createHandshake({ repo: opts.repo, live, replicaId: opts.replicaId, heartbeatMs: opts.heartbeatMs, deliver: delivery.deliver, log: opts.log });
-  const onEvents = createEventIntake({ ingest: opts.ingest, seen: liveness.seen, log: opts.log });
+  const budget = createLogBudget({ linesPerMinute: limits.logLinesPerMinute, bytesPerMinute: limits.logBytesPerMinute, now });
+  const onEvents = createEventIntake({ ingest: opts.ingest, budget, seen: liveness.seen, dropped: (n) => (counters.logLinesDropped += n), log: opts.log });
   const link: Link = { live, all, repo: opts.repo, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
