@@ -32,7 +32,7 @@ loop.enable();
 
 const database = createDb(url, { max: poolMax });
 const level = process.env.BENCH_LOG_LEVEL;
-// The blast sends far past a server's log budget.
+// Ten thousand agents from one address, and a blast far past a server's log budget.
 const app = await buildApp({ database, masterKey, heartbeatMs, agentLimits: BENCH_AGENT_LIMITS, ...(level ? { logger: { level, file: "/dev/null" } } : {}) });
 // Load the command-signing key once, as the first enrolment or command would. Cold, every
 // issue() fetches it through the pool from inside its own transaction; with as many issue()

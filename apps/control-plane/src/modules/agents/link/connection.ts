@@ -7,6 +7,12 @@ import { AGENT_MESSAGE_TYPES, PROTOCOL_VERSIONS, encodeFrame, nackFor, parseFram
 export interface Connection {
   id: string;
   socket: WebSocket;
+  /** The address it came from (request.ip), which the pre-handshake limits count by. */
+  address: string;
+  /** Counted among its address's connections in their handshake (address-limits.ts) until then. */
+  handshaking: boolean;
+  /** A hello came: a connection gets one. */
+  helloSeen: boolean;
   serverId: string | null;
   version: number;
   lastFrameAt: number;
@@ -32,7 +38,10 @@ export interface Connection {
   dropping: boolean;
   /** The challenge this connection must sign. */
   nonce: string;
-  /** Set when a batch could not be stored: nothing after it may be acknowledged. */
+  /**
+   * Set when the link is being dropped: a batch could not be stored (nothing after it may be
+   * acknowledged), or a limit was passed. Frames still queued are not handled.
+   */
   broken: boolean;
   /** `ready` was sent: commands may go out (before it the agent refuses them). */
   ready: boolean;
@@ -43,10 +52,13 @@ export interface Connection {
 }
 
 /** A connection just accepted: no server yet, a fresh challenge. */
-export function newConnection(socket: WebSocket): Connection {
+export function newConnection(socket: WebSocket, address: string): Connection {
   return {
     id: randomUUID(),
     socket,
+    address,
+    handshaking: false,
+    helloSeen: false,
     serverId: null,
     version: 1,
     lastFrameAt: Date.now(),
@@ -71,11 +83,36 @@ export function send<T extends MessageType>(conn: Connection, type: T, payload: 
 }
 
 export function close(conn: Connection, code: number, reason: string) {
+  closeSocket(conn.socket, code, reason);
+}
+
+function closeSocket(socket: WebSocket, code: number, reason: string) {
   try {
-    conn.socket.close(code, reason);
+    socket.close(code, reason);
   } catch {
-    conn.socket.terminate();
+    socket.terminate();
   }
+}
+
+/**
+ * Closes a socket the control plane refuses to spend more on, and drops it a second later
+ * whether or not the peer answered the close (ws would wait 30 s for that).
+ */
+export function refuse(socket: WebSocket, code: number, reason: string) {
+  closeSocket(socket, code, reason);
+  setTimeout(() => socket.terminate(), 1000).unref();
+}
+
+/**
+ * The largest frame the socket reads: a larger one fails the link with 1009 as soon as its
+ * header arrives, before its payload is buffered. ws takes the limit once per server (app.ts
+ * passes MAX_AGENT_FRAME_BYTES) and has no public way to change it for one socket, so this
+ * sets its receiver's field; admission.ts also checks each frame's size on arrival, should a
+ * later ws move the field.
+ */
+export function setFrameLimit(conn: Connection, bytes: number) {
+  const receiver = (conn.socket as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver && typeof receiver._maxPayload === "number") receiver._maxPayload = bytes;
 }
 
 /**
