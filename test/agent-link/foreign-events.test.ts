@@ -39,14 +39,10 @@ async function organisationWithAgent(onCommand: (cmd: SignedCommand, agent: SimA
   return { d, agent };
 }
 
-const ev = (a: SimAgent, body: Record<string, unknown>): Event => ({ seq: a.nextSeq++, ts: new Date().toISOString(), ...body }) as Event;
+const ev = (a: SimAgent, body: Record<string, unknown>): Event => a.event(body);
 
 /** Sends events and waits until the control plane has acknowledged all of them. */
-async function sendAcked(a: SimAgent, events: Event[]) {
-  a.sendEvents(events);
-  const last = events[events.length - 1]!.seq;
-  await a.until(() => a.ackedUpTo >= last, 10_000, `the ack of seq ${last}`);
-}
+const sendAcked = (a: SimAgent, events: Event[]) => a.sendAcked(events);
 
 async function row(deploymentId: string) {
   const { rows } = await cp.database.pool.query(

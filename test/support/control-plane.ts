@@ -17,7 +17,7 @@ export interface TestControlPlane {
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
 export async function startControlPlane(
-  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "trustProxy" | "logger"> = {},
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger"> = {},
 ): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
@@ -33,7 +33,7 @@ export async function startControlPlane(
       offset += ms;
     },
   });
-  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.logger ? { logger: opts.logger } : process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.streamCaps ? { streamCaps: opts.streamCaps } : {}), ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
+  const app = await buildApp({ database, clock: liveClock, masterKey: TEST_MASTER_KEY, ...(opts.logger ? { logger: opts.logger } : process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}), ...(opts.streamCaps ? { streamCaps: opts.streamCaps } : {}), ...(opts.agentLimits ? { agentLimits: opts.agentLimits } : {}), ...(opts.trustProxy !== undefined ? { trustProxy: opts.trustProxy } : {}), ...(opts.heartbeatMs ? { heartbeatMs: opts.heartbeatMs } : {}), ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}), outboundAllow: opts.outboundAllow ?? [], ...(opts.outboundResolver ? { outboundResolver: opts.outboundResolver } : {}), ...(opts.jobs ? { jobs: opts.jobs } : {}) });
   let stopped = false;
   if (opts.listen || opts.port !== undefined) await app.listen({ port: opts.port ?? 0, host: "127.0.0.1" });
   const stop = async () => {
