@@ -34,13 +34,6 @@ async function organisationWithAgent(onCommand: (cmd: SignedCommand, agent: SimA
   return { d, agent };
 }
 
-/** Sends events and waits until the control plane has acknowledged all of them. */
-async function sendAcked(a: SimAgent, events: Event[]) {
-  a.sendEvents(events);
-  const last = events[events.length - 1]!.seq;
-  await a.until(() => a.ackedUpTo >= last, 10_000, `the ack of seq ${last}`);
-}
-
 async function row(deploymentId: string) {
   const { rows } = await cp.database.pool.query(
     `select status, error_message, image_tag, container_id, git_commit, current_step, steps_completed, progress_percent, started_at, completed_at
@@ -118,9 +111,9 @@ describe("an agent naming another organisation's deployment and command", () => 
         result: { container_id: "evil", container_name: "evil", image: "evil/backdoor:latest", commit: "deadbeef" },
       }),
     ];
-    await sendAcked(b.agent, forged(b.agent));
+    await b.agent.sendAcked(forged(b.agent));
     // A failure forged after the success attempt, too.
-    await sendAcked(b.agent, [b.agent.event({ kind: "command.result", command_id: commandA!.command_id, ok: false, error: { code: "forged", message: "forged failure" } })]);
+    await b.agent.sendAcked([b.agent.event({ kind: "command.result", command_id: commandA!.command_id, ok: false, error: { code: "forged", message: "forged failure" } })]);
 
     // B's own deploy still goes through, events applied.
     const depB = (await publicClient(cp.app, b.d.api_keys.org_rw).post(`/environments/${b.d.environments.running}/deploy`)).body.task_id as string;
@@ -129,7 +122,7 @@ describe("an agent naming another organisation's deployment and command", () => 
     expect(await logsOf(depB)).toEqual(DEPLOY_STEP_IDS.map((s) => `genuine B ${s}`));
 
     // A's own agent speaks once more, so A's stream has something after the attack to wait for.
-    await sendAcked(a.agent, [a.agent.event({ kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "info", message: "genuine A 2", step: "initializing" })]);
+    await a.agent.sendAcked([a.agent.event({ kind: "log", command_id: commandA!.command_id, deployment_id: depA, level: "info", message: "genuine A 2", step: "initializing" })]);
     const logMessages = () => streamA.of("deployment.log").map((e) => e.data.message as string);
     await streamA.until(() => logMessages().includes("genuine A 2"), "A's own later log line");
 
@@ -151,7 +144,7 @@ describe("an agent naming another organisation's deployment and command", () => 
     expect(JSON.stringify((await ownerA.api.get(`/deployments/${depA}/logs`)).body)).not.toMatch(/forged/);
 
     // A's own agent can still finish A's deployment with its command: the forgery ended nothing.
-    await sendAcked(a.agent, [
+    await a.agent.sendAcked([
       a.agent.event({ kind: "command.result", command_id: commandA!.command_id, ok: true, result: { container_id: "a11", container_name: "erp-a", image: "berth-test/erp:17.0", commit: "aaa2222" } }),
     ]);
     expect(await row(depA)).toMatchObject({ status: "success", image_tag: "berth-test/erp:17.0", container_id: "a11", error_message: null });

@@ -18,7 +18,7 @@ import { exportPublicKey, type Event } from "@berth/protocol";
 import { SimAgent } from "../support/sim-agent.ts";
 import { launchBrowser } from "../dashboard/browser.ts";
 import { startBenchDatabase } from "./database.ts";
-import { setting } from "./settings.ts";
+import { BENCH_AGENT_LIMITS, setting } from "./settings.ts";
 
 
 const N = Math.floor(setting("BENCH_SERVERS", 500));
@@ -41,7 +41,8 @@ const db = await startBenchDatabase();
 log(`database: ${db.description}`);
 await runMigrations(db.url);
 const database = createDb(db.url, { max: 20 });
-const app = await buildApp({ database, masterKey: Buffer.alloc(32, 0x44), heartbeatMs: 15_000 });
+// BENCH_SERVERS agents connect from one address at once.
+const app = await buildApp({ database, masterKey: Buffer.alloc(32, 0x44), heartbeatMs: 15_000, agentLimits: BENCH_AGENT_LIMITS });
 await app.listen({ port: 0, host: "127.0.0.1" });
 const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
 const agents: SimAgent[] = [];

@@ -6,7 +6,8 @@
 // (fleet/control-plane-process.ts, alone so /proc shows its RSS and CPU), and
 // BENCH_AGENT_PROCS simulated-agent processes (fleet/agent-process.ts, raw `ws` clients
 // with the protocol package's helpers, one Ed25519 key per agent). Everything talks over
-// 127.0.0.1.
+// 127.0.0.1, so the control plane lifts its agent-link limits (BENCH_AGENT_LIMITS in
+// settings.ts: handshakes and hellos per address, and the blast's log lines per server).
 //
 // Phases: seed (servers with each agent's public key) -> ramp (connect at BENCH_RAMP_PER_S)
 // -> steady (BENCH_STEADY_S with pings every heartbeat_ms and a stats event every 10 s per

@@ -8,6 +8,7 @@ import { createDb } from "@berth/db";
 import { buildApp } from "@berth/control-plane";
 import { buildBareApp } from "./bare-app.ts";
 import { cpuProfiler, createInstruments, type Stats } from "./instrument.ts";
+import { BENCH_AGENT_LIMITS } from "./settings.ts";
 
 export type Variant = "full" | "bare" | "bare-auth";
 
@@ -38,7 +39,8 @@ let port: number;
 if (variant === "full") {
   const database = createDb(url, { max: poolMax });
   const level = process.env.BENCH_LOG_LEVEL;
-  const app = await buildApp({ database, masterKey, ...(level ? { logger: { level, file: "/dev/null" } } : {}) });
+  // bench:events' agents send as many log lines as the path stores, past any server's budget.
+  const app = await buildApp({ database, masterKey, agentLimits: BENCH_AGENT_LIMITS, ...(level ? { logger: { level, file: "/dev/null" } } : {}) });
   instruments?.timeRequests(app.server);
   await app.listen({ port: 0, host: "127.0.0.1" });
   port = (app.server.address() as AddressInfo).port;

@@ -36,6 +36,8 @@ export class SimAgent {
   ackedUpTo = 0;
   readonly received: SignedCommand[] = [];
   readonly rejected: { command_id: string; code: string }[] = [];
+  /** Frames the control plane refused. */
+  readonly nacks: Payload<"nack">[] = [];
   readonly closes: number[] = [];
   private waiters: (() => void)[] = [];
 
@@ -58,9 +60,9 @@ export class SimAgent {
     return this.identity;
   }
 
-  /** Opens the link and resolves once `ready` arrives. */
-  connect(baseUrl = this.opts.baseUrl, opts: { signWith?: KeyPair; serverId?: string } = {}): Promise<Payload<"ready">> {
-    const ws = new WebSocket(baseUrl.replace(/^http/, "ws") + AGENT_CONNECT_PATH);
+  /** Opens the link and resolves once `ready` arrives; `headers` go with the upgrade request (X-Forwarded-For). */
+  connect(baseUrl = this.opts.baseUrl, opts: { signWith?: KeyPair; serverId?: string; headers?: Record<string, string> } = {}): Promise<Payload<"ready">> {
+    const ws = new WebSocket(baseUrl.replace(/^http/, "ws") + AGENT_CONNECT_PATH, opts.headers ? { headers: opts.headers } : {});
     this.socket = ws;
     this.ready = null;
     return new Promise((resolve, reject) => {
@@ -89,6 +91,8 @@ export class SimAgent {
           this.onCommand(f.payload as SignedCommand);
         } else if (f.type === "events.ack") {
           this.ackedUpTo = Math.max(this.ackedUpTo, (f.payload as Payload<"events.ack">).up_to_seq);
+        } else if (f.type === "nack") {
+          this.nacks.push(f.payload as Payload<"nack">);
         }
         this.notify();
       });
@@ -123,9 +127,16 @@ export class SimAgent {
     this.send("events", { events });
   }
 
-  /** An event with the next seq and the time now (the body's fields as given). */
+  /** An event of `body` with the next seq and the time now. */
   event(body: Record<string, unknown>): Event {
     return { seq: this.nextSeq++, ts: new Date().toISOString(), ...body } as Event;
+  }
+
+  /** Sends events and waits until the control plane has acknowledged all of them (one batch on the wire, as the agent keeps it). */
+  async sendAcked(events: Event[], timeoutMs = 10_000): Promise<void> {
+    this.sendEvents(events);
+    const last = events[events.length - 1]!.seq;
+    await this.until(() => this.ackedUpTo >= last, timeoutMs, `the ack of seq ${last}`);
   }
 
   /** Builds log events with fresh seqs. */

@@ -5,6 +5,7 @@ import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
+import { MAX_AGENT_FRAME_BYTES } from "@berth/protocol";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { frameworkErrors, installErrorHandling } from "./lib/error-handler.ts";
 import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
@@ -23,6 +24,7 @@ import { Server } from "./modules/servers/servers.routes.ts";
 import { Webhook } from "./modules/webhooks/webhooks.routes.ts";
 import { User } from "./modules/auth/auth.routes.ts";
 import { createAgentGateway, type AgentGateway } from "./modules/agents/link/gateway.ts";
+import type { LinkLimits } from "./modules/agents/link/limits.ts";
 import { createLinkRepo } from "./modules/agents/link/link.repo.ts";
 import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { agentReleasesPlugin } from "./modules/agent-releases/index.ts";
@@ -59,6 +61,12 @@ export interface AppOptions {
   heartbeatMs?: number;
   /** How often the gateway looks for commands whose announcement was lost (default 15 s). */
   outboxSweepMs?: number;
+  /**
+   * What one agent, or one address before its handshake, may cost each replica: log lines
+   * and bytes per server per minute (default 60,000 and 64 MiB), connections in their
+   * handshake per address (20) and hellos per address per minute (120).
+   */
+  agentLimits?: Partial<LinkLimits>;
   /** Background jobs (pg-boss): tests shorten the retry delays and polling. */
   jobs?: JobsOptions;
   /** Hosts, addresses and CIDRs outgoing requests (webhooks) may reach although private (default: BERTH_OUTBOUND_ALLOW). */
@@ -109,6 +117,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
+    ...(opts.agentLimits ? { limits: opts.agentLimits } : {}),
+    now: () => clock.now().getTime(),
     log: app.log,
   });
   app.addHook("onClose", async () => {
@@ -125,7 +135,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
   await app.register(async (agentScope) => {
-    await agentScope.register(websocket, { options: { maxPayload: 4 * 1024 * 1024 } });
+    // Frames of 4 MiB at most; before its handshake ends, a link reads 64 KiB at most (link/admission.ts lowers it per socket).
+    await agentScope.register(websocket, { options: { maxPayload: MAX_AGENT_FRAME_BYTES } });
     await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
     await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands, signer: services.signer }));
   });

@@ -6,6 +6,11 @@ export const CLOSE_CODES = {
   normal: 1000,
   /** The control plane is restarting or draining. Reconnect with backoff. */
   going_away: 1001,
+  /**
+   * A frame was larger than the peer accepts (RFC 6455 "message too big"): before the
+   * handshake ends, more than MAX_HANDSHAKE_FRAME_BYTES. Reconnect with backoff.
+   */
+  too_large: 1009,
   /** Challenge signature did not verify or the server is not enrolled. Retrying is pointless until re-enrolment; back off to the maximum. */
   auth_failed: 4001,
   /** No protocol version in common. The agent needs an upgrade; back off to the maximum. */
@@ -18,6 +23,11 @@ export const CLOSE_CODES = {
   handshake_timeout: 4005,
   /** The peer kept sending frames that could not be parsed. Reconnect with backoff. */
   protocol_error: 4006,
+  /**
+   * Too many connections still in their handshake, or too many hellos in the last minute,
+   * from this address. Reconnect with backoff.
+   */
+  rate_limited: 4007,
 } as const;
 
 export type CloseReason = keyof typeof CLOSE_CODES;

@@ -1,6 +1,7 @@
 import { Value } from "@sinclair/typebox/value";
 import { describe, expect, it } from "vitest";
 import { Event, EVENT_KINDS, EventBatch, eventOrderProblem, type EventInput } from "./events.ts";
+import { MAX_MESSAGE_LENGTH } from "./fields.ts";
 import { DEPLOY_STEP_IDS } from "./steps.ts";
 
 const TS = "2025-03-01T12:00:00.000Z";
@@ -70,6 +71,19 @@ describe("events", () => {
     ["an unknown container state", { ...withSeq(samples[7]!, 1), state: "sleeping" }],
   ])("rejects %s", (_name, event) => {
     expect(Value.Check(Event, event)).toBe(false);
+  });
+
+  it("takes messages of up to MAX_MESSAGE_LENGTH characters, in log lines, steps and errors", () => {
+    const longest = "x".repeat(MAX_MESSAGE_LENGTH);
+    const tooLong = longest + "x";
+    const withMessage = (m: string) => [
+      withSeq({ ...samples[3]!, message: m } as EventInput, 1),
+      withSeq({ ...samples[1]!, message: m } as EventInput, 1),
+      withSeq({ ...samples[2]!, error: { code: "health_check_failed", message: m } } as EventInput, 1),
+      withSeq({ ...samples[5]!, error: { code: "image_pull_failed", message: m } } as EventInput, 1),
+    ];
+    for (const event of withMessage(longest)) expect(Value.Check(Event, event)).toBe(true);
+    for (const event of withMessage(tooLong)) expect(Value.Check(Event, event)).toBe(false);
   });
 
   it("bounds a batch and requires increasing seqs", () => {

@@ -2,7 +2,7 @@
 // container states. Each carries the agent's own sequence number, which is what makes
 // resending after a cut link safe (the control plane de-duplicates on server and seq).
 import { Type, type Static, type TProperties } from "@sinclair/typebox";
-import { ErrorBody, JsonObject, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
+import { ErrorBody, JsonObject, Message, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
 import { StepId } from "./steps.ts";
 
 function eventOf<K extends string, P extends TProperties>(kind: K, body: P) {
@@ -14,7 +14,7 @@ const stepBody = {
   /** Null for commands that are not recorded as a deployment row (logs.tail, diagnostics). */
   deployment_id: Nullable(Uuid),
   step: StepId,
-  message: Type.Optional(Type.String()),
+  message: Type.Optional(Message),
 };
 
 export const StepStartedEvent = eventOf("step.started", stepBody);
@@ -36,7 +36,8 @@ export const LogEvent = eventOf("log", {
   command_id: Nullable(Uuid),
   deployment_id: Nullable(Uuid),
   level: LogLevel,
-  message: Type.String(),
+  /** At most MAX_MESSAGE_LENGTH characters: the agent truncates a longer line. */
+  message: Message,
   step: Nullable(StepId),
   data: Type.Optional(JsonObject),
 });

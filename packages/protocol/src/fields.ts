@@ -19,10 +19,21 @@ export const Base64 = Type.String({ pattern: BASE64_PATTERN });
 export const Seq = Type.Integer({ minimum: 1 });
 export const SeqCursor = Type.Integer({ minimum: 0 });
 
+/**
+ * The longest text an event's message may be (a log line, a step's message, an error's
+ * message), in UTF-16 code units: JavaScript's string length, which is what the schemas
+ * check. The agent truncates longer text before it journals the event (a batch holding an
+ * event over the limit is refused, and would be refused on every resend).
+ */
+export const MAX_MESSAGE_LENGTH = 8192;
+
+/** A human-readable message of an event: at most MAX_MESSAGE_LENGTH characters. */
+export const Message = Type.String({ maxLength: MAX_MESSAGE_LENGTH });
+
 /** Stable machine-readable code plus a human message, as in every Berth error. */
 export const ErrorBody = Type.Object({
   code: Type.String({ minLength: 1, maxLength: 64 }),
-  message: Type.String(),
+  message: Message,
 });
 
 export const JsonObject = Type.Record(Type.String(), Type.Unknown());

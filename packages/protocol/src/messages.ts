@@ -138,3 +138,12 @@ export const AGENT_MESSAGE_TYPES = [
 
 /** Types valid on either side before `ready`; anything else then is `unexpected_type`. */
 export const HANDSHAKE_MESSAGE_TYPES = ["challenge", "hello", "ready", "nack"] as const satisfies readonly MessageType[];
+
+/**
+ * The largest frame the control plane reads before `ready` (a hello is under 2 KiB); a
+ * larger one closes the link with `too_large` (1009) before it is buffered.
+ */
+export const MAX_HANDSHAKE_FRAME_BYTES = 64 * 1024;
+
+/** The largest frame the control plane reads after `ready` (the agent's batches stop growing at 1 MiB). */
+export const MAX_AGENT_FRAME_BYTES = 4 * 1024 * 1024;

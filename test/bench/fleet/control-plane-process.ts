@@ -16,6 +16,7 @@ import { buildApp } from "@berth/control-plane";
 import { monoMs, serveRequests, type CpEvent, type CpReplies, type CpRequest, type IssueResult } from "./ipc.ts";
 import { instrumentPg } from "./pg-instrument.ts";
 import { summarizeProfile, type CpuProfile } from "./profile.ts";
+import { BENCH_AGENT_LIMITS } from "../settings.ts";
 
 const url = process.env.BENCH_DATABASE_URL;
 const masterKey = Buffer.from(process.env.BENCH_MASTER_KEY ?? "", "base64");
@@ -31,7 +32,8 @@ loop.enable();
 
 const database = createDb(url, { max: poolMax });
 const level = process.env.BENCH_LOG_LEVEL;
-const app = await buildApp({ database, masterKey, heartbeatMs, ...(level ? { logger: { level, file: "/dev/null" } } : {}) });
+// Ten thousand agents from one address, and a blast far past a server's log budget.
+const app = await buildApp({ database, masterKey, heartbeatMs, agentLimits: BENCH_AGENT_LIMITS, ...(level ? { logger: { level, file: "/dev/null" } } : {}) });
 // Load the command-signing key once, as the first enrolment or command would. Cold, every
 // issue() fetches it through the pool from inside its own transaction; with as many issue()
 // calls in flight as the pool has clients, each holds one and waits for another: the pool

@@ -4,10 +4,14 @@
 // by the journal's cap, not RAM.
 import type { EventInput } from "@berth/protocol";
 import type { Journal, JournalEvent } from "../journal/journal-types.ts";
+import { withBoundedMessages } from "./bounded-messages.ts";
 import { eventProblem, toJournalInput } from "./wire-events.ts";
 
 export interface EventOutbox {
-  /** Journals the event and wakes the sender. Throws a TypeError on an invalid event. */
+  /**
+   * Journals the event (its messages truncated to the protocol's MAX_MESSAGE_LENGTH) and
+   * wakes the sender. Throws a TypeError on an invalid event.
+   */
   append(event: EventInput): JournalEvent;
   /** Wakes the sender after events written by another journal call (finishCommand). */
   notify(): void;
@@ -20,7 +24,10 @@ export function createEventOutbox(journal: Pick<Journal, "append">): EventOutbox
     for (const listener of listeners) listener();
   };
   return {
-    append(event) {
+    append(input) {
+      // A message too long for the protocol is truncated, not refused: a container's huge
+      // log line is still worth its first 8 KiB.
+      const event = withBoundedMessages(input);
       // Checked before it is written: a bad event in the journal could only be sent as a
       // substitute error line, and the fault is easiest to find at its source.
       const problem = eventProblem(event);

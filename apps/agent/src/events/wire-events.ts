@@ -4,6 +4,7 @@
 import { TypeCompiler } from "@sinclair/typebox/compiler";
 import { Event, type EventInput } from "@berth/protocol";
 import type { EventInput as JournalEventInput, JournalEvent } from "../journal/journal-types.ts";
+import { withBoundedMessages } from "./bounded-messages.ts";
 
 const checkEvent = TypeCompiler.Compile(Event);
 
@@ -33,6 +34,9 @@ export function toWireEvent(row: JournalEvent): Event {
   const wire: Record<string, unknown> = { ...row.body, seq: row.seq, ts: row.ts, kind: row.kind };
   if (row.kind === "log") wire.level = row.level;
   if (checkEvent.Check(wire)) return wire;
+  // Journalled before messages were bounded (by an older agent): truncated now, not replaced.
+  const bounded = withBoundedMessages(wire as unknown as EventInput) as unknown as Record<string, unknown>;
+  if (bounded !== wire && checkEvent.Check(bounded)) return bounded;
   const first = checkEvent.Errors(wire).First();
   return {
     seq: row.seq,

@@ -16,6 +16,7 @@ import {
 import type { Clock } from "../../clock.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import type { EventOutbox } from "../../events/event-outbox.ts";
+import { withBoundedMessages } from "../../events/bounded-messages.ts";
 import { eventProblem, toJournalInput } from "../../events/wire-events.ts";
 import type { CommandRecord, Journal } from "../../journal/journal-types.ts";
 import type { Logger } from "../../logger.ts";
@@ -147,7 +148,8 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
   }
 
   function finish(commandId: string, reported: CommandOutcome): void {
-    let event: EventInput = { kind: "command.result", command_id: commandId, ...reported };
+    // An error message too long for the protocol is truncated (the journal's own record keeps it whole).
+    let event: EventInput = withBoundedMessages({ kind: "command.result", command_id: commandId, ...reported });
     let outcome = reported;
     // A result the protocol cannot carry would be replaced in transit by an error line, and
     // the control plane would wait for a result forever; fail the command visibly instead.

@@ -1,7 +1,7 @@
 // Signed commands end to end through the link: verification, the journal's once-only rule,
 // handlers, cancel, and what a restart leaves behind. Diagnostics runs against the real engine.
 import { describe, expect, it } from "vitest";
-import { generateKeyPair, keyIdFor, signCommand, type Event } from "@berth/protocol";
+import { MAX_MESSAGE_LENGTH, generateKeyPair, keyIdFor, signCommand, type Event } from "@berth/protocol";
 import { signRaw, signedCommand, useAgentHarness } from "../../agent/agent.test-helpers.ts";
 import { eventually, framesOf, sendCommand, type FakeControlPlane } from "../../link/fake-control-plane.test-helpers.ts";
 import { systemClock } from "../../clock.ts";
@@ -214,6 +214,22 @@ describe("commands", () => {
     });
     expect(resultsFor(cp, notJson.command_id)[0]).toMatchObject({ ok: false, error: { code: "agent_error" } });
     expect(resultsFor(cp, notObject.command_id)[0]).toMatchObject({ ok: false, error: { code: "agent_error" } });
+  });
+
+  it("reports a failure whose message is too long for the protocol with its code and the message truncated", async () => {
+    const registry: HandlerRegistry = {
+      diagnostics: async () => {
+        throw new CommandError("docker_unavailable", "x".repeat(MAX_MESSAGE_LENGTH * 2));
+      },
+    };
+    const { cp, identity, connection } = await setup(() => registry);
+    const command = signedCommand(cp, identity, "diagnostics", {});
+    sendCommand(connection, command);
+    await eventually(() => resultsFor(cp, command.command_id).length === 1, "a result");
+    const [result] = resultsFor(cp, command.command_id);
+    expect(result).toMatchObject({ ok: false, error: { code: "docker_unavailable" } });
+    expect(result!.error!.message.length).toBeLessThanOrEqual(MAX_MESSAGE_LENGTH);
+    expect(result!.error!.message).toMatch(/^x+…\[truncated \d+ characters\]$/);
   });
 
   it("reports a command cut off by a restart as agent_restarted, and never runs it again", async () => {

@@ -1,5 +1,7 @@
 // Routes the agent itself calls: enrolment (HTTP) and the link (WebSocket). No API key:
 // enrolment is authorised by its one-time token, the link by the agent's signed challenge.
+// The link's limits before its handshake count by address: request.ip, the socket's or the
+// one a trusted proxy forwards (trustProxy, BERTH_TRUST_PROXY).
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { AGENT_CONNECT_PATH, AGENT_ENROLL_PATH, EnrollRequest, EnrollResponse } from "@berth/protocol";
 import { ErrorBody } from "../../lib/http-schemas.ts";
@@ -20,6 +22,6 @@ export function agentsRoutes(deps: { enrollment: Enrollment; gateway: AgentGatew
       async (request) => deps.enrollment.enroll(request.body),
     );
 
-    app.get(AGENT_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket) => deps.gateway.accept(socket));
+    app.get(AGENT_CONNECT_PATH, { websocket: true, schema: { hide: true } }, (socket, request) => deps.gateway.accept(socket, request.ip));
   };
 }

@@ -35,7 +35,12 @@ export interface Ingested {
 }
 
 export interface EventIngest {
-  ingest(serverId: string, events: Event[]): Promise<Ingested>;
+  /**
+   * Stores the server's events. `through`: the highest seq the batch covered, when events the
+   * link dropped (a log budget) came after the last one given: the watermark and the ack
+   * move to it, so the agent forgets the dropped ones and they are never taken again.
+   */
+  ingest(serverId: string, events: Event[], through?: number): Promise<Ingested>;
 }
 
 /**
@@ -59,6 +64,8 @@ export interface IngestOptions {
 interface Batch {
   serverId: string;
   events: Event[];
+  /** The highest seq the batch covered (0: its last event's). */
+  through: number;
   resolve(result: Ingested): void;
   reject(err: unknown): void;
 }
@@ -124,9 +131,9 @@ export function createEventIngest(opts: IngestOptions): EventIngest {
   }
 
   return {
-    ingest(serverId, events) {
+    ingest(serverId, events, through = 0) {
       return new Promise<Ingested>((resolve, reject) => {
-        waiting.push({ serverId, events, resolve, reject });
+        waiting.push({ serverId, events, through, resolve, reject });
         pump();
       });
     },
@@ -154,6 +161,8 @@ interface ServerState {
   organizationId: string;
   /** Events above the watermark, in the order they came. */
   fresh: Event[];
+  /** The watermark moved (fresh events, or a batch's `through`). */
+  moved: boolean;
   /** Fresh events naming another server's deployment or command (not applied). */
   refused: number;
 }
@@ -166,7 +175,7 @@ async function store(client: pg.PoolClient, appliers: EventApplier[], streams: S
   const unknown = ids.filter((id) => !streams.has(id));
   if (unknown.length > 0) await createMissingStreams(client, unknown);
   const rows = await lockStreams(client, ids);
-  const servers = new Map(rows.map((r): [string, ServerState] => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [], refused: 0 }]));
+  const servers = new Map(rows.map((r): [string, ServerState] => [r.id, { watermark: Number(r.last_event_seq), organizationId: r.organization_id, fresh: [], moved: false, refused: 0 }]));
   const { results, stored, logs, commandResults, stats } = sortEvents(batches, servers);
 
   await insertEvents(client, stored, tolerant);
@@ -174,8 +183,9 @@ async function store(client: pg.PoolClient, appliers: EventApplier[], streams: S
   for (const l of logged) servers.get(l.server_id)!.refused += l.refused;
   await storeStats(client, [...stats].map(([serverId, s]) => ({ serverId, organizationId: servers.get(serverId)!.organizationId, s })));
   await storeResults(client, commandResults, servers);
-  const advanced = [...servers].filter(([, s]) => s.fresh.length > 0);
+  const advanced = [...servers].filter(([, s]) => s.moved);
   for (const [serverId, s] of advanced) {
+    if (s.fresh.length === 0) continue;
     for (const apply of appliers) s.refused += await apply(client, serverId, s.fresh, s.organizationId);
   }
   if (advanced.length > 0) {
@@ -211,11 +221,16 @@ function sortEvents(batches: Batch[], servers: Map<string, ServerState>) {
     for (const e of batch.events) {
       if (e.seq <= server.watermark) continue;
       server.watermark = e.seq;
+      server.moved = true;
       server.fresh.push(e);
       if (e.kind === "stats") stats.set(batch.serverId, e);
       else if (isDeploymentLog(e)) logs.push(logLine(batch.serverId, e));
       else stored.push({ server: batch.serverId, body: withoutNul(JSON.stringify(e)) });
       if (e.kind === "command.result") commandResults.push({ server: batch.serverId, e });
+    }
+    if (batch.through > server.watermark) {
+      server.watermark = batch.through;
+      server.moved = true;
     }
     results.push(server.watermark);
   }

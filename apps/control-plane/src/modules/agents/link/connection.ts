@@ -7,11 +7,19 @@ import { AGENT_MESSAGE_TYPES, PROTOCOL_VERSIONS, encodeFrame, nackFor, parseFram
 export interface Connection {
   id: string;
   socket: WebSocket;
+  /** The address it came from (request.ip), which the pre-handshake limits count by. */
+  address: string;
+  /** Counted among its address's connections in their handshake (address-limits.ts) until then. */
+  handshaking: boolean;
+  /** A hello came: a connection gets one. */
+  helloSeen: boolean;
   serverId: string | null;
   version: number;
   lastFrameAt: number;
-  /** Frames are handled one after another so acks and results keep their order. */
+  /** Frames are handled one after another so acks and results keep their order (frame-queue.ts). */
   queue: Promise<void>;
+  /** Frames waiting on `queue`, the one being handled included. */
+  queued: number;
   /** Frame id -> command id of unanswered commands, so a nack of a command frame is recorded as a rejection. */
   sentCommands: Map<string, string>;
   /**
@@ -30,23 +38,32 @@ export interface Connection {
   dropping: boolean;
   /** The challenge this connection must sign. */
   nonce: string;
-  /** Set when a batch could not be stored: nothing after it may be acknowledged. */
+  /**
+   * Set when the link is being dropped: a batch could not be stored (nothing after it may be
+   * acknowledged), or a limit was passed. Frames still queued are not handled.
+   */
   broken: boolean;
   /** `ready` was sent: commands may go out (before it the agent refuses them). */
   ready: boolean;
   /** Events this link sent that named another server's deployment or command (not applied). */
   refusedEvents: number;
+  /** Log lines this link sent past its server's budget (acknowledged, not stored). */
+  droppedLogLines: number;
 }
 
 /** A connection just accepted: no server yet, a fresh challenge. */
-export function newConnection(socket: WebSocket): Connection {
+export function newConnection(socket: WebSocket, address: string): Connection {
   return {
     id: randomUUID(),
     socket,
+    address,
+    handshaking: false,
+    helloSeen: false,
     serverId: null,
     version: 1,
     lastFrameAt: Date.now(),
     queue: Promise.resolve(),
+    queued: 0,
     sentCommands: new Map(),
     delivered: new Set(),
     readsInFlight: new Set(),
@@ -56,6 +73,7 @@ export function newConnection(socket: WebSocket): Connection {
     broken: false,
     ready: false,
     refusedEvents: 0,
+    droppedLogLines: 0,
   };
 }
 
@@ -65,11 +83,36 @@ export function send<T extends MessageType>(conn: Connection, type: T, payload: 
 }
 
 export function close(conn: Connection, code: number, reason: string) {
+  closeSocket(conn.socket, code, reason);
+}
+
+function closeSocket(socket: WebSocket, code: number, reason: string) {
   try {
-    conn.socket.close(code, reason);
+    socket.close(code, reason);
   } catch {
-    conn.socket.terminate();
+    socket.terminate();
   }
+}
+
+/**
+ * Closes a socket the control plane refuses to spend more on, and drops it a second later
+ * whether or not the peer answered the close (ws would wait 30 s for that).
+ */
+export function refuse(socket: WebSocket, code: number, reason: string) {
+  closeSocket(socket, code, reason);
+  setTimeout(() => socket.terminate(), 1000).unref();
+}
+
+/**
+ * The largest frame the socket reads: a larger one fails the link with 1009 as soon as its
+ * header arrives, before its payload is buffered. ws takes the limit once per server (app.ts
+ * passes MAX_AGENT_FRAME_BYTES) and has no public way to change it for one socket, so this
+ * sets its receiver's field; admission.ts also checks each frame's size on arrival, should a
+ * later ws move the field.
+ */
+export function setFrameLimit(conn: Connection, bytes: number) {
+  const receiver = (conn.socket as unknown as { _receiver?: { _maxPayload?: unknown } })._receiver;
+  if (receiver && typeof receiver._maxPayload === "number") receiver._maxPayload = bytes;
 }
 
 /**

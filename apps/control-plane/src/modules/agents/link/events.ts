@@ -1,22 +1,48 @@
 // An agent's event batches into ingestion (../event-ingest.ts) and the cumulative ack back:
 // events.ack up_to_seq says everything up to that seq is stored, and the agent forgets it.
+// Log lines past the server's budget (budgets.ts) are acknowledged but not stored; a notice
+// line takes the last dropped one's place when one is due, and the drop is logged here.
 // Events naming another server's deployment or command are acknowledged too (the agent's
 // journal must not jam on them) but were not applied: they are counted and logged here.
 import { CLOSE_CODES, type Payload } from "@berth/protocol";
 import type { EventIngest } from "../event-ingest.ts";
+import type { LogBudget } from "./budgets.ts";
 import { close, send, type Connection } from "./connection.ts";
 
-export function createEventIntake(deps: { ingest: EventIngest; seen(serverId: string): void; log: { warn(o: object, m: string): void } }) {
+export interface EventIntakeDeps {
+  ingest: EventIngest;
+  budget: LogBudget;
+  seen(serverId: string): void;
+  /** Log lines the budget dropped, for the gateway's stats. */
+  dropped(count: number): void;
+  log: { warn(o: object, m: string): void };
+}
+
+export function createEventIntake(deps: EventIntakeDeps) {
   return async function onEvents(conn: Connection, { events }: Payload<"events">) {
-    deps.seen(conn.serverId!);
+    const serverId = conn.serverId!;
+    deps.seen(serverId);
+    const admitted = deps.budget.admit(serverId, events);
+    if (admitted.dropped > 0) {
+      conn.droppedLogLines += admitted.dropped;
+      deps.dropped(admitted.dropped);
+      if (admitted.notice) {
+        deps.log.warn(
+          { serverId, deploymentId: admitted.notice.deployment_id, droppedOnLink: conn.droppedLogLines },
+          `log budget exceeded: ${admitted.notice.message}`,
+        );
+      }
+    }
     let upTo: number;
     try {
-      const ingested = await deps.ingest.ingest(conn.serverId!, events);
+      // Dropped lines at the batch's end (no notice in their place) are acknowledged too.
+      const through = admitted.dropped > 0 ? events[events.length - 1]!.seq : undefined;
+      const ingested = await deps.ingest.ingest(serverId, admitted.events, through);
       upTo = ingested.upTo;
       if (ingested.refused > 0) {
         conn.refusedEvents += ingested.refused;
         deps.log.warn(
-          { serverId: conn.serverId, refused: ingested.refused, refusedOnLink: conn.refusedEvents },
+          { serverId, refused: ingested.refused, refusedOnLink: conn.refusedEvents },
           `refused ${ingested.refused} events naming objects of other servers`,
         );
       }

@@ -4,6 +4,11 @@
 // batches into ingestion (events.ts). One connection per server across all replicas: a
 // newer connection takes over (LISTEN/NOTIFY tells the replica holding the old one to close
 // it). Its statements are link.repo.ts's; its channels, ../channels.ts's.
+//
+// What a link may cost (limits.ts): before its handshake ends, what admission.ts lets
+// through (small frames, one hello, per address a few handshakes at once and a few hellos a
+// minute); after it, a bounded queue of frames (frame-queue.ts) and a log budget per server
+// (budgets.ts).
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import { CLOSE_CODES, type Frame, type Payload } from "@berth/protocol";
@@ -11,10 +16,14 @@ import { listen, type PgListener } from "../../../db/pg-listener.ts";
 import type { AgentCommands } from "../agent-commands.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, TAKEOVER_CHANNEL } from "../channels.ts";
 import type { EventIngest } from "../event-ingest.ts";
+import { createAdmission, type Admission } from "./admission.ts";
+import { createLogBudget } from "./budgets.ts";
 import { close, newConnection, readFrame, type Connection } from "./connection.ts";
 import { DEFAULT_OUTBOX_SWEEP_MS, createDelivery, type Delivery } from "./delivery.ts";
 import { createEventIntake } from "./events.ts";
+import { enqueue, type QueueStats } from "./frame-queue.ts";
 import { createHandshake, type Handshake } from "./handshake.ts";
+import { linkLimits, type LinkLimits } from "./limits.ts";
 import type { LinkRepo } from "./link.repo.ts";
 import { createLiveness, type Liveness } from "./liveness.ts";
 
@@ -28,7 +37,19 @@ export interface GatewayOptions {
   heartbeatMs: number;
   /** How often unsent commands are looked for (a lost announcement); default 15 s. */
   outboxSweepMs?: number;
+  /** What one server or address may cost; DEFAULT_LINK_LIMITS where not given. */
+  limits?: Partial<LinkLimits>;
+  /** Milliseconds, for the per-minute limits; default Date.now (the app passes its clock). */
+  now?: () => number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
+}
+
+/** What the gateway counted since it started, for its stats. */
+interface Counters extends QueueStats {
+  /** Hellos looked up in the database. */
+  helloLookups: number;
+  /** Log lines acknowledged but not stored (log budgets). */
+  logLinesDropped: number;
 }
 
 /** The gateway's state and parts, shared by the frame and close handlers below. */
@@ -36,6 +57,8 @@ interface Link {
   live: Map<string, Connection>;
   all: Set<Connection>;
   repo: LinkRepo;
+  admission: Admission;
+  counters: Counters;
   handshake: Handshake;
   delivery: Delivery;
   liveness: Liveness;
@@ -47,11 +70,24 @@ interface Link {
 export async function createAgentGateway(opts: GatewayOptions) {
   const live = new Map<string, Connection>();
   const all = new Set<Connection>();
+  const limits = linkLimits(opts.limits);
+  const now = opts.now ?? Date.now;
+  const counters: Counters = { pauses: 0, peakQueued: 0, helloLookups: 0, logLinesDropped: 0 };
+  const admission = createAdmission({ limits, now });
   const liveness = createLiveness({ all, repo: opts.repo, heartbeatMs: opts.heartbeatMs, log: opts.log });
   const delivery = createDelivery({ commands: opts.commands, live, outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS, log: opts.log });
-  const handshake = createHandshake({ repo: opts.repo, live, replicaId: opts.replicaId, heartbeatMs: opts.heartbeatMs, deliver: delivery.deliver, log: opts.log });
-  const onEvents = createEventIntake({ ingest: opts.ingest, seen: liveness.seen, log: opts.log });
-  const link: Link = { live, all, repo: opts.repo, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
+  const handshake = createHandshake({
+    repo: { ...opts.repo, helloServer: (id) => (counters.helloLookups++, opts.repo.helloServer(id)) },
+    live,
+    replicaId: opts.replicaId,
+    heartbeatMs: opts.heartbeatMs,
+    deliver: delivery.deliver,
+    opened: (conn) => admission.opened(conn),
+    log: opts.log,
+  });
+  const budget = createLogBudget({ linesPerMinute: limits.logLinesPerMinute, bytesPerMinute: limits.logBytesPerMinute, now });
+  const onEvents = createEventIntake({ ingest: opts.ingest, budget, seen: liveness.seen, dropped: (n) => (counters.logLinesDropped += n), log: opts.log });
+  const link: Link = { live, all, repo: opts.repo, admission, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
     opts.pool,
@@ -67,21 +103,34 @@ export async function createAgentGateway(opts: GatewayOptions) {
   liveness.start();
 
   return {
-    /** Handler for the WebSocket route. */
-    accept(socket: WebSocket) {
-      const conn = newConnection(socket);
-      all.add(conn);
-      socket.on("message", (data) => onMessage(link, conn, data.toString()));
-      socket.on("close", () => {
-        conn.queue = conn.queue.then(() => onClose(link, conn)).catch((err) => opts.log.warn({ err }, "agent close handling failed"));
-      });
+    /** Handler for the WebSocket route; `address` is the request's (request.ip). */
+    accept(socket: WebSocket, address: string) {
       socket.on("error", () => {});
+      if (!admission.admit(socket, address)) return;
+      const conn = newConnection(socket, address);
+      admission.begin(conn);
+      all.add(conn);
+      socket.on("message", (data: Buffer) => onMessage(link, conn, data));
+      socket.on("close", () => {
+        admission.ended(conn);
+        enqueue(conn, () => onClose(link, conn), (err) => opts.log.warn({ err }, "agent close handling failed"), counters);
+      });
       handshake.challenge(conn);
     },
 
     /** The agent finished its handshake here: recorded online and ready for commands. */
     isConnected: (serverId: string) => live.get(serverId)?.ready === true,
     connectedCount: () => live.size,
+    /** What the links hold and what the limits did, on this replica (tests and diagnostics). */
+    linkStats() {
+      let queued = 0;
+      let paused = 0;
+      for (const conn of all) {
+        queued += conn.queued;
+        if (conn.socket.isPaused) paused++;
+      }
+      return { links: all.size, queued, paused, ...counters, ...admission.stats() };
+    },
 
     async close() {
       await liveness.stop();
@@ -97,10 +146,12 @@ export async function createAgentGateway(opts: GatewayOptions) {
 }
 export type AgentGateway = Awaited<ReturnType<typeof createAgentGateway>>;
 
-function onMessage(link: Link, conn: Connection, text: string) {
+function onMessage(link: Link, conn: Connection, data: Buffer) {
+  if (!link.admission.frameFits(conn, data.length)) return;
   // Liveness counts when a frame arrives, not when the queue gets to it: a slow
   // database must not make a healthy agent look dead.
   conn.lastFrameAt = Date.now();
+  const text = data.toString();
   let input: string | Frame = text;
   if (conn.ready) {
     // After the handshake a frame is parsed on arrival, and a ping answered at once
@@ -110,7 +161,7 @@ function onMessage(link: Link, conn: Connection, text: string) {
     if (frame.type === "ping") return link.liveness.answerPing(conn, frame);
     input = frame;
   }
-  conn.queue = conn.queue.then(() => onFrame(link, conn, input)).catch((err) => link.log.warn({ err, serverId: conn.serverId }, "agent frame failed"));
+  enqueue(conn, () => onFrame(link, conn, input), (err) => link.log.warn({ err, serverId: conn.serverId }, "agent frame failed"), link.counters);
 }
 
 async function onFrame(link: Link, conn: Connection, input: string | Frame) {
@@ -119,6 +170,7 @@ async function onFrame(link: Link, conn: Connection, input: string | Frame) {
   if (frame === null) return;
   switch (frame.type) {
     case "hello":
+      if (!link.admission.hello(conn)) return;
       return link.handshake.onHello(conn, frame.payload as Payload<"hello">);
     case "ping":
       return link.liveness.answerPing(conn, frame);

@@ -45,6 +45,8 @@ export interface HandshakeOptions {
   heartbeatMs: number;
   /** Sends what waits in the outbox, once the link is ready. */
   deliver(conn: Connection): Promise<void>;
+  /** The hello verified and the session recorded: called just before `ready` goes out (the handshake's limits end). */
+  opened(conn: Connection): void;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
 }
 
@@ -79,6 +81,7 @@ export function createHandshake(opts: HandshakeOptions) {
       if (previous && previous !== conn) close(previous, CLOSE_CODES.replaced, "replaced by a newer connection");
       await opts.repo.recordSession(hello.server_id, opts.replicaId, conn.id, hello.agent_version);
       conn.version = verdict.version;
+      opts.opened(conn);
       send(conn, "ready", { protocol_version: verdict.version, heartbeat_ms: opts.heartbeatMs, resend_from: verdict.resendFrom });
       conn.ready = true;
       opts.log.info({ serverId: hello.server_id, agentVersion: hello.agent_version }, "agent connected");
