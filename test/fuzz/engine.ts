@@ -446,8 +446,8 @@ export async function fuzz(cp: FuzzTarget, a: Tenant, b: Tenant, opts: FuzzOptio
   const stats = {} as Record<ApiName, ApiStats>;
   for (const api of Object.keys(APIS) as ApiName[]) stats[api] = { requests: 0, serverErrors: 0, invalidResponses: 0, leaks: 0, durationMs: 0, statuses: {} };
   const findings = new Map<string, Finding>();
-  /** The status of the first answer to each (API, credential, idempotency key). */
-  const firstAnswers = new Map<string, number>();
+  /** The statuses of the answers given (not replayed) to each (API, credential, idempotency key). */
+  const answersWithKey = new Map<string, Set<number>>();
   const windowSize = opts.window ?? 200;
   const concurrency = opts.concurrency ?? 16;
   const started = performance.now();
@@ -473,20 +473,25 @@ export async function fuzz(cp: FuzzTarget, a: Tenant, b: Tenant, opts: FuzzOptio
       s.serverErrors++;
       record("server_error", req, res.statusCode, "5xx", res.body);
     }
-    // Public spec 4.4: a key sent again (even with another route or body) gets the first
-    // request's answer, replayed. That answer was checked against its own route when it came;
-    // a replay must carry its status, and is not judged against this route's schema.
+    // Public spec 4.4: a key sent again (even with another route or body) gets the answer of
+    // the request that first held it, replayed. That answer was checked against its own route
+    // when it came; a replay must carry the status of an answer given with that key (which
+    // one is not known from outside: requests refused before the handler hold no key), and is
+    // not judged against this route's schema.
     const idem = req.headers["x-idempotency-key"] ?? req.headers["idempotency-key"];
     const keyOf = idem === undefined ? undefined : `${req.api} ${req.headers.authorization ?? ""} ${idem}`;
     if (keyOf !== undefined && res.headers["x-idempotency-replayed"] === "true") {
-      const first = firstAnswers.get(keyOf);
-      if (first !== undefined && first !== res.statusCode) {
+      const given = answersWithKey.get(keyOf);
+      if (given !== undefined && !given.has(res.statusCode)) {
         s.invalidResponses++;
-        record("invalid_response", req, res.statusCode, `replayed with status ${res.statusCode}, first answered ${first}`, res.body);
+        record("invalid_response", req, res.statusCode, `replayed with status ${res.statusCode}, never answered with this key (${[...given].join(", ")})`, res.body);
       }
       return;
     }
-    if (keyOf !== undefined && req.method === "POST" && res.statusCode < 500 && !firstAnswers.has(keyOf)) firstAnswers.set(keyOf, res.statusCode);
+    if (keyOf !== undefined && req.method === "POST" && res.statusCode < 500) {
+      const given = answersWithKey.get(keyOf) ?? new Set<number>();
+      answersWithKey.set(keyOf, given.add(res.statusCode));
+    }
     const op = opByKey.get(`${req.api} ${req.opKey}`)!;
     const invalid = checker.check(req.api, op.op, req.opKey, res.statusCode, String(res.headers["content-type"] ?? ""), res.body);
     if (invalid) {
