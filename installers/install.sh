@@ -43,6 +43,9 @@ LINK=/usr/local/bin/berth-agent
 LIB_DIR=/usr/local/lib/berth-agent
 # Root's `berth-agent`: /usr/local/sbin comes before /usr/local/bin in root's PATH and sudo's.
 ROOT_CMD=/usr/local/sbin/berth-agent
+# The release-signing key the last --key install verified (root's: a re-install without --key
+# checks against it, never against the keys in the agent's own, agent-writable, identity).
+RELEASE_KEY="$LIB_DIR/release-key"
 STATE_DIR=/var/lib/berth-agent
 UNIT=/etc/systemd/system/berth-agent.service
 ENV_FILE=/etc/default/berth-agent
@@ -397,7 +400,7 @@ verify_release() { # FILE KEYS
 			return 0
 		fi
 	done
-	die "the release manifest's signature does not verify against the control plane's key (--key, or the keys this agent pinned): refusing the executable (the control plane, or something between it and this machine, is not the one --key belongs to)"
+	die "the release manifest's signature does not verify against the control plane's key (--key, or the one the last install with --key kept): refusing the executable (the control plane, or something between it and this machine, is not the one the key belongs to; after a key rotation, pass the dashboard's --key)"
 }
 
 check_docker
@@ -419,9 +422,9 @@ else
 	[ -n "$url" ] || die "no control plane URL: pass --url https://<control-plane>"
 	say "downloading the agent for linux-$arch from $url"
 	fetch "$url/agent/v1/download/$arch" "$new" || die "downloading $url/agent/v1/download/$arch failed"
-	# --key, else on a re-install the keys the agent pinned at enrolment.
+	# --key, else on a re-install the key the last --key install kept (root's own copy).
 	keys=$key
-	[ -n "$keys" ] || keys=$(pinned_keys)
+	[ -n "$keys" ] || [ ! -f "$RELEASE_KEY" ] || keys=$(cat "$RELEASE_KEY")
 	if [ -n "$keys" ]; then
 		fetch "$url/agent/v1/release" "$work/release" || die "fetching the signed release manifest from $url failed"
 		verify_release "$work/release" "$keys"
@@ -478,6 +481,8 @@ supervisor | root_file "$LIB_DIR/supervise"
 root_file "$LIB_DIR/uninstall.sh" <"$work/uninstall.sh"
 mkdir -p "$(dirname "$ROOT_CMD")"
 root_command | root_file "$ROOT_CMD"
+[ -z "$key" ] || printf '%s\n' "$key" | root_file "$RELEASE_KEY"
+[ -z "$key" ] || chmod 0644 "$RELEASE_KEY"
 # Everyone's berth-agent is root's command too (it runs the executable itself for anyone but
 # root), so no PATH order ever has root run the file the agent's user can replace.
 ln -sfn "$ROOT_CMD" "$LINK"

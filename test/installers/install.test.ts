@@ -225,6 +225,29 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     expect(row.result).toMatchObject({ docker: { reachable: true }, agent: { version: v0.version } });
   }, 240_000);
 
+  it("a re-install without --key checks the release against root's copy of the key, never the agent's own identity", async () => {
+    const key = await cp.app.services.signer.releaseKey();
+    expect(await ok("stat -c '%U %a' /usr/local/lib/berth-agent/release-key")).toBe("root 644\n");
+    expect(await ok("cat /usr/local/lib/berth-agent/release-key")).toBe(`${key}\n`);
+    // The agent's user (who can write its identity) swaps the pinned keys for its own: a
+    // re-install that believed them would refuse the genuine release (and accept theirs).
+    const spki = generateKeyPairSync("ed25519").publicKey.export({ type: "spki", format: "der" });
+    const theirs = spki.subarray(spki.length - 32).toString("base64");
+    const identity = await ok("cat /var/lib/berth-agent/identity.json");
+    const forged = identity.replaceAll(/"public_key": *"[A-Za-z0-9+/=]+"/g, `"public_key": "${theirs}"`);
+    expect(forged).not.toBe(identity);
+    const asAgent = (text: string) => ok(`echo ${Buffer.from(text).toString("base64")} | base64 -d | runuser -u berth-agent -- tee /var/lib/berth-agent/identity.json >/dev/null`);
+    await asAgent(forged);
+    try {
+      const out = await ok(`sh /installers/install.sh --url ${base} --connect-timeout 0 --no-start`, 180_000);
+      expect(out).toContain("the release manifest is signed by the control plane's key");
+    } finally {
+      await asAgent(identity);
+    }
+    // Started again with its true identity, as the dashboard's command would.
+    expect(await ok(`sh /installers/install.sh --url ${base} --key ${key}`, 180_000)).toContain("connected to the control plane");
+  }, 240_000);
+
   it("re-installs a newer version in place, keeping the identity and the events not yet sent", async () => {
     const identity = await ok("cat /var/lib/berth-agent/identity.json");
     // The control plane goes away; the agent keeps journalling (stats every 10 s).
@@ -296,6 +319,7 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     expect(await ok("stat -c '%U:%G %a %n' /usr/local/lib/berth-agent /usr/local/lib/berth-agent/* /usr/local/sbin/berth-agent")).toBe(
       [
         "root:root 755 /usr/local/lib/berth-agent",
+        "root:root 644 /usr/local/lib/berth-agent/release-key",
         "root:root 755 /usr/local/lib/berth-agent/supervise",
         "root:root 755 /usr/local/lib/berth-agent/uninstall.sh",
         "root:root 755 /usr/local/lib/berth-agent/update-guard",
