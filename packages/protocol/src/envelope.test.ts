@@ -1,6 +1,7 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { encodeFrame, nackFor, parseFrame, type FrameErrorCode } from "./envelope.ts";
+import { MAX_MESSAGE_LENGTH } from "./fields.ts";
 import { AGENT_MESSAGE_TYPES, CONTROL_PLANE_MESSAGE_TYPES, MESSAGE_TYPES, type Hello } from "./messages.ts";
 import { signCommand } from "./signing.ts";
 import { controlPlaneKey, controlPlaneKeyId, SERVER_ID, unsignedDeploy } from "./test-fixtures.ts";
@@ -138,5 +139,18 @@ describe("parseFrame properties", () => {
         expect(() => parseFrame(frame({ type, payload: value }))).not.toThrow();
       }),
     );
+  });
+});
+
+describe("bounded messages on the link", () => {
+  it("a nack's message is cut to MAX_MESSAGE_LENGTH, and a longer rejection is refused", () => {
+    const nack = nackFor({ code: "invalid_payload", message: "x".repeat(MAX_MESSAGE_LENGTH * 2), ref_id: null, type: null });
+    expect(nack.message.length).toBeLessThanOrEqual(MAX_MESSAGE_LENGTH);
+    expect(nack.message).toMatch(/…\[truncated \d+ characters\]$/);
+    expect(() => encodeFrame("nack", nack)).not.toThrow();
+    const frame = encodeFrame("command.rejected", { command_id: "5d3c3a34-1b67-4d43-8a6e-8b2c6c1d9f10", code: "expired", message: "short" }, { v: 1 });
+    const long = frame.replace('"short"', JSON.stringify("y".repeat(MAX_MESSAGE_LENGTH + 1)));
+    expect(parseFrame(long, { versions: [1], accept: ["command.rejected"] }).ok).toBe(false);
+    expect(parseFrame(frame, { versions: [1], accept: ["command.rejected"] }).ok).toBe(true);
   });
 });

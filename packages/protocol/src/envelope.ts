@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
 import { eventOrderProblem, type EventBatch } from "./events.ts";
-import { Timestamp } from "./fields.ts";
+import { Timestamp, truncateMessage } from "./fields.ts";
 import { isMessageType, MESSAGE_SCHEMAS, MESSAGE_TYPES, type MessageType, type Nack, type Payload } from "./messages.ts";
 import { firstError } from "./validation.ts";
 import { HANDSHAKE_VERSION, PROTOCOL_VERSIONS } from "./versions.ts";
@@ -126,7 +126,7 @@ export function encodeFrame<T extends MessageType>(type: T, payload: Payload<T>,
 
 /** The nack that answers a frame that failed to parse. Do not send it when error.type is "nack". */
 export function nackFor(error: FrameError): Nack {
-  return { ref_id: error.ref_id, code: error.code, message: error.message };
+  return { ref_id: error.ref_id, code: error.code, message: truncateMessage(error.message) };
 }
 
 function fail(code: FrameErrorCode, message: string, refId: string | null, type: string | null): ParseResult {

@@ -27,6 +27,20 @@ export const SeqCursor = Type.Integer({ minimum: 0 });
  */
 export const MAX_MESSAGE_LENGTH = 8192;
 
+/** `text` if it fits in `max` characters, else its start and a note of how much was cut. */
+export function truncateMessage(text: string, max = MAX_MESSAGE_LENGTH): string {
+  if (text.length <= max) return text;
+  // The note's length depends on the count it states: room is made for the largest count
+  // possible, the whole text's length (the count stated is smaller, so the result fits).
+  let keep = Math.max(0, max - note(text.length).length);
+  // Never half of a surrogate pair: a lone surrogate is not valid Unicode once stored.
+  const last = text.charCodeAt(keep - 1);
+  if (keep > 0 && last >= 0xd800 && last <= 0xdbff) keep -= 1;
+  return text.slice(0, keep) + note(text.length - keep);
+}
+
+const note = (cut: number) => `…[truncated ${cut} characters]`;
+
 /** A human-readable message of an event: at most MAX_MESSAGE_LENGTH characters. */
 export const Message = Type.String({ maxLength: MAX_MESSAGE_LENGTH });
 

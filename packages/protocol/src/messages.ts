@@ -3,7 +3,7 @@
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
 import { CommandRejectionCode, SignedCommand } from "./commands.ts";
 import { EventBatch } from "./events.ts";
-import { BASE64_PATTERN, Base64, Nullable, Seq, SeqCursor, Timestamp, Uuid } from "./fields.ts";
+import { BASE64_PATTERN, Base64, Message, Nullable, Seq, SeqCursor, Timestamp, Uuid } from "./fields.ts";
 
 /** First frame on every connection, control plane to agent. */
 export const Challenge = Type.Object({
@@ -67,7 +67,7 @@ export const Nack = Type.Object({
   /** Envelope id of the refused frame; null when it could not be read. */
   ref_id: Nullable(Type.String()),
   code: NackCode,
-  message: Type.String(),
+  message: Message,
 });
 export type Nack = Static<typeof Nack>;
 
@@ -83,7 +83,7 @@ export type CommandAccepted = Static<typeof CommandAccepted>;
 export const CommandRejected = Type.Object({
   command_id: Uuid,
   code: CommandRejectionCode,
-  message: Type.String(),
+  message: Message,
 });
 export type CommandRejected = Static<typeof CommandRejected>;
 

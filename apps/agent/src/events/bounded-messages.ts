@@ -3,21 +3,10 @@
 // batch again on every reconnect: a container printing one huge line would stall every
 // event after it. A cut message ends with "…[truncated N characters]" and stays within the
 // limit.
-import { MAX_MESSAGE_LENGTH, type EventInput } from "@berth/protocol";
+import { MAX_MESSAGE_LENGTH, truncateMessage, type EventInput } from "@berth/protocol";
 
-/** `text` if it fits in `max` characters, else its start and a note of how much was cut. */
-export function truncateMessage(text: string, max = MAX_MESSAGE_LENGTH): string {
-  if (text.length <= max) return text;
-  // The note's length depends on the count it states: room is made for the largest count
-  // possible, the whole text's length (the count stated is smaller, so the result fits).
-  let keep = Math.max(0, max - note(text.length).length);
-  // Never half of a surrogate pair: a lone surrogate is not valid Unicode once stored.
-  const last = text.charCodeAt(keep - 1);
-  if (keep > 0 && last >= 0xd800 && last <= 0xdbff) keep -= 1;
-  return text.slice(0, keep) + note(text.length - keep);
-}
+export { truncateMessage };
 
-const note = (cut: number) => `…[truncated ${cut} characters]`;
 
 const tooLong = (text: unknown): text is string => typeof text === "string" && text.length > MAX_MESSAGE_LENGTH;
 

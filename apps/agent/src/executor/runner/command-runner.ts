@@ -4,6 +4,7 @@
 // events through the journal.
 import {
   COMMAND_REJECTION_CODES,
+  truncateMessage,
   verifyCommand,
   type CommandAccepted,
   type CommandRejected,
@@ -105,7 +106,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
       message: `Command ${cmd.command_id} (${cmd.type}) rejected: ${code}: ${message}`,
       data: { code, type: cmd.type },
     });
-    return { type: "command.rejected", payload: { command_id: cmd.command_id, code, message } };
+    return { type: "command.rejected", payload: { command_id: cmd.command_id, code, message: truncateMessage(message) } };
   }
 
   function start(command: Command, handler: CommandHandler): void {
@@ -251,7 +252,7 @@ function answerFor(record: CommandRecord): CommandAnswer {
       ? (result.code as CommandRejectionCode)
       : "invalid_params";
     const message = typeof result.message === "string" ? result.message : "rejected";
-    return { type: "command.rejected", payload: { command_id: record.commandId, code, message } };
+    return { type: "command.rejected", payload: { command_id: record.commandId, code, message: truncateMessage(message) } };
   }
   // accepted, running or done: the command was accepted once, and that stays the answer.
   // The journal's schema guarantees a seq on every command that is not rejected.
