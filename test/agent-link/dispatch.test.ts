@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { DEPLOY_STEP_IDS, type Event, type SignedCommand, type StepId } from "@berth/protocol";
+import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
@@ -15,7 +16,7 @@ beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
   const a = cp.app.server.address() as { port: number };
   base = `http://127.0.0.1:${a.port}`;
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
 });
 afterAll(async () => cp?.close());
 

@@ -6,6 +6,7 @@
 // A's own agent can still finish A's deployment afterwards.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPLOY_STEP_IDS, type Event, type SignedCommand } from "@berth/protocol";
+import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
@@ -20,7 +21,7 @@ const cleanup: (() => void)[] = [];
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
   base = urlOf(cp);
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
 }, 60_000);
 afterAll(async () => {
   for (const c of cleanup) c();

@@ -4,7 +4,6 @@
 // server sending more log lines than its budget, and a flood of frames that must pause the
 // socket rather than queue without end. Small limits, and every client tells its address
 // through X-Forwarded-For (trustProxy), so each test counts for an address of its own.
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { createDemoOrganization } from "@berth/control-plane";
@@ -23,6 +22,8 @@ import {
 } from "@berth/protocol";
 import { truncateMessage } from "../../apps/agent/src/events/bounded-messages.ts";
 import { PAUSE_ABOVE } from "../../apps/control-plane/src/modules/agents/link/frame-queue.ts";
+import { logLines } from "../support/log-lines.ts";
+import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { SimAgent } from "../support/sim-agent.ts";
@@ -34,21 +35,17 @@ const LIMITS = { handshakesPerAddress: 3, hellosPerAddressPerMinute: 5, logLines
 let cp: TestControlPlane;
 let base: string;
 const cleanup: (() => void)[] = [];
-const logLines: string[] = [];
+let logged: string[] = [];
 let nextAddress = 1;
 /** An address no other test has used. */
 const freshAddress = () => `203.0.113.${nextAddress++}`;
 
 beforeAll(async () => {
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logLines.push(...chunk.toString("utf8").split("\n").filter((l) => l !== ""));
-      done();
-    },
-  });
-  cp = await startControlPlane({ listen: true, heartbeatMs: 5000, trustProxy: true, agentLimits: LIMITS, logger: { level: "warn", stream: sink } });
+  const log = logLines();
+  logged = log.lines;
+  cp = await startControlPlane({ listen: true, heartbeatMs: 5000, trustProxy: true, agentLimits: LIMITS, logger: { level: "warn", stream: log.stream } });
   base = urlOf(cp);
-  await cp.app.services.images.set({ erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" });
+  await useTestImages(cp);
 }, 60_000);
 afterAll(async () => {
   for (const c of cleanup) c();
@@ -272,7 +269,7 @@ describe("after the handshake", () => {
     expect(cmd[0]!.state).toBe("succeeded");
     // Counted and logged on the control plane; a well-behaved agent was never paused.
     expect(stats().logLinesDropped - droppedBefore).toBe(30 + 2 + 3);
-    expect(logLines.some((l) => l.includes("log budget exceeded") && l.includes(d.server_id))).toBe(true);
+    expect(logged.some((l) => l.includes("log budget exceeded") && l.includes(d.server_id))).toBe(true);
     expect(stats().pauses).toBe(pausesBefore);
 
     // The next minute the server's lines are stored again.

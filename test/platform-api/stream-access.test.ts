@@ -2,10 +2,10 @@
 // and 11): a session token in the query is refused on every route; an EventSource opens the
 // stream with a single-use, short-lived ticket for one organisation; each organisation and
 // person may hold only so many streams; request logs show no credential.
-import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { logLines } from "../support/log-lines.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { SseStream, urlOf } from "../support/sse.ts";
 
@@ -13,18 +13,14 @@ let cp: TestControlPlane;
 let base: string;
 let d: DemoOrganization;
 let owner: Person;
-const logLines: string[] = [];
+let logged: string[] = [];
 const open: SseStream[] = [];
 
 beforeAll(async () => {
   // Small caps so they can be reached; every request logged, to read what the log keeps.
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      logLines.push(...chunk.toString("utf8").split("\n").filter((l) => l !== ""));
-      done();
-    },
-  });
-  cp = await startControlPlane({ listen: true, streamCaps: { perOrganization: 3, perPerson: 2 }, logger: { level: "info", stream: sink } });
+  const log = logLines();
+  logged = log.lines;
+  cp = await startControlPlane({ listen: true, streamCaps: { perOrganization: 3, perPerson: 2 }, logger: { level: "info", stream: log.stream } });
   base = urlOf(cp);
   d = await createDemoOrganization(cp.database.db, cp.app.services);
   owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
@@ -119,7 +115,7 @@ describe("tokens in URLs", () => {
     expect(s.status).toBe(200);
     s.close();
     await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${owner.token}` } });
-    const all = logLines.join("\n");
+    const all = logged.join("\n");
     expect(all).toContain("ticket=[redacted]");
     expect(all).not.toContain(ticket.slice(4, 40));
     expect(all).not.toContain(owner.token);
