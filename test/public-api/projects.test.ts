@@ -1,25 +1,17 @@
 // Projects: create, read, partial update, and the delete rules of public spec 4.3.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
-let d: DemoOrganization;
 beforeAll(async () => {
   cp = await startControlPlane();
 });
 afterAll(async () => cp?.close());
 
-const fresh = async () => {
-  const o = await freshOrganization(cp);
-  d = o.d;
-  return o;
-};
-
 describe("create", () => {
   it("returns 201 with every field, defaults applied, and the project is listed", async () => {
-    const { rw, ro } = await fresh();
+    const { rw, ro, d } = await freshOrganization(cp);
     const res = await rw.post("/projects", { name: "Shop", server_id: d.server_id });
     expect(res.status).toBe(201);
     expect(res.body).toEqual({
@@ -38,7 +30,7 @@ describe("create", () => {
   });
 
   it("keeps only major.minor of the ERP version and refuses unsupported ones", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const ok = await rw.post("/projects", { name: "A", server_id: d.server_id, erp_version: "17.0.1.3" });
     expect(ok.body.erp_version).toBe("17.0");
     for (const bad of ["12.0", "nonsense", "20.0"]) {
@@ -56,7 +48,7 @@ describe("create", () => {
     [{ server_id: "not-a-uuid" }, "body/server_id"],
     [{ surprise: true }, "body/surprise"],
   ])("refuses %o with a validation_error naming %s", async (patch, path) => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const res = await rw.post("/projects", { name: "ok", server_id: d.server_id, ...patch });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("validation_error");
@@ -64,13 +56,13 @@ describe("create", () => {
   });
 
   it("accepts a name and branch of exactly 255 characters", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const res = await rw.post("/projects", { name: "n".repeat(255), default_branch: "b".repeat(255), server_id: d.server_id });
     expect(res.status).toBe(201);
   });
 
   it("refuses a missing server_id and an unknown server", async () => {
-    const { rw } = await fresh();
+    const { rw } = await freshOrganization(cp);
     const missing = await rw.post("/projects", { name: "x" });
     expect(missing.status).toBe(400);
     expect(missing.body.details[0].path).toBe("body/server_id");
@@ -82,7 +74,7 @@ describe("create", () => {
 
 describe("update", () => {
   it("changes only the fields sent", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const before = (await rw.get(`/projects/${d.project_id}`)).body;
     const renamed = await rw.patch(`/projects/${d.project_id}`, { name: "Renamed" });
     expect(renamed.status).toBe(200);
@@ -94,7 +86,7 @@ describe("update", () => {
   });
 
   it("refuses server_id and erp_version changes (not updatable) and bad values", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     for (const body of [{ server_id: d.server_id }, { name: "" }, { default_branch: "x".repeat(256) }]) {
       const res = await rw.patch(`/projects/${d.project_id}`, body);
       expect(res.status).toBe(400);
@@ -103,7 +95,7 @@ describe("update", () => {
   });
 
   it("is a 404 for an unknown project", async () => {
-    const { rw } = await fresh();
+    const { rw } = await freshOrganization(cp);
     const res = await rw.patch(`/projects/${crypto.randomUUID()}`, { name: "x" });
     expect(res.status).toBe(404);
     expect(res.body.error).toBe("not_found");
@@ -112,7 +104,7 @@ describe("update", () => {
 
 describe("delete", () => {
   it.each([undefined, "TRUE", "yes", "1", "true "])("needs X-Confirm-Delete exactly 'true' (got %s)", async (value) => {
-    const { rw, ro } = await fresh();
+    const { rw, ro, d } = await freshOrganization(cp);
     const res = await rw.delete(`/projects/${d.project_id}`, value === undefined ? {} : { "x-confirm-delete": value });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("confirm_required");
@@ -120,14 +112,14 @@ describe("delete", () => {
   });
 
   it("is refused with 409 environments_running while an environment runs", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const res = await rw.delete(`/projects/${d.project_id}`, { "x-confirm-delete": "true" });
     expect(res.status).toBe(409);
     expect(res.body.error).toBe("environments_running");
   });
 
   it("is refused while an environment is deploying or has a queued task", async () => {
-    const { rw } = await fresh();
+    const { rw, d } = await freshOrganization(cp);
     const { pool } = cp.database;
     await pool.query("update environments set status = 'stopped' where project_id = $1", [d.project_id]);
     const task = await rw.post(`/environments/${d.environments.stopped}/deploy`);
@@ -142,7 +134,7 @@ describe("delete", () => {
   });
 
   it("soft-deletes an idle project: 204, then 404 and gone from lists and counts", async () => {
-    const { rw, ro } = await fresh();
+    const { rw, ro, d } = await freshOrganization(cp);
     await cp.database.pool.query("update environments set status = 'stopped' where project_id = $1", [d.project_id]);
     const serverBefore = (await ro.get(`/servers/${d.server_id}`)).body.environment_count;
     expect(serverBefore).toBe(2);

@@ -1,26 +1,18 @@
 // Webhook subscriptions and API keys (public spec 4.5, 5, 6; shapes designed by us).
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
-let d: DemoOrganization;
 beforeAll(async () => {
   cp = await startControlPlane();
 });
 afterAll(async () => cp?.close());
 
-const fresh = async () => {
-  const o = await freshOrganization(cp);
-  d = o.d;
-  return o;
-};
-
 describe("webhook subscriptions", () => {
   it("create shows the signing secret once; reads never show it", async () => {
-    const { rw, ro } = await fresh();
+    const { rw, ro } = await freshOrganization(cp);
     const created = await rw.post("/webhooks", {
       url: "https://hooks.example.com/berth",
       events: ["deploy.completed", "deployment.failed", "environment.status_changed", "deploy.completed"],
@@ -57,7 +49,7 @@ describe("webhook subscriptions", () => {
     [{ events: ["deploy.exploded"] }, "validation_error"],
     [{ events: [] }, "validation_error"],
   ])("refuses %o with %s", async (patch, code) => {
-    const { rw } = await fresh();
+    const { rw } = await freshOrganization(cp);
     const res = await rw.post("/webhooks", { url: "https://hooks.example.com/x", events: ["deploy.failed"], ...patch });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe(code);
@@ -73,7 +65,7 @@ describe("webhook subscriptions", () => {
     "https://10.1.2.3/hook",
     "https://[::ffff:192.168.0.1]/hook",
   ])("refuses %s: a loopback, private or metadata receiver needs the operator's allow-list", async (url) => {
-    const { rw } = await fresh();
+    const { rw } = await freshOrganization(cp);
     const res = await rw.post("/webhooks", { url, events: ["deploy.failed"] });
     expect(res.status).toBe(400);
     expect(res.body.error).toBe("invalid_webhook_url");
@@ -84,7 +76,7 @@ describe("webhook subscriptions", () => {
   });
 
   it("update changes only what is sent; delete hides it", async () => {
-    const { rw, ro } = await fresh();
+    const { rw, ro } = await freshOrganization(cp);
     const created = (await rw.post("/webhooks", { url: "https://a.example.com/h", events: ["deploy.failed"] })).body;
     const updated = await rw.patch(`/webhooks/${created.id}`, { enabled: false, events: ["deployment.completed"] });
     expect(updated.status).toBe(200);
@@ -96,7 +88,7 @@ describe("webhook subscriptions", () => {
   });
 
   it("a project-scoped key's subscriptions are tied to its project", async () => {
-    await fresh();
+    const { d } = await freshOrganization(cp);
     const projectKey = publicClient(cp.app, d.api_keys.project_rw);
     const created = await projectKey.post("/webhooks", { url: "https://p.example.com/h", events: ["deploy.failed"] });
     expect(created.body.project_id).toBe(d.project_id);
@@ -110,7 +102,7 @@ describe("webhook subscriptions", () => {
 
 describe("API keys", () => {
   it("lists keys with prefix and scope, never the key or its hash", async () => {
-    const { ro } = await fresh();
+    const { ro, d } = await freshOrganization(cp);
     const res = await ro.get("/api-keys");
     expect(res.status).toBe(200);
     expect(res.body.pagination.total).toBe(4);
@@ -124,7 +116,7 @@ describe("API keys", () => {
   });
 
   it("revoking a key stops it at once on the revoking replica and moments later on every other one; revoking again keeps the first time", async () => {
-    const { rw, ro } = await fresh();
+    const { rw, ro, d } = await freshOrganization(cp);
     const second = await startControlPlane({ url: cp.url });
     try {
       const target = (await ro.get("/api-keys")).body.data.find((k: { prefix: string }) => k.prefix === d.api_keys.project_ro.slice(0, 16));
@@ -152,7 +144,7 @@ describe("API keys", () => {
   });
 
   it("records when a key was last used", async () => {
-    const { ro } = await fresh();
+    const { ro, d } = await freshOrganization(cp);
     const { rows: before } = await cp.database.pool.query("select last_used_at from api_keys where display_prefix = $1", [d.api_keys.org_ro.slice(0, 16)]);
     expect(before[0].last_used_at).toBeNull();
     await ro.get("/projects");
