@@ -204,93 +204,100 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
       async (request) => service.cancel(personOf(request), request.params.deployment_id),
     );
 
-    app.delete(
-      "/deployments/environment/:environment_id/destroy",
-      {
-        schema: {
-          tags: TAG,
-          summary: "Destroy an environment",
-          description:
-            "Removes the application and database containers, the database volume, the network and the configuration; with delete_data also the data directory. " +
-            "Records a destroy deployment; the environment becomes pending and inactive. A deployment in progress is cancelled first.",
-          params: Type.Object({ environment_id: Uuid }),
-          querystring: Type.Object({ delete_data: Type.Boolean({ default: false }) }, { additionalProperties: false }),
-          response: {
-            200: Type.Object({
-              message: Type.String(),
-              environment_id: Uuid,
-              deployment_id: Uuid,
-              deleted_containers: Type.Boolean(),
-              deleted_database: Type.Boolean(),
-              deleted_data: Type.Boolean(),
-            }),
-            ...errors(404),
-          },
-        },
-      },
-      async (request) => {
-        const { op, env } = await environments.destroy(personOf(request), request.params.environment_id, request.query.delete_data);
-        return {
-          message: "Environment destroy started",
-          environment_id: env.id,
-          deployment_id: op.id,
-          deleted_containers: true,
-          deleted_database: true,
-          deleted_data: request.query.delete_data,
-        };
-      },
-    );
-
-    app.post(
-      "/environments/:environment_id/deploy",
-      {
-        schema: {
-          tags: TAG,
-          summary: "Deploy an environment",
-          description:
-            "force: true redeploys from the current configuration (a deployment in progress is cancelled; database and file store kept). " +
-            "Without force: 409 while a deployment is in progress, and nothing happens (200, skipped) when the environment already runs.",
-          params: Type.Object({ environment_id: Uuid }),
-          body: Type.Object({ force: Type.Boolean({ default: false }), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false }),
-          response: { 200: EnvironmentDeploy, 201: EnvironmentDeploy, ...errors(404, 409) },
-        },
-      },
-      async (request, reply) => {
-        const out = await environments.deployEnvironment(personOf(request), request.params.environment_id, request.body ?? { force: false });
-        return reply.code(out.skipped ? 200 : 201).send({ ...out, deployment: out.deployment ? deploymentRecord(out.deployment) : null });
-      },
-    );
-
-    app.post(
-      "/projects/:project_id/environments/:env_id/deploy",
-      {
-        schema: {
-          tags: TAG,
-          summary: "Deploy a project's environment",
-          description: "force_restore=true on an environment created by a migration whose backup was restored: the next deployment restores the backup again, replacing current data.",
-          params: Type.Object({ project_id: Uuid, env_id: Uuid }),
-          querystring: Type.Object({ force_restore: Type.Boolean({ default: false }) }, { additionalProperties: false }),
-          response: { 201: EnvironmentDeploy, ...errors(404, 409) },
-        },
-      },
-      async (request, reply) => {
-        const out = await environments.deployProjectEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.query.force_restore);
-        return reply.code(201).send({ ...out, deployment: deploymentRecord(out.deployment) });
-      },
-    );
-
-    app.patch(
-      "/projects/:project_id/environments/:env_id",
-      {
-        schema: {
-          tags: ["Environments"],
-          summary: "Change auto-deploy or branch",
-          params: Type.Object({ project_id: Uuid, env_id: Uuid }),
-          body: Type.Object({ auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false, minProperties: 1 }),
-          response: { 200: EnvironmentRef, ...errors(404) },
-        },
-      },
-      async (request) => environmentView(await environments.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
-    );
+    environmentOperationRoutes(app, environments);
   };
+}
+
+type RoutesApp = Parameters<FastifyPluginAsyncTypebox>[0];
+
+/** The operations on a whole environment: destroy, deploy (two spellings) and its settings. */
+function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOperations): void {
+  app.delete(
+    "/deployments/environment/:environment_id/destroy",
+    {
+      schema: {
+        tags: TAG,
+        summary: "Destroy an environment",
+        description:
+          "Removes the application and database containers, the database volume, the network and the configuration; with delete_data also the data directory. " +
+          "Records a destroy deployment; the environment becomes pending and inactive. A deployment in progress is cancelled first.",
+        params: Type.Object({ environment_id: Uuid }),
+        querystring: Type.Object({ delete_data: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+        response: {
+          200: Type.Object({
+            message: Type.String(),
+            environment_id: Uuid,
+            deployment_id: Uuid,
+            deleted_containers: Type.Boolean(),
+            deleted_database: Type.Boolean(),
+            deleted_data: Type.Boolean(),
+          }),
+          ...errors(404),
+        },
+      },
+    },
+    async (request) => {
+      const { op, env } = await environments.destroy(personOf(request), request.params.environment_id, request.query.delete_data);
+      return {
+        message: "Environment destroy started",
+        environment_id: env.id,
+        deployment_id: op.id,
+        deleted_containers: true,
+        deleted_database: true,
+        deleted_data: request.query.delete_data,
+      };
+    },
+  );
+
+  app.post(
+    "/environments/:environment_id/deploy",
+    {
+      schema: {
+        tags: TAG,
+        summary: "Deploy an environment",
+        description:
+          "force: true redeploys from the current configuration (a deployment in progress is cancelled; database and file store kept). " +
+          "Without force: 409 while a deployment is in progress, and nothing happens (200, skipped) when the environment already runs.",
+        params: Type.Object({ environment_id: Uuid }),
+        body: Type.Object({ force: Type.Boolean({ default: false }), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false }),
+        response: { 200: EnvironmentDeploy, 201: EnvironmentDeploy, ...errors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const out = await environments.deployEnvironment(personOf(request), request.params.environment_id, request.body ?? { force: false });
+      return reply.code(out.skipped ? 200 : 201).send({ ...out, deployment: out.deployment ? deploymentRecord(out.deployment) : null });
+    },
+  );
+
+  app.post(
+    "/projects/:project_id/environments/:env_id/deploy",
+    {
+      schema: {
+        tags: TAG,
+        summary: "Deploy a project's environment",
+        description: "force_restore=true on an environment created by a migration whose backup was restored: the next deployment restores the backup again, replacing current data.",
+        params: Type.Object({ project_id: Uuid, env_id: Uuid }),
+        querystring: Type.Object({ force_restore: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+        response: { 201: EnvironmentDeploy, ...errors(404, 409) },
+      },
+    },
+    async (request, reply) => {
+      const out = await environments.deployProjectEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.query.force_restore);
+      return reply.code(201).send({ ...out, deployment: deploymentRecord(out.deployment) });
+    },
+  );
+
+  app.patch(
+    "/projects/:project_id/environments/:env_id",
+    {
+      schema: {
+        tags: ["Environments"],
+        summary: "Change auto-deploy or branch",
+        params: Type.Object({ project_id: Uuid, env_id: Uuid }),
+        body: Type.Object({ auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false, minProperties: 1 }),
+        response: { 200: EnvironmentRef, ...errors(404) },
+      },
+    },
+    async (request) => environmentView(await environments.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
+  );
 }
