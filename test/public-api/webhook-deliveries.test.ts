@@ -145,6 +145,8 @@ describe("outgoing webhooks", () => {
       expect(body.data.deployment).toMatchObject({ id: deploymentId, environment_id: demo.environments.running, kind: "deploy", status: "success" });
     }
 
+    // The receiver has both POSTs; each delivery is recorded once its answer is read, a moment later.
+    await waitFor(async () => (await deliveries(sub.id)).data.filter((d) => d.status === "succeeded").length === 2, 10_000);
     const list = await deliveries(sub.id);
     expect(list.pagination.total).toBe(2);
     for (const d of list.data) {
