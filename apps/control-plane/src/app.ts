@@ -34,7 +34,7 @@ import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
-import { mailSettings, outboundAllowList, registrationMode, trustProxySetting, type RegistrationMode } from "./config.ts";
+import { agentLimitSettings, mailSettings, outboundAllowList, registrationMode, trustProxySetting, type RegistrationMode } from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
@@ -117,7 +117,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
-    ...(opts.agentLimits ? { limits: opts.agentLimits } : {}),
+    limits: { ...agentLimitSettings(), ...opts.agentLimits },
     now: () => clock.now().getTime(),
     log: app.log,
   });

@@ -111,3 +111,27 @@ export function mailSettings(env: NodeJS.ProcessEnv = process.env): { smtpUrl?: 
   if (!/^smtps?:\/\/[^\s]+$/.test(smtpUrl)) throw new Error("BERTH_SMTP_URL must be smtp://[user:password@]host[:port] or smtps://…");
   return { smtpUrl, from };
 }
+
+/**
+ * The agent link's limits as an operator may set them (each a positive integer; unset: the
+ * default in modules/agents/link/limits.ts): BERTH_AGENT_LOG_LINES_PER_MINUTE and
+ * BERTH_AGENT_LOG_BYTES_PER_MINUTE per server, BERTH_AGENT_HANDSHAKES_PER_ADDRESS and
+ * BERTH_AGENT_HELLOS_PER_ADDRESS_PER_MINUTE per client address (raise these when many agents
+ * reach the control plane from one address, e.g. through NAT).
+ */
+export function agentLimitSettings(env: NodeJS.ProcessEnv = process.env): Partial<Record<"logLinesPerMinute" | "logBytesPerMinute" | "handshakesPerAddress" | "hellosPerAddressPerMinute", number>> {
+  const names = {
+    logLinesPerMinute: "BERTH_AGENT_LOG_LINES_PER_MINUTE",
+    logBytesPerMinute: "BERTH_AGENT_LOG_BYTES_PER_MINUTE",
+    handshakesPerAddress: "BERTH_AGENT_HANDSHAKES_PER_ADDRESS",
+    hellosPerAddressPerMinute: "BERTH_AGENT_HELLOS_PER_ADDRESS_PER_MINUTE",
+  } as const;
+  const out: Partial<Record<keyof typeof names, number>> = {};
+  for (const [key, name] of Object.entries(names) as [keyof typeof names, string][]) {
+    const raw = (env[name] ?? "").trim();
+    if (raw === "") continue;
+    if (!/^[1-9][0-9]{0,14}$/.test(raw)) throw new Error(`${name} must be a positive whole number, got ${JSON.stringify(raw)}`);
+    out[key] = Number(raw);
+  }
+  return out;
+}
