@@ -2,7 +2,6 @@
 // servers and their recent figures, and adding a server with its install command.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
@@ -68,13 +67,6 @@ const StatsHistory = Type.Object({
     Type.Object({ ts: Timestamp, cpu_percent: num, ram_used_mb: num, ram_total_mb: num, disk_used_gb: num, disk_total_gb: num, load1: num }),
   ),
 });
-/** The origin servers reach this control plane at, as the browser did (behind a proxy: X-Forwarded-*). */
-function originOf(request: FastifyRequest): { protocol: string; host: string } {
-  const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v)?.split(",")[0]?.trim();
-  const proto = first(request.headers["x-forwarded-proto"]) ?? request.protocol;
-  const host = first(request.headers["x-forwarded-host"]) ?? request.headers.host ?? "localhost";
-  return { protocol: proto === "https" ? "https" : "http", host };
-}
 
 export function serversPlatformRoutes(deps: {
   servers: Pick<ServersRepo, "withFigures" | "placedEnvironments" | "exists" | "statsHistory">;
@@ -159,8 +151,10 @@ export function serversPlatformRoutes(deps: {
         await access.requireOrg(p, orgId, "org.servers.manage");
         const name = request.body.name.trim() || "server";
         const out = await deps.enrollment.createServer(orgId, { name }, p.userId);
-        // installCommandFor refuses (invalid_host) a Host that is not a plain host[:port].
-        const command = installCommandFor(originOf(request), out.enrollment.token, await deps.enrollment.releaseKey());
+        // The origin as the browser reached it (request.protocol and host follow X-Forwarded-*
+        // from trusted proxies only, BERTH_TRUST_PROXY); installCommandFor refuses
+        // (invalid_host) a Host that is not a plain host[:port].
+        const command = installCommandFor(request, out.enrollment.token, await deps.enrollment.releaseKey());
         return reply.code(201).send({ server: { id: out.serverId, name, status: "pending" as const }, enrollment: out.enrollment, install_command: command });
       },
     );
