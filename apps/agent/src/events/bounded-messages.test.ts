@@ -1,10 +1,10 @@
 // Messages cut to the protocol's limit before they are journalled, so no event the agent
 // writes can get its batch refused by the control plane.
 import { describe, expect, it } from "vitest";
-import { Event, MAX_MESSAGE_LENGTH, type EventInput } from "@berth/protocol";
+import { Event, MAX_MESSAGE_LENGTH, truncateMessage, type EventInput } from "@berth/protocol";
 import { Value } from "@sinclair/typebox/value";
 import type { JournalEvent } from "../journal/journal-types.ts";
-import { truncateMessage, withBoundedMessages } from "./bounded-messages.ts";
+import { withBoundedMessages } from "./bounded-messages.ts";
 import { createEventOutbox } from "./event-outbox.ts";
 import { toWireEvent } from "./wire-events.ts";
 

@@ -1,12 +1,9 @@
-// Messages cut to the protocol's MAX_MESSAGE_LENGTH before an event is journalled. The
-// control plane refuses a batch holding a longer message, and the journal would send that
-// batch again on every reconnect: a container printing one huge line would stall every
-// event after it. A cut message ends with "…[truncated N characters]" and stays within the
-// limit.
+// Messages cut to the protocol's MAX_MESSAGE_LENGTH (its truncateMessage) before an event is
+// journalled. The control plane refuses a batch holding a longer message, and the journal
+// would send that batch again on every reconnect: a container printing one huge line would
+// stall every event after it. A cut message ends with "…[truncated N characters]" and stays
+// within the limit.
 import { MAX_MESSAGE_LENGTH, truncateMessage, type EventInput } from "@berth/protocol";
-
-export { truncateMessage };
-
 
 const tooLong = (text: unknown): text is string => typeof text === "string" && text.length > MAX_MESSAGE_LENGTH;
 
