@@ -68,7 +68,6 @@ export function createServices(deps: {
   mailer?: Mailer;
 }) {
   const { db, clock } = deps;
-  const invitationsRepo = createInvitationsRepo(db);
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
@@ -132,8 +131,7 @@ export function createServices(deps: {
     // Signed with the cursor secret under its own label (an instance secret every replica shares).
     streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
-    invitations: createInvitations({ repo: invitationsRepo, accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
-    invitationsRepo,
+    invitations: createInvitations({ repo: createInvitationsRepo(db), accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

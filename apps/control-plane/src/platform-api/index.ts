@@ -39,7 +39,7 @@ export function platformApi(deps: PlatformDeps) {
     api.addHook("onRequest", createSessionAuth(s.sessions));
     installPortalAudit(api, { audit: s.audit, log: api.log });
     await api.register(authRoutes({ sessions: s.sessions, invitations: s.invitations, registration: deps.registration, access: s.access, limits: s.rateLimits }));
-    await api.register(invitationsRoutes({ invitations: s.invitations, repo: s.invitationsRepo, access: s.access, limits: s.rateLimits }));
+    await api.register(invitationsRoutes({ invitations: s.invitations, access: s.access, limits: s.rateLimits }));
     await api.register(organizationsRoutes({ memberships: s.memberships, access: s.access }));
     await api.register(apiKeysPlatformRoutes({ apiKeys: s.apiKeys, access: s.access }));
     await api.register(gitHooksRoutes({ gitHooks: s.gitHooks, access: s.access, limits: s.rateLimits }));

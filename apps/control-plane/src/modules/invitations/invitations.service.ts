@@ -55,8 +55,16 @@ export function createInvitations(deps: {
   const { repo, clock } = deps;
   const newToken = () => INVITATION_PREFIX + randomBytes(32).toString("base64url");
 
-  async function send(i: { email: string; role: string }, token: string, organizationName: string, inviter: string, linkBase: string, expiresAt: Date) {
-    await deps.mailer.send({ to: i.email, ...invitationMail({ organizationName, inviter, role: i.role, link: `${linkBase}/#/invite/${token}`, expiresAt }) });
+  /** Mails the invitation's link with this token. */
+  async function send(i: InvitationRow, token: string, inviter: string, linkBase: string) {
+    const organizationName = await repo.organizationName(i.organizationId);
+    if (organizationName === undefined) throw notFound("Organization");
+    await deps.mailer.send({ to: i.email, ...invitationMail({ organizationName, inviter, role: i.role, link: `${linkBase}/#/invite/${token}`, expiresAt: i.expiresAt }) });
+  }
+
+  /** Only owners (and portal admins) invite owners, as only they make owners. */
+  function checkRole(inviter: Inviter, role: string) {
+    if (role === "owner" && !can(inviter.role, "org.owners.manage")) throw new DomainError("owner_required", "Only organisation owners can invite owners.");
   }
 
   /** The usable invitation of a token, or invitation_not_found. */
@@ -72,14 +80,14 @@ export function createInvitations(deps: {
      * Invites the address with a role and mails it the link (`linkBase` is the dashboard's
      * origin). If the mail cannot be sent, nothing is kept (mail_unavailable).
      */
-    async invite(inviter: Inviter, org: { id: string; name: string }, input: { email: string; role: OrgRole }, linkBase: string) {
-      if (input.role === "owner" && !can(inviter.role, "org.owners.manage")) throw new DomainError("owner_required", "Only organisation owners can invite owners.");
+    async invite(inviter: Inviter, organizationId: string, input: { email: string; role: OrgRole }, linkBase: string) {
+      checkRole(inviter, input.role);
       const email = input.email.trim();
-      if (await repo.isMember(org.id, email)) throw new DomainError("already_member", `${email} is already a member of this organisation: change their role instead`);
+      if (await repo.isMember(organizationId, email)) throw new DomainError("already_member", `${email} is already a member of this organisation: change their role instead`);
       const token = newToken();
       const now = clock.now();
       const row = await repo.insert({
-        organizationId: org.id,
+        organizationId,
         email,
         role: input.role,
         tokenHash: hashToken(token),
@@ -90,7 +98,7 @@ export function createInvitations(deps: {
       });
       if (!row) throw new DomainError("invitation_exists", `An invitation to ${email} is already open: resend or revoke it`);
       try {
-        await send(row, token, org.name, inviter.name, linkBase, row.expiresAt);
+        await send(row, token, inviter.name, linkBase);
       } catch (err) {
         await repo.delete(row.id);
         throw err;
@@ -101,15 +109,15 @@ export function createInvitations(deps: {
     list: async (organizationId: string) => (await repo.listOpen(organizationId)).map((i) => invitationView(i, clock.now())),
 
     /** A new link (the old one stops working) and a new week, mailed again. */
-    async resend(inviter: Inviter, org: { id: string; name: string }, id: string, linkBase: string) {
-      const current = await repo.getOpen(org.id, id);
+    async resend(inviter: Inviter, organizationId: string, id: string, linkBase: string) {
+      const current = await repo.getOpen(organizationId, id);
       if (!current) throw notFound("Invitation");
-      if (current.role === "owner" && !can(inviter.role, "org.owners.manage")) throw new DomainError("owner_required", "Only organisation owners can invite owners.");
+      checkRole(inviter, current.role);
       const token = newToken();
       const now = clock.now();
-      const row = await repo.renew(org.id, id, { tokenHash: hashToken(token), sentAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS) });
+      const row = await repo.renew(organizationId, id, { tokenHash: hashToken(token), sentAt: now, expiresAt: new Date(now.getTime() + INVITATION_TTL_MS) });
       if (!row) throw notFound("Invitation");
-      await send(row, token, org.name, inviter.name, linkBase, row.expiresAt);
+      await send(row, token, inviter.name, linkBase);
       return invitationView(row, now);
     },
 

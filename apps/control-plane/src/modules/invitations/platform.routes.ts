@@ -5,13 +5,12 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { publicUrl } from "../../config.ts";
-import { DomainError, notFound } from "../../lib/errors.ts";
+import { DomainError } from "../../lib/errors.ts";
 import { errors, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { installOrigin, InstallOriginError } from "../agent-releases/index.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
-import type { InvitationsRepo } from "./invitations.repo.ts";
 import { INVITATION_TTL_MS, type Invitations } from "./invitations.service.ts";
 
 const TAG = ["Organizations"];
@@ -53,18 +52,15 @@ function linkBase(request: FastifyRequest): string {
 
 export function invitationsRoutes(deps: {
   invitations: Invitations;
-  repo: Pick<InvitationsRepo, "organizationName">;
   access: Pick<Access, "requireOrg">;
   limits: RateLimiter;
 }): FastifyPluginAsyncTypebox {
   const { invitations, access, limits } = deps;
-  /** The caller as an inviter of this organisation (needs org.members.manage), and the organisation. */
+  /** The caller as an inviter of this organisation (needs org.members.manage). */
   async function inviterIn(request: FastifyRequest, organizationId: string) {
     const person = personOf(request);
     const role = await access.requireOrg(person, organizationId, "org.members.manage");
-    const name = await deps.repo.organizationName(organizationId);
-    if (name === undefined) throw notFound("Organization");
-    return { inviter: { userId: person.userId, role, name: person.name }, org: { id: organizationId, name } };
+    return { userId: person.userId, role, name: person.name };
   }
 
   return async (app) => {
@@ -97,9 +93,10 @@ export function invitationsRoutes(deps: {
         },
       },
       async (request, reply) => {
-        const { inviter, org } = await inviterIn(request, request.params.organization_id);
-        await limits.take({ bucket: `invite:${org.id}`, limit: INVITE_LIMIT, what: "invitations for this organisation" });
-        return reply.code(201).send(await invitations.invite(inviter, org, request.body, linkBase(request)));
+        const orgId = request.params.organization_id;
+        const inviter = await inviterIn(request, orgId);
+        await limits.take({ bucket: `invite:${orgId}`, limit: INVITE_LIMIT, what: "invitations for this organisation" });
+        return reply.code(201).send(await invitations.invite(inviter, orgId, request.body, linkBase(request)));
       },
     );
 
@@ -115,9 +112,10 @@ export function invitationsRoutes(deps: {
         },
       },
       async (request) => {
-        const { inviter, org } = await inviterIn(request, request.params.organization_id);
-        await limits.take({ bucket: `invite:${org.id}`, limit: INVITE_LIMIT, what: "invitations for this organisation" });
-        return invitations.resend(inviter, org, request.params.invitation_id, linkBase(request));
+        const orgId = request.params.organization_id;
+        const inviter = await inviterIn(request, orgId);
+        await limits.take({ bucket: `invite:${orgId}`, limit: INVITE_LIMIT, what: "invitations for this organisation" });
+        return invitations.resend(inviter, orgId, request.params.invitation_id, linkBase(request));
       },
     );
 
