@@ -16,11 +16,11 @@ import {
   PROTOCOL_VERSIONS,
   encodeFrame,
   parseFrame,
+  truncateMessage,
   type Event,
   type Payload,
   type SignedCommand,
 } from "@berth/protocol";
-import { truncateMessage } from "../../apps/agent/src/events/bounded-messages.ts";
 import { PAUSE_ABOVE } from "../../apps/control-plane/src/modules/agents/link/frame-queue.ts";
 import { logLines } from "../support/log-lines.ts";
 import { useTestImages } from "../support/real-agent.ts";
