@@ -2,6 +2,7 @@
 // and hands back who may read what: one target per API key.
 import { createDb } from "@berth/db";
 import { createDemoOrganization, createServices, systemClock } from "@berth/control-plane";
+import { createApiKeysService } from "../../apps/control-plane/src/modules/api-keys/api-keys.service.ts";
 
 export interface Target {
   /** The Authorization header value. */
@@ -69,10 +70,13 @@ export async function seed(url: string, opts: SeedOptions): Promise<Seeded> {
     });
 
     // Consecutive targets belong to different organisations, like real traffic from many customers.
+    // The bench spreads its load over more keys per organisation than a customer may hold
+    // (API_KEY_LIMIT), so that no key's rate budget runs out: its keys are made without that cap.
+    const benchKeys = createApiKeysService({ apiKeys: services.repos.apiKeys, cursors: services.cursors, clock: systemClock, limit: Number.MAX_SAFE_INTEGER });
     const makeTargets = async (route: string): Promise<Target[]> =>
       mapLimit(Array.from({ length: opts.keysPerRoute }, (_, j) => j), 8, async (j) => {
         const org = orgs[j % orgs.length]!;
-        const created = await services.apiKeys.create({
+        const created = await benchKeys.create({
           organizationId: org.id,
           projectId: null,
           access: "read_only",

@@ -45,10 +45,6 @@ export function createApiKeysRepo(db: Database) {
     async touch(id: string, at: Date): Promise<void> {
       await db.$client.query("update api_keys set last_used_at = $2 where id = $1", [id, at]);
     },
-    async insert(values: typeof apiKeys.$inferInsert): Promise<ApiKeyRow> {
-      const [row] = await db.insert(apiKeys).values(values).returning();
-      return row!;
-    },
     /**
      * Inserts the key unless its organisation already holds `limit` active (unrevoked) keys:
      * the row, or null. Creations in one organisation take turns (a transaction lock), so
