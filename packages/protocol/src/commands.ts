@@ -26,8 +26,12 @@ export type CommandType = (typeof COMMAND_TYPES)[number];
 // it does not understand (a new flag, say) would do something other than what was signed.
 const strict = { additionalProperties: false } as const;
 
-const HOSTNAME_PATTERN =
+/** A lowercase host name of two labels or more: what the proxy routes and certifies. */
+export const HOSTNAME_PATTERN =
   "^(?=.{1,253}$)[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$";
+const Hostname = Type.String({ pattern: HOSTNAME_PATTERN });
+/** A domain's aliases beside it; each is routed and certified like the domain. */
+export const MAX_DOMAIN_ALIASES = 10;
 const ENV_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$";
 
 export const GitSource = Type.Object(
@@ -52,6 +56,25 @@ export const Resources = Type.Object(
 );
 export type Resources = Static<typeof Resources>;
 
+/**
+ * The server's reverse proxy, as the administrator set it: its image and where it gets
+ * certificates. Sent with every deploy, so a changed setting reaches the proxy on the
+ * next deploy of any environment of the server.
+ */
+export const ProxySettings = Type.Object(
+  {
+    image: Type.String({ minLength: 1, maxLength: 255 }),
+    /** The ACME directory URL; null is the proxy's default (Let's Encrypt). */
+    acme_ca: Nullable(Type.String({ pattern: "^https://", maxLength: 2048 })),
+    /** PEM of the CA that signed the ACME server's own TLS certificate, when it is private. */
+    acme_ca_root: Nullable(Type.String({ minLength: 1, maxLength: 65_536 })),
+    /** Where the CA sends expiry notices. */
+    acme_email: Nullable(Type.String({ minLength: 3, maxLength: 254, pattern: "^[^\\s@]+@[^\\s@]+$" })),
+  },
+  strict,
+);
+export type ProxySettings = Static<typeof ProxySettings>;
+
 export const DeployParams = Type.Object(
   {
     deployment_id: Uuid,
@@ -61,7 +84,12 @@ export const DeployParams = Type.Object(
     /** Null runs the image as is, without a customer repository. */
     git: Nullable(GitSource),
     resources: Resources,
-    domain: Nullable(Type.String({ pattern: HOSTNAME_PATTERN })),
+    /** The host name the ERP is served at; null leaves it unrouted (reachable on the server only). */
+    domain: Nullable(Hostname),
+    /** More host names served like `domain` (absent: none). */
+    aliases: Type.Optional(Type.Array(Hostname, { maxItems: MAX_DOMAIN_ALIASES })),
+    /** Absent: the agent keeps the proxy settings it last received, or its defaults. */
+    proxy: Type.Optional(ProxySettings),
     env: Type.Record(Type.String({ pattern: ENV_NAME_PATTERN }), Type.String(), strict),
     /** PostgreSQL image of the environment's database; the agent uses "postgres:16" when absent. */
     db_image: Type.Optional(Type.String({ minLength: 1 })),

@@ -92,6 +92,63 @@ export const ContainerStateEvent = eventOf("container.state", {
 });
 export type ContainerStateEvent = Static<typeof ContainerStateEvent>;
 
+/** Whether a routed host name resolves to this server (verifying_dns and the proxy monitor). */
+export const DNS_STATES = ["ok", "mismatch", "unresolved", "unchecked"] as const;
+export type DnsState = (typeof DNS_STATES)[number];
+/**
+ * A host name's certificate: `valid` (served, with its expiry), `pending` (requested, not
+ * served yet), `error` (the CA refused or failed; `error` says why), `not_requested` (the
+ * name does not resolve here, so no certificate is asked for: a wrong record must not burn
+ * the CA's rate limits).
+ */
+export const CERTIFICATE_STATES = ["valid", "pending", "error", "not_requested"] as const;
+export type CertificateState = (typeof CERTIFICATE_STATES)[number];
+
+const Address = Type.String({ minLength: 2, maxLength: 45 });
+
+export const RoutedDomain = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 253 }),
+  dns: Type.Object({
+    status: Type.Union(DNS_STATES.map((s) => Type.Literal(s))),
+    /** What the name resolved to. */
+    resolved: Type.Array(Address, { maxItems: 32 }),
+    /** What it must resolve to: the server's public addresses. */
+    expected: Type.Array(Address, { maxItems: 32 }),
+  }),
+  certificate: Type.Object({
+    status: Type.Union(CERTIFICATE_STATES.map((s) => Type.Literal(s))),
+    not_after: Nullable(Timestamp),
+    issuer: Nullable(Type.String({ maxLength: 512 })),
+    error: Nullable(Message),
+  }),
+});
+export type RoutedDomain = Static<typeof RoutedDomain>;
+
+/** One environment's routes in the proxy. */
+export const ProxyRoute = Type.Object({
+  environment_id: Uuid,
+  /** serving: to the ERP; maintenance: the environment is stopped and a page says so. */
+  mode: Type.Union([Type.Literal("serving"), Type.Literal("maintenance")]),
+  domains: Type.Array(RoutedDomain, { maxItems: 32 }),
+});
+export type ProxyRoute = Static<typeof ProxyRoute>;
+
+/**
+ * The server's reverse proxy and every route it holds: sent after each change of routes
+ * and when the periodic check sees a certificate or DNS answer change. `routes` is the
+ * whole set: an environment missing from it has no route on this server.
+ */
+export const ProxyStateEvent = eventOf("proxy.state", {
+  running: Type.Boolean(),
+  image: Nullable(Type.String({ maxLength: 255 })),
+  /** The addresses the server's domains must point to. */
+  public_addresses: Type.Array(Address, { maxItems: 32 }),
+  /** Null when the proxy answers; else why not. */
+  error: Nullable(Message),
+  routes: Type.Array(ProxyRoute, { maxItems: 1000 }),
+});
+export type ProxyStateEvent = Static<typeof ProxyStateEvent>;
+
 export const Event = Type.Union([
   StepStartedEvent,
   StepFinishedEvent,
@@ -100,6 +157,7 @@ export const Event = Type.Union([
   CommandResultEvent,
   StatsEvent,
   ContainerStateEvent,
+  ProxyStateEvent,
 ]);
 export type Event = Static<typeof Event>;
 export type EventKind = Event["kind"];
@@ -113,6 +171,7 @@ export const EVENT_KINDS = [
   "command.result",
   "stats",
   "container.state",
+  "proxy.state",
 ] as const satisfies readonly EventKind[];
 
 /** An event before the agent's journal gives it a seq and a timestamp. */
