@@ -5,11 +5,12 @@
 #   berth-test/postgres:15   Debian's PostgreSQL 15 + busybox, official-image entrypoint
 #   berth-test/erp:17.0      a small stand-in for the ERP server (erp/odoo.c) + busybox,
 #                            also tagged berth-test/erp:18.0 and berth-test/erp:16.0
+#   berth-test/caddy:2       Debian's Caddy + busybox, laid out as the official caddy:2 image
 #
 # Usage: test/images/build.sh [--force] [--quiet]
 # An image is skipped when its tag exists and was built from the same inputs (label
 # berth.inputs); --force rebuilds it anyway. Needs: docker (engine running), busybox-static,
-# postgresql-15, libpq-dev, gcc (.ci/docker-setup.sh installs them).
+# postgresql-15, libpq-dev, gcc, caddy (.ci/docker-setup.sh installs them).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -17,6 +18,8 @@ readonly here
 readonly PG_TAG=berth-test/postgres:15
 readonly ERP_TAG=berth-test/erp:17.0
 readonly ERP_ALIASES=(berth-test/erp:18.0 berth-test/erp:16.0)
+readonly CADDY_TAG=berth-test/caddy:2
+readonly CADDY=/usr/bin/caddy
 readonly PG_VERSION=15
 readonly PG_LIB=/usr/lib/postgresql/$PG_VERSION
 readonly PG_SHARE=/usr/share/postgresql/$PG_VERSION
@@ -58,6 +61,7 @@ check_prerequisites() {
 	[ -f /usr/include/postgresql/libpq-fe.h ] || die "libpq headers missing (apt-get install libpq-dev)"
 	command -v gcc >/dev/null || die "gcc missing (apt-get install gcc libc6-dev)"
 	command -v setpriv >/dev/null || die "setpriv missing (util-linux)"
+	[ -x "$CADDY" ] || die "$CADDY missing (apt-get install caddy)"
 }
 
 # The hash of everything an image is built from, stored as a label, so that a changed
@@ -249,6 +253,28 @@ build_erp() {
 		--change 'CMD ["odoo"]' >/dev/null
 }
 
+# What the official caddy:2 image has where Berth's proxy relies on it: caddy on the PATH,
+# XDG_DATA_HOME=/data and XDG_CONFIG_HOME=/config as volumes, ports 80 and 443, root.
+build_caddy() {
+	local hash=$1 root=$work/caddy
+	new_rootfs "$root"
+	add_with_libs "$root" "$CADDY"
+	if [ -f /etc/ssl/certs/ca-certificates.crt ]; then add_files "$root" /etc/ssl/certs/ca-certificates.crt; fi
+	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$root/etc/passwd"
+	printf 'root:x:0:\n' >"$root/etc/group"
+	mkdir -p "$root/etc/caddy" "$root/config" "$root/data" "$root/srv"
+	install -m 644 "$here/caddy/Caddyfile" "$root/etc/caddy/Caddyfile"
+	import_rootfs "$root" "$CADDY_TAG" "" \
+		--change "ENV PATH=/usr/bin:/bin" \
+		--change "ENV XDG_CONFIG_HOME=/config" \
+		--change "ENV XDG_DATA_HOME=/data" \
+		--change "VOLUME [\"/config\", \"/data\"]" \
+		--change "EXPOSE 80 443 2019" \
+		--change "WORKDIR /srv" \
+		--change "LABEL berth.inputs=$hash berth.test-image=caddy" \
+		--change 'CMD ["caddy", "run", "--config", "/etc/caddy/Caddyfile", "--adapter", "caddyfile"]' >/dev/null
+}
+
 check_prerequisites
 work=$(mktemp -d /tmp/berth-images.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -282,3 +308,14 @@ fi
 for alias in "${ERP_ALIASES[@]}"; do
 	docker tag "$ERP_TAG" "$alias"
 done
+
+caddy_hash=$(inputs_hash "$here/caddy/Caddyfile" "$CADDY")
+if [ "$force" = 0 ] && image_is_current "$CADDY_TAG" "$caddy_hash"; then
+	say "$CADDY_TAG is up to date"
+else
+	start=$SECONDS
+	old=$(image_id "$CADDY_TAG")
+	build_caddy "$caddy_hash"
+	remove_replaced "$old"
+	say "built $CADDY_TAG in $((SECONDS - start)) s"
+fi

@@ -18,6 +18,9 @@ import type { Logger } from "../logger.ts";
 import type { LinkStatus } from "../state/link-status-file.ts";
 import { createStatsSampler, type StatsSampler } from "../stats/stats-sampler.ts";
 import { AGENT_VERSION } from "../version.ts";
+import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-container.ts";
+import { startProxyMonitor } from "../proxy/proxy-monitor.ts";
+import { createReverseProxy } from "../proxy/reverse-proxy.ts";
 import { startCommandPruning } from "./command-pruning.ts";
 
 export interface AgentDeps {
@@ -46,6 +49,8 @@ export interface AgentDeps {
   onStatus?: (status: LinkStatus) => void;
   /** Given, the agent accepts agent.update and replaces this executable. */
   selfUpdate?: SelfUpdateDeps;
+  /** The reverse proxy's settings on this server (BERTH_PROXY_*); defaults otherwise. */
+  proxyHost?: ProxyHostSettings;
 }
 
 export interface ShutdownOptions {
@@ -71,6 +76,11 @@ export function createAgent(deps: AgentDeps): Agent {
   const outbox = createEventOutbox(journal);
   const pinnedKeys =
     deps.saveSigningKeys && deps.trustedKeys instanceof Map ? { trusted: deps.trustedKeys, save: deps.saveSigningKeys } : undefined;
+  const proxy = createReverseProxy({
+    stateDir: deps.stateDir,
+    host: deps.proxyHost ?? DEFAULT_PROXY_HOST,
+    emit: (event) => outbox.append(event),
+  });
   const registry =
     deps.registry ??
     createRegistry({
@@ -78,6 +88,7 @@ export function createAgent(deps: AgentDeps): Agent {
       stateDir: deps.stateDir,
       startedAt: clock.now(),
       clock,
+      proxy,
       ...(pinnedKeys ? { pinnedKeys } : {}),
       ...(deps.selfUpdate ? { selfUpdate: deps.selfUpdate } : {}),
     });
@@ -117,6 +128,7 @@ export function createAgent(deps: AgentDeps): Agent {
       : createStatsSampler({ outbox, docker: deps.docker, clock, logger, intervalMs: statsIntervalMs });
   let shutdown: Promise<void> | null = null;
   let pruning: { stop(): void } | null = null;
+  let proxyMonitor: { stop(): Promise<void> } | null = null;
 
   return {
     start() {
@@ -125,6 +137,7 @@ export function createAgent(deps: AgentDeps): Agent {
       pruning = startCommandPruning({ journal, clock, logger });
       link.start();
       sampler?.start();
+      proxyMonitor = startProxyMonitor({ proxy, docker: deps.docker, logger });
     },
     shutdown(options = {}) {
       shutdown ??= (async () => {
@@ -132,6 +145,7 @@ export function createAgent(deps: AgentDeps): Agent {
         commands.stopAccepting();
         pruning?.stop();
         await sampler?.stop();
+        await proxyMonitor?.stop();
         const drained = await commands.drain(options.commandWaitMs ?? 25_000);
         if (!drained) {
           logger.warn(

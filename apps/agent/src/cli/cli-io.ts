@@ -1,5 +1,5 @@
 // What the CLI commands touch outside themselves, passed in so tests run them in-process.
-import type { Env } from "../config/agent-config.ts";
+import type { Env } from "../config/config-error.ts";
 import type { WebSocketConstructor } from "../link/session.ts";
 
 export interface CliIo {

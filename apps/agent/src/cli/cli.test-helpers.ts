@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import WebSocket from "ws";
-import type { Env } from "../config/agent-config.ts";
+import type { Env } from "../config/config-error.ts";
 import type { CliIo } from "./cli-io.ts";
 import { main } from "./main.ts";
 

@@ -1,7 +1,8 @@
 // Parses the command line and hands over to the command. Returns the exit code rather than
 // exiting, so tests run it in-process.
 import { parseArgs } from "node:util";
-import { AGENT_COMMANDS, ConfigError, EXIT_CONFIG, loadConfig, type AgentCommand } from "../config/agent-config.ts";
+import { AGENT_COMMANDS, EXIT_CONFIG, loadConfig, type AgentCommand } from "../config/agent-config.ts";
+import { ConfigError } from "../config/config-error.ts";
 import { AGENT_VERSION } from "../version.ts";
 import type { CliIo } from "./cli-io.ts";
 import { enrollCommand } from "./enroll-command.ts";

@@ -87,6 +87,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     WebSocket: io.WebSocket,
     logger,
     onStatus: recordStatus,
+    proxyHost: config.proxy,
     ...(selfUpdate ? { selfUpdate } : {}),
   });
 

@@ -1,6 +1,8 @@
 // Flags, then environment, then defaults; every mistake one clear line.
 import { describe, expect, it } from "vitest";
-import { ConfigError, DEFAULT_DOCKER_SOCKET, DEFAULT_STATE_DIR, loadConfig } from "./agent-config.ts";
+import { DEFAULT_DOCKER_SOCKET, DEFAULT_STATE_DIR, loadConfig } from "./agent-config.ts";
+import { ConfigError } from "./config-error.ts";
+import { DEFAULT_PROXY_HOST } from "../proxy/proxy-container.ts";
 
 describe("agent config", () => {
   it("uses the defaults when nothing is set", () => {
@@ -10,6 +12,32 @@ describe("agent config", () => {
       insecure: false,
       dockerSocket: DEFAULT_DOCKER_SOCKET,
       logLevel: "info",
+      proxy: DEFAULT_PROXY_HOST,
+    });
+  });
+
+  it("reads the proxy's settings: ports, address, public addresses, resolvers, intervals", () => {
+    const env = {
+      BERTH_PROXY_NAME: "edge",
+      BERTH_PROXY_HTTP_PORT: "8080",
+      BERTH_PROXY_HTTPS_PORT: "auto",
+      BERTH_PROXY_BIND: "127.0.0.1",
+      BERTH_PUBLIC_ADDRESSES: "203.0.113.7, 2001:db8::7",
+      BERTH_DNS_SERVERS: "127.0.0.1:5353,9.9.9.9,[2001:db8::53]:53",
+      BERTH_PROXY_CHECK_INTERVAL: "30",
+      BERTH_CERTIFICATE_WAIT: "0",
+    };
+    expect(loadConfig("run", {}, env)).toMatchObject({
+      proxy: {
+        name: "edge",
+        httpPort: "8080",
+        httpsPort: "",
+        bindAddress: "127.0.0.1",
+        publicAddresses: ["203.0.113.7", "2001:db8::7"],
+        dnsServers: ["127.0.0.1:5353", "9.9.9.9", "[2001:db8::53]:53"],
+        checkIntervalMs: 30_000,
+        certificateWaitMs: 0,
+      },
     });
   });
 
@@ -45,6 +73,12 @@ describe("agent config", () => {
     ["run", {}, { BERTH_LOG_LEVEL: "loud" }, "BERTH_LOG_LEVEL must be one of"],
     ["run", {}, { BERTH_DOCKER_SOCKET: "docker.sock" }, "BERTH_DOCKER_SOCKET must be an absolute path"],
     ["run", { "state-dir": " " }, {}, "--state-dir is empty"],
+    ["run", {}, { BERTH_PROXY_HTTP_PORT: "80000" }, 'BERTH_PROXY_HTTP_PORT must be a port number or "auto"'],
+    ["run", {}, { BERTH_PROXY_NAME: "a b" }, "BERTH_PROXY_NAME must be a Docker container name"],
+    ["run", {}, { BERTH_PROXY_BIND: "localhost" }, "BERTH_PROXY_BIND must be an IP address"],
+    ["run", {}, { BERTH_PUBLIC_ADDRESSES: "203.0.113.7,example.com" }, 'BERTH_PUBLIC_ADDRESSES must list IP addresses separated by commas (got "example.com")'],
+    ["run", {}, { BERTH_DNS_SERVERS: "127.0.0.1:99999" }, "BERTH_DNS_SERVERS must list IP addresses"],
+    ["run", {}, { BERTH_PROXY_CHECK_INTERVAL: "1" }, "BERTH_PROXY_CHECK_INTERVAL must be a number of seconds from 5 to 86400"],
   ] as const)("refuses %s %j %j", (command, flags, env, message) => {
     expect(() => loadConfig(command, flags, env)).toThrow(ConfigError);
     expect(() => loadConfig(command, flags, env)).toThrow(message);

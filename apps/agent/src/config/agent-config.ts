@@ -4,6 +4,10 @@
 import { isAbsolute, resolve } from "node:path";
 import { LOG_LEVEL_NAMES, type LogLevelName } from "../logger.ts";
 import { checkControlPlaneUrl, type ControlPlaneUrl } from "./control-plane-url.ts";
+import { ConfigError, type Env } from "./config-error.ts";
+import { proxyHostFromEnv } from "./proxy-config.ts";
+import type { ProxyHostSettings } from "../proxy/proxy-container.ts";
+
 
 export const DEFAULT_STATE_DIR = "/var/lib/berth-agent";
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
@@ -11,12 +15,6 @@ export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 /** Exit code for "refused to start: the invocation or the setup is wrong"; nothing was done. */
 export const EXIT_CONFIG = 2;
 
-export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = "ConfigError";
-  }
-}
 
 export const AGENT_COMMANDS = ["enroll", "run", "status", "uninstall"] as const;
 export type AgentCommand = (typeof AGENT_COMMANDS)[number];
@@ -58,6 +56,7 @@ export interface EnrollConfig extends BaseConfig {
 
 export interface RunConfig extends BaseConfig {
   command: "run";
+  proxy: ProxyHostSettings;
 }
 
 export interface StatusConfig extends BaseConfig {
@@ -75,7 +74,6 @@ export interface UninstallConfig extends BaseConfig {
 
 export type AgentConfig = EnrollConfig | RunConfig | StatusConfig | UninstallConfig;
 
-export type Env = Readonly<Record<string, string | undefined>>;
 
 /** Throws a ConfigError with a one-line message. */
 export function loadConfig(command: AgentCommand, flags: Flags, env: Env): AgentConfig {
@@ -93,7 +91,7 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env): Agent
     logLevel: logLevel(env.BERTH_LOG_LEVEL),
   };
 
-  if (command === "run") return { command, ...base };
+  if (command === "run") return { command, ...base, proxy: proxyHostFromEnv(env) };
   if (command === "status") return { command, ...base, json: flags.json === true };
   if (command === "uninstall") {
     return {

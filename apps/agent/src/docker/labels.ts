@@ -46,3 +46,10 @@ export function isEnvironmentObject(
 ): boolean {
   return isManaged(labels) && labels?.[ENVIRONMENT_LABEL] === environmentId;
 }
+
+/** What a server-wide object (not an environment's) is for: the reverse proxy and its network and volume. */
+export type ServerRole = "proxy" | "proxy-network" | "proxy-data";
+
+export function serverObjectLabels(role: ServerRole, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
+  return { ...extra, ...MANAGED_LABELS, [ROLE_LABEL]: role };
+}

@@ -57,6 +57,8 @@ export interface ContainerDetails {
   labels: Labels;
   /** First host port published for each container port ("8069/tcp"), null when none. */
   hostPorts: Record<string, string | null>;
+  /** The names of the networks it is attached to. */
+  networks: string[];
 }
 
 export interface ContainerSpec {
@@ -71,6 +73,8 @@ export interface ContainerSpec {
   binds?: string[];
   /** Container ports ("8069/tcp") published on 127.0.0.1, on a host port Docker chooses. */
   publishLoopback?: string[];
+  /** Container ports published where the caller says ("" host port: Docker chooses; "" address: every address). */
+  publish?: { port: string; hostIp: string; hostPort: string }[];
   nanoCpus?: number;
   memoryBytes?: number;
   restartPolicy?: "no" | "unless-stopped";
@@ -126,6 +130,10 @@ export interface DockerWorkloads {
   /** Removes it with its anonymous volumes; force stops it first. */
   removeContainer(id: string): Promise<void>;
   renameContainer(id: string, name: string): Promise<void>;
+  /** Attaches a Berth container to a Berth network; attached already is success. */
+  connectNetwork(network: string, containerId: string): Promise<void>;
+  /** Detaches it; not attached (or the network gone) is success. */
+  disconnectNetwork(network: string, containerId: string): Promise<void>;
   /** Runs an argument vector (never a shell string) in a running container. */
   exec(id: string, cmd: string[], options: ExecOptions): Promise<ExecResult>;
   /** The last lines of its stdout and stderr. */
@@ -290,19 +298,22 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
 
     async createContainer(spec) {
       if (!isManaged(spec.labels)) throw new OwnershipError(`new container ${spec.name}`);
-      const publish = spec.publishLoopback ?? [];
+      const publish = [
+        ...(spec.publishLoopback ?? []).map((port) => ({ port, hostIp: "127.0.0.1", hostPort: "" })),
+        ...(spec.publish ?? []),
+      ];
       const options: Dockerode.ContainerCreateOptions = {
         name: spec.name,
         Image: spec.image,
         Labels: spec.labels,
         ...(spec.env === undefined ? {} : { Env: spec.env }),
         ...(spec.cmd === undefined ? {} : { Cmd: spec.cmd }),
-        ExposedPorts: Object.fromEntries(publish.map((port) => [port, {}])),
+        ExposedPorts: Object.fromEntries(publish.map((p) => [p.port, {}])),
         HostConfig: {
           NetworkMode: spec.network,
           Binds: spec.binds ?? [],
-          // An empty HostPort lets Docker choose a free one, on loopback only.
-          PortBindings: Object.fromEntries(publish.map((port) => [port, [{ HostIp: "127.0.0.1", HostPort: "" }]])),
+          // An empty HostPort lets Docker choose a free one.
+          PortBindings: Object.fromEntries(publish.map((p) => [p.port, [{ HostIp: p.hostIp, HostPort: p.hostPort }]])),
           RestartPolicy: { Name: spec.restartPolicy ?? "no" },
           ...(spec.nanoCpus === undefined ? {} : { NanoCpus: spec.nanoCpus }),
           ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes }),
@@ -350,6 +361,29 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
       await call(`docker rename ${name(info)}`, d.change, (abortSignal) =>
         docker.getContainer(info.Id).rename(signalled({ name: newName }, abortSignal)),
       );
+    },
+
+    async connectNetwork(network, containerId) {
+      const info = await owned(containerId);
+      const net = await inspectNetwork(network);
+      if (!isManaged(net.Labels)) throw new OwnershipError(`network ${net.Name}`);
+      if (Object.keys(info.NetworkSettings?.Networks ?? {}).includes(net.Name)) return;
+      await call(`docker network connect ${net.Name} ${name(info)}`, d.change, () =>
+        docker.getNetwork(net.Id).connect({ Container: info.Id }),
+      ).catch((error: unknown) => {
+        // Attached meanwhile (a concurrent connect): what was asked for.
+        if (!/already exists|already attached/i.test(String(error))) throw error;
+      });
+    },
+
+    async disconnectNetwork(network, containerId) {
+      const info = await owned(containerId);
+      if (!Object.keys(info.NetworkSettings?.Networks ?? {}).includes(network)) return;
+      await call(`docker network disconnect ${network} ${name(info)}`, d.change, () =>
+        docker.getNetwork(network).disconnect({ Container: info.Id, Force: true }),
+      ).catch((error: unknown) => {
+        if (!isNotFound(error) && !/is not connected/i.test(String(error))) throw error;
+      });
     },
 
     async exec(id, cmd, options) {
@@ -438,6 +472,7 @@ function details(info: Dockerode.ContainerInspectInfo): ContainerDetails {
     exitCode: info.State.ExitCode,
     labels: info.Config.Labels ?? {},
     hostPorts: Object.fromEntries(Object.entries(ports).map(([port, bindings]) => [port, bindings?.[0]?.HostPort || null])),
+    networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
   };
 }
 

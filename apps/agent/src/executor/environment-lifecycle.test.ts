@@ -3,6 +3,7 @@
 // restore, a corrupted backup refused, destroy. The data written through the ERP's HTTP
 // endpoint must survive every step but the last. Needs `bash .ci/docker-setup.sh` first.
 import { randomUUID } from "node:crypto";
+import { request as httpRequest } from "node:http";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -29,6 +30,20 @@ const raw = new Dockerode({ socketPath: DOCKER_SOCKET });
 
 function expectAllSteps(run: Run, kind: Parameters<typeof stepsForKind>[0]): void {
   expect(stepTrail(run)).toEqual(stepsForKind(kind).flatMap((step) => [`started:${step}`, `finished:${step}`]));
+}
+
+/** fetch will not send another Host header than the URL's: a plain request does. */
+function getWithHost(port: number, host: string, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest({ host: "127.0.0.1", port, path, headers: { host } }, (response) => {
+      let body = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (body += chunk));
+      response.on("end", () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    request.on("error", reject);
+    request.end();
+  });
 }
 
 function resultOf(run: Run): Record<string, unknown> {
@@ -108,10 +123,23 @@ describe("an environment's life on the real Docker engine", () => {
     expect(conf).toContain("addons_path = /mnt/extra-addons");
     expect(statSync(join(envDir, "odoo.conf")).mode & 0o777).toBe(0o600);
 
-    const traefik = readFileSync(join(h.stateDir, "proxy", `${env}.yml`), "utf8");
-    expect(traefik).toContain("rule: \"Host(`erp-test.example.com`)\"");
-    expect(traefik).toContain("certResolver: letsencrypt");
-    expect(traefik).toContain(`url: "http://berth-${env}-erp:8069"`);
+    // Routed through the run's proxy, which joined the environment's network; the name does not
+    // resolve here, so no certificate is requested for it and plain HTTP says why.
+    const proxy = await raw.getContainer(h.proxy.host.name).inspect();
+    expect(Object.keys(proxy.NetworkSettings.Networks).sort()).toEqual([h.proxy.host.name, `berth-${env}`].sort());
+    const state = await h.proxy.report(h.docker);
+    expect(state.routes).toEqual([
+      {
+        environment_id: env,
+        mode: "serving",
+        domains: [expect.objectContaining({ name: "erp-test.example.com", dns: expect.objectContaining({ status: "unresolved" }), certificate: expect.objectContaining({ status: "not_requested" }) })],
+      },
+    ]);
+    const httpPort = proxy.NetworkSettings.Ports["80/tcp"]?.[0]?.HostPort;
+    const waiting = await getWithHost(Number(httpPort), "erp-test.example.com", "/web");
+    expect(waiting.status).toBe(503);
+    expect(waiting.body).toContain("does not resolve to this server yet");
+    expect(run.logs).toContainEqual(expect.objectContaining({ step: "verifying_dns", level: "warning", message: expect.stringContaining("erp-test.example.com has no DNS record: create erp-test.example.com A 127.0.0.1") }));
 
     // The steps with nothing to do say so.
     expect(run.logs).toContainEqual(expect.objectContaining({ step: "cloning_platform_repos", message: "No platform repositories configured" }));
@@ -159,8 +187,10 @@ describe("an environment's life on the real Docker engine", () => {
     // The previous ERP container is gone; one ERP, one database.
     const containers = await raw.listContainers({ all: true, filters: { label: [`berth.environment_id=${env}`] } });
     expect(containers.map((c) => c.Labels["berth.role"]).sort()).toEqual(["db", "erp"]);
-    // No domain any more: the routing file is gone.
-    expect(existsSync(join(h.stateDir, "proxy", `${env}.yml`))).toBe(false);
+    // No domain any more: the route is gone and the proxy left the environment's network.
+    expect((await h.proxy.report(h.docker)).routes).toEqual([]);
+    const proxy = await raw.getContainer(h.proxy.host.name).inspect();
+    expect(Object.keys(proxy.NetworkSettings.Networks)).toEqual([h.proxy.host.name]);
   }, 90_000);
 
   it("backs up, and a restore brings deleted rows back", async () => {

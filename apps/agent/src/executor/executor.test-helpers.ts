@@ -22,11 +22,14 @@ import { failureOf, type CommandOutcome } from "./runner/command-outcome.ts";
 import type { TimingOverrides } from "./runner/executor-deps.ts";
 import { CommandError, type CommandHandler, type HandlerRegistry } from "./runner/handler-types.ts";
 import { createRegistry } from "./registry.ts";
+import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-container.ts";
+import { createReverseProxy, type ReverseProxy } from "../proxy/reverse-proxy.ts";
 
 const execFileAsync = promisify(execFile);
 
 export const PG_IMAGE = "berth-test/postgres:15";
 export const ERP_IMAGE = "berth-test/erp:17.0";
+export const PROXY_IMAGE = "berth-test/caddy:2";
 export const SUITE_LABEL = "berth.test.suite";
 export const RUN_LABEL = "berth.test.run";
 
@@ -55,19 +58,41 @@ export interface ExecutorHarness {
   registry: HandlerRegistry;
   runId: string;
   labels: Record<string, string>;
+  /** The run's own proxy: named after the run, on ports Docker chooses on 127.0.0.1. */
+  proxy: ReverseProxy;
   /** Runs a command through its handler; `onStep` sees each step as it starts. */
   run<T extends CommandType>(type: T, params: CommandParams<T>, options?: { onStep?: (step: StepId, cancel: () => void) => void }): Promise<Run>;
   close(): Promise<void>;
 }
 
-export function createExecutorHarness(suite: string, timing: TimingOverrides = {}): ExecutorHarness {
+export function createExecutorHarness(
+  suite: string,
+  timing: TimingOverrides = {},
+  proxyHost: Partial<ProxyHostSettings> = {},
+): ExecutorHarness {
   const stateDir = mkdtempSync(join(tmpdir(), `berth-exec-${suite}-`));
   const runId = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
   const labels = { [SUITE_LABEL]: suite, [RUN_LABEL]: runId };
   const docker = createDockerClient({ socketPath: DOCKER_SOCKET });
   const journal: Journal = openJournal({ path: join(stateDir, "journal.db") });
   const outbox = createEventOutbox(journal);
+  const proxy = createReverseProxy({
+    stateDir,
+    host: {
+      ...DEFAULT_PROXY_HOST,
+      name: `berth-proxy-${runId}`,
+      httpPort: "",
+      httpsPort: "",
+      bindAddress: "127.0.0.1",
+      publicAddresses: ["127.0.0.1"],
+      certificateWaitMs: 0,
+      ...proxyHost,
+    },
+    labels,
+    emit: (event) => outbox.append(event),
+  });
   const registry = createRegistry({
+    proxy,
     journal,
     stateDir,
     startedAt: new Date(),
@@ -82,6 +107,7 @@ export function createExecutorHarness(suite: string, timing: TimingOverrides = {
     registry,
     runId,
     labels,
+    proxy,
     async run(type, params, options = {}) {
       const command = { command_id: randomUUID(), type, params } as unknown as Command;
       const controller = new AbortController();
@@ -174,6 +200,7 @@ export function deployParams(environmentId: string, overrides: Partial<DeployPar
     resources: { cpu_cores: 1, ram_mb: 512, disk_gb: 5, workers: 0 },
     domain: null,
     env: {},
+    proxy: { image: PROXY_IMAGE, acme_ca: null, acme_ca_root: null, acme_email: null },
     ...overrides,
   };
 }

@@ -14,6 +14,8 @@ import { createLifecycleHandler } from "./lifecycle/lifecycle.ts";
 import { createLogsTailHandler } from "./support/logs-tail.ts";
 import { createKeysUpdateHandler, type PinnedKeys } from "./agent-update/keys-update.ts";
 import { createRestoreHandler } from "./backup/restore.ts";
+import { DEFAULT_PROXY_HOST } from "../proxy/proxy-container.ts";
+import { createReverseProxy, type ReverseProxy } from "../proxy/reverse-proxy.ts";
 
 export interface RegistryDeps {
   journal: Pick<Journal, "stats">;
@@ -27,6 +29,8 @@ export interface RegistryDeps {
   pinnedKeys?: PinnedKeys;
   /** Given, the agent accepts agent.update (the installed single executable only). */
   selfUpdate?: SelfUpdateDeps;
+  /** The server's reverse proxy; absent: one with the default settings that reports nowhere. */
+  proxy?: ReverseProxy;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -35,6 +39,9 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     stateDir: deps.stateDir,
     clock: deps.clock,
     locks: createEnvironmentLocks(),
+    proxy:
+      deps.proxy ??
+      createReverseProxy({ stateDir: deps.stateDir, host: DEFAULT_PROXY_HOST, ...(deps.extraLabels ? { labels: deps.extraLabels } : {}) }),
     ...(deps.extraLabels === undefined ? {} : { extraLabels: deps.extraLabels }),
     ...(deps.timing === undefined ? {} : { timing: deps.timing }),
   };

@@ -1,8 +1,7 @@
 // deploy and redeploy: the 17 steps of platform spec 2.2 with real Docker objects. The
 // database volume and the data dir are created once and kept by every later deploy; the
 // ERP container is replaced. The final health check is non-fatal (spec 4.1 rule 7).
-import { chown, chmod, mkdir, readFile, rm } from "node:fs/promises";
-import { dirname } from "node:path";
+import { chown, chmod, mkdir, readFile } from "node:fs/promises";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
@@ -25,7 +24,7 @@ import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
 import { runSteps, type StepScope } from "../runner/step-runner.ts";
-import { renderTraefikConfig } from "./traefik-config.ts";
+import { mayCertify, recordsToCreate, type DnsAnswer } from "../../proxy/dns-check.ts";
 
 interface DeployState {
   layout: EnvironmentLayout;
@@ -37,6 +36,8 @@ interface DeployState {
   containerId: string;
   hostPort: number | null;
   healthy: boolean;
+  /** verifying_dns's answer per routed name. */
+  dns: Record<string, DnsAnswer>;
 }
 
 export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redeploy"): CommandHandler<"deploy" | "redeploy"> {
@@ -48,7 +49,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const { docker } = ctx;
       const layout = environmentLayout(deps.stateDir, params.environment_id);
       const dbImage = params.db_image ?? DEFAULT_DB_IMAGE;
-      const s: Partial<DeployState> & { layout: EnvironmentLayout } = { layout, commit: null, hasRequirements: false };
+      const s: Partial<DeployState> & Pick<DeployState, "layout" | "dns"> = { layout, commit: null, hasRequirements: false, dns: {} };
+      const names = params.domain === null ? [] : [params.domain, ...(params.aliases ?? []).filter((a) => a !== params.domain)];
 
       await runSteps(
         kind,
@@ -91,8 +93,20 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           },
 
           configuring_dns: async (step) => {
-            step.log("info", "Nothing to configure on this server: DNS records are managed by the control plane");
-            return "Nothing to do locally";
+            if (names.length === 0) {
+              step.log("info", "No domain: nothing to point at this server");
+              return "No domain";
+            }
+            const expected = deps.proxy.publicAddresses();
+            if (expected.length === 0) {
+              step.log("warning", `This server's public address is not known (set BERTH_PUBLIC_ADDRESSES on the agent): point ${names.join(", ")} at it`);
+              return "Public address unknown";
+            }
+            step.log("info", `Point ${names.join(", ")} at this server: ${names.map((n) => recordsToCreate(n, expected)).join("; ")}`, {
+              names,
+              public_addresses: expected,
+            });
+            return `${names.length === 1 ? names[0] : `${names.length} names`} must point to ${expected.join(", ")}`;
           },
 
           creating_postgres: async (step) => {
@@ -215,33 +229,60 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           },
 
           verifying_dns: async (step) => {
-            if (params.domain === null) {
+            if (names.length === 0) {
               step.log("info", "No domain: nothing to verify");
               return "No domain";
             }
-            step.log("info", `DNS of ${params.domain} is not checked from this server; the certificate resolver will need it`);
-            return "Not checked locally";
+            let elsewhere = 0;
+            for (const name of names) {
+              const answer = await deps.proxy.dns.check(name);
+              s.dns[name] = answer;
+              const records = recordsToCreate(name, answer.expected);
+              if (answer.status === "ok") step.log("info", `${name} resolves to ${answer.resolved.join(", ")}: this server`);
+              else if (answer.status === "unchecked") {
+                step.log("info", `${name} resolves to ${answer.resolved.join(", ")}; this server's public address is unknown, so the certificate is requested anyway`);
+              } else {
+                elsewhere += 1;
+                const found = answer.status === "unresolved" ? "has no DNS record" : `resolves to ${answer.resolved.join(", ")}, not to this server`;
+                step.log("warning", `${name} ${found}: create ${records}. No certificate is requested for it until it points here; Berth checks again every few minutes`, {
+                  name,
+                  resolved: answer.resolved,
+                  expected: answer.expected,
+                });
+              }
+            }
+            return elsewhere === 0 ? "DNS points here" : `${elsewhere} of ${names.length} name(s) do not point here (warning)`;
           },
 
           configuring_traefik: async (step) => {
-            if (params.domain === null) {
-              await rm(layout.proxyFile, { force: true });
-              step.log("info", "No domain: routing skipped");
-              return "Skipped: no domain";
+            const log = (level: "info" | "warning", message: string) => step.log(level, message);
+            if (names.length === 0) {
+              const removed = await deps.proxy.remove(docker, layout.environmentId, log);
+              step.log("info", removed ? "No domain any more: the environment's route was removed" : "No domain: not routed");
+              if (removed) await deps.proxy.report(docker, { force: true });
+              return removed ? "Route removed" : "Skipped: no domain";
             }
-            await mkdir(dirname(layout.proxyFile), { recursive: true, mode: 0o755 });
-            writeFileAtomic(
-              layout.proxyFile,
-              renderTraefikConfig({
-                environmentId: layout.environmentId,
-                domain: params.domain,
-                containerName: layout.erpContainer,
-                workers: need(s.sizing).workers,
-              }),
-              0o644,
+            const gevent = need(s.sizing).workers > 0;
+            await deps.proxy.route(
+              docker,
+              { environmentId: layout.environmentId, names, upstream: layout.erpContainer, network: layout.network, gevent, dns: s.dns },
+              params.proxy,
+              log,
             );
-            step.log("info", `Routing https://${params.domain} to ${layout.erpContainer}:8069 (${layout.proxyFile})`);
-            return `Routing ${params.domain}`;
+            step.log(
+              "info",
+              `Routing ${names.map((n) => `https://${n}`).join(", ")} to ${layout.erpContainer}:8069${gevent ? " (/websocket and /longpolling to 8072)" : ""}`,
+            );
+            const certify = names.filter((n) => mayCertify(s.dns[n] ?? { status: "unchecked" }));
+            const statuses = await deps.proxy.awaitCertificates(docker, certify, deps.proxy.host.certificateWaitMs, step.signal);
+            for (const [name, cert] of statuses) {
+              if (cert.status === "valid") step.log("info", `Certificate for ${name} valid until ${cert.not_after} (${cert.issuer})`);
+              else if (cert.status === "error") step.log("warning", `No certificate for ${name} yet: ${cert.error}; the proxy keeps trying`);
+              else step.log("info", `The certificate for ${name} is being requested; the proxy serves it as soon as the CA issues it`);
+            }
+            await deps.proxy.report(docker, { force: true });
+            const valid = [...statuses.values()].filter((c) => c.status === "valid").length;
+            return `Routing ${names[0]}; ${valid} of ${names.length} certificate(s) valid`;
           },
 
           health_check: async (step) => {
@@ -266,6 +307,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         db_volume: layout.dbVolume,
         db_container: layout.dbContainer,
         healthy: s.healthy ?? false,
+        urls: names.map((n) => `https://${n}`),
       };
     });
 }

@@ -20,8 +20,6 @@ export interface EnvironmentLayout {
   dataDir: string;
   /** The customer's repository checkout, mounted at /mnt/extra-addons. */
   addonsDir: string;
-  /** Traefik dynamic configuration: <stateDir>/proxy/<id>.yml */
-  proxyFile: string;
   /** <stateDir>/backups/<id> */
   backupsDir: string;
 }
@@ -46,7 +44,6 @@ export function environmentLayout(stateDir: string, environmentId: string): Envi
     configFile: join(dir, "odoo.conf"),
     dataDir: join(dir, "data"),
     addonsDir: join(dir, "addons"),
-    proxyFile: join(stateDir, "proxy", `${environmentId}.yml`),
     backupsDir: join(stateDir, "backups", environmentId),
   };
 }

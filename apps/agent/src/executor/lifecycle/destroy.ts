@@ -1,5 +1,5 @@
 // destroy (platform spec 4.1 rule 5): removes the environment's containers, its database
-// volume (always), its network, odoo.conf, the database password and the Traefik file;
+// volume (always), its route in the reverse proxy, its network, odoo.conf and the database password;
 // with delete_data also the data dir (file store) and the addons checkout. Objects are
 // chosen by label only (berth.managed=true AND berth.environment_id=<id>), never by name,
 // so nothing Berth did not create for this environment can be caught. Backups are kept.
@@ -56,13 +56,23 @@ export function createDestroyHandler(deps: ExecutorDeps): CommandHandler<"destro
               if (volume.labels[ROLE_LABEL] === "db-volume") deletedDatabase = true;
               step.log("info", `Removed volume ${volume.name}`);
             }
+            // Before the network goes: the proxy is attached to it. Other environments' routes stay.
+            const log = (level: "info" | "warning", message: string) => step.log(level, message);
+            try {
+              if (await deps.proxy.remove(docker, layout.environmentId, log)) {
+                step.log("info", "Removed the environment's route from the proxy");
+                await deps.proxy.report(docker, { force: true });
+              }
+            } catch (error) {
+              step.log("warning", `The proxy could not drop the environment's route: ${error instanceof Error ? error.message : String(error)}`);
+            }
             for (const network of await docker.listNetworks(filter)) {
               if (!isEnvironmentObject(network.labels, layout.environmentId)) continue;
               await docker.removeNetwork(network.id);
               removed.networks.push(network.name);
               step.log("info", `Removed network ${network.name}`);
             }
-            for (const file of [layout.configFile, layout.dbPasswordFile, layout.proxyFile]) {
+            for (const file of [layout.configFile, layout.dbPasswordFile]) {
               if (await exists(file)) step.log("info", `Removed ${file}`);
               await rm(file, { force: true });
             }

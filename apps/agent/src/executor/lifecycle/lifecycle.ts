@@ -27,6 +27,18 @@ export function createLifecycleHandler(deps: ExecutorDeps, kind: LifecycleKind):
         return erp;
       };
 
+      /** The proxy's page for the environment follows its state; a proxy that fails is a warning, the ERP's state is what was asked. */
+      const proxyMode = async (mode: "serving" | "maintenance", step: Parameters<typeof runningPostgres>[2]) => {
+        const log = (level: "info" | "warning", message: string) => step.log(level, message);
+        try {
+          if (!(await deps.proxy.setMode(docker, params.environment_id, mode, log))) return;
+          step.log("info", mode === "maintenance" ? "The proxy shows a maintenance page at the environment's address" : "The proxy routes the environment's address to the ERP again");
+          await deps.proxy.report(docker, { force: true });
+        } catch (error) {
+          step.log("warning", `The proxy was not updated: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      };
+
       const bringUp = async (step: Parameters<typeof runningPostgres>[2]) => {
         const container = need();
         await runningPostgres(docker, layout, step, { readyTimeoutMs: timing.dbReadyTimeoutMs, clock: deps.clock });
@@ -41,6 +53,7 @@ export function createLifecycleHandler(deps: ExecutorDeps, kind: LifecycleKind):
         }
         // Docker chooses a new host port on every start.
         hostPort = await hostPortOf(docker, container.id);
+        await proxyMode("serving", step);
         return `ERP container ${container.name} running; port 8069 on 127.0.0.1:${hostPort ?? "?"}`;
       };
 
@@ -71,6 +84,7 @@ export function createLifecycleHandler(deps: ExecutorDeps, kind: LifecycleKind):
               } else {
                 step.log("info", `ERP container ${container.name} was not running (${container.state})`);
               }
+              await proxyMode("maintenance", step);
             }
             return "Done";
           },

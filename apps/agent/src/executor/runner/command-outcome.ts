@@ -1,5 +1,6 @@
 // How a handler's end becomes the `command.result` payload: ok with output, or an error
 // with a stable code the control plane and the user can act on.
+import { CodedError } from "../../coded-error.ts";
 import { DockerError } from "../../docker/docker-client.ts";
 import { DeadlineError } from "../../with-deadline.ts";
 import { CommandError, type JsonObject } from "./handler-types.ts";
@@ -14,7 +15,7 @@ export type CommandOutcome = { ok: true; result: JsonObject } | { ok: false; err
 export function failureOf(error: unknown, signal: AbortSignal): ErrorBody {
   // A cancel or the run deadline wins over whatever the handler threw while stopping.
   if (signal.aborted && signal.reason instanceof CommandError) return body(signal.reason);
-  if (error instanceof CommandError || error instanceof DockerError || error instanceof DeadlineError) {
+  if (error instanceof CodedError || error instanceof DockerError || error instanceof DeadlineError) {
     return body(error);
   }
   return { code: "agent_error", message: error instanceof Error ? error.message : String(error) };

@@ -1,6 +1,7 @@
 // What the environment handlers (deploy ... restore) share: where state lives, the clock,
 // the per-environment lock, and how long each wait and step may take.
 import type { Clock } from "../../clock.ts";
+import type { ReverseProxy } from "../../proxy/reverse-proxy.ts";
 import type { EnvironmentLocks } from "./environment-lock.ts";
 import type { StepDeadlines } from "./step-runner.ts";
 
@@ -40,7 +41,7 @@ export const DEFAULT_TIMING: ExecutorTiming = {
       initializing: 30_000,
       connecting: 15_000,
       creating_network: MINUTE,
-      configuring_dns: 10_000,
+      configuring_dns: 30_000,
       // May pull the PostgreSQL image.
       creating_postgres: 20 * MINUTE,
       cloning_platform_repos: 10 * MINUTE,
@@ -51,8 +52,9 @@ export const DEFAULT_TIMING: ExecutorTiming = {
       starting_container: 5 * MINUTE,
       installing_dependencies: 15 * MINUTE,
       initializing_database: 30_000,
-      verifying_dns: 10_000,
-      configuring_traefik: 30_000,
+      verifying_dns: 30_000,
+      // May pull the proxy's image, then waits for a new certificate (BERTH_CERTIFICATE_WAIT).
+      configuring_traefik: 20 * MINUTE,
       health_check: 2 * MINUTE,
       completed: 10_000,
     },
@@ -74,6 +76,8 @@ export interface ExecutorDeps {
   stateDir: string;
   clock: Clock;
   locks: EnvironmentLocks;
+  /** The server's reverse proxy: routes, maintenance pages, certificates. */
+  proxy: ReverseProxy;
   /** Extra labels on every object created (tests mark theirs); never replaces Berth's own. */
   extraLabels?: Readonly<Record<string, string>>;
   timing?: TimingOverrides;
