@@ -3,13 +3,15 @@
 // configured by odoo.conf, /web/health, and data that survives restarts and a redeploy.
 // Needs a running Docker engine with the images built (.ci/docker-setup.sh does both); it
 // fails, never skips, without them.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
 import type { Container } from "dockerode";
+import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.ts";
 
@@ -24,6 +26,15 @@ interface Row {
   id: number;
   note: string;
   created_at: string;
+}
+interface RequestReport {
+  port: number;
+  method: string;
+  path: string;
+  host: string;
+  forwarded_proto: string;
+  forwarded_for: string;
+  forwarded_host: string;
 }
 interface RowsResponse {
   database: string;
@@ -49,6 +60,8 @@ let workDir = "";
 let pg: Container | undefined;
 let erp: Container | undefined;
 let erpBase = "";
+// The host port published for gevent_port (8072), where the ERP serves websockets with workers.
+let erpWsPort = 0;
 let dockerReachable = false;
 
 // Without a TTY, Docker frames output as [stream, 0, 0, 0, size (4 bytes, big-endian)] + data.
@@ -149,7 +162,7 @@ async function startErp(addonsDir: string): Promise<void> {
     name: names.erp,
     Image: ERP_IMAGE,
     Labels: labels,
-    ExposedPorts: { "8069/tcp": {} },
+    ExposedPorts: { "8069/tcp": {}, "8072/tcp": {} },
     HostConfig: {
       NetworkMode: names.network,
       Binds: [
@@ -158,7 +171,10 @@ async function startErp(addonsDir: string): Promise<void> {
         `${addonsDir}:/mnt/extra-addons:ro`,
       ],
       // An empty host port: Docker picks a free one, on loopback only.
-      PortBindings: { "8069/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }] },
+      PortBindings: {
+        "8069/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
+        "8072/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
+      },
     },
   });
   await erp.start();
@@ -168,10 +184,11 @@ async function startErp(addonsDir: string): Promise<void> {
 // Docker picks a new host port each time the container starts, so read it again every time.
 async function waitForErp(what: string): Promise<void> {
   if (!erp) throw new Error("no ERP container");
-  const ports = (await erp.inspect()).NetworkSettings.Ports["8069/tcp"];
-  const hostPort = ports?.[0]?.HostPort;
-  if (!hostPort) throw new Error(`port 8069 of the ERP container was not published: ${JSON.stringify(ports)}`);
+  const published = (await erp.inspect()).NetworkSettings.Ports;
+  const hostPort = published["8069/tcp"]?.[0]?.HostPort;
+  if (!hostPort) throw new Error(`port 8069 of the ERP container was not published: ${JSON.stringify(published)}`);
   erpBase = `http://127.0.0.1:${hostPort}`;
+  erpWsPort = Number(published["8072/tcp"]?.[0]?.HostPort ?? 0);
   await waitFor(what, erpHealthy, 40_000);
 }
 
@@ -221,6 +238,160 @@ async function removeRun(): Promise<string[]> {
   return problems;
 }
 
+const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+const wsAccept = (key: string): string => createHash("sha1").update(key + WS_GUID).digest("base64");
+
+interface Frame {
+  opcode: number;
+  masked: boolean;
+  // The length form the sender used: 7 (up to 125), 16 (126 + 2 bytes) or 64 (127 + 8 bytes).
+  lengthBits: 7 | 16 | 64;
+  payload: Buffer;
+}
+
+// Complete frames at the start of buf, and how many bytes they took.
+function parseFrames(buf: Buffer): { frames: Frame[]; used: number } {
+  const frames: Frame[] = [];
+  let at = 0;
+  for (;;) {
+    if (at + 2 > buf.length) break;
+    const b1 = buf[at + 1] ?? 0;
+    let len = b1 & 0x7f;
+    let head = 2;
+    let lengthBits: Frame["lengthBits"] = 7;
+    if (len === 126) {
+      if (at + 4 > buf.length) break;
+      len = buf.readUInt16BE(at + 2);
+      head = 4;
+      lengthBits = 16;
+    } else if (len === 127) {
+      if (at + 10 > buf.length) break;
+      len = Number(buf.readBigUInt64BE(at + 2));
+      head = 10;
+      lengthBits = 64;
+    }
+    const masked = (b1 & 0x80) !== 0;
+    if (masked) head += 4;
+    if (at + head + len > buf.length) break;
+    const payload = Buffer.from(buf.subarray(at + head, at + head + len));
+    if (masked) {
+      const mask = buf.subarray(at + head - 4, at + head);
+      for (let i = 0; i < payload.length; i++) payload[i] = (payload[i] ?? 0) ^ (mask[i % 4] ?? 0);
+    }
+    frames.push({ opcode: (buf[at] ?? 0) & 0x0f, masked, lengthBits, payload });
+    at += head + len;
+  }
+  return { frames, used: at };
+}
+
+// A client frame: FIN, masked as RFC 6455 requires of clients.
+function clientFrame(opcode: number, payload: Buffer): Buffer {
+  if (payload.length > 125) throw new Error("clientFrame: short payloads only");
+  const mask = randomBytes(4);
+  const masked = Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] ?? 0)));
+  return Buffer.concat([Buffer.from([0x80 | opcode, 0x80 | payload.length]), mask, masked]);
+}
+
+interface RawExchange {
+  head: string;
+  frames: Frame[];
+}
+
+// Sends `request` over plain TCP to a host port and reads the HTTP head and, after a 101,
+// the server's frames; when the server's close frame comes it answers with one (as a
+// client must) and waits for the server to end the connection.
+function rawExchange(port: number, request: Buffer | string, timeoutMs = 15_000): Promise<RawExchange> {
+  return new Promise((resolve, reject) => {
+    const sock = connect(port, "127.0.0.1");
+    let buf = Buffer.alloc(0);
+    let head: string | undefined;
+    const frames: Frame[] = [];
+    const timer = setTimeout(() => {
+      sock.destroy();
+      reject(new Error(`no end of the exchange within ${timeoutMs} ms: ${head ?? buf.toString("latin1")}`));
+    }, timeoutMs);
+    sock.on("connect", () => sock.write(request));
+    sock.on("data", (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      if (head === undefined) {
+        const end = buf.indexOf("\r\n\r\n");
+        if (end < 0) return;
+        head = buf.subarray(0, end).toString("latin1");
+        buf = buf.subarray(end + 4);
+      }
+      if (!head.startsWith("HTTP/1.1 101")) return;
+      const parsed = parseFrames(buf);
+      buf = buf.subarray(parsed.used);
+      for (const f of parsed.frames) {
+        frames.push(f);
+        if (f.opcode === 8) sock.write(clientFrame(8, f.payload));
+      }
+    });
+    sock.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    sock.on("close", () => {
+      clearTimeout(timer);
+      if (head === undefined) reject(new Error(`connection closed before a response: ${buf.toString("latin1")}`));
+      else resolve({ head: head.startsWith("HTTP/1.1 101") ? head : `${head}\r\n\r\n${buf.toString("utf8")}`, frames });
+    });
+  });
+}
+
+function headerOf(head: string, name: string): string | undefined {
+  const line = head.split("\r\n").find((l) => l.toLowerCase().startsWith(`${name.toLowerCase()}:`));
+  return line?.slice(name.length + 1).trim();
+}
+
+interface WsSession {
+  accept: string | undefined;
+  key: string | undefined;
+  messages: string[];
+  close: { code: number; reason: string };
+}
+
+// A websocket through the `ws` client: the upgrade's key and accept, every text message, the
+// close code. onMessage may answer (the socket and the message number are given).
+function wsSession(
+  url: string,
+  options: { headers?: Record<string, string>; onMessage?: (ws: WebSocket, index: number) => void },
+  timeoutMs = 15_000,
+): Promise<WsSession> {
+  return new Promise((resolve, reject) => {
+    const session: Omit<WsSession, "close"> = { accept: undefined, key: undefined, messages: [] };
+    const ws = new WebSocket(url, {
+      headers: options.headers,
+      handshakeTimeout: 5_000,
+      // The key ws generated, to check the server's accept value against it here.
+      finishRequest: (req) => {
+        const key = req.getHeader("sec-websocket-key");
+        session.key = typeof key === "string" ? key : undefined;
+        req.end();
+      },
+    });
+    const timer = setTimeout(() => {
+      ws.terminate();
+      reject(new Error(`websocket ${url} not closed within ${timeoutMs} ms (${JSON.stringify(session)})`));
+    }, timeoutMs);
+    ws.on("upgrade", (res) => {
+      session.accept = res.headers["sec-websocket-accept"];
+    });
+    ws.on("message", (data, isBinary) => {
+      session.messages.push(isBinary ? `(binary ${String(data)})` : String(data));
+      options.onMessage?.(ws, session.messages.length - 1);
+    });
+    ws.on("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    ws.on("close", (code, reason) => {
+      clearTimeout(timer);
+      resolve({ ...session, close: { code, reason: reason.toString() } });
+    });
+  });
+}
+
 describe("Docker test images", () => {
   beforeAll(async () => {
     try {
@@ -254,7 +425,8 @@ describe("Docker test images", () => {
         `db_password = ${dbPassword}`,
         "db_name = berth_probe_db",
         "http_port = 8069",
-        "workers = 0",
+        // With workers, the ERP also serves gevent_port (8072), where websockets go.
+        "workers = 2",
         "limit_memory_hard = 1677721600",
         "list_db = False",
         "",
@@ -305,6 +477,123 @@ describe("Docker test images", () => {
     expect(await db.json()).toEqual({ status: "pass", db_server_status: true });
     expect((await http("/")).status).toBe(200);
   }, 60_000);
+
+  it("reports what reached it: local port, method, path, Host and X-Forwarded-*", async () => {
+    const res = await http("/berth/request?x=1", {
+      headers: { "x-forwarded-proto": "https", "x-forwarded-for": "203.0.113.7", "x-forwarded-host": "erp.example.test" },
+    });
+    expect(res.status).toBe(200);
+    const report = (await res.json()) as RequestReport;
+    expect(report).toEqual({
+      port: 8069,
+      method: "GET",
+      path: "/berth/request",
+      host: new URL(erpBase).host,
+      forwarded_proto: "https",
+      forwarded_for: "203.0.113.7",
+      forwarded_host: "erp.example.test",
+    });
+
+    // Header names in any case, values trimmed, repeated X-Forwarded-For joined; on gevent_port too.
+    const raw = await rawExchange(
+      erpWsPort,
+      "GET /berth/request HTTP/1.1\r\nhOsT:   erp.example.test  \r\nX-FORWARDED-PROTO:\thttp \r\n" +
+        "x-forwarded-for: 198.51.100.1\r\nX-Forwarded-For: 10.0.0.2\r\nConnection: close\r\n\r\n",
+    );
+    expect(raw.head).toMatch(/^HTTP\/1\.1 200 /);
+    const body = raw.head.slice(raw.head.indexOf("\r\n\r\n") + 4);
+    expect(JSON.parse(body)).toEqual({
+      port: 8072,
+      method: "GET",
+      path: "/berth/request",
+      host: "erp.example.test",
+      forwarded_proto: "http",
+      forwarded_for: "198.51.100.1, 10.0.0.2",
+      forwarded_host: "",
+    });
+  }, 30_000);
+
+  it("upgrades /websocket on gevent_port like Odoo: the report as a frame, an echo, a clean close", async () => {
+    expect(erpWsPort, "8072 published").toBeGreaterThan(0);
+    const echo = `round trip ${randomBytes(4).toString("hex")} ✓`;
+    // A long X-Forwarded-For makes the first frame longer than 125 bytes (the 16-bit length form).
+    const forwardedFor = Array.from({ length: 20 }, (_, i) => `192.0.2.${i + 1}`).join(", ");
+    const session = await wsSession(`ws://127.0.0.1:${erpWsPort}/websocket?version=17.0-1`, {
+      headers: { "X-Forwarded-Proto": "https", "X-Forwarded-For": forwardedFor, "X-Forwarded-Host": "erp.example.test" },
+      onMessage: (ws, index) => {
+        if (index === 0) ws.send(echo);
+      },
+    });
+    expect(session.key).toBeTruthy();
+    expect(session.accept).toBe(wsAccept(session.key ?? ""));
+    expect(session.messages).toHaveLength(2);
+    expect(JSON.parse(session.messages[0] ?? "")).toEqual({
+      port: 8072,
+      method: "GET",
+      path: "/websocket",
+      host: `127.0.0.1:${erpWsPort}`,
+      forwarded_proto: "https",
+      forwarded_for: forwardedFor,
+      forwarded_host: "erp.example.test",
+    });
+    expect(session.messages[1]).toBe(echo);
+    expect(session.close.code).toBe(1000);
+
+    // Odoo's older path, and a client that never answers: closed (1000) after 5 s, no echo.
+    const quiet = await wsSession(`ws://127.0.0.1:${erpWsPort}/longpolling/websocket`, {});
+    expect(quiet.messages).toHaveLength(1);
+    expect((JSON.parse(quiet.messages[0] ?? "") as RequestReport).path).toBe("/longpolling/websocket");
+    expect(quiet.close.code).toBe(1000);
+  }, 40_000);
+
+  it("answers the RFC 6455 handshake byte for byte, and 400 without an upgrade", async () => {
+    // The RFC's own example key and accept value; a masked text frame sent right behind the request.
+    const key = "dGhlIHNhbXBsZSBub25jZQ==";
+    expect(wsAccept(key)).toBe("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    const forwardedHost = `${"a".repeat(150)}.example.test`;
+    const raw = await rawExchange(
+      erpWsPort,
+      Buffer.concat([
+        Buffer.from(
+          "GET /websocket/ HTTP/1.1\r\nHost: erp.example.test\r\nUpgrade: WebSocket\r\nConnection: keep-alive, Upgrade\r\n" +
+            `Sec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\nX-Forwarded-Host: ${forwardedHost}\r\n\r\n`,
+        ),
+        clientFrame(1, Buffer.from("hello")),
+      ]),
+    );
+    expect(raw.head.split("\r\n")[0]).toBe("HTTP/1.1 101 Switching Protocols");
+    expect(headerOf(raw.head, "Upgrade")).toBe("websocket");
+    expect(headerOf(raw.head, "Connection")).toBe("Upgrade");
+    expect(headerOf(raw.head, "Sec-WebSocket-Accept")).toBe("s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+    expect(raw.frames.map((f) => [f.opcode, f.masked])).toEqual([
+      [1, false],
+      [1, false],
+      [8, false],
+    ]);
+    const [report, echoed, close] = raw.frames;
+    expect(report?.lengthBits).toBe(16);
+    expect((JSON.parse(report?.payload.toString("utf8") ?? "") as RequestReport).forwarded_host).toBe(forwardedHost);
+    expect(echoed?.payload.toString("utf8")).toBe("hello");
+    expect(close?.payload.readUInt16BE(0)).toBe(1000);
+
+    // On http_port as well (the same routes), and 400 when the upgrade or the key is missing.
+    const plain = await http("/websocket");
+    expect(plain.status).toBe(400);
+    expect(await plain.text()).toBe("websocket upgrade expected\n");
+    const noKey = await rawExchange(
+      erpWsPort,
+      "GET /websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    expect(noKey.head).toMatch(/^HTTP\/1\.1 400 /);
+    expect(noKey.head).toMatch(/\r\n\r\nwebsocket upgrade expected\n$/);
+    // The client closing first gets the server's close (1000) at once.
+    const onHttpPort = await wsSession(`${erpBase.replace("http:", "ws:")}/websocket`, {
+      onMessage: (ws) => ws.close(1000),
+    });
+    expect(onHttpPort.messages).toHaveLength(1);
+    expect(JSON.parse(onHttpPort.messages[0] ?? "")).toMatchObject({ port: 8069, path: "/websocket" });
+    expect(onHttpPort.close.code).toBe(1000);
+  }, 40_000);
 
   it("adds rows over HTTP", async () => {
     const posted = await http("/berth/rows", {

@@ -9,6 +9,11 @@
  *
  * One process per connection (fork): a stuck request can only ever hold its own child,
  * which alarm() ends, so health checks keep being answered.
+ *
+ * Behind a reverse proxy, GET /berth/request tells what reached the server (its local port,
+ * Host, X-Forwarded-*), and /websocket (also /websocket/..., /longpolling/...) completes a
+ * real WebSocket handshake, sends that same report as a text frame, echoes one text frame
+ * and closes: enough for tests to prove a proxy upgrades and routes websockets.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -20,6 +25,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +47,8 @@
 #define MAX_BODY 65536
 #define MAX_CHILDREN 256
 #define REQUEST_SECONDS 20
+#define WS_WAIT_MS 5000       /* how long a websocket waits for the client's frame */
+#define WS_MAX_PAYLOAD 65536  /* larger client frames are refused (close 1009) */
 
 struct kv { char *key; char *value; };
 static struct kv conf[MAX_KV];
@@ -452,9 +460,55 @@ struct request {
   char query[2048];
   char content_type[128];
   char peer[64];
+  int port; /* the local port the connection arrived on (http_port or gevent_port) */
+  char host[256];
+  char upgrade[64];
+  char connection[128];
+  char ws_key[128];
+  char ws_version[16];
+  char forwarded_proto[32];
+  char forwarded_for[512];
+  char forwarded_host[256];
   char *body;
   size_t body_len;
+  char *early; /* bytes the client sent after the request (a websocket frame, say) */
+  size_t early_len;
 };
+
+/* If LINE (a header line ending in CRLF) is header NAME (any case), copies its value,
+ * trimmed and cut to SIZE - 1 bytes, into OUT and returns 1. With APPEND, a value already
+ * in OUT is kept and this one added after ", " (repeated list headers such as X-Forwarded-For). */
+static int header_copy(const char *line, const char *name, char *out, size_t size, int append) {
+  size_t nl = strlen(name);
+  if (strncasecmp(line, name, nl) != 0 || line[nl] != ':') return 0;
+  const char *v = line + nl + 1;
+  size_t n = strcspn(v, "\r\n");
+  while (n && (*v == ' ' || *v == '\t')) v++, n--;
+  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
+  size_t o = append ? strlen(out) : 0;
+  if (o && o + 2 < size) {
+    memcpy(out + o, ", ", 2);
+    o += 2;
+  }
+  if (o + n >= size) n = o < size ? size - 1 - o : 0;
+  memcpy(out + o, v, n);
+  out[o + n] = 0;
+  return 1;
+}
+
+/* Whether a comma-separated header value (Connection, Upgrade) holds TOKEN, in any case. */
+static int has_token(const char *list, const char *token) {
+  size_t tl = strlen(token);
+  for (const char *p = list; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == ',') p++;
+    size_t n = strcspn(p, ",");
+    size_t m = n;
+    while (m && (p[m - 1] == ' ' || p[m - 1] == '\t')) m--;
+    if (m == tl && strncasecmp(p, token, tl) == 0) return 1;
+    p += n;
+  }
+  return 0;
+}
 
 static int write_all(int fd, const char *p, size_t n) {
   while (n) {
@@ -782,6 +836,243 @@ static void handle_version_info(int fd, const struct request *rq) {
   respond_json(fd, rq, 200, &b);
 }
 
+/* What reached the server: for tests of a reverse proxy in front of it. */
+static void request_json(struct buf *b, const struct request *rq) {
+  buf_printf(b, "{\"port\": %d, \"method\": ", rq->port);
+  buf_json_string(b, rq->method);
+  buf_str(b, ", \"path\": ");
+  buf_json_string(b, rq->path);
+  buf_str(b, ", \"host\": ");
+  buf_json_string(b, rq->host);
+  buf_str(b, ", \"forwarded_proto\": ");
+  buf_json_string(b, rq->forwarded_proto);
+  buf_str(b, ", \"forwarded_for\": ");
+  buf_json_string(b, rq->forwarded_for);
+  buf_str(b, ", \"forwarded_host\": ");
+  buf_json_string(b, rq->forwarded_host);
+  buf_str(b, "}");
+}
+
+static void handle_request_report(int fd, const struct request *rq) {
+  struct buf b = {0};
+  request_json(&b, rq);
+  respond_json(fd, rq, 200, &b);
+}
+
+/* ---------- WebSocket (RFC 6455), as Odoo's /websocket on gevent_port ---------- */
+
+static uint32_t rol32(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
+
+static void sha1_block(uint32_t h[5], const unsigned char *p) {
+  uint32_t w[80];
+  for (int i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+  for (int i = 16; i < 80; i++) w[i] = rol32(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+  uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+  for (int i = 0; i < 80; i++) {
+    uint32_t f, k;
+    if (i < 20) f = (b & c) | (~b & d), k = 0x5A827999;
+    else if (i < 40) f = b ^ c ^ d, k = 0x6ED9EBA1;
+    else if (i < 60) f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
+    else f = b ^ c ^ d, k = 0xCA62C1D6;
+    uint32_t t = rol32(a, 5) + f + e + k + w[i];
+    e = d;
+    d = c;
+    c = rol32(b, 30);
+    b = a;
+    a = t;
+  }
+  h[0] += a;
+  h[1] += b;
+  h[2] += c;
+  h[3] += d;
+  h[4] += e;
+}
+
+static void sha1(const void *data, size_t len, unsigned char out[20]) {
+  const unsigned char *p = data;
+  uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+  size_t i = 0;
+  for (; i + 64 <= len; i += 64) sha1_block(h, p + i);
+  /* The rest, 0x80, zeros, then the length in bits (big-endian) ending a 64-byte block. */
+  unsigned char tail[128] = {0};
+  size_t rest = len - i, tail_len = rest + 9 <= 64 ? 64 : 128;
+  memcpy(tail, p + i, rest);
+  tail[rest] = 0x80;
+  uint64_t bits = (uint64_t)len * 8;
+  for (int j = 0; j < 8; j++) tail[tail_len - 1 - j] = (unsigned char)(bits >> (8 * j));
+  sha1_block(h, tail);
+  if (tail_len == 128) sha1_block(h, tail + 64);
+  for (int j = 0; j < 5; j++)
+    for (int k = 0; k < 4; k++) out[4 * j + k] = (unsigned char)(h[j] >> (24 - 8 * k));
+}
+
+/* OUT needs 4 * ((n + 2) / 3) + 1 bytes. */
+static void base64(const unsigned char *in, size_t n, char *out) {
+  static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+    out[o++] = abc[v >> 18 & 63];
+    out[o++] = abc[v >> 12 & 63];
+    out[o++] = i + 1 < n ? abc[v >> 6 & 63] : '=';
+    out[o++] = i + 2 < n ? abc[v & 63] : '=';
+  }
+  out[o] = 0;
+}
+
+/* Sec-WebSocket-Accept for a Sec-WebSocket-Key: base64(sha1(key + the RFC's GUID)). */
+static void ws_accept(const char *key, char out[29]) {
+  char joined[256];
+  int n = snprintf(joined, sizeof joined, "%s258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key);
+  unsigned char digest[20];
+  sha1(joined, n < (int)sizeof joined ? (size_t)n : sizeof joined - 1, digest);
+  base64(digest, sizeof digest, out);
+}
+
+/* A server frame: FIN set, never masked, 7-bit, 16-bit or 64-bit length. */
+static int ws_send(int fd, int opcode, const char *payload, size_t len) {
+  struct buf b = {0};
+  unsigned char h[10];
+  size_t hn = 0;
+  h[hn++] = (unsigned char)(0x80 | opcode);
+  if (len < 126) {
+    h[hn++] = (unsigned char)len;
+  } else if (len <= 0xFFFF) {
+    h[hn++] = 126;
+    h[hn++] = (unsigned char)(len >> 8);
+    h[hn++] = (unsigned char)len;
+  } else {
+    h[hn++] = 127;
+    for (int i = 7; i >= 0; i--) h[hn++] = (unsigned char)((uint64_t)len >> (8 * i));
+  }
+  buf_add(&b, (const char *)h, hn);
+  if (len) buf_add(&b, payload, len);
+  int r = write_all(fd, b.data, b.len);
+  free(b.data);
+  return r;
+}
+
+static int ws_close(int fd, int status) {
+  char code[2] = {(char)(status >> 8), (char)(status & 0xFF)};
+  return ws_send(fd, 8, code, 2);
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Reads exactly N bytes, first from what came with the request, before DEADLINE (now_ms). */
+static int ws_read(int fd, struct request *rq, void *dst, size_t n, long long deadline) {
+  unsigned char *d = dst;
+  while (n) {
+    if (rq->early_len) {
+      size_t k = rq->early_len < n ? rq->early_len : n;
+      memcpy(d, rq->early, k);
+      rq->early += k;
+      rq->early_len -= k;
+      d += k;
+      n -= k;
+      continue;
+    }
+    long long left = deadline - now_ms();
+    if (left <= 0) return -1;
+    struct pollfd pfd = {.fd = fd, .events = POLLIN};
+    int ready = poll(&pfd, 1, (int)left);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return -1;
+    ssize_t got = read(fd, d, n);
+    if (got < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (got <= 0) return -1;
+    d += got;
+    n -= (size_t)got;
+  }
+  return 0;
+}
+
+/* One client frame, unmasked into *PAYLOAD (malloc'd, NUL-ended). Returns its opcode,
+ * -1 when nothing complete came before DEADLINE or the client went away, -2 when too large. */
+static int ws_read_frame(int fd, struct request *rq, long long deadline, int *masked, char **payload,
+                         size_t *len) {
+  unsigned char h[2];
+  if (ws_read(fd, rq, h, 2, deadline) != 0) return -1;
+  *masked = h[1] & 0x80;
+  uint64_t n = h[1] & 0x7F;
+  if (n >= 126) {
+    unsigned char ext[8];
+    size_t k = n == 126 ? 2 : 8;
+    if (ws_read(fd, rq, ext, k, deadline) != 0) return -1;
+    n = 0;
+    for (size_t i = 0; i < k; i++) n = n << 8 | ext[i];
+  }
+  if (n > WS_MAX_PAYLOAD) return -2;
+  unsigned char mask[4] = {0};
+  if (*masked && ws_read(fd, rq, mask, 4, deadline) != 0) return -1;
+  char *p = malloc((size_t)n + 1);
+  if (!p) _exit(70);
+  if (n && ws_read(fd, rq, p, (size_t)n, deadline) != 0) {
+    free(p);
+    return -1;
+  }
+  for (uint64_t i = 0; i < n; i++) p[i] = (char)(p[i] ^ mask[i % 4]);
+  p[n] = 0;
+  *payload = p;
+  *len = (size_t)n;
+  return h[0] & 0x0F;
+}
+
+/* Handshake, then: the request report as a text frame; one client text frame (masked, as
+ * clients must) echoed back; a close frame. All within REQUEST_SECONDS (alarm). */
+static void handle_websocket(int fd, struct request *rq) {
+  if (strcmp(rq->method, "GET") != 0 || !has_token(rq->upgrade, "websocket") ||
+      !has_token(rq->connection, "upgrade") || !rq->ws_key[0]) {
+    respond(fd, rq, 400, "text/plain", "websocket upgrade expected\n");
+    return;
+  }
+  char accept[29];
+  ws_accept(rq->ws_key, accept);
+  char head[256];
+  int hn = snprintf(head, sizeof head,
+                    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    "Sec-WebSocket-Accept: %s\r\nServer: berth-erp-standin\r\n\r\n",
+                    accept);
+  int ok = write_all(fd, head, (size_t)hn) == 0;
+  log_line("INFO", "werkzeug", "%s - - \"%s %s%s%s HTTP/1.1\" 101 - 0 0.000 0.000", rq->peer, rq->method,
+           rq->path, rq->query[0] ? "?" : "", rq->query);
+  struct buf b = {0};
+  request_json(&b, rq);
+  ok = ok && ws_send(fd, 1, b.data, b.len) == 0;
+  free(b.data);
+  if (!ok) return;
+
+  int masked = 0, status = 1000;
+  char *payload = NULL;
+  size_t len = 0;
+  int opcode = ws_read_frame(fd, rq, now_ms() + WS_WAIT_MS, &masked, &payload, &len);
+  if (opcode == -2) status = 1009;               /* message too big */
+  else if (opcode >= 0 && !masked) status = 1002; /* protocol error: clients must mask */
+  else if (opcode == 1 && ws_send(fd, 1, payload, len) != 0) ok = 0;
+  free(payload);
+  if (!ok || ws_close(fd, status) != 0) return;
+  /* Give the client a moment to answer the close, so the server ends TCP first (RFC 6455
+   * 7.1.1) and no unread close frame turns the end into a reset. */
+  if (opcode == 8 || opcode == -2) return;
+  long long deadline = now_ms() + 2000;
+  while (1) {
+    payload = NULL;
+    opcode = ws_read_frame(fd, rq, deadline, &masked, &payload, &len);
+    free(payload);
+    if (opcode < 0 || opcode == 8) return;
+  }
+}
+
+static int websocket_path(const char *p) {
+  return strcmp(p, "/websocket") == 0 || strncmp(p, "/websocket/", 11) == 0 || strcmp(p, "/longpolling") == 0 ||
+         strncmp(p, "/longpolling/", 13) == 0;
+}
+
 static void route(int fd, struct request *rq) {
   int get = strcmp(rq->method, "GET") == 0 || strcmp(rq->method, "HEAD") == 0;
   int post = strcmp(rq->method, "POST") == 0;
@@ -793,6 +1084,8 @@ static void route(int fd, struct request *rq) {
   else if ((strcmp(p, "/berth/rows") == 0 && post) || (strcmp(p, "/berth/add") == 0 && (get || post)))
     handle_add(fd, rq);
   else if (strcmp(p, "/berth/info") == 0 && get) handle_info(fd, rq);
+  else if (strcmp(p, "/berth/request") == 0 && get) handle_request_report(fd, rq);
+  else if (websocket_path(p)) handle_websocket(fd, rq);
   else if (strcmp(p, "/web/webclient/version_info") == 0 && (get || post)) handle_version_info(fd, rq);
   else if (strcmp(p, "/web/health") == 0 || strncmp(p, "/berth/", 7) == 0)
     respond(fd, rq, 405, "text/plain", "method not allowed\n");
@@ -809,6 +1102,9 @@ static void serve_connection(int fd, const struct sockaddr_in *peer) {
   alarm(REQUEST_SECONDS);
   struct request rq = {0};
   inet_ntop(AF_INET, &peer->sin_addr, rq.peer, sizeof rq.peer);
+  struct sockaddr_in local;
+  socklen_t local_len = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &local_len) == 0) rq.port = ntohs(local.sin_port);
   snprintf(rq.method, sizeof rq.method, "-");
   struct timeval tv = {5, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -849,14 +1145,16 @@ static void serve_connection(int fd, const struct sockaddr_in *peer) {
   for (char *line = strstr(head, "\r\n") + 2; line < end; line = strstr(line, "\r\n") + 2) {
     if (strncasecmp(line, "Content-Length:", 15) == 0) content_length = strtoul(line + 15, NULL, 10);
     else if (strncasecmp(line, "Expect:", 7) == 0 && strcasestr(line, "100-continue")) expect_continue = 1;
-    else if (strncasecmp(line, "Content-Type:", 13) == 0) {
-      const char *v = line + 13;
-      while (*v == ' ') v++;
-      size_t n = strcspn(v, "\r");
-      if (n >= sizeof rq.content_type) n = sizeof rq.content_type - 1;
-      memcpy(rq.content_type, v, n);
-      rq.content_type[n] = 0;
-    }
+    /* Each line is at most one of these (header_copy only takes its own name). */
+    header_copy(line, "Content-Type", rq.content_type, sizeof rq.content_type, 0);
+    header_copy(line, "Host", rq.host, sizeof rq.host, 0);
+    header_copy(line, "Upgrade", rq.upgrade, sizeof rq.upgrade, 1);
+    header_copy(line, "Connection", rq.connection, sizeof rq.connection, 1);
+    header_copy(line, "Sec-WebSocket-Key", rq.ws_key, sizeof rq.ws_key, 0);
+    header_copy(line, "Sec-WebSocket-Version", rq.ws_version, sizeof rq.ws_version, 0);
+    header_copy(line, "X-Forwarded-Proto", rq.forwarded_proto, sizeof rq.forwarded_proto, 0);
+    header_copy(line, "X-Forwarded-For", rq.forwarded_for, sizeof rq.forwarded_for, 1);
+    header_copy(line, "X-Forwarded-Host", rq.forwarded_host, sizeof rq.forwarded_host, 0);
   }
   if (content_length > MAX_BODY) {
     respond(fd, &rq, 413, "text/plain", "request body too large\n");
@@ -875,6 +1173,12 @@ static void serve_connection(int fd, const struct sockaddr_in *peer) {
       return;
     }
     have += (size_t)n;
+  }
+  if (have > content_length) {
+    rq.early_len = have - content_length;
+    rq.early = malloc(rq.early_len);
+    if (!rq.early) _exit(70);
+    memcpy(rq.early, head + content_length, rq.early_len);
   }
   head[content_length] = 0;
   rq.body = head;
