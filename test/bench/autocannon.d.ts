@@ -22,6 +22,10 @@ declare module "autocannon" {
     timeout?: number;
     headers?: Record<string, string>;
     requests?: Request[];
+    /** SNI for https:// URLs (default: the URL's host name when it is not an address). */
+    servername?: string;
+    /** Passed to tls.connect for https:// URLs. */
+    tlsOptions?: Record<string, unknown>;
   }
 
   export interface Histogram {
