@@ -487,12 +487,20 @@ root_command | root_file "$ROOT_CMD"
 # root), so no PATH order ever has root run the file the agent's user can replace.
 ln -sfn "$ROOT_CMD" "$LINK"
 
+# install.sh owns two settings of the file; an administrator's own lines (the proxy's
+# BERTH_PUBLIC_ADDRESSES, say) are kept across re-installs and upgrades.
+kept=""
+if [ -f "$ENV_FILE" ]; then
+	kept=$(grep -v -e '^# Written by install.sh' -e '^BERTH_DOCKER_SOCKET=' -e '^BERTH_INSECURE=' "$ENV_FILE" || true)
+fi
 {
-	echo "# Written by install.sh; read by the berth-agent service."
+	echo "# Written by install.sh; read by the berth-agent service. Lines of your own are kept."
 	[ "$docker_socket" = /var/run/docker.sock ] || echo "BERTH_DOCKER_SOCKET=$docker_socket"
 	[ "$insecure" = 0 ] || echo "BERTH_INSECURE=true"
-} >"$ENV_FILE"
-chmod 0644 "$ENV_FILE"
+	[ -z "$kept" ] || printf '%s\n' "$kept"
+} >"$ENV_FILE.new"
+chmod 0644 "$ENV_FILE.new"
+mv -f "$ENV_FILE.new" "$ENV_FILE"
 mkdir -p "$(dirname "$UNIT")"
 unit_file >"$UNIT"
 chmod 0644 "$UNIT"

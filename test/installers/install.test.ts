@@ -256,7 +256,12 @@ describe("install.sh in a fresh Debian 12 machine", () => {
     const before = await status();
     const waitingUpTo = before.journal!.nextEventSeq - 1;
 
+    // A setting of the administrator's own, beside install.sh's lines, must survive the upgrade.
+    await ok("echo BERTH_PUBLIC_ADDRESSES=203.0.113.7 >> /etc/default/berth-agent");
     const out = await ok("sh /installers/install.sh --binary /dist-0.1.1/berth-agent-linux-x64 --connect-timeout 0", 180_000);
+    const settings = await ok("cat /etc/default/berth-agent");
+    expect(settings.split("\n").filter((line) => line === "BERTH_PUBLIC_ADDRESSES=203.0.113.7")).toHaveLength(1);
+    expect(settings.split("\n").filter((line) => line.startsWith("# Written by install.sh"))).toHaveLength(1);
     expect(out).toContain("already enrolled; keeping this server's identity and journal");
     expect(out).toContain(`upgrading berth-agent ${v0.version} -> ${v1.version}`);
     expect(await ok("cat /var/lib/berth-agent/identity.json")).toBe(identity);
