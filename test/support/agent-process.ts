@@ -37,10 +37,28 @@ export class AgentProcess {
     await exec(NODE, [...LOADER, CLI, "enroll", "--url", url, "--token", token, "--state-dir", this.stateDir], { cwd: ROOT, timeout: 60_000 });
   }
 
-  start(): void {
+  /**
+   * The agent's reverse proxy in tests: named after this agent (several agents share one
+   * Docker engine here), on ports Docker chooses on 127.0.0.1 (never the host's 80 and 443),
+   * with 127.0.0.1 as the server's public address. `env` adds or replaces settings.
+   */
+  get proxyName(): string {
+    return `berth-proxy-${path.basename(this.stateDir).replace(/[^a-zA-Z0-9_.-]/g, "")}`;
+  }
+
+  start(env: Record<string, string> = {}): void {
     const child = spawn(NODE, [...LOADER, CLI, "run", "--state-dir", this.stateDir], {
       cwd: ROOT,
-      env: { ...process.env, BERTH_LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        BERTH_LOG_LEVEL: "info",
+        BERTH_PROXY_NAME: this.proxyName,
+        BERTH_PROXY_HTTP_PORT: "auto",
+        BERTH_PROXY_HTTPS_PORT: "auto",
+        BERTH_PROXY_BIND: "127.0.0.1",
+        BERTH_PUBLIC_ADDRESSES: "127.0.0.1",
+        ...env,
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     this.running = new RunningAgent(child);
@@ -64,7 +82,16 @@ export class AgentProcess {
   async cleanup(): Promise<void> {
     await this.stop("SIGKILL").catch(() => {});
     await this.removeContainersUsingStateDir().catch(() => {});
+    await this.removeProxyObjects().catch(() => {});
     await rm(this.stateDir, { recursive: true, force: true, maxRetries: 5 });
+  }
+
+  /** The proxy's container went with the state dir's mounts; its network and volume are named after it. */
+  private async removeProxyObjects(): Promise<void> {
+    const docker = new Docker();
+    await docker.getContainer(this.proxyName).remove({ force: true }).catch(() => {});
+    await docker.getNetwork(this.proxyName).remove().catch(() => {});
+    await docker.getVolume(`${this.proxyName}-data`).remove().catch(() => {});
   }
 
   private async removeContainersUsingStateDir(): Promise<void> {
