@@ -6,7 +6,8 @@
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtemp, mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { connect } from "node:net";
+import { Agent, request as httpRequest, type IncomingMessage } from "node:http";
+import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import Docker from "dockerode";
@@ -237,6 +238,97 @@ async function removeRun(): Promise<string[]> {
   }
   return problems;
 }
+
+interface HttpAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+// A raw HTTP/1.x connection: what is written goes out byte for byte (pipelined requests in one
+// write, say) and the answers are cut apart by their Content-Length, as a client must on a
+// persistent connection. `closed` resolves when the server ends the connection.
+class RawHttp {
+  private buf = Buffer.alloc(0);
+  private readonly answers: HttpAnswer[] = [];
+  private wake: (() => void) | undefined;
+  private ended = false;
+  readonly opened = performance.now();
+  readonly closed: Promise<number>;
+
+  private constructor(private readonly sock: Socket) {
+    this.closed = new Promise((resolve) => {
+      sock.on("close", () => {
+        this.ended = true;
+        this.wake?.();
+        resolve(performance.now());
+      });
+    });
+    sock.on("error", () => undefined);
+    sock.on("data", (chunk: Buffer) => {
+      this.buf = Buffer.concat([this.buf, chunk]);
+      for (;;) {
+        const end = this.buf.indexOf("\r\n\r\n");
+        if (end < 0) break;
+        const lines = this.buf.subarray(0, end).toString("latin1").split("\r\n");
+        const headers: Record<string, string> = {};
+        for (const line of lines.slice(1)) {
+          const colon = line.indexOf(":");
+          headers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
+        }
+        const length = Number(headers["content-length"] ?? "NaN");
+        if (!Number.isInteger(length)) throw new Error(`an answer without Content-Length: ${lines.join(" | ")}`);
+        if (this.buf.length < end + 4 + length) break;
+        const status = Number(lines[0]?.split(" ")[1]);
+        this.answers.push({ status, headers, body: this.buf.subarray(end + 4, end + 4 + length).toString("utf8") });
+        this.buf = this.buf.subarray(end + 4 + length);
+      }
+      this.wake?.();
+    });
+  }
+
+  static open(port: number): Promise<RawHttp> {
+    return new Promise((resolve, reject) => {
+      const sock = connect(port, "127.0.0.1");
+      sock.once("connect", () => resolve(new RawHttp(sock)));
+      sock.once("error", reject);
+    });
+  }
+
+  write(data: string | Buffer): void {
+    this.sock.write(data);
+  }
+
+  // The next answer, or an error when the connection ends (or nothing comes) first.
+  async next(timeoutMs = 10_000): Promise<HttpAnswer> {
+    const deadline = performance.now() + timeoutMs;
+    while (this.answers.length === 0) {
+      if (this.ended) throw new Error(`connection closed, unparsed: ${JSON.stringify(this.buf.toString("latin1"))}`);
+      const left = deadline - performance.now();
+      if (left <= 0) throw new Error(`no answer within ${timeoutMs} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+    return this.answers.shift() as HttpAnswer;
+  }
+
+  // Whether the server has ended the connection within ms.
+  async closesWithin(ms: number): Promise<boolean> {
+    return Promise.race([this.closed.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), ms))]);
+  }
+
+  destroy(): void {
+    this.sock.destroy();
+  }
+}
+
+const erpPort = (): number => Number(new URL(erpBase).port);
 
 const WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
 const wsAccept = (key: string): string => createHash("sha1").update(key + WS_GUID).digest("base64");
@@ -594,6 +686,108 @@ describe("Docker test images", () => {
     expect(JSON.parse(onHttpPort.messages[0] ?? "")).toMatchObject({ port: 8069, path: "/websocket" });
     expect(onHttpPort.close.code).toBe(1000);
   }, 40_000);
+
+  it("keeps HTTP/1.1 connections alive: one socket for two requests through node:http's keep-alive agent", async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = (path: string) =>
+      new Promise<{ res: IncomingMessage; body: string; reused: boolean }>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port: erpPort(), path, agent, timeout: 10_000 }, (res) => {
+          let body = "";
+          res.setEncoding("utf8");
+          res.on("data", (c: string) => (body += c));
+          res.on("end", () => resolve({ res, body, reused: req.reusedSocket }));
+        });
+        req.on("error", reject);
+        req.on("timeout", () => req.destroy(new Error(`${path}: no answer within 10 s`)));
+        req.end();
+      });
+    try {
+      const first = await get("/web/health");
+      const second = await get("/berth/request");
+      expect(first.res.statusCode).toBe(200);
+      expect(first.body).toBe('{"status": "pass"}');
+      expect(first.res.headers.connection).toBe("keep-alive");
+      expect(first.res.headers["keep-alive"]).toBe("timeout=15");
+      expect(first.res.headers["content-length"]).toBe(String(Buffer.byteLength(first.body)));
+      expect(second.res.statusCode).toBe(200);
+      expect((JSON.parse(second.body) as RequestReport).path).toBe("/berth/request");
+      expect(first.reused).toBe(false);
+      expect(second.reused).toBe(true);
+      expect(second.res.socket).toBe(first.res.socket);
+    } finally {
+      agent.destroy();
+    }
+  }, 30_000);
+
+  it("answers pipelined requests in order without losing bytes after a body, and honours Connection: close", async () => {
+    const conn = await RawHttp.open(erpPort());
+    try {
+      // Three requests in one write: a POST whose body is followed at once by the next request.
+      const body = JSON.stringify({ jsonrpc: "2.0", params: {} });
+      conn.write(
+        `POST /web/webclient/version_info HTTP/1.1\r\nHost: a.test\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}` +
+          "GET /berth/request?n=2 HTTP/1.1\r\nHost: b.test\r\nX-Forwarded-Proto: https\r\n\r\n" +
+          "GET /web/health HTTP/1.1\r\nHost: c.test\r\nConnection: close\r\n\r\n",
+      );
+      const version = await conn.next();
+      expect(version.status).toBe(200);
+      expect(version.headers.connection).toBe("keep-alive");
+      expect((JSON.parse(version.body) as { result: { server_version: string } }).result.server_version).toBe("17.0");
+      const report = await conn.next();
+      expect(report.status).toBe(200);
+      expect(JSON.parse(report.body)).toMatchObject({ path: "/berth/request", host: "b.test", forwarded_proto: "https" });
+      const last = await conn.next();
+      expect(last.status).toBe(200);
+      expect(last.body).toBe('{"status": "pass"}');
+      expect(last.headers.connection).toBe("close");
+      expect(await conn.closesWithin(2_000), "closed after Connection: close").toBe(true);
+    } finally {
+      conn.destroy();
+    }
+
+    // HTTP/1.0 closes unless it asks for keep-alive; an error about the request (400, 413) closes.
+    const old = await RawHttp.open(erpPort());
+    try {
+      old.write("GET /web/health HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+      expect((await old.next()).headers.connection).toBe("keep-alive");
+      old.write("GET /web/health HTTP/1.0\r\n\r\n");
+      expect((await old.next()).headers.connection).toBe("close");
+      expect(await old.closesWithin(2_000), "closed after an HTTP/1.0 answer").toBe(true);
+    } finally {
+      old.destroy();
+    }
+    const tooLarge = await RawHttp.open(erpPort());
+    try {
+      tooLarge.write("GET /web/health HTTP/1.1\r\n\r\nPOST /berth/rows HTTP/1.1\r\nContent-Length: 1000000\r\n\r\n");
+      expect((await tooLarge.next()).status).toBe(200);
+      const refused = await tooLarge.next();
+      expect(refused.status).toBe(413);
+      expect(refused.headers.connection).toBe("close");
+      expect(await tooLarge.closesWithin(2_000), "closed after a 413").toBe(true);
+    } finally {
+      tooLarge.destroy();
+    }
+  }, 30_000);
+
+  it("keeps an idle connection past REQUEST_SECONDS (20 s) and closes it after 15 s without a request", async () => {
+    const conn = await RawHttp.open(erpPort());
+    try {
+      conn.write("GET /web/health HTTP/1.1\r\nHost: x\r\n\r\n");
+      expect((await conn.next()).status).toBe(200);
+      await new Promise((resolve) => setTimeout(resolve, 11_000));
+      conn.write("GET /web/health HTTP/1.1\r\nHost: x\r\n\r\n");
+      const second = await conn.next();
+      expect(second.status).toBe(200);
+      const answered = performance.now();
+      const closed = await conn.closed;
+      // Open for longer than one request may take, so the limit is per request, not per connection.
+      expect(closed - conn.opened).toBeGreaterThan(21_000);
+      expect(closed - answered).toBeGreaterThan(14_000);
+      expect(closed - answered).toBeLessThan(17_000);
+    } finally {
+      conn.destroy();
+    }
+  }, 45_000);
 
   it("adds rows over HTTP", async () => {
     const posted = await http("/berth/rows", {

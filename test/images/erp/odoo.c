@@ -8,7 +8,10 @@
  * See ../README.md for the HTTP routes and the hooks tests can use.
  *
  * One process per connection (fork): a stuck request can only ever hold its own child,
- * which alarm() ends, so health checks keep being answered.
+ * which alarm() ends, so health checks keep being answered. Connections are persistent as
+ * in werkzeug: HTTP/1.1 (or HTTP/1.0 asking for keep-alive) gets request after request on
+ * one connection, pipelined ones too, until the client closes, asks for close, or is idle
+ * for KEEPALIVE_SECONDS; each request has its own REQUEST_SECONDS.
  *
  * Behind a reverse proxy, GET /berth/request tells what reached the server (its local port,
  * Host, X-Forwarded-*), and /websocket (also /websocket/..., /longpolling/...) completes a
@@ -22,6 +25,7 @@
 #include <fcntl.h>
 #include <libpq-fe.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -41,12 +45,17 @@
 #error "build with -DMARKER_SHA1=\"<sha1 of MARKER_CONTENT>\" (test/images/build.sh does)"
 #endif
 #define MARKER_CONTENT "berth stand-in ERP: file store marker\n"
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
 #define MAX_KV 128
 #define MAX_HEADER 16384
 #define MAX_BODY 65536
-#define MAX_CHILDREN 256
-#define REQUEST_SECONDS 20
+#define MAX_CHILDREN 256     /* connections served at once; each keep-alive one holds a child */
+#define LISTEN_BACKLOG 512   /* connections waiting for accept() (the kernel caps it at somaxconn) */
+#define REQUEST_SECONDS 20   /* from a request's first byte to its answer (alarm) */
+#define FIRST_REQUEST_SECONDS 5 /* a new connection's wait for its first byte */
+#define KEEPALIVE_SECONDS 15 /* an open connection's wait for its next request */
 #define WS_WAIT_MS 5000       /* how long a websocket waits for the client's frame */
 #define WS_MAX_PAYLOAD 65536  /* larger client frames are refused (close 1009) */
 
@@ -473,7 +482,11 @@ struct request {
   size_t body_len;
   char *early; /* bytes the client sent after the request (a websocket frame, say) */
   size_t early_len;
+  int keep_alive; /* the client allows another request on this connection */
 };
+
+/* Set when the answer to the current request ends the connection (respond(), websockets). */
+static int connection_ends;
 
 /* If LINE (a header line ending in CRLF) is header NAME (any case), copies its value,
  * trimmed and cut to SIZE - 1 bytes, into OUT and returns 1. With APPEND, a value already
@@ -521,18 +534,28 @@ static int write_all(int fd, const char *p, size_t n) {
   return 0;
 }
 
+/* Every answer has its Content-Length, so a persistent connection stays in step. Errors about
+ * the request itself (400, 408, 413) end the connection: what follows may not be a request. */
 static void respond(int fd, const struct request *rq, int status, const char *type, const char *body) {
   const char *reason = status == 200 ? "OK" : status == 201 ? "Created" : status == 400 ? "Bad Request"
                      : status == 404 ? "Not Found" : status == 405 ? "Method Not Allowed"
                      : status == 408 ? "Request Timeout" : status == 413 ? "Payload Too Large"
                      : status == 503 ? "Service Unavailable" : "Internal Server Error";
   size_t len = strlen(body);
+  int keep = rq->keep_alive && status != 400 && status != 408 && status != 413;
+  if (!keep) connection_ends = 1;
   char head[512];
   int n = snprintf(head, sizeof head,
                    "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n"
-                   "Server: berth-erp-standin\r\nConnection: close\r\n\r\n",
-                   status, reason, type, len);
-  if (write_all(fd, head, (size_t)n) == 0 && strcmp(rq->method, "HEAD") != 0) write_all(fd, body, len);
+                   "Server: berth-erp-standin\r\nConnection: %s\r\n\r\n",
+                   status, reason, type, len, keep ? "keep-alive\r\nKeep-Alive: timeout=" STR(KEEPALIVE_SECONDS) : "close");
+  /* One write per answer: a head and a body written apart would, on a kept-alive connection,
+   * leave the body to Nagle's algorithm and the client's delayed ACK (40 ms per request). */
+  struct buf out = {0};
+  buf_add(&out, head, (size_t)n);
+  if (strcmp(rq->method, "HEAD") != 0) buf_add(&out, body, len);
+  write_all(fd, out.data, out.len);
+  free(out.data);
   log_line("INFO", "werkzeug", "%s - - \"%s %s%s%s HTTP/1.1\" %d - 0 0.000 0.000", rq->peer, rq->method,
            rq->path, rq->query[0] ? "?" : "", rq->query, status);
 }
@@ -1026,6 +1049,7 @@ static int ws_read_frame(int fd, struct request *rq, long long deadline, int *ma
 /* Handshake, then: the request report as a text frame; one client text frame (masked, as
  * clients must) echoed back; a close frame. All within REQUEST_SECONDS (alarm). */
 static void handle_websocket(int fd, struct request *rq) {
+  connection_ends = 1; /* after a websocket (or the 400 refusing one), the connection ends */
   if (strcmp(rq->method, "GET") != 0 || !has_token(rq->upgrade, "websocket") ||
       !has_token(rq->connection, "upgrade") || !rq->ws_key[0]) {
     respond(fd, rq, 400, "text/plain", "websocket upgrade expected\n");
@@ -1097,93 +1121,169 @@ static void on_alarm(int sig) {
   _exit(3);
 }
 
-static void serve_connection(int fd, const struct sockaddr_in *peer) {
-  signal(SIGALRM, on_alarm);
-  alarm(REQUEST_SECONDS);
-  struct request rq = {0};
-  inet_ntop(AF_INET, &peer->sin_addr, rq.peer, sizeof rq.peer);
-  struct sockaddr_in local;
-  socklen_t local_len = sizeof local;
-  if (getsockname(fd, (struct sockaddr *)&local, &local_len) == 0) rq.port = ntohs(local.sin_port);
-  snprintf(rq.method, sizeof rq.method, "-");
-  struct timeval tv = {5, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-
-  char *head = malloc(MAX_HEADER + MAX_BODY + 1);
-  if (!head) _exit(70);
-  size_t len = 0;
-  char *end = NULL;
-  while (!end) {
-    if (len >= MAX_HEADER) {
-      respond(fd, &rq, 413, "text/plain", "request header too large\n");
-      return;
-    }
-    ssize_t n = read(fd, head + len, MAX_HEADER - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return; /* closed or timed out before a full request: nothing to answer */
-    len += (size_t)n;
-    head[len] = 0;
-    end = strstr(head, "\r\n\r\n");
+/* Waits up to SECONDS for the client's next bytes (or its close). The stop signals, blocked
+ * while a request is served, are let in only here: a stopping server finishes the request in
+ * flight and awaits no other. Returns 1 when there is something to read. */
+static int wait_for_request(int fd, int seconds, const sigset_t *waitmask) {
+  long long deadline = now_ms() + seconds * 1000LL;
+  struct pollfd pfd = {.fd = fd, .events = POLLIN};
+  while (!stopping) {
+    long long left = deadline - now_ms();
+    if (left <= 0) return 0;
+    struct timespec ts = {(time_t)(left / 1000), (long)(left % 1000) * 1000000L};
+    int ready = ppoll(&pfd, 1, &ts, waitmask);
+    if (ready > 0) return 1;
+    if (ready == 0 || errno != EINTR) return 0;
   }
-  size_t header_len = (size_t)(end - head) + 4;
+  return 0;
+}
 
-  char target[3072] = "";
-  if (sscanf(head, "%15s %3071s", rq.method, target) != 2) {
-    respond(fd, &rq, 400, "text/plain", "bad request line\n");
-    return;
+/* Reads and answers one request from BUF (LEN bytes already read, more from FD as needed),
+ * then leaves in BUF what the client sent after it (pipelined requests). Returns 1 when the
+ * connection may carry another request. */
+static int serve_request(int fd, struct request *rq, char *buf, size_t *len) {
+  char *end = NULL;
+  while (1) {
+    /* A client may send an empty line before a request (after a POST body, say). */
+    size_t blank = 0;
+    while (blank + 1 < *len && buf[blank] == '\r' && buf[blank + 1] == '\n') blank += 2;
+    if (blank) {
+      memmove(buf, buf + blank, *len - blank);
+      *len -= blank;
+      buf[*len] = 0;
+    }
+    end = strstr(buf, "\r\n\r\n");
+    if (end) break;
+    if (*len >= MAX_HEADER) {
+      respond(fd, rq, 413, "text/plain", "request header too large\n");
+      return 0;
+    }
+    ssize_t n = read(fd, buf + *len, MAX_HEADER - *len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return 0; /* closed or timed out before a full request: nothing to answer */
+    *len += (size_t)n;
+    buf[*len] = 0;
+  }
+  size_t header_len = (size_t)(end - buf) + 4;
+
+  char target[3072] = "", version[16] = "";
+  if (sscanf(buf, "%15s %3071s %15s", rq->method, target, version) < 2) {
+    respond(fd, rq, 400, "text/plain", "bad request line\n");
+    return 0;
   }
   char *q = strchr(target, '?');
   if (q) {
     *q = 0;
-    snprintf(rq.query, sizeof rq.query, "%s", q + 1);
+    snprintf(rq->query, sizeof rq->query, "%s", q + 1);
   }
-  snprintf(rq.path, sizeof rq.path, "%s", target);
+  snprintf(rq->path, sizeof rq->path, "%s", target);
 
   size_t content_length = 0;
-  int expect_continue = 0;
-  for (char *line = strstr(head, "\r\n") + 2; line < end; line = strstr(line, "\r\n") + 2) {
+  int expect_continue = 0, chunked = 0;
+  for (char *line = strstr(buf, "\r\n") + 2; line < end; line = strstr(line, "\r\n") + 2) {
     if (strncasecmp(line, "Content-Length:", 15) == 0) content_length = strtoul(line + 15, NULL, 10);
     else if (strncasecmp(line, "Expect:", 7) == 0 && strcasestr(line, "100-continue")) expect_continue = 1;
+    else if (strncasecmp(line, "Transfer-Encoding:", 18) == 0) chunked = 1;
     /* Each line is at most one of these (header_copy only takes its own name). */
-    header_copy(line, "Content-Type", rq.content_type, sizeof rq.content_type, 0);
-    header_copy(line, "Host", rq.host, sizeof rq.host, 0);
-    header_copy(line, "Upgrade", rq.upgrade, sizeof rq.upgrade, 1);
-    header_copy(line, "Connection", rq.connection, sizeof rq.connection, 1);
-    header_copy(line, "Sec-WebSocket-Key", rq.ws_key, sizeof rq.ws_key, 0);
-    header_copy(line, "Sec-WebSocket-Version", rq.ws_version, sizeof rq.ws_version, 0);
-    header_copy(line, "X-Forwarded-Proto", rq.forwarded_proto, sizeof rq.forwarded_proto, 0);
-    header_copy(line, "X-Forwarded-For", rq.forwarded_for, sizeof rq.forwarded_for, 1);
-    header_copy(line, "X-Forwarded-Host", rq.forwarded_host, sizeof rq.forwarded_host, 0);
+    header_copy(line, "Content-Type", rq->content_type, sizeof rq->content_type, 0);
+    header_copy(line, "Host", rq->host, sizeof rq->host, 0);
+    header_copy(line, "Upgrade", rq->upgrade, sizeof rq->upgrade, 1);
+    header_copy(line, "Connection", rq->connection, sizeof rq->connection, 1);
+    header_copy(line, "Sec-WebSocket-Key", rq->ws_key, sizeof rq->ws_key, 0);
+    header_copy(line, "Sec-WebSocket-Version", rq->ws_version, sizeof rq->ws_version, 0);
+    header_copy(line, "X-Forwarded-Proto", rq->forwarded_proto, sizeof rq->forwarded_proto, 0);
+    header_copy(line, "X-Forwarded-For", rq->forwarded_for, sizeof rq->forwarded_for, 1);
+    header_copy(line, "X-Forwarded-Host", rq->forwarded_host, sizeof rq->forwarded_host, 0);
   }
+  /* HTTP/1.1 is persistent unless asked otherwise, HTTP/1.0 only when asked. A chunked body
+   * is not read, so where the next request would start is unknown: close after answering. */
+  if (strcmp(version, "HTTP/1.1") == 0) rq->keep_alive = !has_token(rq->connection, "close");
+  else if (strcmp(version, "HTTP/1.0") == 0) rq->keep_alive = has_token(rq->connection, "keep-alive");
+  if (chunked) rq->keep_alive = 0;
   if (content_length > MAX_BODY) {
-    respond(fd, &rq, 413, "text/plain", "request body too large\n");
-    return;
+    respond(fd, rq, 413, "text/plain", "request body too large\n");
+    return 0;
   }
   /* curl sends large bodies only after this (or after waiting a second for it). */
-  if (expect_continue && content_length > len - header_len) write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
-  /* Move what came after the headers to the start of the body buffer. */
-  size_t have = len - header_len;
-  memmove(head, head + header_len, have);
+  if (expect_continue && content_length > *len - header_len) write_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+  /* Move what came after the headers to the start of the buffer: the body, then maybe more. */
+  size_t have = *len - header_len;
+  memmove(buf, buf + header_len, have);
   while (have < content_length) {
-    ssize_t n = read(fd, head + have, content_length - have);
+    ssize_t n = read(fd, buf + have, content_length - have);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      respond(fd, &rq, 408, "text/plain", "request body incomplete\n");
-      return;
+      respond(fd, rq, 408, "text/plain", "request body incomplete\n");
+      return 0;
     }
     have += (size_t)n;
   }
-  if (have > content_length) {
-    rq.early_len = have - content_length;
-    rq.early = malloc(rq.early_len);
-    if (!rq.early) _exit(70);
-    memcpy(rq.early, head + content_length, rq.early_len);
+  size_t rest = have - content_length;
+  char *early = NULL;
+  if (rest && websocket_path(rq->path)) {
+    early = malloc(rest);
+    if (!early) _exit(70);
+    memcpy(early, buf + content_length, rest);
+    rq->early = early;
+    rq->early_len = rest;
   }
-  head[content_length] = 0;
-  rq.body = head;
-  rq.body_len = content_length;
-  route(fd, &rq);
+  /* The body is handed over NUL-ended; the byte this covers belongs to the next request. */
+  char after_body = buf[content_length];
+  buf[content_length] = 0;
+  rq->body = buf;
+  rq->body_len = content_length;
+  connection_ends = 0;
+  route(fd, rq);
+  free(early);
+  buf[content_length] = after_body;
+  memmove(buf, buf + content_length, rest);
+  *len = rest;
+  buf[rest] = 0;
+  return !connection_ends;
+}
+
+static void serve_connection(int fd, const struct sockaddr_in *peer) {
+  signal(SIGALRM, on_alarm);
+  sigset_t stop_signals, waitmask;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  sigprocmask(SIG_BLOCK, &stop_signals, &waitmask);
+  sigdelset(&waitmask, SIGTERM);
+  sigdelset(&waitmask, SIGINT);
+  char peer_ip[64] = "";
+  inet_ntop(AF_INET, &peer->sin_addr, peer_ip, sizeof peer_ip);
+  int port = 0;
+  struct sockaddr_in local;
+  socklen_t local_len = sizeof local;
+  if (getsockname(fd, (struct sockaddr *)&local, &local_len) == 0) port = ntohs(local.sin_port);
+  /* Bounds each read and write within a request; between requests wait_for_request waits. */
+  struct timeval tv = {5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+
+  /* Headers are read up to MAX_HEADER, a body up to exactly its length, so what is left
+   * over after a request (pipelined ones) is always less than MAX_HEADER. */
+  char *buf = malloc(MAX_HEADER + MAX_BODY + 1);
+  if (!buf) _exit(70);
+  size_t len = 0;
+  buf[0] = 0;
+  for (int served = 0;; served++) {
+    /* Bytes already here (pipelined) are a request begun: no idle wait, no stop. */
+    if (!len && !wait_for_request(fd, served ? KEEPALIVE_SECONDS : FIRST_REQUEST_SECONDS, &waitmask)) break;
+    /* Each request gets its own REQUEST_SECONDS; an idle connection is not counted. */
+    alarm(REQUEST_SECONDS);
+    struct request rq = {0};
+    memcpy(rq.peer, peer_ip, sizeof rq.peer);
+    rq.port = port;
+    snprintf(rq.method, sizeof rq.method, "-");
+    int again = serve_request(fd, &rq, buf, &len);
+    alarm(0);
+    if (!again) break;
+  }
+  free(buf);
 }
 
 static int listen_on(const char *interface, int port) {
@@ -1195,7 +1295,7 @@ static int listen_on(const char *interface, int port) {
   a.sin_family = AF_INET;
   a.sin_port = htons((unsigned short)port);
   if (!interface || inet_pton(AF_INET, interface, &a.sin_addr) != 1) a.sin_addr.s_addr = htonl(INADDR_ANY);
-  if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, 128) != 0) {
+  if (bind(s, (struct sockaddr *)&a, sizeof a) != 0 || listen(s, LISTEN_BACKLOG) != 0) {
     close(s);
     return -1;
   }
@@ -1314,40 +1414,54 @@ int main(int argc, char **argv) {
     }
   }
 
+  /* Children are tracked so that a stopping server can tell each to finish. */
+  static pid_t child_pids[MAX_CHILDREN];
   int children = 0;
   while (!stopping) {
-    while (waitpid(-1, NULL, WNOHANG) > 0) children--;
-    if (children >= MAX_CHILDREN) {
-      usleep(10000);
-      continue;
+    pid_t done;
+    /* At the cap, block until a child ends (a stop signal interrupts the wait): no spinning,
+     * and new connections wait in the listen backlog meanwhile. */
+    while ((done = waitpid(-1, NULL, children >= MAX_CHILDREN ? 0 : WNOHANG)) > 0 ||
+           (done < 0 && errno == EINTR && !stopping)) {
+      for (int i = 0; done > 0 && i < children; i++)
+        if (child_pids[i] == done) {
+          child_pids[i] = child_pids[--children];
+          break;
+        }
     }
+    if (children >= MAX_CHILDREN) continue;
     struct pollfd pfd[2];
     for (int i = 0; i < nfds; i++) pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
     int ready = poll(pfd, (nfds_t)nfds, 500);
     if (ready <= 0) continue;
-    for (int i = 0; i < nfds; i++) {
+    for (int i = 0; i < nfds && children < MAX_CHILDREN; i++) {
       if (!(pfd[i].revents & POLLIN)) continue;
       struct sockaddr_in peer;
       socklen_t plen = sizeof peer;
       int c = accept4(fds[i], (struct sockaddr *)&peer, &plen, SOCK_CLOEXEC);
-      if (c < 0) continue;
+      if (c < 0) {
+        /* Out of descriptors or memory: the listener stays readable, so pause, not spin. */
+        if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) usleep(100000);
+        continue;
+      }
       pid_t pid = fork();
       if (pid == 0) {
         for (int j = 0; j < nfds; j++) close(fds[j]);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGINT, SIG_DFL);
+        /* SIGTERM/SIGINT keep on_stop: serve_connection lets them in between requests only. */
         serve_connection(c, &peer);
         shutdown(c, SHUT_WR);
         close(c);
         _exit(0);
       }
-      if (pid > 0) children++;
+      if (pid > 0) child_pids[children++] = pid;
+      else usleep(100000); /* fork failed: the client is dropped, try again later */
       close(c);
     }
   }
   log_line("INFO", "odoo.service.server", "Initiating shutdown");
   for (int i = 0; i < nfds; i++) close(fds[i]);
-  /* Let requests in flight finish (they end within REQUEST_SECONDS anyway). */
+  /* Idle keep-alive connections end now; requests in flight finish (within REQUEST_SECONDS). */
+  for (int i = 0; i < children; i++) kill(child_pids[i], SIGTERM);
   time_t deadline = time(NULL) + 3;
   while (children > 0 && time(NULL) < deadline) {
     if (waitpid(-1, NULL, WNOHANG) > 0) children--;
