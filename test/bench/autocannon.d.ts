@@ -22,6 +22,8 @@ declare module "autocannon" {
     timeout?: number;
     headers?: Record<string, string>;
     requests?: Request[];
+    /** Requests per second across all connections (default: as fast as they answer). */
+    overallRate?: number;
     /** SNI for https:// URLs (default: the URL's host name when it is not an address). */
     servername?: string;
     /** Passed to tls.connect for https:// URLs. */
