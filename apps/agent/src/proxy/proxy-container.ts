@@ -60,6 +60,8 @@ export async function ensureProxyObjects(
   etcDir: string,
   labels: Readonly<Record<string, string>>,
   log: Log,
+  /** Called before a container is started (created, restarted or replaced). */
+  beforeStart: () => void = () => undefined,
 ): Promise<ProxyObjects> {
   const names = proxyNames(host);
   const network = await docker.findNetwork(names.network);
@@ -85,6 +87,7 @@ export async function ensureProxyObjects(
     const sameSpec = existing.image === image && existing.labels[SPEC_LABEL] === specOf(host, etcDir);
     if (sameSpec) {
       if (existing.running) return { containerId: existing.id, fresh: false };
+      beforeStart();
       await docker.startContainer(existing.id);
       log("info", `Started the proxy ${names.container}`);
       return { containerId: existing.id, fresh: true };
@@ -94,6 +97,7 @@ export async function ensureProxyObjects(
   }
 
   await ensureImage(docker, image, log);
+  beforeStart();
   let id: string;
   try {
     id = await docker.createContainer({
@@ -142,13 +146,40 @@ export async function reloadProxy(docker: DockerClient, containerId: string, fre
   throw new ProxyError("proxy_config_rejected", `the proxy refused its new configuration: ${last}`);
 }
 
+/** Until the proxy answers on its published port 80 (any HTTP answer), at most `timeoutMs`. */
+export async function waitForPort80(docker: DockerClient, host: ProxyHostSettings, containerId: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const details = await docker.inspectContainer(containerId);
+    const port = details?.hostPorts["80/tcp"];
+    if (port) {
+      const answered = await fetch(`http://${hostAddress(host)}:${port}/`, { signal: AbortSignal.timeout(1_000), redirect: "manual" }).then(
+        async (response) => {
+          await response.body?.cancel();
+          return true;
+        },
+        () => false,
+      );
+      if (answered) return;
+    }
+    if (Date.now() > deadline) throw new ProxyError("proxy_unavailable", `the proxy did not answer on port ${port ?? "80"} within ${timeoutMs / 1000} s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The address to reach the proxy's published ports from this host. */
+function hostAddress(host: ProxyHostSettings): string {
+  if (host.bindAddress === "" || host.bindAddress === "0.0.0.0") return "127.0.0.1";
+  if (host.bindAddress === "::") return "[::1]";
+  return host.bindAddress.includes(":") ? `[${host.bindAddress}]` : host.bindAddress;
+}
+
 /** Where the proxy answers on this host, for the certificate probe. */
 export async function httpsAddress(docker: DockerClient, host: ProxyHostSettings, containerId: string): Promise<{ host: string; port: number } | null> {
   const details = await docker.inspectContainer(containerId);
   const port = details?.hostPorts["443/tcp"];
   if (!details?.running || !port) return null;
-  const address = host.bindAddress === "" || host.bindAddress === "0.0.0.0" ? "127.0.0.1" : host.bindAddress === "::" ? "::1" : host.bindAddress;
-  return { host: address, port: Number(port) };
+  return { host: hostAddress(host).replace(/^\[|\]$/g, ""), port: Number(port) };
 }
 
 async function ensureImage(docker: DockerClient, image: string, log: Log): Promise<void> {

@@ -10,7 +10,7 @@ import { writeFileAtomic } from "../state/atomic-write.ts";
 import { PROXY_ETC_DIR, renderCaddyConfig, type RouteSpec } from "./caddy-config.ts";
 import { acmeFailures, servedCertificate, type CertificateStatus } from "./certificate-probe.ts";
 import { createDnsChecker, mayCertify, type DnsAnswer, type DnsChecker } from "./dns-check.ts";
-import { ensureProxyObjects, httpsAddress, ProxyError, proxyNames, reloadProxy, type ProxyHostSettings } from "./proxy-container.ts";
+import { ensureProxyObjects, httpsAddress, ProxyError, proxyNames, reloadProxy, waitForPort80, type ProxyHostSettings } from "./proxy-container.ts";
 import { publicAddresses } from "./public-addresses.ts";
 import { createRouteStore, type ProxyDesiredState, type StoredRoute } from "./route-store.ts";
 
@@ -69,12 +69,18 @@ export function createReverseProxy(deps: {
   };
 
   /** Writes the configuration and the CA root the proxy reads from `etcDir`. */
-  function writeFiles(state: ProxyDesiredState): void {
+  /**
+   * `bootstrap` leaves every name without a certificate: the configuration a new proxy
+   * container starts with. Its first ACME validation would otherwise race Docker publishing
+   * port 80 (seen: Pebble's connection refused in the first moments, then Caddy's 60 s
+   * back-off); the full configuration is loaded once port 80 answers.
+   */
+  function writeFiles(state: ProxyDesiredState, bootstrap = false): void {
     mkdirSync(etcDir, { recursive: true, mode: 0o755 });
     const rootFile = join(etcDir, "acme-ca-root.pem");
     if (state.settings.acme_ca_root === null) rmSync(rootFile, { force: true });
     else writeFileSync(rootFile, state.settings.acme_ca_root, { mode: 0o644 });
-    const certify = new Set(state.routes.flatMap((r) => r.names.filter((n) => mayCertify(r.dns[n] ?? { status: "unchecked" }))));
+    const certify = bootstrap ? new Set<string>() : new Set(state.routes.flatMap((r) => r.names.filter((n) => mayCertify(r.dns[n] ?? { status: "unchecked" }))));
     const config = renderCaddyConfig({
       routes: state.routes,
       certify,
@@ -90,7 +96,11 @@ export function createReverseProxy(deps: {
   /** The proxy running with `state`'s routes, attached to every route's network. */
   async function apply(docker: DockerClient, state: ProxyDesiredState, log: Log): Promise<string> {
     writeFiles(state);
-    const objects = await ensureProxyObjects(docker, host, state.settings.image, etcDir, deps.labels ?? {}, log);
+    const objects = await ensureProxyObjects(docker, host, state.settings.image, etcDir, deps.labels ?? {}, log, () => writeFiles(state, true));
+    if (objects.fresh) {
+      await waitForPort80(docker, host, objects.containerId);
+      writeFiles(state);
+    }
     for (const route of state.routes) {
       const network = await docker.findNetwork(route.network);
       if (network === null) {
