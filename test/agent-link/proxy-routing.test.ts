@@ -182,3 +182,29 @@ describe("proxy.state", () => {
     expect((await publicClient(cp.app, b.d.api_keys.org_ro).get(`/servers/${b.d.server_id}`)).body.proxy.public_addresses).toEqual(["198.51.100.1"]);
   });
 });
+
+describe("destroying an environment", () => {
+  it("gives its domain and aliases up, for any environment to take", async () => {
+    const a = await withAgent((cmd, agent) => {
+      if (cmd.type === "destroy") agent.sendEvents([agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: {} })]);
+    });
+    const b = await withAgent();
+    const apiA = publicClient(cp.app, a.d.api_keys.org_rw);
+    const apiB = publicClient(cp.app, b.d.api_keys.org_rw);
+    const name = `leaving-${hex8(a.d.environments.stopped)}.example.com`;
+    expect((await apiA.patch(`/environments/${a.d.environments.stopped}`, { domain: name, aliases: [`www.${name}`] })).status).toBe(200);
+    expect((await apiB.patch(`/environments/${b.d.environments.stopped}`, { aliases: [`www.${name}`] })).status).toBe(409);
+
+    const destroy = await apiA.delete(`/environments/${a.d.environments.stopped}`, { "x-confirm-delete": "true" });
+    expect(destroy.status).toBe(202);
+    const deadline = Date.now() + 10_000;
+    while ((await apiA.get(`/deployments/${destroy.body.task_id}`)).body.status !== "completed") {
+      if (Date.now() > deadline) throw new Error("destroy did not complete");
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect((await apiA.get(`/environments/${a.d.environments.stopped}`)).body).toMatchObject({ is_active: false, domain: null, aliases: [] });
+    expect((await apiB.patch(`/environments/${b.d.environments.stopped}`, { domain: name, aliases: [`www.${name}`] })).status).toBe(200);
+    // An inactive environment takes no names.
+    expect((await apiA.patch(`/environments/${a.d.environments.stopped}`, { domain: `back-${name}` })).body.error).toBe("environment_inactive");
+  });
+});

@@ -40,7 +40,12 @@ export const Environment = Type.Object(
     status: Type.String({ description: "pending (never deployed), deploying, running, stopped or error" }),
     git_branch: Type.String(),
     auto_deploy: Type.Boolean(),
-    domain: Nullable(Type.String({ description: "The host name it is served at (lowercase); null: its generated name, if the installation has a base domain" })),
+    domain: Nullable(
+      Type.String({
+        description:
+          "The host name it is served at (lowercase); null: its generated name, if the installation has a base domain. Destroying the environment gives it up.",
+      }),
+    ),
     cpu_cores: Type.Integer(),
     ram_mb: Type.Integer(),
     disk_gb: Type.Integer(),
