@@ -252,6 +252,10 @@ export function expectEnvironment(body: unknown): void {
     migration_restore_completed_at: nullOr(isTime),
     created_at: isoTime,
     updated_at: isoTime,
+    aliases: expect.any(Array),
+    url: nullOr(str),
+    certificate: { status: expect.stringMatching(/^(none|pending|valid|error|not_requested)$/), not_after: nullOr(isTime), error: nullOr(str), checked_at: nullOr(isTime) },
+    dns: { status: expect.stringMatching(/^(ok|mismatch|unresolved|unchecked)$/), expected: expect.any(Array), resolved: expect.any(Array) },
   });
 }
 
@@ -286,6 +290,7 @@ export function expectServer(body: unknown): void {
     environment_count: expect.any(Number),
     status: expect.any(String),
     last_seen_at: nullOr(isTime),
+    proxy: expect.toSatisfy((v: unknown) => v === null || (typeof v === "object" && "running" in v && "public_addresses" in v), "null or the proxy"),
   });
 }
 

@@ -25,7 +25,7 @@ interface Replica {
 }
 async function startReplica(url: string): Promise<Replica> {
   const database = createDb(url);
-  const app = await buildApp({ database, masterKey: TEST_MASTER_KEY, jobs: JOBS, outboundAllow: ["127.0.0.1"] });
+  const app = await buildApp({ database, masterKey: TEST_MASTER_KEY, jobs: JOBS, outboundAllow: ["127.0.0.1"], baseDomain: null });
   return { app, database };
 }
 
@@ -136,13 +136,14 @@ describe("outgoing webhooks", () => {
 
     const got = hooks.at("/ok");
     expect(got.map((r) => r.headers["berth-event"]).sort()).toEqual(["deploy.completed", "deployment.completed"]);
+    const { rows: env } = await a.database.pool.query<{ domain: string }>("select domain from environments where id = $1", [demo.environments.running]);
     for (const r of got) {
       expect(verifySignature(r, sub.secret)).toBe(true);
       expect(verifySignature(r, "whsec_wrong")).toBe(false);
       expect(r.headers["content-type"]).toBe("application/json");
       const body = JSON.parse(r.body);
       expect(body).toMatchObject({ type: r.headers["berth-event"], organization_id: demo.organization_id });
-      expect(body.data.deployment).toMatchObject({ id: deploymentId, environment_id: demo.environments.running, kind: "deploy", status: "success" });
+      expect(body.data.deployment).toMatchObject({ id: deploymentId, environment_id: demo.environments.running, kind: "deploy", status: "success", environment_url: `https://${env[0]!.domain}` });
     }
 
     // The receiver has both POSTs; each delivery is recorded once its answer is read, a moment later.
@@ -171,7 +172,8 @@ describe("outgoing webhooks", () => {
     await a.database.pool.query("update environments set status = 'error' where id = $1", [demo.environments.stopped]);
     await waitFor(async () => hooks.at("/env").length >= 1 && hooks.at("/env-project").length >= 1, 10_000);
     const body = JSON.parse(hooks.at("/env")[0]!.body);
-    expect(body).toMatchObject({ type: "environment.status_changed", data: { environment: { id: demo.environments.stopped, status: "error", previous_status: "stopped" } } });
+    // No domain and no base domain on these replicas: no URL.
+    expect(body).toMatchObject({ type: "environment.status_changed", data: { environment: { id: demo.environments.stopped, status: "error", previous_status: "stopped", url: null } } });
     expect(verifySignature(hooks.at("/env-project")[0]!, mine.secret)).toBe(true);
     // One fan-out transaction wrote the deliveries of every subscription for this event: the others got none.
     for (const sub of [otherProject, off, gone, deployOnly]) expect(await stored(sub.id)).toEqual([]);

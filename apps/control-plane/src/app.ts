@@ -5,7 +5,7 @@ import websocket from "@fastify/websocket";
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from "fastify";
 import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
-import { MAX_AGENT_FRAME_BYTES } from "@berth/protocol";
+import { MAX_AGENT_FRAME_BYTES, type ProxySettings } from "@berth/protocol";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { frameworkErrors, installErrorHandling } from "./lib/error-handler.ts";
 import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
@@ -30,11 +30,21 @@ import { agentsRoutes } from "./modules/agents/agents.routes.ts";
 import { agentReleasesPlugin } from "./modules/agent-releases/index.ts";
 import { createEventIngest } from "./modules/agents/event-ingest.ts";
 import { applyDeploymentEvents } from "./modules/deployments/deployment-events.ts";
+import { applyProxyState } from "./modules/routing/routing-events.ts";
 import { publicApi } from "./public-api/index.ts";
 import { PLATFORM_PREFIX, platformApi } from "./platform-api/index.ts";
 import { openApiRoutes, PUBLIC_PREFIX, registerOpenApi } from "./public-api/openapi.ts";
 import { createServices, type Services } from "./services.ts";
-import { agentLimitSettings, mailSettings, outboundAllowList, registrationMode, trustProxySetting, type RegistrationMode } from "./config.ts";
+import {
+  agentLimitSettings,
+  baseDomainSetting,
+  mailSettings,
+  outboundAllowList,
+  proxySettings,
+  registrationMode,
+  trustProxySetting,
+  type RegistrationMode,
+} from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
@@ -73,6 +83,10 @@ export interface AppOptions {
   outboundAllow?: readonly string[];
   /** How outgoing requests resolve host names (default: the system resolver); tests map names to loopback. */
   outboundResolver?: Resolver;
+  /** Where environments without a domain are served, `<name>-<8 hex>.<base domain>` (default: BERTH_BASE_DOMAIN; null: no generated names). */
+  baseDomain?: string | null;
+  /** The servers' reverse proxy, sent with every deploy (default: BERTH_PROXY_IMAGE, BERTH_ACME_CA, BERTH_ACME_CA_ROOT, BERTH_ACME_EMAIL). */
+  proxy?: ProxySettings;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
@@ -108,12 +122,22 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const outbound = createRequestGuard({ allow: opts.outboundAllow ?? outboundAllowList(), ...(opts.outboundResolver ? { resolve: opts.outboundResolver } : {}) });
   const mailer = createMailer(opts.mail ?? mailSettings(), app.log);
   app.addHook("onClose", async () => mailer.close());
-  const services = createServices({ db, relaxedDb: relaxed.db, clock, cursorSecret: await instanceSecret(db, "cursor_secret"), masterKey: opts.masterKey, outbound, mailer });
+  const services = createServices({
+    db,
+    relaxedDb: relaxed.db,
+    clock,
+    cursorSecret: await instanceSecret(db, "cursor_secret"),
+    masterKey: opts.masterKey,
+    outbound,
+    mailer,
+    baseDomain: opts.baseDomain !== undefined ? opts.baseDomain : baseDomainSetting(),
+    proxy: opts.proxy ?? proxySettings(),
+  });
   const gateway = await createAgentGateway({
     pool,
     repo: createLinkRepo(pool, relaxed.pool),
     commands: services.agentCommands,
-    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents] }),
+    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents, applyProxyState] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),

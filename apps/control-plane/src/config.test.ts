@@ -1,6 +1,6 @@
 // Settings read from the environment: a bad value stops the start with a clear message.
 import { describe, expect, it } from "vitest";
-import { agentLimitSettings, trustProxySetting } from "./config.ts";
+import { agentLimitSettings, baseDomainSetting, proxySettings, trustProxySetting } from "./config.ts";
 
 describe("BERTH_TRUST_PROXY", () => {
   it("takes true, a hop count or addresses and ranges, and refuses anything else", () => {
@@ -24,5 +24,35 @@ describe("BERTH_AGENT_* link limits", () => {
     for (const bad of ["0", "-1", "1.5", "lots", "1e6"]) {
       expect(() => agentLimitSettings({ BERTH_AGENT_HANDSHAKES_PER_ADDRESS: bad }), bad).toThrow(/BERTH_AGENT_HANDSHAKES_PER_ADDRESS/);
     }
+  });
+});
+
+describe("BERTH_BASE_DOMAIN", () => {
+  it("takes a host name (stored lowercase) and refuses anything else", () => {
+    expect(baseDomainSetting({})).toBeNull();
+    expect(baseDomainSetting({ BERTH_BASE_DOMAIN: " Envs.Example.NET " })).toBe("envs.example.net");
+    for (const bad of ["localhost", "*.example.net", "example.net.", "192.0.2.1", `${"a.".repeat(95)}net`]) {
+      expect(() => baseDomainSetting({ BERTH_BASE_DOMAIN: bad }), bad).toThrow(/BERTH_BASE_DOMAIN/);
+    }
+  });
+});
+
+describe("the proxy settings", () => {
+  const PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  it("default to caddy:2 with Let's Encrypt", () => {
+    expect(proxySettings({})).toEqual({ image: "caddy:2", acme_ca: null, acme_ca_root: null, acme_email: null });
+  });
+  it("read the CA root once from its file", () => {
+    const env = { BERTH_PROXY_IMAGE: "caddy:2.8", BERTH_ACME_CA: "https://pebble:14000/dir", BERTH_ACME_CA_ROOT: "/etc/berth/pebble.pem", BERTH_ACME_EMAIL: "ops@example.com" };
+    expect(proxySettings(env, (f) => (f === "/etc/berth/pebble.pem" ? PEM : ""))).toEqual({ image: "caddy:2.8", acme_ca: "https://pebble:14000/dir", acme_ca_root: PEM, acme_email: "ops@example.com" });
+  });
+  it("stop the start with a clear message when a value is wrong", () => {
+    const missing = (f: string) => {
+      throw new Error(`ENOENT: no such file or directory, open '${f}'`);
+    };
+    expect(() => proxySettings({ BERTH_ACME_CA_ROOT: "/nope.pem" }, missing)).toThrow(/BERTH_ACME_CA_ROOT .*\/nope\.pem.*ENOENT/);
+    expect(() => proxySettings({ BERTH_ACME_CA_ROOT: "/x.pem" }, () => "not a certificate")).toThrow(/BERTH_ACME_CA_ROOT .*PEM/);
+    expect(() => proxySettings({ BERTH_ACME_CA: "http://acme.example.com/dir" })).toThrow(/BERTH_ACME_CA .*https/);
+    expect(() => proxySettings({ BERTH_ACME_EMAIL: "not an address" })).toThrow(/BERTH_ACME_EMAIL/);
   });
 });

@@ -1,8 +1,12 @@
 // Environment parsed once at start; a bad value stops the process with a clear message.
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { Value } from "@sinclair/typebox/value";
+import { ProxySettings } from "@berth/protocol";
 import { parseAllowList } from "./lib/outbound/address-policy.ts";
+import { hostnameProblem, MAX_BASE_DOMAIN_LENGTH } from "./modules/environments/domains.ts";
 
 export interface Config {
   port: number;
@@ -134,4 +138,50 @@ export function agentLimitSettings(env: NodeJS.ProcessEnv = process.env): Partia
     out[key] = Number(raw);
   }
   return out;
+}
+
+/**
+ * BERTH_BASE_DOMAIN: the domain under which environments without a domain of their own get a
+ * generated name (`<name>-<8 hex of its id>.<base domain>`; point a wildcard DNS record
+ * `*.<base domain>` at the servers). Unset: such environments have no URL.
+ */
+export function baseDomainSetting(env: NodeJS.ProcessEnv = process.env): string | null {
+  const raw = (env.BERTH_BASE_DOMAIN ?? "").trim();
+  if (raw === "") return null;
+  const name = raw.toLowerCase();
+  const problem = hostnameProblem(name) ?? (name.length > MAX_BASE_DOMAIN_LENGTH ? `is longer than ${MAX_BASE_DOMAIN_LENGTH} characters` : null);
+  if (problem) throw new Error(`BERTH_BASE_DOMAIN ${problem}, got ${JSON.stringify(raw)}`);
+  return name;
+}
+
+/**
+ * Every server's reverse proxy, sent with each deploy: BERTH_PROXY_IMAGE (default caddy:2),
+ * BERTH_ACME_CA (the ACME directory URL, https; unset: Let's Encrypt), BERTH_ACME_CA_ROOT (a
+ * PEM file with the CA that signed the ACME server's TLS certificate, for a private ACME
+ * server; read once, at start) and BERTH_ACME_EMAIL (where the CA sends expiry notices).
+ */
+export function proxySettings(env: NodeJS.ProcessEnv = process.env, read: (file: string) => string = (f) => readFileSync(f, "utf8")): ProxySettings {
+  const value = (name: string) => (env[name] ?? "").trim();
+  let root: string | null = null;
+  const rootFile = value("BERTH_ACME_CA_ROOT");
+  if (rootFile !== "") {
+    try {
+      root = read(rootFile);
+    } catch (err) {
+      throw new Error(`BERTH_ACME_CA_ROOT names a file that cannot be read (${rootFile}): ${(err as Error).message}`);
+    }
+    if (!root.includes("-----BEGIN CERTIFICATE-----")) throw new Error(`BERTH_ACME_CA_ROOT must name a PEM file holding a certificate, and ${rootFile} holds none`);
+  }
+  const settings: ProxySettings = {
+    image: value("BERTH_PROXY_IMAGE") || "caddy:2",
+    acme_ca: value("BERTH_ACME_CA") || null,
+    acme_ca_root: root,
+    acme_email: value("BERTH_ACME_EMAIL") || null,
+  };
+  const problem = [...Value.Errors(ProxySettings, settings)][0];
+  if (problem) {
+    const name = { "/image": "BERTH_PROXY_IMAGE", "/acme_ca": "BERTH_ACME_CA", "/acme_ca_root": "BERTH_ACME_CA_ROOT", "/acme_email": "BERTH_ACME_EMAIL" }[problem.path] ?? problem.path;
+    throw new Error(`${name} ${problem.message}${name === "BERTH_ACME_CA" ? " (an https:// URL of an ACME directory)" : ""}`);
+  }
+  return settings;
 }

@@ -1,6 +1,7 @@
 // Builds every repo and service once from their dependencies (no globals), so the HTTP
 // layer, scripts and tests share one wiring.
 import type { Database } from "@berth/db";
+import type { ProxySettings } from "@berth/protocol";
 import type { Clock } from "./lib/clock.ts";
 import { createCursorCodec } from "./lib/cursor.ts";
 import { createRequestGuard, type RequestGuard } from "./lib/outbound/request-guard.ts";
@@ -11,6 +12,7 @@ import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts
 import { createDeploymentsService } from "./modules/deployments/deployments.service.ts";
 import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
 import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
+import { environmentAddresses } from "./modules/environments/domains.ts";
 import { createProjectsRepo } from "./modules/projects/projects.repo.ts";
 import { createProjectsService } from "./modules/projects/projects.service.ts";
 import { createServersRepo } from "./modules/servers/servers.repo.ts";
@@ -66,12 +68,17 @@ export function createServices(deps: {
   outbound?: RequestGuard;
   /** Outgoing mail (invitations); defaults to none (every send refused). */
   mailer?: Mailer;
+  /** Where environments without a domain are served (BERTH_BASE_DOMAIN); none: they have no URL. */
+  baseDomain?: string | null;
+  /** The servers' reverse proxy, sent with every deploy; none: the agents keep what they have. */
+  proxy?: ProxySettings;
 }) {
   const { db, clock } = deps;
+  const addresses = environmentAddresses(deps.baseDomain ?? null);
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey });
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -103,19 +110,21 @@ export function createServices(deps: {
     access,
     operations: deployments,
   });
+  const environments = createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock, addresses });
   return {
     repos,
     cursors,
+    addresses,
     projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey }),
-    environments: createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock }),
+    environments,
     deployments,
     backups,
     audit,
     platformDeployments,
-    environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock }),
+    environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock, environments }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
-    webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey }),
+    webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),
     gitHooks: createGitHooks({ repo: createGitHooksRepo(db), clock, masterKey: deps.masterKey, deployments }),
     apiKeys,
     keyCache,

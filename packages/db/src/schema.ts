@@ -117,6 +117,11 @@ export const servers = pgTable(
     enrolledAt: ts("enrolled_at"),
     /** Last command seq handed out for this server; bumped under a row lock. */
     lastCommandSeq: bigint("last_command_seq", { mode: "number" }).notNull().default(0),
+    /**
+     * The server's reverse proxy as its agent last reported it (proxy.state): {running, image,
+     * public_addresses, error, checked_at}; null before the first report.
+     */
+    proxy: jsonb("proxy"),
     createdAt: ts("created_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),
   },
@@ -169,7 +174,15 @@ export const environments = pgTable(
     status: text("status").notNull().default("pending"),
     gitBranch: text("git_branch").notNull(),
     autoDeploy: boolean("auto_deploy").notNull().default(false),
+    /** Lowercase host name the environment is served at; null: its generated name under BERTH_BASE_DOMAIN. */
     domain: text("domain"),
+    /** More lowercase host names served like the domain. */
+    aliases: text("aliases").array().notNull().default(sql`'{}'::text[]`),
+    /**
+     * Its route in its server's proxy as the agent last reported it (proxy.state): {mode,
+     * domains: [{name, dns, certificate}], checked_at}; null: no route (or no report yet).
+     */
+    routing: jsonb("routing"),
     cpuCores: integer("cpu_cores").notNull().default(1),
     ramMb: integer("ram_mb").notNull().default(2048),
     diskGb: integer("disk_gb").notNull().default(20),
@@ -189,6 +202,20 @@ export const environments = pgTable(
     index("environments_project_idx").on(t.projectId, t.createdAt, t.id),
     uniqueIndex("environments_project_name_key").on(t.projectId, sql`lower(${t.name})`).where(sql`${t.isActive}`),
   ],
+);
+
+/**
+ * Every host name an active environment is served at (its domain and aliases), one row each:
+ * the primary key makes a name unique across the installation, race-free, whichever
+ * organisation asks. Names are lowercase.
+ */
+export const environmentDomains = pgTable(
+  "environment_domains",
+  {
+    name: text("name").primaryKey(),
+    environmentId: uuid("environment_id").notNull().references(() => environments.id),
+  },
+  (t) => [index("environment_domains_environment_idx").on(t.environmentId)],
 );
 
 /** One row per operation (deploy, redeploy, restart, start, stop, rollback, destroy, backup, restore). */

@@ -14,6 +14,10 @@ export const ERROR_STATUS = {
   delivery_id_missing: 400,
   environment_inactive: 400,
   invalid_webhook_url: 400,
+  /** A domain or alias that is not a host name of two labels or more (an IP address, a wildcard, a trailing dot, one label). */
+  invalid_domain: 400,
+  /** A name under the installation's base domain (BERTH_BASE_DOMAIN) other than the environment's own generated one. */
+  domain_reserved: 400,
   /** A Host header that is not a plain host[:port]: it would end up in install.sh. */
   invalid_host: 400,
   not_cancellable: 400,
@@ -59,6 +63,8 @@ export const ERROR_STATUS = {
   deployment_in_progress: 409,
   email_taken: 409,
   environment_name_taken: 409,
+  /** Another environment (of any organisation) is served at that name. */
+  domain_taken: 409,
   environment_not_running: 409,
   environment_not_stopped: 409,
   environments_running: 409,

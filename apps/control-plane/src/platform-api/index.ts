@@ -48,7 +48,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(platformDeploymentsRoutes({ deployments: s.platformDeployments, environments: s.environmentOperations }));
     await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.environmentOperations, heavy: s.platformDeployments.operations.heavy }));
     await api.register(serversPlatformRoutes({ servers: s.repos.servers, enrollment: s.enrollment, access: s.access, clock: deps.clock }));
-    await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments }));
+    await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments, addresses: s.addresses }));
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
   };

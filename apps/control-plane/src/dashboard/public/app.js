@@ -44,7 +44,7 @@ export function announce(message) {
 
 // ---- live events ------------------------------------------------------------------------
 
-const EVENT_TYPES = ["server.stats", "server.status", "deployment.log", "deployment.status", "environment.status", "reset"];
+const EVENT_TYPES = ["server.stats", "server.status", "deployment.log", "deployment.status", "environment.status", "environment.routing", "server.proxy", "reset"];
 
 /** Wait before reconnecting a stream that ended (the server's retry: is the same). */
 const RECONNECT_MS = 2000;

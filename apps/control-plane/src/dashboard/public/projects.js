@@ -1,7 +1,7 @@
 // Projects → environments → deployments: status, the actions the caller's role allows,
 // a deployment's live step progress and logs, and the history with retry and rollback.
-import { get, post } from "./api.js";
-import { badge, clear, fmt, h, table } from "./dom.js";
+import { api, get, post } from "./api.js";
+import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -57,6 +57,35 @@ function envActions(ctx, project, env, after) {
   return buttons;
 }
 
+const CERTIFICATE_LABEL = {
+  none: "no certificate",
+  valid: "certificate valid",
+  pending: "certificate pending",
+  not_requested: "certificate not requested",
+  error: "certificate error",
+};
+const CERTIFICATE_BADGE = { none: "idle", valid: "success", pending: "pending", not_requested: "pending", error: "error" };
+
+/** "Open" in a new tab when the environment has a URL, with the host it opens. */
+function openLink(env) {
+  if (!env.url) return h("span", { class: "muted" }, "no address");
+  return h(
+    "a",
+    { href: env.url, target: "_blank", rel: "noopener noreferrer", class: "open-link" },
+    "Open",
+    h("span", { class: "visually-hidden" }, ` ${env.name} at`),
+    " ",
+    h("span", { class: "host" }, env.url.replace(/^https:\/\//, "")),
+  );
+}
+
+/** The certificate in words (never by colour alone), with its expiry or the CA's error. */
+function certificateBadge(env) {
+  const c = env.certificate;
+  const detail = c.status === "valid" && c.not_after ? ` until ${new Date(c.not_after).toLocaleDateString()}` : c.status === "error" && c.error ? `: ${c.error}` : "";
+  return h("span", { class: "certificate", dataset: { certificate: c.status } }, badge(CERTIFICATE_BADGE[c.status] ?? "idle", CERTIFICATE_LABEL[c.status] ?? c.status), detail);
+}
+
 /** The buttons of a table row, or a word when the caller's role allows none. */
 function actionsCell(buttons, none = "none for your role") {
   return buttons.length ? h("div", { class: "row-actions" }, buttons) : h("span", { class: "muted" }, none);
@@ -85,6 +114,7 @@ export async function projectsPage(main, ctx) {
           h("td", {}, badge(e.status)),
           h("td", {}, e.git_branch),
           h("td", {}, e.server_name ?? "–"),
+          h("td", {}, openLink(e), e.url ? [" ", certificateBadge(e)] : null),
           h("td", {}, e.last_deployment ? [h("a", { href: `#/deployments/${e.last_deployment.id}` }, `${e.last_deployment.kind} v${e.last_deployment.version}`), " ", badge(e.last_deployment.status)] : "none"),
           h("td", {}, actionsCell(envActions(ctx, p, e, () => void reload()))),
         ),
@@ -96,7 +126,7 @@ export async function projectsPage(main, ctx) {
           h("h2", { id: `p-${p.id}` }, p.name, " ", h("span", { class: "muted" }, `(${p.role.replace("_", " ")})`)),
           p.environments.length === 0
             ? h("p", {}, "No environments.")
-            : table(`Environments of ${p.name}`, ["Environment", "Status", "Branch", "Server", "Last operation", "Actions"], rows),
+            : table(`Environments of ${p.name}`, ["Environment", "Status", "Branch", "Server", "Address", "Last operation", "Actions"], rows),
         ),
       );
     }
@@ -121,9 +151,42 @@ export async function projectsPage(main, ctx) {
     if (!timer) timer = setTimeout(() => void reload(), 300);
   };
   ctx.on("environment.status", soon);
+  ctx.on("environment.routing", soon);
   ctx.on("deployment.status", soon);
   ctx.onCleanup(() => clearTimeout(timer));
   render();
+}
+
+function dnsText(dns) {
+  if (dns.status === "ok") return `resolves to this server (${dns.resolved.join(", ")})`;
+  if (dns.status === "mismatch") return `points to ${dns.resolved.join(", ")}, not to ${dns.expected.join(", ")}`;
+  if (dns.status === "unresolved") return `does not resolve; point it to ${dns.expected.join(", ") || "the server"}`;
+  return "not checked yet";
+}
+
+/** Domain and aliases, for those who may change the environment; the server's proxy serves them from the next deploy. */
+function domainForm(ctx, project, env) {
+  const domain = h("input", { type: "text", name: "domain", value: env.domain ?? "", placeholder: "erp.example.com", autocomplete: "off" });
+  const aliases = h("input", { type: "text", name: "aliases", value: env.aliases.join(", "), placeholder: "www.example.com", autocomplete: "off" });
+  const submit = h("button", { type: "submit" }, "Save domain");
+  const form = h(
+    "form",
+    { class: "domain-form" },
+    h("h2", {}, "Domain"),
+    field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
+    field("Aliases", aliases, "More names, separated by commas"),
+    submit,
+  );
+  form.addEventListener(
+    "submit",
+    onSubmit(submit, ctx.showError, async () => {
+      const body = { domain: domain.value.trim() || null, aliases: aliases.value.split(",").map((a) => a.trim()).filter((a) => a !== "") };
+      const updated = await api("PATCH", `/projects/${project.id}/environments/${env.id}`, body);
+      ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url} from its next deploy.` : ""}`);
+      ctx.navigate(`#/environments/${env.id}`);
+    }),
+  );
+  return form;
 }
 
 export async function environmentPage(main, ctx, envId) {
@@ -150,8 +213,17 @@ export async function environmentPage(main, ctx, envId) {
       h("dd", {}, env.server_name ?? "–"),
       h("dt", {}, "Resources"),
       h("dd", {}, `${env.cpu_cores} cores · ${fmt.gbFromMb(env.ram_mb)} GB RAM · ${env.disk_gb} GB disk`),
+      h("dt", {}, "Address"),
+      h("dd", {}, openLink(env)),
+      h("dt", {}, "Aliases"),
+      h("dd", {}, env.aliases.length ? env.aliases.join(", ") : "none"),
+      h("dt", {}, "Certificate"),
+      h("dd", {}, certificateBadge(env)),
+      h("dt", {}, "DNS"),
+      h("dd", {}, dnsText(env.dns)),
     ),
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
+    project.permissions.includes("project.environments.update") ? domainForm(ctx, project, env) : null,
     h("h2", {}, "Deployment history"),
   );
   const history = h("div", {});

@@ -41,7 +41,7 @@ const CARD = document.createElement("template");
 CARD.innerHTML = `<li class="server-card"><div class="card-head"><h2></h2><span class="badge"></span></div><span class="room"></span>
 <div class="card-sub"><span class="seen"></span><span class="agent"></span></div>
 <div class="metrics">${metric("CPU", true)}${metric("RAM", true)}${metric("Disk", true)}${metric("Load", false)}${metric("Containers", false)}</div>
-<p class="envs"></p><div class="spark-row"><canvas class="spark" width="240" height="40" aria-hidden="true"></canvas><button type="button" class="secondary small history-button">History<span class="visually-hidden"></span></button></div></li>`;
+<p class="envs"></p><p class="proxy"></p><div class="spark-row"><canvas class="spark" width="240" height="40" aria-hidden="true"></canvas><button type="button" class="secondary small history-button">History<span class="visually-hidden"></span></button></div></li>`;
 
 function setText(el, text) {
   if (el.textContent !== text) el.textContent = text;
@@ -162,6 +162,7 @@ export async function serversPage(main, ctx) {
       load: q(".metric-load"),
       containers: q(".metric-containers"),
       envs: q(".envs"),
+      proxy: q(".proxy"),
       spark: q(".spark"),
       history: null,
       loading: false,
@@ -212,10 +213,23 @@ export async function serversPage(main, ctx) {
     setText(card.envs, s.environment_count === 0 ? "No environments" : `${s.environment_count} environment${s.environment_count === 1 ? "" : "s"}: ${names.join(", ")}`);
   }
 
+  /** The server's reverse proxy as its agent last reported it: running or why not, and the addresses domains must point to. */
+  function paintProxy(card) {
+    const p = card.s.proxy;
+    const text = !p
+      ? "Proxy: not reported yet"
+      : p.running
+        ? `Proxy: running${p.image ? ` (${p.image})` : ""}${p.public_addresses.length ? ` · point domains to ${p.public_addresses.join(", ")}` : ""}`
+        : `Proxy: down${p.error ? ` – ${p.error}` : ""}`;
+    setText(card.proxy, text);
+    setClass(card.proxy, `proxy${p && !p.running ? " proxy-down" : ""}`);
+  }
+
   function paintAll(card) {
     paintStatus(card);
     paintStats(card);
     paintEnvs(card);
+    paintProxy(card);
   }
 
   function renderGrid() {
@@ -333,6 +347,13 @@ export async function serversPage(main, ctx) {
     p.stats = d;
     pending.set(d.server_id, p);
     schedule();
+  });
+  ctx.on("server.proxy", (d) => {
+    const card = cards.get(d.server_id);
+    if (!card) return;
+    const { server_id: _id, ...proxy } = d;
+    card.s.proxy = proxy;
+    paintProxy(card);
   });
   ctx.on("server.status", (d) => {
     if (!cards.has(d.server_id)) {

@@ -97,10 +97,17 @@ export async function setEnvironmentDeploying(client: Client, environmentId: str
   await client.query("update environments set status = 'deploying', updated_at = now() where id = $1 and status <> 'deploying'", [environmentId]);
 }
 
+/**
+ * A destroyed environment is no longer active: it gives up its domain and aliases (another
+ * environment may take them; deployed again, it comes back at its generated name).
+ */
 export async function setEnvironmentDestroyed(client: Client, environmentId: string): Promise<void> {
-  await client.query("update environments set status = 'pending', container_id = null, container_name = null, is_active = false, updated_at = now() where id = $1", [
-    environmentId,
-  ]);
+  await client.query(
+    `with released as (delete from environment_domains where environment_id = $1)
+     update environments set status = 'pending', container_id = null, container_name = null, is_active = false,
+       domain = null, aliases = '{}', updated_at = now() where id = $1`,
+    [environmentId],
+  );
 }
 
 /** After a successful operation; `reactivate`: a deploy brings a destroyed environment back into use. */

@@ -5,7 +5,8 @@
 import { isUniqueViolation } from "../../lib/errors.ts";
 import { joinCredentials } from "../../lib/git-credentials.ts";
 import { open } from "../../lib/master-key.ts";
-import { COMMAND_TYPES, type CommandType } from "@berth/protocol";
+import { COMMAND_TYPES, type CommandType, type ProxySettings } from "@berth/protocol";
+import type { EnvironmentAddresses } from "../environments/domains.ts";
 import type { DispatchRepo } from "./dispatch.repo.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
@@ -27,7 +28,16 @@ const COMMAND_FOR_KIND: Record<string, CommandType> = {
   restore: "restore",
 };
 
-export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<AgentCommands, "issue">; images: ErpImages; masterKey: Buffer }) {
+export function createDispatcher(deps: {
+  repo: DispatchRepo;
+  commands: Pick<AgentCommands, "issue">;
+  images: ErpImages;
+  masterKey: Buffer;
+  /** The host name a deploy routes: the environment's domain, else its generated name. */
+  addresses: Pick<EnvironmentAddresses, "hostname">;
+  /** The servers' reverse proxy; absent: the agent keeps the settings it has. */
+  proxy?: ProxySettings;
+}) {
   /** The URL the agent clones: the stored one with its sealed credentials put back (none if they do not open). */
   function cloneUrl(project: { gitRepoUrl: string; gitRepoCredentialsEnc: string | null }): string {
     if (!project.gitRepoCredentialsEnc) return project.gitRepoUrl;
@@ -51,7 +61,8 @@ export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<Agen
     if (!row) throw new Error(`environment ${d.environmentId} vanished`);
     const { env, project } = row;
     const image = await deps.images.imageFor(project.erpVersion);
-    // Retry and rollback carry the configuration of the deployment they repeat.
+    // Retry and rollback carry the configuration of the deployment they repeat; not the
+    // domain: a rollback serves the environment at the names it has now.
     const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number } }).config;
     return {
       ...base,
@@ -60,7 +71,9 @@ export function createDispatcher(deps: { repo: DispatchRepo; commands: Pick<Agen
       db_image: image.db,
       git: project.gitRepoUrl ? { url: cloneUrl({ gitRepoUrl: project.gitRepoUrl, gitRepoCredentialsEnc: project.gitRepoCredentialsEnc }), branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
       resources: config ?? { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
-      domain: env.domain ? env.domain.toLowerCase() : null,
+      domain: deps.addresses.hostname(env),
+      aliases: env.aliases,
+      ...(deps.proxy ? { proxy: deps.proxy } : {}),
       env: {},
     };
   }

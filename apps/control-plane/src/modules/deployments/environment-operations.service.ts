@@ -1,6 +1,6 @@
 // What the platform API does to environments (platform spec 4.1 rules 4, 5 and 9): deploy
 // one (skipped when it already runs, unless forced), destroy one, redeploy a migrated one
-// with its backup restored again, and change its branch or auto-deploy.
+// with its backup restored again, and change its branch, auto-deploy, domain or aliases.
 import { DomainError } from "../../lib/errors.ts";
 import type { Permission } from "../auth/permissions.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
@@ -8,8 +8,15 @@ import { inProgress, type PlatformOperations } from "./platform-operations.ts";
 import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
 import type { Clock } from "../../lib/clock.ts";
 import type { Access } from "../auth/access.ts";
+import type { EnvironmentsService } from "../environments/environments.service.ts";
 
-export function createEnvironmentOperations(deps: { ops: PlatformOperations; repo: PlatformDeploymentsRepo; access: Pick<Access, "requireProject">; clock: Clock }) {
+export function createEnvironmentOperations(deps: {
+  ops: PlatformOperations;
+  repo: PlatformDeploymentsRepo;
+  access: Pick<Access, "requireProject">;
+  clock: Clock;
+  environments: Pick<EnvironmentsService, "updateDomains" | "view">;
+}) {
   const { ops, repo } = deps;
   return {
     /** Rule 5: a destroy operation; an operation in progress is cancelled first. */
@@ -53,14 +60,25 @@ export function createEnvironmentOperations(deps: { ops: PlatformOperations; rep
       };
     },
 
-    async updateEnvironment(person: SessionPrincipal, projectId: string, environmentId: string, input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined }) {
+    /** The domain rules are the environments module's; they go first, so a refused name changes nothing. */
+    async updateEnvironment(
+      person: SessionPrincipal,
+      projectId: string,
+      environmentId: string,
+      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined; domain?: string | null | undefined; aliases?: string[] | undefined },
+    ) {
       const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
       await ops.environmentOf(a.organizationId, projectId, environmentId);
-      return repo.updateEnvironment(environmentId, {
-        ...(input.auto_deploy !== undefined ? { autoDeploy: input.auto_deploy } : {}),
-        ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
-        updatedAt: deps.clock.now(),
-      });
+      if (input.domain !== undefined || input.aliases !== undefined) {
+        await deps.environments.updateDomains({ organizationId: a.organizationId, projectId }, environmentId, { domain: input.domain, aliases: input.aliases });
+      }
+      return deps.environments.view(
+        await repo.updateEnvironment(environmentId, {
+          ...(input.auto_deploy !== undefined ? { autoDeploy: input.auto_deploy } : {}),
+          ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+          updatedAt: deps.clock.now(),
+        }),
+      );
     },
 
     /** The project scope of an environment the caller holds `permission` on. */

@@ -38,7 +38,8 @@ export function operationsRoutes(service: DeploymentsService, publicPrefix: stri
           description:
             "Removes the environment's application and database containers, its database volume, network and configuration; " +
             "with delete_data=true also its data directory (file store, addons). Needs X-Confirm-Delete: true and a full-access key. " +
-            "Returns 202 with a task to poll; the environment ends pending and inactive.",
+            "Returns 202 with a task to poll; the environment ends pending and inactive, and gives its domain and aliases up (another " +
+            "environment may take them).",
           params: IdParams,
           querystring: Type.Object({ delete_data: Type.Boolean({ default: false }) }, { additionalProperties: false }),
           headers: Type.Object({ "x-confirm-delete": Type.Optional(Type.String()) }),

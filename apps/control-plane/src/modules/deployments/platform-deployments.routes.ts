@@ -4,8 +4,7 @@ import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
-import { Environment } from "../environments/environments.routes.ts";
-import { environmentView } from "../environments/environments.service.ts";
+import { Environment, EnvironmentUpdate } from "../environments/environments.routes.ts";
 import { deploymentRecord, logEntry, progressView } from "./deployment-record.ts";
 import { DEPLOYMENT_STATUSES } from "./deployment-state.ts";
 import type { PlatformDeployments } from "./platform-deployments.service.ts";
@@ -292,12 +291,19 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
     {
       schema: {
         tags: ["Environments"],
-        summary: "Change auto-deploy or branch",
+        summary: "Change auto-deploy, branch, domain or aliases",
+        description:
+          "Omitted fields are left unchanged. Needs project.environments.update. Domain and aliases follow the public API's " +
+          "PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; the server's proxy serves new names from the " +
+          "environment's next deploy.",
         params: Type.Object({ project_id: Uuid, env_id: Uuid }),
-        body: Type.Object({ auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false, minProperties: 1 }),
-        response: { 200: EnvironmentRef, ...errors(404) },
+        body: Type.Object(
+          { auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH), ...EnvironmentUpdate },
+          { additionalProperties: false, minProperties: 1 },
+        ),
+        response: { 200: EnvironmentRef, ...errors(404, 409) },
       },
     },
-    async (request) => environmentView(await environments.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body)),
+    async (request) => environments.updateEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.body),
   );
 }

@@ -1,6 +1,6 @@
 // SQL for environments. An environment is visible when its project is visible.
 import { and, count, eq, isNull, type SQL } from "drizzle-orm";
-import { environments, projects, type Database } from "@berth/db";
+import { environmentDomains, environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
@@ -15,6 +15,8 @@ export interface EnvironmentOverviewRow {
   status: string;
   git_branch: string;
   domain: string | null;
+  aliases: string[];
+  routing: unknown;
   auto_deploy: boolean;
   server_id: string | null;
   server_name: string | null;
@@ -26,6 +28,44 @@ export interface EnvironmentOverviewRow {
   last_status: string | null;
   last_version: number | null;
   last_created_at: Date | null;
+}
+
+/** The outcome of claiming host names: the row, or the first name another environment holds. */
+export type Claimed = { row: EnvironmentRow; taken?: undefined } | { row?: undefined; taken: string };
+
+type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
+
+/**
+ * Makes `names` the environment's rows of environment_domains (its primary key keeps a name
+ * to one environment, whichever transaction commits first); the first name another
+ * environment holds, or undefined when all were claimed.
+ */
+async function claimNames(tx: Tx, environmentId: string, names: string[]): Promise<string | undefined> {
+  await tx.delete(environmentDomains).where(eq(environmentDomains.environmentId, environmentId));
+  if (names.length === 0) return undefined;
+  const got = await tx
+    .insert(environmentDomains)
+    .values(names.map((name) => ({ name, environmentId })))
+    .onConflictDoNothing()
+    .returning({ name: environmentDomains.name });
+  const mine = new Set(got.map((g) => g.name));
+  return names.find((n) => !mine.has(n));
+}
+
+/** Thrown inside a transaction to roll it back and answer `outcome` instead. */
+class Rollback<T> extends Error {
+  constructor(readonly outcome: T) {
+    super("rolled back");
+  }
+}
+
+async function transaction<T>(db: Database, fn: (tx: Tx) => Promise<T>): Promise<T> {
+  try {
+    return await db.transaction(fn);
+  } catch (err) {
+    if (err instanceof Rollback) return err.outcome as T;
+    throw err;
+  }
 }
 
 export function visibleEnvironment(scope: Scope): SQL[] {
@@ -55,16 +95,36 @@ export function createEnvironmentsRepo(db: Database) {
       const [total] = await db.select({ n: count() }).from(environments).where(where);
       return { rows, total: total?.n ?? 0 };
     },
-    async insert(values: typeof environments.$inferInsert): Promise<EnvironmentRow> {
-      const [row] = await db.insert(environments).values(values).returning();
-      return row!;
+    /** Inserts the environment and claims its domain and aliases, all or nothing. */
+    async insert(values: typeof environments.$inferInsert & { id: string }): Promise<Claimed> {
+      return transaction<Claimed>(db, async (tx) => {
+        const [row] = await tx.insert(environments).values(values).returning();
+        const taken = await claimNames(tx, values.id, [...(values.domain ? [values.domain] : []), ...(values.aliases ?? [])]);
+        if (taken) throw new Rollback({ taken });
+        return { row: row! };
+      });
+    },
+
+    /** Sets an active environment's domain and aliases and claims them, all or nothing; undefined when it is gone or inactive. */
+    async setDomains(id: string, names: { domain: string | null; aliases: string[] }, at: Date): Promise<Claimed | undefined> {
+      return transaction<Claimed | undefined>(db, async (tx) => {
+        const [row] = await tx
+          .update(environments)
+          .set({ domain: names.domain, aliases: names.aliases, updatedAt: at })
+          .where(and(eq(environments.id, id), eq(environments.isActive, true)))
+          .returning();
+        if (!row) return undefined;
+        const taken = await claimNames(tx, id, [...(names.domain ? [names.domain] : []), ...names.aliases]);
+        if (taken) throw new Rollback({ taken });
+        return { row };
+      });
     },
 
     /** The active environments of these projects, by name, with their server and latest operation. */
     async overview(projectIds: string[]): Promise<EnvironmentOverviewRow[]> {
       if (projectIds.length === 0) return [];
       const { rows } = await db.$client.query<EnvironmentOverviewRow>(
-        `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.auto_deploy, s.id as server_id, s.name as server_name,
+        `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
            e.cpu_cores, e.ram_mb, e.disk_gb, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
            d.created_at as last_created_at
          from environments e

@@ -1,9 +1,35 @@
 // Public API routes for environments (named in public spec 4.5; shapes designed here).
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import { MAX_DOMAIN_ALIASES } from "@berth/protocol";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { CertificateView, DnsView } from "../routing/routing-view.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
+
+/** A host name as a caller writes it; the service checks it (invalid_domain) and stores it lowercase. */
+const HostnameInput = Type.String({
+  minLength: 1,
+  maxLength: 1024,
+  description: "A host name of two labels or more (e.g. erp.example.com), any case, stored lowercase; not an IP address, a wildcard or a name ending in a dot (400 invalid_domain)",
+});
+const AliasesInput = Type.Array(HostnameInput, {
+  maxItems: MAX_DOMAIN_ALIASES,
+  description: `More host names served like the domain, each certified: at most ${MAX_DOMAIN_ALIASES}, no repeats, none equal to the domain`,
+});
+
+/** Where an environment is served and how its route in its server's proxy stands (both APIs' environment views). */
+export const EnvironmentAddress = {
+  aliases: Type.Array(Type.String(), { description: "More host names served like the domain (lowercase)" }),
+  url: Nullable(
+    Type.String({
+      description:
+        "https:// and the domain, else the name Berth generated under the installation's base domain (BERTH_BASE_DOMAIN); null when the environment has neither",
+    }),
+  ),
+  certificate: CertificateView,
+  dns: DnsView,
+};
 
 export const Environment = Type.Object(
   {
@@ -14,7 +40,12 @@ export const Environment = Type.Object(
     status: Type.String({ description: "pending (never deployed), deploying, running, stopped or error" }),
     git_branch: Type.String(),
     auto_deploy: Type.Boolean(),
-    domain: Nullable(Type.String()),
+    domain: Nullable(
+      Type.String({
+        description:
+          "The host name it is served at (lowercase); null: its generated name, if the installation has a base domain. Destroying the environment gives it up.",
+      }),
+    ),
     cpu_cores: Type.Integer(),
     ram_mb: Type.Integer(),
     disk_gb: Type.Integer(),
@@ -27,6 +58,7 @@ export const Environment = Type.Object(
     migration_restore_completed_at: Nullable(Timestamp),
     created_at: Timestamp,
     updated_at: Timestamp,
+    ...EnvironmentAddress,
   },
   { $id: "Environment", title: "Environment" },
 );
@@ -37,9 +69,8 @@ const CreateEnvironment = Type.Object(
     project_id: Uuid,
     name: Type.String({ minLength: 1, maxLength: 255 }),
     git_branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Defaults to the project's default_branch" })),
-    domain: Type.Optional(
-      Type.String({ maxLength: 253, pattern: "^(?=.{1,253}$)([a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)+[a-zA-Z]{2,63}$" }),
-    ),
+    domain: Type.Optional(HostnameInput),
+    aliases: Type.Optional(AliasesInput),
     auto_deploy: Type.Optional(Type.Boolean({ default: false })),
     cpu_cores: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 1 })),
     ram_mb: Type.Optional(Type.Integer({ minimum: 256, maximum: 262144, default: 2048 })),
@@ -48,6 +79,13 @@ const CreateEnvironment = Type.Object(
   },
   { additionalProperties: false },
 );
+
+/** The fields that change where an environment is served (also in the platform API's environment PATCH). */
+export const EnvironmentUpdate = {
+  domain: Type.Optional(Nullable(HostnameInput)),
+  aliases: Type.Optional(AliasesInput),
+};
+const UpdateEnvironment = Type.Object(EnvironmentUpdate, { additionalProperties: false, minProperties: 1 });
 
 export function environmentsRoutes(service: EnvironmentsService): FastifyPluginAsyncTypebox {
   return async (app) => {
@@ -85,6 +123,27 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
       async (request, reply) => {
         return reply.code(201).send(await service.create(scopeOf(request), request.body));
       },
+    );
+
+    app.patch(
+      "/environments/:id",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Change an environment's domain or aliases",
+          description:
+            "Omitted fields are left unchanged; `domain: null` removes the domain (the environment is then served at its generated name, if the " +
+            "installation has a base domain). Host names are unique across the installation among active environments, aliases included " +
+            "(409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused " +
+            "(400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). The server's proxy serves the new " +
+            "names from the environment's next deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: " +
+            "repeating it sets the same values.",
+          params: IdParams,
+          body: UpdateEnvironment,
+          response: { 200: EnvironmentRef, ...errors(404, 409) },
+        },
+      },
+      async (request) => service.view(await service.updateDomains(scopeOf(request), request.params.id, request.body)),
     );
   };
 }

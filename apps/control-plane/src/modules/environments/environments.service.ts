@@ -1,18 +1,23 @@
 // Rules for environments: created inside a visible project, on the project's server,
-// with a name unique among the project's active environments.
+// with a name unique among the project's active environments; their domain and aliases
+// (domains.ts) held by one active environment of the whole installation at a time.
+import { randomUUID } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
-import type { EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
+import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
+import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
+import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
 
 export interface CreateEnvironmentInput {
   project_id: string;
   name: string;
   git_branch?: string | undefined;
   domain?: string | undefined;
+  aliases?: string[] | undefined;
   auto_deploy?: boolean | undefined;
   cpu_cores?: number | undefined;
   ram_mb?: number | undefined;
@@ -20,7 +25,18 @@ export interface CreateEnvironmentInput {
   workers?: number | undefined;
 }
 
-export function environmentView(e: EnvironmentRow) {
+/** What the APIs show of where an environment is served and how its route stands. */
+export function addressView(e: { id: string; name: string; domain: string | null; aliases: string[]; routing: unknown }, addresses: EnvironmentAddresses) {
+  const routing = e.routing as StoredRouting | null;
+  return {
+    aliases: e.aliases,
+    url: addresses.url(e),
+    certificate: certificateView(routing),
+    dns: dnsView(routing, addresses.hostname(e)),
+  };
+}
+
+export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddresses) {
   return {
     id: e.id,
     project_id: e.projectId,
@@ -42,7 +58,16 @@ export function environmentView(e: EnvironmentRow) {
     migration_restore_completed_at: e.migrationRestoreCompletedAt?.toISOString() ?? null,
     created_at: e.createdAt.toISOString(),
     updated_at: e.updatedAt.toISOString(),
+    ...addressView(e, addresses),
   };
+}
+
+const inactive = () => new DomainError("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
+
+/** The row of a claim, or domain_taken naming the name (never who holds it). */
+function claimed(out: Claimed): EnvironmentRow {
+  if (out.taken !== undefined) throw new DomainError("domain_taken", `${out.taken} is already served by another environment`);
+  return out.row;
 }
 
 
@@ -51,30 +76,36 @@ export function createEnvironmentsService(deps: {
   projects: Pick<ProjectsRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
+  addresses: EnvironmentAddresses;
 }) {
+  const view = (row: EnvironmentRow) => environmentView(row, deps.addresses);
   return {
     async get(scope: Scope, id: string) {
       const row = await deps.environments.get(scope, id);
       if (!row) throw notFound("Environment");
-      return environmentView(row);
+      return view(row);
     },
     async listForProject(scope: Scope, projectId: string, page: PageRequest) {
       const project = await deps.projects.get(scope, projectId);
       if (!project) throw notFound("Project");
-      return listPage(deps.cursors, `environments:${projectId}`, page, (limit, after) => deps.environments.listForProject(projectId, limit, after), environmentView);
+      return listPage(deps.cursors, `environments:${projectId}`, page, (limit, after) => deps.environments.listForProject(projectId, limit, after), view);
     },
     async create(scope: Scope, input: CreateEnvironmentInput) {
       const project = await deps.projects.get(scope, input.project_id);
       if (!project) throw notFound("Project");
       const now = deps.clock.now();
+      const id = randomUUID();
+      const names = checkDomains({ id, name: input.name, domain: null, aliases: [] }, { domain: input.domain, aliases: input.aliases }, deps.addresses.baseDomain);
       try {
-        const row = await deps.environments.insert({
+        const out = await deps.environments.insert({
+          id,
           organizationId: scope.organizationId,
           projectId: project.id,
           serverId: project.serverId,
           name: input.name,
           gitBranch: input.git_branch ?? project.defaultBranch,
-          domain: input.domain ?? null,
+          domain: names.domain,
+          aliases: names.aliases,
           autoDeploy: input.auto_deploy ?? false,
           ...(input.cpu_cores !== undefined ? { cpuCores: input.cpu_cores } : {}),
           ...(input.ram_mb !== undefined ? { ramMb: input.ram_mb } : {}),
@@ -83,12 +114,27 @@ export function createEnvironmentsService(deps: {
           createdAt: now,
           updatedAt: now,
         });
-        return environmentView(row);
+        return view(claimed(out));
       } catch (err) {
         if (isUniqueViolation(err)) throw new DomainError("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
         throw err;
       }
     },
+
+    /**
+     * Sets an active environment's domain (null: none, it is served at its generated name)
+     * and aliases; omitted fields stay as they are. The proxy learns them at the
+     * environment's next deploy.
+     */
+    async updateDomains(scope: Scope, id: string, input: DomainsInput): Promise<EnvironmentRow> {
+      const row = await deps.environments.get(scope, id);
+      if (!row) throw notFound("Environment");
+      if (!row.isActive) throw inactive();
+      const out = await deps.environments.setDomains(row.id, checkDomains(row, input, deps.addresses.baseDomain), deps.clock.now());
+      if (!out) throw inactive();
+      return claimed(out);
+    },
+    view,
   };
 }
 export type EnvironmentsService = ReturnType<typeof createEnvironmentsService>;

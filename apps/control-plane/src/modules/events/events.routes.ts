@@ -30,10 +30,12 @@ Events (\`event:\` name, \`data:\` one JSON object):
 - \`environment.status\`: \`environment_id, project_id, status, previous_status, timestamp\`.
 - \`server.stats\`: \`server_id, ts, cpu_percent, ram_used_mb, ram_total_mb, disk_used_gb, disk_total_gb, load1, load5, load15, containers_running, containers_total\`.
 - \`server.status\`: \`server_id, status, previous_status, timestamp\`, when a server is added or goes online or offline.
+- \`server.proxy\`: \`server_id, running, image, public_addresses, error, checked_at\`, when the server's reverse proxy changes (as its agent reports it).
+- \`environment.routing\`: \`environment_id, project_id, mode, certificate {status, not_after, error, checked_at}, routing {mode, domains [{name, dns, certificate}], checked_at}\` (\`mode\` and \`routing\` null: no route), when an environment's route, DNS answer or certificate changes.
 - \`reset\`: \`reason, message\`: the stream could not continue from \`Last-Event-ID\` (see below); reload state from the API, then carry on.
 
 Organisation owners and admins (and portal admins) receive everything; other members receive the events of the
-projects they hold a role in, plus \`server.stats\`, \`server.status\` and \`migration_progress\`. Roles are read when the stream opens.
+projects they hold a role in, plus \`server.stats\`, \`server.status\`, \`server.proxy\` and \`migration_progress\`. Roles are read when the stream opens.
 The server ends the stream as soon as the caller's access changes: removed from the organisation, a role changed or a project
 role removed, the session signed out or revoked (on every replica, within moments; within a minute when the session expires).
 Reconnecting is checked afresh: a revoked session gets 401, a removed member 404, a changed role its new view.

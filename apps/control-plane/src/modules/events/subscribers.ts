@@ -7,7 +7,7 @@ import { after, atLeast, type Position } from "./event-id.ts";
 import type { Frame, ReadResult } from "./stream-reader.ts";
 
 /** Event types every member of the organisation receives, whatever their project roles. */
-const ORG_WIDE_TYPES = new Set(["server.stats", "server.status", "migration_progress"]);
+const ORG_WIDE_TYPES = new Set(["server.stats", "server.status", "server.proxy", "migration_progress"]);
 
 /** What a subscriber needs from its HTTP response. */
 export interface Sink {

@@ -7,6 +7,9 @@ import type { Access } from "../auth/access.ts";
 import { permissionsOf } from "../auth/permissions.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
+import type { EnvironmentAddresses } from "../environments/domains.ts";
+import { EnvironmentAddress } from "../environments/environments.routes.ts";
+import { addressView } from "../environments/environments.service.ts";
 
 const TAG = ["Dashboard"];
 const OrgParams = Type.Object({ organization_id: Uuid });
@@ -23,6 +26,7 @@ const DashboardEnvironment = Type.Object({
   cpu_cores: num,
   ram_mb: num,
   disk_gb: num,
+  ...EnvironmentAddress,
   last_deployment: Nullable(Type.Object({ id: Uuid, kind: Type.String(), status: Type.String(), version: Type.Integer(), created_at: Timestamp })),
 });
 const DashboardProject = Type.Object({
@@ -35,7 +39,11 @@ const DashboardProject = Type.Object({
 });
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
-export function projectsPlatformRoutes(deps: { access: Pick<Access, "requireOrg" | "projects">; environments: Pick<EnvironmentsRepo, "overview"> }): FastifyPluginAsyncTypebox {
+export function projectsPlatformRoutes(deps: {
+  access: Pick<Access, "requireOrg" | "projects">;
+  environments: Pick<EnvironmentsRepo, "overview">;
+  addresses: EnvironmentAddresses;
+}): FastifyPluginAsyncTypebox {
   const { access } = deps;
   return async (app) => {
     app.get(
@@ -77,6 +85,7 @@ export function projectsPlatformRoutes(deps: { access: Pick<Access, "requireOrg"
                   cpu_cores: e.cpu_cores,
                   ram_mb: e.ram_mb,
                   disk_gb: e.disk_gb,
+                  ...addressView(e, deps.addresses),
                   last_deployment:
                     e.last_id === null
                       ? null

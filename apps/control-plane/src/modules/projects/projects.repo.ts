@@ -124,6 +124,8 @@ export function createProjectsRepo(db: Database) {
                             and d.status in ${[...ACTIVE_STATUSES]}))`);
         if ((rows[0]?.n ?? 0) > 0) return "busy";
         await tx.update(projects).set({ deletedAt: at }).where(eq(projects.id, id));
+        // Its environments are gone with it: their domains and aliases are free for others.
+        await tx.execute(sql`delete from environment_domains where environment_id in (select id from environments where project_id = ${id})`);
         return "deleted";
       });
     },

@@ -1,6 +1,7 @@
 // How much room a server has for another environment: what its environments have been
 // given (allocation) and what the host really uses now (live figures), whichever is tighter.
 import type { CapacityServerRow, PlacedEnvironmentRow } from "./servers.repo.ts";
+import { proxyView } from "../routing/routing-view.ts";
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
@@ -94,6 +95,7 @@ export function capacityServerView(s: CapacityServerRow, placed: PlacedEnvironme
     status: s.status,
     last_seen_at: iso(s.last_seen_at),
     agent_version: s.agent_version,
+    proxy: proxyView(s.proxy),
     cpu_cores: s.cpu_cores,
     ram_mb: s.ram_mb,
     disk_gb: s.disk_gb,

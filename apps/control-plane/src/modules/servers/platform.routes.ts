@@ -9,6 +9,7 @@ import type { Enrollment } from "../agents/enrollment.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
 import { installCommandFor } from "./install-command.ts";
+import { ProxyView } from "../routing/routing-view.ts";
 import { capacityServerView, DEFAULT_ENVIRONMENT } from "./capacity.ts";
 import type { PlacedEnvironmentRow, ServersRepo } from "./servers.repo.ts";
 
@@ -49,6 +50,7 @@ const CapacityServer = Type.Object({
   ram_mb: num,
   disk_gb: num,
   stats: Nullable(Figures),
+  proxy: ProxyView,
   environment_count: Type.Integer({ description: "Active environments placed on the server, all projects" }),
   environments: Type.Array(PlacedEnvironment, { description: "Those of them in projects the caller can see" }),
   allocated: Type.Object({ cpu_cores: num, ram_mb: num, disk_gb: num }),

@@ -4,6 +4,7 @@ import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { servers, serverStats, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
+import type { StoredProxy } from "../routing/routing-view.ts";
 
 /** A server whose replica died without closing its session counts as offline after this. */
 export const STALE_AFTER_SECONDS = 45;
@@ -23,6 +24,7 @@ export interface CapacityServerRow {
   ram_mb: number;
   disk_gb: number;
   agent_version: string | null;
+  proxy: StoredProxy | null;
   status: "pending" | "online" | "offline";
   last_seen_at: Date | null;
   created_at: Date;
@@ -72,6 +74,7 @@ const columns = {
   ramMb: servers.ramMb,
   diskGb: servers.diskGb,
   agentVersion: servers.agentVersion,
+  proxy: sql<StoredProxy | null>`${servers.proxy}`,
   lastSeenAt: servers.lastSeenAt,
   enrolledAt: servers.enrolledAt,
   createdAt: servers.createdAt,
@@ -102,7 +105,7 @@ export function createServersRepo(db: Database) {
     /** Every live server of the organisation with its latest figures and status, by name (the capacity view). */
     async withFigures(organizationId: string): Promise<CapacityServerRow[]> {
       const { rows } = await pool.query<CapacityServerRow>(
-        `select s.id, s.name, s.hostname, s.cpu_cores, s.ram_mb, s.disk_gb, s.agent_version, ${statusOf("s")} as status,
+        `select s.id, s.name, s.hostname, s.cpu_cores, s.ram_mb, s.disk_gb, s.agent_version, s.proxy, ${statusOf("s")} as status,
            s.last_seen_at, s.created_at, st.sampled_at, st.cpu_percent, st.ram_used_mb, st.ram_total_mb, st.disk_used_gb,
            st.disk_total_gb, st.load1, st.load5, st.load15, st.containers_running, st.containers_total
          from servers s left join server_stats st on st.server_id = s.id

@@ -10,6 +10,7 @@ import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import type { Enrollment as EnrollmentService } from "../agents/enrollment.ts";
 import { installCommandFor } from "./install-command.ts";
+import { proxyView, ProxyView } from "../routing/routing-view.ts";
 import type { ServerRow, ServersRepo } from "./servers.repo.ts";
 
 /** A server's latest figures from its agent (the server_stats row). */
@@ -59,6 +60,7 @@ export const Server = Type.Object(
     usage: Nullable(
       Type.Object(ServerUsage.properties, { description: "Latest figures reported by the server's agent; null before the first sample" }),
     ),
+    proxy: ProxyView,
   },
   { $id: "Server", title: "Server" },
 );
@@ -78,6 +80,7 @@ export function serverView(s: ServerRow) {
     last_seen_at: s.lastSeenAt?.toISOString() ?? null,
     agent_version: s.agentVersion,
     usage: s.stats ? usageView(s.stats) : null,
+    proxy: proxyView(s.proxy),
   };
 }
 

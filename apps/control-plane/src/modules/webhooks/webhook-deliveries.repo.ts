@@ -49,6 +49,13 @@ export interface NewDelivery {
 
 // ---- The fan-out, on the client of its transaction ----
 
+/** What an environment's URL is made of, for the environments a batch names. */
+export async function environmentNames(client: Queryable, ids: string[]): Promise<{ id: string; name: string; domain: string | null }[]> {
+  if (ids.length === 0) return [];
+  const { rows } = await client.query<{ id: string; name: string; domain: string | null }>("select id, name, domain from environments where id = any($1::uuid[])", [ids]);
+  return rows;
+}
+
 /** Makes replicas take turns: held until the transaction ends. */
 export async function lockFanOut(client: Queryable): Promise<void> {
   await client.query("select pg_advisory_xact_lock($1)", [FANOUT_LOCK]);

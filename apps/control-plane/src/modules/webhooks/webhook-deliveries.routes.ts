@@ -8,7 +8,10 @@ import type { WebhookDeliveries } from "./webhook-deliveries.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
 
 export const SIGNING_DESCRIPTION =
-  "Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` and the headers " +
+  "Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, " +
+  "environment_id, kind, version, trigger, status, error_message, environment_url}` for the deployment events, `data.environment {id, " +
+  "project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event " +
+  "is sent, null when it has none) and the headers " +
   "`Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and " +
   "`Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\" keyed with the subscription secret>`. " +
   "Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. " +

@@ -1,6 +1,7 @@
 // Outgoing webhook deliveries as a whole: starting and stopping the background side (the
 // fan-out of organisation events into deliveries, webhook-fanout.ts, and the job that sends
 // one delivery, webhook-sender.ts), and the read/redeliver side of the public API.
+import type { EnvironmentAddresses } from "../environments/domains.ts";
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
@@ -42,6 +43,8 @@ export function createWebhookDeliveries(deps: {
   clock: Clock;
   outbound: Pick<RequestGuard, "request">;
   masterKey: Buffer;
+  /** For the URL of the environment a delivery is about. */
+  addresses: Pick<EnvironmentAddresses, "url">;
 }) {
   const deliver = createDeliverySender({ repo: deps.repo, clock: deps.clock, outbound: deps.outbound, masterKey: deps.masterKey });
   let jobs: Jobs | null = null;
@@ -67,7 +70,7 @@ export function createWebhookDeliveries(deps: {
     /** Starts delivering: the queue's worker, the NOTIFY listener and the periodic tick. */
     async start(j: Jobs, opts: { pool: pg.Pool; tickMs?: number; onError: (err: unknown) => void }) {
       jobs = j;
-      const f = createFanOut({ pool: opts.pool, jobs: j, clock: deps.clock });
+      const f = createFanOut({ pool: opts.pool, jobs: j, clock: deps.clock, addresses: deps.addresses });
       fanout = f;
       await j.define<{ deliveryId: string }>(DELIVERY_QUEUE, deliver);
       await f.run();

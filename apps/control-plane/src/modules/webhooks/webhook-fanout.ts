@@ -15,6 +15,7 @@ import type { Jobs } from "../../db/jobs.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import {
   createFanOutCursor,
+  environmentNames,
   fanOutCursor,
   insertDelivery,
   liveSubscriptions,
@@ -24,6 +25,7 @@ import {
   snapshotXmin,
 } from "./webhook-deliveries.repo.ts";
 import { deliveriesFor, FANOUT_EVENT_TYPES, nextCursor, subscriptionsByOrganization } from "./webhook-payload.ts";
+import type { EnvironmentAddresses } from "../environments/domains.ts";
 import { DELIVERY_QUEUE } from "./webhook-sender.ts";
 
 const FANOUT_BATCH = 500;
@@ -37,7 +39,7 @@ export interface FanOut {
   settled(): Promise<void>;
 }
 
-export function createFanOut(deps: { pool: pg.Pool; jobs: Jobs; clock: Clock }): FanOut {
+export function createFanOut(deps: { pool: pg.Pool; jobs: Jobs; clock: Clock; addresses: Pick<EnvironmentAddresses, "url"> }): FanOut {
   /** One fan-out batch in one transaction; how many events it consumed. */
   async function batch(): Promise<number> {
     const { consumed, queued } = await inTransaction(deps.pool, async (client) => {
@@ -54,8 +56,10 @@ export function createFanOut(deps: { pool: pg.Pool; jobs: Jobs; clock: Clock }):
       // Only organisations with a live subscription are read, through (organization_id, tx, id).
       const subsByOrg = subscriptionsByOrganization(await liveSubscriptions(client));
       const events = await orgEventsAfter(client, { after: cursor, below: xmin, organizationIds: [...subsByOrg.keys()], types: FANOUT_EVENT_TYPES, limit: FANOUT_BATCH });
+      const named = await environmentNames(client, [...new Set(events.flatMap((e) => (typeof e.data.environment_id === "string" ? [e.data.environment_id] : [])))]);
+      const urls = new Map(named.map((env) => [env.id, deps.addresses.url(env)]));
       let n = 0;
-      for (const d of deliveriesFor(events, subsByOrg)) {
+      for (const d of deliveriesFor(events, subsByOrg, urls)) {
         const id = await insertDelivery(client, d, deps.clock.now());
         if (id) {
           await deps.jobs.send(DELIVERY_QUEUE, { deliveryId: id }, { db: client });

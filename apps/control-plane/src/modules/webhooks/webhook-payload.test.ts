@@ -62,7 +62,7 @@ describe("the deliveries a batch makes", () => {
       type: "deployment.completed",
       created_at: "2025-01-02T03:04:05.000Z",
       organization_id: ORG,
-      data: { deployment: { id: "d1", project_id: P1, environment_id: "e1", kind: "deploy", version: 3, trigger: "api", status: "success", error_message: null } },
+      data: { deployment: { id: "d1", project_id: P1, environment_id: "e1", kind: "deploy", version: 3, trigger: "api", status: "success", error_message: null, environment_url: null } },
     });
   });
 
@@ -78,7 +78,15 @@ describe("the deliveries a batch makes", () => {
 
   it("describes an environment change with both statuses", () => {
     const [d] = deliveriesFor([environment("stopped", "running")], subscriptionsByOrganization([sub("s", ["environment.status_changed"])]));
-    expect(d!.payload.data).toEqual({ environment: { id: "e1", project_id: P1, status: "stopped", previous_status: "running" } });
+    expect(d!.payload.data).toEqual({ environment: { id: "e1", project_id: P1, status: "stopped", previous_status: "running", url: null } });
+  });
+
+  it("carries the URL of the environment, as the fan-out found it", () => {
+    const urls = new Map([["e1", "https://erp.example.com"]]);
+    const [env] = deliveriesFor([environment("stopped", "running")], subscriptionsByOrganization([sub("s", ["environment.status_changed"])]), urls);
+    expect(env!.payload.data).toMatchObject({ environment: { url: "https://erp.example.com" } });
+    const [dep] = deliveriesFor([deployment("success", "deploying")], subscriptionsByOrganization([sub("s", ["deployment.completed"])]), urls);
+    expect(dep!.payload.data).toMatchObject({ deployment: { environment_url: "https://erp.example.com" } });
   });
 });
 

@@ -1,6 +1,7 @@
 // What the fan-out makes of organisation events (no I/O): which webhook events an org_events
 // row stands for, the JSON body each delivery carries, which subscriptions receive it, and
-// where the fan-out's cursor goes after a batch.
+// where the fan-out's cursor goes after a batch. Environment URLs are looked up when the
+// batch is fanned out (they follow the installation's base domain, which SQL does not know).
 import { isDeployKind } from "../deployments/deployment-state.ts";
 import type { FanOutCursor, LiveSubscription, NewDelivery, OrgEventRow } from "./webhook-deliveries.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";
@@ -18,10 +19,14 @@ export function webhookEventsFor(e: Pick<OrgEventRow, "type" | "data">): Webhook
   return [];
 }
 
-function payloadData(e: Pick<OrgEventRow, "type" | "data">): Record<string, unknown> {
+/** The URL each environment is served at (null: none), by environment id, when the batch is fanned out. */
+export type EnvironmentUrls = ReadonlyMap<string, string | null>;
+
+function payloadData(e: Pick<OrgEventRow, "type" | "data">, urls: EnvironmentUrls): Record<string, unknown> {
   const d = e.data;
+  const url = urls.get(String(d.environment_id)) ?? null;
   if (e.type === "environment.status") {
-    return { environment: { id: d.environment_id, project_id: d.project_id, status: d.status, previous_status: d.previous_status ?? null } };
+    return { environment: { id: d.environment_id, project_id: d.project_id, status: d.status, previous_status: d.previous_status ?? null, url } };
   }
   return {
     deployment: {
@@ -33,6 +38,7 @@ function payloadData(e: Pick<OrgEventRow, "type" | "data">): Record<string, unkn
       trigger: d.trigger,
       status: d.status,
       error_message: d.error_message ?? null,
+      environment_url: url,
     },
   };
 }
@@ -49,7 +55,7 @@ export function subscriptionsByOrganization(subs: LiveSubscription[]): Map<strin
  * its organisation, webhook name the subscription asked for); a project-bound subscription
  * gets its project's events only.
  */
-export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, LiveSubscription[]>): NewDelivery[] {
+export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, LiveSubscription[]>, urls: EnvironmentUrls = new Map()): NewDelivery[] {
   const out: NewDelivery[] = [];
   for (const e of events) {
     const names = webhookEventsFor(e);
@@ -62,7 +68,7 @@ export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, Live
           subscriptionId: sub.id,
           eventId: `evt_${e.id}:${name}`,
           eventType: name,
-          payload: { id: `evt_${e.id}`, type: name, created_at: e.created_at.toISOString(), organization_id: e.organization_id, data: payloadData(e) },
+          payload: { id: `evt_${e.id}`, type: name, created_at: e.created_at.toISOString(), organization_id: e.organization_id, data: payloadData(e, urls) },
         });
       }
     }

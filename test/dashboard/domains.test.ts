@@ -1,0 +1,123 @@
+// Where environments are served, in headless Chromium against a real control plane and a
+// simulated agent on the real link: the project page opens each environment's URL in a new
+// tab (none when it has no URL) and shows its certificate, which follows the agent's
+// proxy.state live; an admin sets the domain from the environment page; the server card
+// shows its proxy.
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import type { DemoOrganization } from "@berth/control-plane";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import { addPerson, type Person } from "../support/people.ts";
+import type { SimAgent } from "../support/sim-agent.ts";
+import { urlOf } from "../support/sse.ts";
+import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+
+let cp: TestControlPlane;
+let base: string;
+let d: DemoOrganization;
+let agent: SimAgent;
+let stopAgent: () => void;
+let browser: Browser;
+let owner: Person;
+let member: Person;
+const pages: (Page & { scriptErrors: string[] })[] = [];
+
+beforeAll(async () => {
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: null });
+  base = urlOf(cp);
+  ({ d, agent, stop: stopAgent } = await demoOrganizationWithAgent(cp, base));
+  owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
+  member = await addPerson(cp.app, "project_member", { organizationId: d.organization_id, projectId: d.project_id });
+  browser = await launchBrowser();
+}, 120_000);
+
+afterAll(async () => {
+  for (const p of pages) expect(p.scriptErrors).toEqual([]);
+  stopAgent?.();
+  await browser?.close();
+  await cp?.close();
+});
+
+async function pageFor(person: Person) {
+  const page = await openPage(browser);
+  pages.push(page);
+  await signIn(page, base, person.email);
+  return page;
+}
+
+async function domainOf(envId: string): Promise<string> {
+  const { rows } = await cp.database.pool.query<{ domain: string }>("select domain from environments where id = $1", [envId]);
+  return rows[0]!.domain;
+}
+
+it("the project page opens an environment's URL in a new tab and shows its certificate, live", { timeout: 60_000 }, async () => {
+  const page = await pageFor(owner);
+  await page.goto(`${base}/#/projects`);
+  const running = page.locator(`tr[data-environment-id="${d.environments.running}"]`);
+  await running.waitFor();
+  const domain = await domainOf(d.environments.running);
+  const open = running.getByRole("link", { name: /^Open production at/ });
+  expect(await open.getAttribute("href")).toBe(`https://${domain}`);
+  expect(await open.getAttribute("target")).toBe("_blank");
+  expect((await open.getAttribute("rel"))?.split(" ")).toContain("noopener");
+  expect(await running.locator(".certificate").textContent()).toBe("no certificate");
+  // Staging has no domain and the installation no base domain: nothing to open.
+  const staging = page.locator(`tr[data-environment-id="${d.environments.stopped}"]`);
+  expect(await staging.getByRole("link", { name: /^Open/ }).count()).toBe(0);
+  expect(await staging.textContent()).toContain("no address");
+
+  // The agent reports the certificate issued: the row follows without a reload.
+  await agent.sendAcked([
+    agent.event({
+      kind: "proxy.state",
+      running: true,
+      image: "caddy:2",
+      public_addresses: ["203.0.113.5"],
+      error: null,
+      routes: [
+        {
+          environment_id: d.environments.running,
+          mode: "serving",
+          domains: [
+            {
+              name: domain,
+              dns: { status: "ok", resolved: ["203.0.113.5"], expected: ["203.0.113.5"] },
+              certificate: { status: "valid", not_after: "2027-02-01T12:00:00.000Z", issuer: "Pebble", error: null },
+            },
+          ],
+        },
+      ],
+    }),
+  ]);
+  await expect.poll(() => running.locator(".certificate").getAttribute("data-certificate"), { timeout: 10_000 }).toBe("valid");
+  expect(await running.locator(".certificate").textContent()).toMatch(/^certificate valid until /);
+  await screenshot(page, "projects-addresses");
+
+  // The server card shows the proxy and where domains must point.
+  await page.goto(`${base}/#/servers`);
+  const card = page.locator(`li.server-card[data-server-id="${d.server_id}"]`);
+  await card.waitFor();
+  expect(await card.locator(".proxy").textContent()).toBe("Proxy: running (caddy:2) · point domains to 203.0.113.5");
+});
+
+it("an owner sets the domain from the environment page; a project member sees no form", { timeout: 60_000 }, async () => {
+  const page = await pageFor(owner);
+  await page.goto(`${base}/#/environments/${d.environments.stopped}`);
+  await page.getByLabel("Domain", { exact: true }).fill("Staging.Shop.Example.com");
+  await page.getByLabel("Aliases").fill("www.staging.shop.example.com, old.shop.example.com");
+  await page.getByRole("button", { name: "Save domain" }).click();
+  const open = page.getByRole("link", { name: /^Open staging at/ });
+  await open.waitFor({ timeout: 10_000 });
+  expect(await open.getAttribute("href")).toBe("https://staging.shop.example.com");
+  expect(await page.locator("dl.facts").textContent()).toContain("www.staging.shop.example.com, old.shop.example.com");
+  // A refused name is told in words.
+  await page.getByLabel("Domain", { exact: true }).fill("192.0.2.1");
+  await page.getByRole("button", { name: "Save domain" }).click();
+  await expect.poll(() => page.getByRole("alert").textContent()).toContain("not an IP address");
+
+  const memberPage = await pageFor(member);
+  await memberPage.goto(`${base}/#/environments/${d.environments.stopped}`);
+  await memberPage.getByRole("link", { name: /^Open staging at/ }).waitFor();
+  expect(await memberPage.getByRole("button", { name: "Save domain" }).count()).toBe(0);
+});
