@@ -1,6 +1,7 @@
 // The environment's PostgreSQL: a container on the environment's network with a named
 // volume that outlives every redeploy, a password made once and kept in the state dir
-// (0600, never sent anywhere), readiness, and the dump / restore used by backups. Every
+// (0600, never sent anywhere), readiness (which also recovers an interrupted restore, see
+// database-swap.ts), and the dump / restore used by backups. Every
 // command runs as an argument vector through docker exec, on the server's local socket,
 // where the image trusts local connections: no password on any command line.
 import { randomBytes } from "node:crypto";
@@ -12,7 +13,9 @@ import { environmentFilter, environmentLabels, isEnvironmentObject } from "../..
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
-import { ensureImage } from "./erp-container.ts";
+import { recoverInterruptedRestore } from "./database-swap.ts";
+import { ensureImage, findErpContainer } from "./erp-container.ts";
+import { DEFAULT_TIMING } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
@@ -80,6 +83,7 @@ export async function ensurePostgres(
     scope.log("info", `Started PostgreSQL container ${layout.dbContainer}`);
   }
   await waitForPostgres(docker, container.id, { ...scope, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  if (!volumeCreated) await recoverRestore(docker, container.id, layout, scope);
   return { containerId: container.id, volumeCreated };
 }
 
@@ -99,7 +103,32 @@ export async function runningPostgres(
     scope.log("info", `Started PostgreSQL container ${db.name}`);
   }
   await waitForPostgres(docker, db.id, { signal: scope.signal, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  await recoverRestore(docker, db.id, layout, scope);
   return db.id;
+}
+
+/**
+ * Every operation that makes the database ready first finishes or rolls back a restore the
+ * agent was interrupted in (database-swap.ts), so none of them runs without its database.
+ */
+async function recoverRestore(
+  docker: DockerClient,
+  dbContainerId: string,
+  layout: EnvironmentLayout,
+  scope: Pick<StepScope, "log">,
+): Promise<void> {
+  await recoverInterruptedRestore(docker, dbContainerId, layout, scope.log, {
+    async stopErp() {
+      const erp = await findErpContainer(docker, layout);
+      if (erp === null || erp.state !== "running") return async () => undefined;
+      await docker.stopContainer(erp.id, DEFAULT_TIMING.stopGraceSeconds);
+      scope.log("warning", `Stopped ERP container ${erp.name} to roll back an interrupted restore`);
+      return async () => {
+        await docker.startContainer(erp.id);
+        scope.log("info", `Started ERP container ${erp.name} again`);
+      };
+    },
+  });
 }
 
 /** Polls pg_isready over TCP (during first-start set-up the server listens on its socket only). */
