@@ -1,12 +1,12 @@
 // The environment's PostgreSQL: a container on the environment's network with a named
 // volume that outlives every redeploy, a password made once and kept in the state dir
 // (0600, never sent anywhere), readiness (which also recovers an interrupted restore, see
-// database-swap.ts), and the dump / restore used by backups. Every
+// database-swap.ts), and the dump used by backups. Every
 // command runs as an argument vector through docker exec, on the server's local socket,
 // where the image trusts local connections: no password on any command line.
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
-import type { Readable, Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { sleep, type Clock } from "../../clock.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentFilter, environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
@@ -169,24 +169,6 @@ export async function dumpDatabase(docker: DockerClient, dbContainerId: string, 
   if (result.exitCode !== 0) {
     throw new CommandError("backup_failed", `pg_dump failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
   }
-}
-
-/** Drops the ERP's database and restores a custom-format dump into a new one, all or nothing. */
-export async function replaceDatabase(docker: DockerClient, dbContainerId: string, dump: Readable, deadlineMs: number): Promise<void> {
-  const run = async (what: string, cmd: string[], stdin?: Readable) => {
-    const result = await docker.exec(dbContainerId, cmd, { deadlineMs, ...(stdin === undefined ? {} : { stdin }) });
-    if (result.exitCode !== 0) {
-      throw new CommandError("restore_failed", `${what} failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
-    }
-  };
-  await run("dropdb", ["dropdb", "-U", ERP_DB_USER, "--if-exists", ERP_DB_NAME]);
-  await run("createdb", ["createdb", "-U", ERP_DB_USER, "--owner", ERP_DB_USER, ERP_DB_NAME]);
-  // One transaction: a dump that fails halfway leaves an empty database, not a half-restored one.
-  await run(
-    "pg_restore",
-    ["pg_restore", "-U", ERP_DB_USER, "--no-owner", "--single-transaction", "--dbname", ERP_DB_NAME],
-    dump,
-  );
 }
 
 /**
