@@ -1,19 +1,61 @@
-// restore: checks every file of the backup against its manifest first (a corrupted backup
-// is refused before anything is touched), stops the ERP, replaces the database with the
-// dump (one transaction), puts the file store back, starts the ERP and checks its health.
+// restore: a restore that cannot lose the database. Every file of the backup is checked
+// against its manifest first; the dump is then loaded into a NEW database and the file store
+// into a new folder while the live ones stay untouched (the ERP keeps serving), the copy is
+// verified (restore-verification.ts), and only then is the ERP stopped and the copy swapped
+// in by renames. The ERP must pass its health check on it, or everything is swapped back.
+// The order, the names and how an interrupted restore is recovered: ../environment/database-swap.ts.
+//
+//   initializing           backup checked against its manifest; the ERP container found
+//   initializing_database  (interrupted restore recovered) load odoo_restore_<id>, verify, file store into data-restore-<id>
+//   starting_container     stop the ERP, swap, start it
+//   health_check           healthy, or swap back, start the ERP as before and fail
+//   completed              drop the previous database and file store
+//
+// A failure (or cancel) before the swap drops only the copy, and starts the ERP again if
+// this restore had stopped it; after the swap and before a healthy check, it swaps back.
 import { createReadStream } from "node:fs";
-import { mkdir, readdir, rename, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { chown, mkdir } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
+import { environmentLabels } from "../../docker/labels.ts";
+import type { DockerClient } from "../../docker/docker-client.ts";
 import { DB_DUMP_FILE, FILESTORE_FILE, verifyBackup, type BackupManifest } from "./backup-files.ts";
-import { checkHealth } from "../environment/health-check.ts";
-import { backupDir, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
-import { hostPortOf, requireErpContainer, type ErpContainerRef } from "../environment/erp-container.ts";
-import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
-import type { CommandHandler } from "../runner/handler-types.ts";
-import { replaceDatabase, runningPostgres } from "../environment/postgres.ts";
-import { runSteps } from "../runner/step-runner.ts";
+import { verifyRestoredDatabase } from "./restore-verification.ts";
+import {
+  clearRestoreJournal,
+  createDatabase,
+  discardIncoming,
+  dropPrevious,
+  newRestoreNames,
+  restoreDump,
+  swapBack,
+  swapIn,
+  writeRestoreJournal,
+  type RestoreNames,
+} from "../environment/database-swap.ts";
+import { waitForHealth } from "../environment/health-check.ts";
+import { backupDir, ERP_DB_NAME, ERP_UID, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import { hostPortOf, requireErpContainer, stoppedReason, type ErpContainerRef } from "../environment/erp-container.ts";
+import { timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
+import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
+import { runningPostgres } from "../environment/postgres.ts";
+import { runSteps, type StepScope } from "../runner/step-runner.ts";
+
+export const ROLLED_BACK = "rolled back to the database as it was before the restore";
+
+/** How far a restore got: what a failure has to undo. */
+type Phase =
+  /** Nothing live touched; a copy may be loading. */
+  | "preparing"
+  /** The ERP was stopped for the swap; nothing swapped yet. */
+  | "stopped"
+  /** The journal says "swapping": the copy may be live (or partly). */
+  | "swapped"
+  /** Swapped back after a failed health check. */
+  | "rolled_back"
+  /** Healthy on the copy: the restore stands, whatever happens next. */
+  | "committed";
 
 export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restore"> {
   const timing = timingOf(deps);
@@ -25,97 +67,221 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
       const dir = backupDir(layout, params.backup_id);
       let manifest: BackupManifest | null = null;
       let erp: ErpContainerRef | null = null;
+      let db: string | null = null;
+      let names: RestoreNames | null = null;
+      let withFiles = false;
+      let wasRunning = false;
       let hostPort: number | null = null;
-      let healthy = false;
+      let phase: Phase = "preparing";
       const need = <T>(value: T | null): T => {
         if (value === null) throw new Error("a step ran before the step that prepares its input");
         return value;
       };
 
-      await runSteps(
-        "restore",
-        ctx,
-        {
-          initializing: async (step) => {
-            manifest = await verifyBackup(dir, params.backup_id);
-            step.log("info", `Backup ${params.backup_id} of ${manifest.created_at}: every file matches its checksum`);
-            erp = await requireErpContainer(docker, layout);
-            return "Backup verified";
-          },
-          connecting: async () => {
-            const version = await docker.version();
-            return `Docker ${version.version} reachable`;
-          },
-          initializing_database: async (step) => {
-            const container = need(erp);
-            await docker.stopContainer(container.id, timing.stopGraceSeconds);
-            step.log("info", `Stopped ERP container ${container.name} for the restore`);
-            const db = await runningPostgres(docker, layout, step, { readyTimeoutMs: timing.dbReadyTimeoutMs, clock: deps.clock });
-            await replaceDatabase(docker, db, createReadStream(join(dir, DB_DUMP_FILE)), timing.dataTransferMs);
-            step.log("info", "Database dropped, recreated and restored from the dump");
-            return "Database restored";
-          },
-          starting_container: async (step) => {
-            const container = need(erp);
-            if (need(manifest).files.some((f) => f.name === FILESTORE_FILE)) {
-              await restoreDataDir(layout, dir, container.id, ctx.docker, timing.dataTransferMs);
-              step.log("info", "File store restored");
-            } else {
-              step.log("warning", "The backup has no file store archive: the data dir was left as it is");
+      /** Stops the ERP, swaps the previous database and file store back, starts the ERP as it was. */
+      const rollBack = async (log: StepScope["log"]): Promise<void> => {
+        const container = need(erp);
+        await docker.stopContainer(container.id, timing.stopGraceSeconds);
+        await swapBack(docker, need(db), layout, need(names), log);
+        await clearRestoreJournal(layout);
+        phase = "rolled_back";
+        hostPort = null;
+        if (wasRunning) {
+          await docker.startContainer(container.id);
+          hostPort = await hostPortOf(docker, container.id);
+          log("info", `Started ERP container ${container.name} again on the database as it was before the restore`);
+        }
+      };
+
+      /** After a failure or cancel: puts the environment back as it was before this restore. */
+      const undo = async (error: unknown): Promise<unknown> => {
+        const log: StepScope["log"] = (level, message, data) =>
+          ctx.emit.log(level, message, { step: null, ...(data === undefined ? {} : { data }) });
+        const reason = error instanceof Error ? error.message : String(error);
+        const code = (error as { code?: unknown }).code;
+        try {
+          if (phase === "preparing" || phase === "stopped") {
+            if (db !== null && names !== null) {
+              await discardIncoming(docker, db, names);
+              log("info", `Dropped ${names.incomingDb} and its file store folder; the live database was not touched`);
             }
-            await docker.startContainer(container.id);
-            hostPort = await hostPortOf(docker, container.id);
-            step.log("info", `Started ERP container ${container.name}`);
-            return `ERP container running; port 8069 on 127.0.0.1:${hostPort ?? "?"}`;
+            if (phase === "stopped") {
+              await clearRestoreJournal(layout);
+              if (wasRunning) {
+                await docker.startContainer(need(erp).id);
+                log("info", `Started ERP container ${need(erp).name} again: it runs as before the restore`);
+              }
+            }
+            return error;
+          }
+          if (phase === "swapped") {
+            await rollBack(log);
+            log("warning", `Restore failed after the swap: ${ROLLED_BACK}`);
+            return new CommandError(typeof code === "string" ? code : "restore_failed", `${reason}: ${ROLLED_BACK}`);
+          }
+          return error;
+        } catch (undoError) {
+          const why = undoError instanceof Error ? undoError.message : String(undoError);
+          log("error", `Could not undo the restore: ${why}`);
+          return new CommandError(
+            "restore_failed",
+            `${reason}; putting the previous database back failed too (${why}): the next restore, deploy or start finishes it`,
+          );
+        }
+      };
+
+      try {
+        await runSteps(
+          "restore",
+          ctx,
+          {
+            initializing: async (step) => {
+              manifest = await verifyBackup(dir, params.backup_id);
+              step.log("info", `Backup ${params.backup_id} of ${manifest.created_at}: every file matches its checksum`);
+              erp = await requireErpContainer(docker, layout);
+              wasRunning = erp.state === "running";
+              withFiles = manifest.files.some((f) => f.name === FILESTORE_FILE);
+              return "Backup verified";
+            },
+            connecting: async () => {
+              const version = await docker.version();
+              return `Docker ${version.version} reachable`;
+            },
+            initializing_database: async (step) => {
+              db = await runningPostgres(docker, layout, step, { readyTimeoutMs: timing.dbReadyTimeoutMs, clock: deps.clock });
+              const n = newRestoreNames(layout, deps.clock.now());
+              names = n;
+              step.log(
+                "info",
+                `Restoring into a new database ${n.incomingDb}; the live database "${ERP_DB_NAME}" is not touched` +
+                  (wasRunning ? " and the ERP keeps serving" : ""),
+              );
+              await createDatabase(docker, db, n.incomingDb);
+              await restoreDump(docker, db, n.incomingDb, createReadStream(join(dir, DB_DUMP_FILE)), timing.dataTransferMs);
+              step.log("info", `pg_restore loaded the dump into ${n.incomingDb} without error`);
+              step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
+              if (withFiles) {
+                await extractFileStore(docker, layout, need(erp), n, join(dir, FILESTORE_FILE), deps, timing);
+                step.log("info", `File store extracted into ${basename(n.incomingDir)}`);
+              } else {
+                step.log("warning", "The backup has no file store archive: the data dir will be left as it is");
+              }
+              return `Restored into ${n.incomingDb} and verified`;
+            },
+            starting_container: async (step) => {
+              const container = need(erp);
+              const n = need(names);
+              if (wasRunning) {
+                phase = "stopped";
+                await docker.stopContainer(container.id, timing.stopGraceSeconds);
+                step.log("info", `Stopped ERP container ${container.name} for the swap`);
+              }
+              writeRestoreJournal(layout, n.id, "swapping");
+              phase = "swapped";
+              await swapIn(docker, need(db), layout, n, withFiles);
+              step.log(
+                "info",
+                `Swapped: ${n.incomingDb} is now "${ERP_DB_NAME}", the previous database is kept as ${n.previousDb}` +
+                  (withFiles ? `; the file store likewise (previous: ${basename(n.previousDir)})` : ""),
+              );
+              await docker.startContainer(container.id);
+              hostPort = await hostPortOf(docker, container.id);
+              step.log("info", `Started ERP container ${container.name}`);
+              return `ERP container running; port 8069 on 127.0.0.1:${hostPort ?? "?"}`;
+            },
+            health_check: async (step) => {
+              const container = need(erp);
+              const outcome =
+                hostPort === null
+                  ? { healthy: false as const, reason: "port 8069 is not published" }
+                  : await waitForHealth({
+                      hostPort,
+                      timeoutMs: timing.healthTimeoutMs,
+                      intervalMs: timing.healthIntervalMs,
+                      signal: step.signal,
+                      clock: deps.clock,
+                      stoppedReason: stoppedReason(docker, container.id),
+                    });
+              if (!outcome.healthy) {
+                const logs = await docker.containerLogs(container.id, 10).catch(() => "");
+                step.log("error", `The ERP is not healthy on the restored database: ${outcome.reason}${logs ? `; its last log lines:\n${logs.trim()}` : ""}`);
+                await rollBack(step.log);
+                throw new CommandError(
+                  "restore_unhealthy",
+                  `the ERP was not healthy on the restored database (${outcome.reason}): ${ROLLED_BACK}`,
+                );
+              }
+              writeRestoreJournal(layout, need(names).id, "committed");
+              phase = "committed";
+              step.log("info", `GET /web/health answered 200 (attempt ${outcome.attempts})`);
+              return "ERP healthy";
+            },
+            completed: async (step) => {
+              const n = need(names);
+              try {
+                await dropPrevious(docker, need(db), n);
+                await clearRestoreJournal(layout);
+                step.log("info", `Previous database dropped (${n.previousDb})${withFiles ? " and previous file store removed" : ""}`);
+              } catch (error) {
+                // The restore stands; the journal says "committed", so the next operation finishes this.
+                step.log("warning", `Could not drop the previous database yet (${String(error)}): the next operation will`);
+              }
+              step.log("info", `Restore of backup ${params.backup_id} finished`);
+              return "Done";
+            },
           },
-          health_check: async (step) => {
-            healthy = await checkHealth(docker, need(erp).id, hostPort, step, deps.clock, timing);
-            return healthy ? "ERP healthy" : "ERP not healthy (non-fatal)";
-          },
-          completed: async (step) => {
-            step.log("info", `Restore of backup ${params.backup_id} finished`);
-            return "Done";
-          },
-        },
-        timing.steps.restore,
-      );
+          timing.steps.restore,
+        );
+      } catch (error) {
+        throw await undo(error);
+      }
 
       return {
         backup_id: params.backup_id,
         restored_at: deps.clock.now().toISOString(),
         container_id: need<ErpContainerRef>(erp).id,
         host_port: hostPort,
-        healthy,
+        healthy: true,
       };
     });
 }
 
 /**
- * Replaces the data dir's content with the archive, extracted by Docker into the (stopped)
- * ERP container so owners are kept. The old content is set aside first and comes back if
- * the extraction fails.
+ * Extracts the file store archive into a new folder beside the data dir, through a helper
+ * container of the ERP's image that mounts it where the ERP mounts its data dir (never
+ * started): Docker writes the files with their owners, as the ERP will read them.
  */
-async function restoreDataDir(
+async function extractFileStore(
+  docker: DockerClient,
   layout: EnvironmentLayout,
-  dir: string,
-  containerId: string,
-  docker: Parameters<CommandHandler<"restore">>[1]["docker"],
-  deadlineMs: number,
+  erp: ErpContainerRef,
+  names: RestoreNames,
+  archive: string,
+  deps: ExecutorDeps,
+  timing: ExecutorTiming,
 ): Promise<void> {
-  const aside = join(layout.dir, `data-before-restore-${Date.now()}`);
-  await mkdir(aside, { mode: 0o700 });
-  const entries = await readdir(layout.dataDir);
-  for (const entry of entries) await rename(join(layout.dataDir, entry), join(aside, entry));
+  await mkdir(names.incomingDir, { mode: 0o750 });
+  await chown(names.incomingDir, ERP_UID, ERP_UID).catch((error: NodeJS.ErrnoException) => {
+    if (error.code !== "EPERM") throw error;
+  });
+  const image = (await docker.inspectContainer(erp.id))?.image;
+  if (image === undefined) throw new CommandError("not_deployed", `the ERP container ${erp.name} vanished`);
+  const helper = await docker.createContainer({
+    name: `${layout.erpContainer}-restore-${names.id}`,
+    image,
+    // Role erp: a helper left by a crash is removed with the environment's previous ERP containers.
+    labels: environmentLabels(layout.environmentId, "erp", deps.extraLabels),
+    cmd: ["true"],
+    network: layout.network,
+    binds: [`${names.incomingDir}:/var/lib/odoo`],
+    restartPolicy: "no",
+  });
   try {
     // The archive holds "odoo/..." (it was read from /var/lib/odoo), so it goes into /var/lib.
     const tar = createGunzip();
-    const feeding = pipeline(createReadStream(join(dir, FILESTORE_FILE)), tar);
-    await Promise.all([docker.writeArchive(containerId, "/var/lib", tar, deadlineMs), feeding]);
-  } catch (error) {
-    for (const entry of await readdir(layout.dataDir)) await rm(join(layout.dataDir, entry), { recursive: true, force: true });
-    for (const entry of entries) await rename(join(aside, entry), join(layout.dataDir, entry));
-    await rm(aside, { recursive: true, force: true });
-    throw error;
+    const feeding = pipeline(createReadStream(archive), tar);
+    await Promise.all([docker.writeArchive(helper, "/var/lib", tar, timing.dataTransferMs), feeding]);
+  } finally {
+    await docker.removeContainer(helper);
   }
-  await rm(aside, { recursive: true, force: true });
 }

@@ -1,18 +1,21 @@
 // The environment's PostgreSQL: a container on the environment's network with a named
 // volume that outlives every redeploy, a password made once and kept in the state dir
-// (0600, never sent anywhere), readiness, and the dump / restore used by backups. Every
+// (0600, never sent anywhere), readiness (which also recovers an interrupted restore, see
+// database-swap.ts), and the dump used by backups. Every
 // command runs as an argument vector through docker exec, on the server's local socket,
 // where the image trusts local connections: no password on any command line.
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
-import type { Readable, Writable } from "node:stream";
+import type { Writable } from "node:stream";
 import { sleep, type Clock } from "../../clock.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentFilter, environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
-import { ensureImage } from "./erp-container.ts";
+import { recoverInterruptedRestore } from "./database-swap.ts";
+import { ensureImage, findErpContainer } from "./erp-container.ts";
+import { DEFAULT_TIMING } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
@@ -80,6 +83,7 @@ export async function ensurePostgres(
     scope.log("info", `Started PostgreSQL container ${layout.dbContainer}`);
   }
   await waitForPostgres(docker, container.id, { ...scope, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  if (!volumeCreated) await recoverRestore(docker, container.id, layout, scope);
   return { containerId: container.id, volumeCreated };
 }
 
@@ -99,7 +103,32 @@ export async function runningPostgres(
     scope.log("info", `Started PostgreSQL container ${db.name}`);
   }
   await waitForPostgres(docker, db.id, { signal: scope.signal, timeoutMs: options.readyTimeoutMs, clock: options.clock });
+  await recoverRestore(docker, db.id, layout, scope);
   return db.id;
+}
+
+/**
+ * Every operation that makes the database ready first finishes or rolls back a restore the
+ * agent was interrupted in (database-swap.ts), so none of them runs without its database.
+ */
+async function recoverRestore(
+  docker: DockerClient,
+  dbContainerId: string,
+  layout: EnvironmentLayout,
+  scope: Pick<StepScope, "log">,
+): Promise<void> {
+  await recoverInterruptedRestore(docker, dbContainerId, layout, scope.log, {
+    async stopErp() {
+      const erp = await findErpContainer(docker, layout);
+      if (erp === null || erp.state !== "running") return async () => undefined;
+      await docker.stopContainer(erp.id, DEFAULT_TIMING.stopGraceSeconds);
+      scope.log("warning", `Stopped ERP container ${erp.name} to roll back an interrupted restore`);
+      return async () => {
+        await docker.startContainer(erp.id);
+        scope.log("info", `Started ERP container ${erp.name} again`);
+      };
+    },
+  });
 }
 
 /** Polls pg_isready over TCP (during first-start set-up the server listens on its socket only). */
@@ -140,24 +169,6 @@ export async function dumpDatabase(docker: DockerClient, dbContainerId: string, 
   if (result.exitCode !== 0) {
     throw new CommandError("backup_failed", `pg_dump failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
   }
-}
-
-/** Drops the ERP's database and restores a custom-format dump into a new one, all or nothing. */
-export async function replaceDatabase(docker: DockerClient, dbContainerId: string, dump: Readable, deadlineMs: number): Promise<void> {
-  const run = async (what: string, cmd: string[], stdin?: Readable) => {
-    const result = await docker.exec(dbContainerId, cmd, { deadlineMs, ...(stdin === undefined ? {} : { stdin }) });
-    if (result.exitCode !== 0) {
-      throw new CommandError("restore_failed", `${what} failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
-    }
-  };
-  await run("dropdb", ["dropdb", "-U", ERP_DB_USER, "--if-exists", ERP_DB_NAME]);
-  await run("createdb", ["createdb", "-U", ERP_DB_USER, "--owner", ERP_DB_USER, ERP_DB_NAME]);
-  // One transaction: a dump that fails halfway leaves an empty database, not a half-restored one.
-  await run(
-    "pg_restore",
-    ["pg_restore", "-U", ERP_DB_USER, "--no-owner", "--single-transaction", "--dbname", ERP_DB_NAME],
-    dump,
-  );
 }
 
 /**
