@@ -44,6 +44,26 @@ const samples: EventInput[] = [
     containers_total: 4,
   },
   { kind: "container.state", environment_id: ENVIRONMENT_ID, container: "erp-web", state: "running" },
+  {
+    kind: "proxy.state",
+    running: true,
+    image: "caddy:2",
+    public_addresses: ["203.0.113.7"],
+    error: null,
+    routes: [
+      {
+        environment_id: ENVIRONMENT_ID,
+        mode: "serving",
+        domains: [
+          {
+            name: "erp.acme.example",
+            dns: { status: "ok", resolved: ["203.0.113.7"], expected: ["203.0.113.7"] },
+            certificate: { status: "valid", not_after: TS, issuer: "Let's Encrypt", error: null },
+          },
+        ],
+      },
+    ],
+  },
 ];
 
 const withSeq = (event: EventInput, seq: number) => ({ ...event, seq, ts: TS });
@@ -69,6 +89,8 @@ describe("events", () => {
     ["a step failure without an error", { ...withSeq(samples[2]!, 1), error: undefined }],
     ["cpu above 100%", { ...withSeq(samples[6]!, 1), cpu_percent: 101 }],
     ["an unknown container state", { ...withSeq(samples[7]!, 1), state: "sleeping" }],
+    ["an unknown certificate state", { ...withSeq(samples[8]!, 1), routes: [{ environment_id: ENVIRONMENT_ID, mode: "serving", domains: [{ name: "a.example", dns: { status: "ok", resolved: [], expected: [] }, certificate: { status: "expired", not_after: null, issuer: null, error: null } }] }] }],
+    ["a route in an unknown mode", { ...withSeq(samples[8]!, 1), routes: [{ environment_id: ENVIRONMENT_ID, mode: "paused", domains: [] }] }],
   ])("rejects %s", (_name, event) => {
     expect(Value.Check(Event, event)).toBe(false);
   });
