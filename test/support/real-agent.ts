@@ -9,6 +9,8 @@ import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
 import { waitUntil } from "./wait.ts";
 
 export const TEST_IMAGES = { erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" };
+/** The servers' proxy in tests: Debian's Caddy (test/images/build.sh); certificates from Let's Encrypt unless a test gives Pebble. */
+export const TEST_PROXY = { image: "berth-test/caddy:2", acme_ca: null, acme_ca_root: null, acme_email: null };
 
 /** Points ERP 17.0 and the database at the images test/images/build.sh made. */
 export function useTestImages(cp: TestControlPlane): Promise<unknown> {
@@ -16,11 +18,17 @@ export function useTestImages(cp: TestControlPlane): Promise<unknown> {
 }
 
 /** A real agent process enrolled (one-time token) for the server and started; `url` defaults to the control plane's own. */
-export async function startEnrolledAgent(cp: TestControlPlane, organizationId: string, serverId: string, url?: string): Promise<AgentProcess> {
+export async function startEnrolledAgent(
+  cp: TestControlPlane,
+  organizationId: string,
+  serverId: string,
+  url?: string,
+  env: Record<string, string> = {},
+): Promise<AgentProcess> {
   const token = await cp.app.services.enrollment.newToken(organizationId, serverId, null);
   const agent = await AgentProcess.create();
   await agent.enroll(url ?? `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`, token.token);
-  agent.start();
+  agent.start(env);
   return agent;
 }
 
@@ -38,15 +46,18 @@ export interface Shop {
  * project named `name` (ERP 17.0) on its server with one environment, and a real agent
  * enrolled for that server and online.
  */
-export async function startShop(name: string): Promise<Shop> {
-  const cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
+export async function startShop(
+  name: string,
+  options: { cp?: Pick<Parameters<typeof startControlPlane>[0] & object, "baseDomain" | "proxy">; agentEnv?: Record<string, string> } = {},
+): Promise<Shop> {
+  const cp = await startControlPlane({ listen: true, heartbeatMs: 1000, proxy: TEST_PROXY, ...options.cp });
   await useTestImages(cp);
   const d = await createDemoOrganization(cp.database.db, cp.app.services);
   const org = { organizationId: d.organization_id, projectId: null };
   // No Git repository: the tests reach nothing outside this machine.
   const project = await cp.app.services.projects.create(org, { name, server_id: d.server_id, erp_version: "17.0" });
   const envId = (await cp.app.services.environments.create(org, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
-  const agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
+  const agent = await startEnrolledAgent(cp, d.organization_id, d.server_id, undefined, options.agentEnv);
   await waitUntil("agent online", () => cp.app.gateway.isConnected(d.server_id), { timeoutMs: 60_000, intervalMs: 250, detail: () => agent.output.slice(-3000) });
   return { cp, d, agent, projectId: project.id, envId };
 }
