@@ -50,6 +50,7 @@ const runId = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
 const prefix = `berth-imgtest-${runId}`;
 const labels = { [SUITE_LABEL]: SUITE, [RUN_LABEL]: runId };
 const dbPassword = randomBytes(12).toString("hex");
+const adminPassword = randomBytes(12).toString("hex");
 const names = {
   network: `${prefix}-net`,
   pgVolume: `${prefix}-pgdata`,
@@ -484,6 +485,54 @@ function wsSession(
   });
 }
 
+interface ModuleRow {
+  name: string;
+  state: string;
+  latest_version: string | null;
+  demo: boolean;
+}
+
+// Runs the ERP image once with these server options (one-shot, as a deploy's module install
+// or upgrade runs), on the test network with the test's odoo.conf and this add-ons folder.
+async function runOdoo(args: string[], addonsDir: string): Promise<{ code: number; logs: string }> {
+  const container = await docker.createContainer({
+    Image: ERP_IMAGE,
+    Labels: labels,
+    Cmd: ["odoo", ...args],
+    HostConfig: {
+      NetworkMode: names.network,
+      Binds: [`${join(workDir, "odoo.conf")}:/etc/odoo/odoo.conf:ro`, `${addonsDir}:/mnt/extra-addons:ro`],
+    },
+  });
+  try {
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    return { code: StatusCode, logs: demux(await container.logs({ stdout: true, stderr: true })) };
+  } finally {
+    await container.remove({ force: true, v: true });
+  }
+}
+
+// One psql query in the PostgreSQL container, rows as `a|b|c` lines.
+async function psql(database: string, query: string): Promise<string> {
+  if (!pg) throw new Error("no postgres container");
+  const r = await exec(pg, ["psql", "-U", "odoo", "-d", database, "-v", "ON_ERROR_STOP=1", "-Atc", query]);
+  if (r.code !== 0) throw new Error(`psql ${query}: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+// A module folder as Odoo finds one in the add-ons path: __manifest__.py and maybe more files.
+async function writeModule(addonsDir: string, name: string, version: string, files: Record<string, string> = {}): Promise<void> {
+  const dir = join(addonsDir, name);
+  await mkdir(dir, { recursive: true, mode: 0o755 });
+  await writeFile(
+    join(dir, "__manifest__.py"),
+    `# -*- coding: utf-8 -*-\n{\n    'name': '${name}',\n    "version": '${version}',\n    'depends': ['base'],\n    'license': 'LGPL-3',\n}\n`,
+    { mode: 0o644 },
+  );
+  for (const [file, content] of Object.entries(files)) await writeFile(join(dir, file), content, { mode: 0o644 });
+}
+
 describe("Docker test images", () => {
   beforeAll(async () => {
     try {
@@ -521,6 +570,7 @@ describe("Docker test images", () => {
         "workers = 2",
         "limit_memory_hard = 1677721600",
         "list_db = False",
+        `admin_passwd = ${adminPassword}`,
         "",
       ].join("\n"),
       { mode: 0o644 },
@@ -569,6 +619,21 @@ describe("Docker test images", () => {
     expect(await db.json()).toEqual({ status: "pass", db_server_status: true });
     expect((await http("/")).status).toBe(200);
   }, 60_000);
+
+  it("records base in ir_module_module on first start, with demo data by default, and admin_passwd only as set", async () => {
+    const res = await http("/berth/modules");
+    expect(res.status).toBe(200);
+    expect((await res.json()) as ModuleRow[]).toEqual([
+      { name: "base", state: "installed", latest_version: "17.0.1.3", demo: true },
+    ]);
+    // Base's demo data is the flag alone: berth_probe keeps just its first-start row.
+    expect((await rows()).rows.map((r) => r.note)).toEqual(["created on first start"]);
+    const logs = demux(await (erp as Container).logs({ stdout: true, stderr: true }));
+    expect(logs).toMatch(/odoo\.tools\.config: admin_passwd is set/);
+    expect(logs).not.toContain(adminPassword);
+    const info = (await (await http("/berth/info")).json()) as { options: Record<string, string> };
+    expect(info.options.admin_passwd).toBe("********");
+  }, 30_000);
 
   it("reports what reached it: local port, method, path, Host and X-Forwarded-*", async () => {
     const res = await http("/berth/request?x=1", {
@@ -865,4 +930,129 @@ describe("Docker test images", () => {
     expect(custom.code, custom.stderr).toBe(0);
     expect(custom.stdout.trim()).toBe(String(before.length));
   }, 90_000);
+
+  describe("modules: -i, -u, --stop-after-init, --without-demo, like Odoo's command line", () => {
+    const db = "modules_db";
+    const addons = (): string => join(workDir, "addons-modules");
+
+    it("-i base --stop-after-init --without-demo=all initialises a new database and exits 0", async () => {
+      await mkdir(addons(), { mode: 0o755 });
+      await writeModule(addons(), "my_module", "17.0.1.1");
+      const run = await runOdoo(["-d", db, "-i", "base", "--stop-after-init", "--without-demo=all"], addons());
+      expect(run.code, run.logs).toBe(0);
+      expect(run.logs).toMatch(/odoo\.service\.db: Create database `modules_db`/);
+      expect(run.logs).toMatch(/Stopping gracefully \(--stop-after-init\)/);
+      expect(run.logs).not.toMatch(/HTTP service/);
+      // The add-ons path was scanned (update_list): my_module is known, not installed.
+      expect(await psql(db, "SELECT name, state, coalesce(latest_version, '-'), demo FROM ir_module_module ORDER BY id")).toBe(
+        "base|installed|17.0.1.3|f\nmy_module|uninstalled|-|f",
+      );
+      expect(await psql(db, "SELECT note FROM berth_probe ORDER BY id")).toBe("created on first start");
+    }, 60_000);
+
+    it("-i installs a module from the add-ons path with its manifest version; unknown names are ignored", async () => {
+      const run = await runOdoo(["-d", db, "-i", "my_module,no_such_module", "--stop-after-init"], addons());
+      expect(run.code, run.logs).toBe(0);
+      expect(run.logs).toMatch(/WARNING modules_db odoo\.modules\.loading: invalid module names, ignored: no_such_module/);
+      // No demo data: base has none in this database (a module's parents must have it).
+      expect(await psql(db, "SELECT state, latest_version, demo FROM ir_module_module WHERE name = 'my_module'")).toBe(
+        "installed|17.0.1.1|f",
+      );
+      expect(await psql(db, "SELECT count(*) FROM ir_module_module WHERE name = 'no_such_module'")).toBe("0");
+    }, 60_000);
+
+    it("loads demo data unless told not to: demo = true and a demo row in berth_probe", async () => {
+      // A short manifest version is prefixed with the series, as adapt_version does.
+      await writeModule(addons(), "demo_module", "2.5");
+      const run = await runOdoo(["--database=demo_db", "--init=demo_module", "--stop-after-init"], addons());
+      expect(run.code, run.logs).toBe(0);
+      expect(await psql("demo_db", "SELECT name, state, latest_version, demo FROM ir_module_module WHERE state = 'installed' ORDER BY id")).toBe(
+        "base|installed|17.0.1.3|t\ndemo_module|installed|17.0.2.5|t",
+      );
+      expect(await psql("demo_db", "SELECT note FROM berth_probe ORDER BY id")).toBe(
+        "created on first start\ndemo data of demo_module",
+      );
+    }, 60_000);
+
+    it("-u upgrades: the new manifest version is recorded and berth_upgrade.sql applied", async () => {
+      await writeModule(addons(), "my_module", "17.0.1.2", {
+        "berth_upgrade.sql":
+          "CREATE TABLE my_module_upgraded (version text NOT NULL);\nINSERT INTO my_module_upgraded VALUES ('17.0.1.2');\n",
+      });
+      const run = await runOdoo(["-d", db, "-u", "my_module", "--stop-after-init"], addons());
+      expect(run.code, run.logs).toBe(0);
+      expect(run.logs).toMatch(/Loading module my_module \(1\/1\): upgrade 17\.0\.1\.2/);
+      expect(await psql(db, "SELECT state, latest_version FROM ir_module_module WHERE name = 'my_module'")).toBe(
+        "installed|17.0.1.2",
+      );
+      expect(await psql(db, "SELECT version FROM my_module_upgraded")).toBe("17.0.1.2");
+    }, 60_000);
+
+    it("FAIL_UPGRADE: the upgrade commits its SQL, then fails with a traceback and exit code 255", async () => {
+      await writeModule(addons(), "bad_module", "17.0.1.0");
+      const installed = await runOdoo(["-d", db, "-i", "bad_module", "--stop-after-init"], addons());
+      expect(installed.code, installed.logs).toBe(0);
+      await writeModule(addons(), "bad_module", "17.0.2.0", {
+        "berth_upgrade.sql": "CREATE TABLE IF NOT EXISTS bad_module_half (n int);\nINSERT INTO bad_module_half VALUES (1);\n",
+        FAIL_UPGRADE: "",
+      });
+      const run = await runOdoo(["-d", db, "-u", "bad_module", "--stop-after-init"], addons());
+      expect(run.code, run.logs).toBe(255);
+      expect(run.logs).toMatch(/ERROR modules_db odoo\.modules\.loading: Failed to upgrade module bad_module: /);
+      expect(run.logs).toMatch(/CRITICAL modules_db odoo\.service\.server: Failed to initialize database `modules_db`\.\nTraceback \(most recent call last\):\n/);
+      expect(run.logs).toMatch(/Transient module states were reset/);
+      // The database was changed (committed) although the upgrade failed; the module keeps its old version.
+      expect(await psql(db, "SELECT count(*) FROM bad_module_half")).toBe("1");
+      expect(await psql(db, "SELECT state, latest_version FROM ir_module_module WHERE name = 'bad_module'")).toBe(
+        "installed|17.0.1.0",
+      );
+
+      // An SQL error in berth_upgrade.sql fails the module too, and its transaction is rolled back.
+      await writeModule(addons(), "my_module", "17.0.1.3", {
+        "berth_upgrade.sql": "INSERT INTO my_module_upgraded VALUES ('17.0.1.3');\nSELECT no_such_column FROM berth_probe;\n",
+      });
+      const broken = await runOdoo(["-d", db, "-u", "my_module", "--stop-after-init"], addons());
+      expect(broken.code, broken.logs).toBe(255);
+      expect(broken.logs).toMatch(/Failed to upgrade module my_module: .*no_such_column/);
+      expect(await psql(db, "SELECT string_agg(version, ',') FROM my_module_upgraded")).toBe("17.0.1.2");
+      expect(await psql(db, "SELECT latest_version FROM ir_module_module WHERE name = 'my_module'")).toBe("17.0.1.2");
+    }, 90_000);
+
+    it("serves /berth/modules; without --stop-after-init a failed upgrade is logged and the server serves anyway", async () => {
+      const server = await docker.createContainer({
+        Image: ERP_IMAGE,
+        Labels: labels,
+        Cmd: ["odoo", "-d", db, "-u", "bad_module"],
+        ExposedPorts: { "8069/tcp": {} },
+        HostConfig: {
+          NetworkMode: names.network,
+          Binds: [`${join(workDir, "odoo.conf")}:/etc/odoo/odoo.conf:ro`, `${addons()}:/mnt/extra-addons:ro`],
+          PortBindings: { "8069/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }] },
+        },
+      });
+      try {
+        await server.start();
+        const port = (await server.inspect()).NetworkSettings.Ports["8069/tcp"]?.[0]?.HostPort;
+        const base = `http://127.0.0.1:${port ?? "0"}`;
+        await waitUntil(
+          "the modules_db server's /web/health",
+          async () => (await fetch(`${base}/web/health`, { signal: AbortSignal.timeout(3_000) }).catch(() => undefined))?.status === 200,
+          { timeoutMs: 40_000, intervalMs: 250, detail: async () => await logsOf(server) },
+        );
+        const res = await fetch(`${base}/berth/modules`, { signal: AbortSignal.timeout(10_000) });
+        expect(res.status).toBe(200);
+        expect((await res.json()) as ModuleRow[]).toEqual([
+          { name: "bad_module", state: "installed", latest_version: "17.0.1.0", demo: false },
+          { name: "base", state: "installed", latest_version: "17.0.1.3", demo: false },
+          { name: "demo_module", state: "uninstalled", latest_version: null, demo: false },
+          { name: "my_module", state: "installed", latest_version: "17.0.1.2", demo: false },
+        ]);
+        const logs = await logsOf(server);
+        expect(logs).toMatch(/Failed to upgrade module bad_module/);
+        expect(await psql(db, "SELECT count(*) FROM bad_module_half")).toBe("2");
+      } finally {
+        await server.remove({ force: true, v: true });
+      }
+    }, 90_000);
+  });
 });

@@ -7,6 +7,12 @@
  * tests use to prove data survives restarts, redeploys, rollbacks and restores.
  * See ../README.md for the HTTP routes and the hooks tests can use.
  *
+ * Modules as Odoo 17 loads them (odoo/modules/loading.py): ir_module_module with base,
+ * -i/--init and -u/--update for module folders of the add-ons path (version from
+ * __manifest__.py), --stop-after-init, --without-demo; each module's install or upgrade is
+ * committed on its own, and berth_upgrade.sql / FAIL_UPGRADE in a module's folder let
+ * tests change the database in an upgrade and make it fail after that change.
+ *
  * One process per connection (fork): a stuck request can only ever hold its own child,
  * which alarm() ends, so health checks keep being answered. Connections are persistent as
  * in werkzeug: HTTP/1.1 (or HTTP/1.0 asking for keep-alive) gets request after request on
@@ -21,6 +27,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libpq-fe.h>
@@ -325,7 +332,7 @@ static int wait_for_postgres(int seconds) {
 }
 
 /* Odoo creates the databases named in db_name when they are missing (odoo/cli/server.py). */
-static int ensure_database(void) {
+static int ensure_database(int *created) {
   PGconn *c = db_connect("postgres", 5);
   if (!c) {
     log_line("ERROR", "odoo.sql_db", "%s", last_db_error);
@@ -343,33 +350,444 @@ static int ensure_database(void) {
     PQfreemem(ident);
     ok = exec_ok(c, sql);
     if (ok) log_line("INFO", "odoo.service.db", "Create database `%s`.", db_name);
+    *created = ok;
   }
   PQfinish(c);
   return ok ? 0 : -1;
 }
 
-static int init_database(void) {
+/* ---------- modules (ir_module_module), as odoo/modules/loading.py does it ---------- */
+
+/* The add-ons folders: each addons_path entry, then /mnt/extra-addons (as the hooks). */
+#define MAX_ADDONS_DIRS 16
+static int addons_dirs(char dirs[][512], int max) {
+  char paths[2048];
+  snprintf(paths, sizeof paths, "%s,/mnt/extra-addons", conf_or("addons_path", ""));
+  int n = 0;
+  char *save = NULL;
+  for (char *p = strtok_r(paths, ",", &save); p && n < max; p = strtok_r(NULL, ",", &save)) {
+    p = trim(p);
+    size_t len = strlen(p);
+    while (len > 1 && p[len - 1] == '/') p[--len] = 0;
+    if (!*p) continue;
+    int dup = 0;
+    for (int i = 0; i < n; i++) dup |= strcmp(dirs[i], p) == 0;
+    if (!dup) snprintf(dirs[n++], 512, "%s", p);
+  }
+  return n;
+}
+
+static char *read_text_file(const char *path, size_t max) {
+  FILE *f = fopen(path, "r");
+  if (!f) return NULL;
+  char *text = malloc(max + 1);
+  if (!text) _exit(70);
+  size_t n = fread(text, 1, max, f);
+  fclose(f);
+  text[n] = 0;
+  return text;
+}
+
+/* A module name as Odoo accepts one (a Python identifier, in practice lower case). */
+static int module_name_ok(const char *name) {
+  if (!*name || strlen(name) > 200 || isdigit((unsigned char)*name)) return 0;
+  for (const char *p = name; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_') return 0;
+  return 1;
+}
+
+/* The folder of module NAME: the first add-ons folder holding NAME/__manifest__.py. */
+static int find_module(const char *name, char *dir, size_t size) {
+  char dirs[MAX_ADDONS_DIRS][512], manifest[1200];
+  int n = addons_dirs(dirs, MAX_ADDONS_DIRS);
+  if (!module_name_ok(name)) return 0;
+  for (int i = 0; i < n; i++) {
+    snprintf(manifest, sizeof manifest, "%s/%s/__manifest__.py", dirs[i], name);
+    if (file_exists(manifest)) {
+      snprintf(dir, size, "%s/%s", dirs[i], name);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The string value of KEY in a manifest ('key': 'value' or "key": "value"): enough Python. */
+static int manifest_string(const char *text, const char *key, char *out, size_t size) {
+  size_t kl = strlen(key);
+  for (const char *p = text; (p = strstr(p, key)) != NULL; p += kl) {
+    if (p == text || (p[-1] != '\'' && p[-1] != '"') || p[kl] != p[-1]) continue;
+    const char *v = p + kl + 1;
+    while (isspace((unsigned char)*v)) v++;
+    if (*v++ != ':') continue;
+    while (isspace((unsigned char)*v)) v++;
+    if (*v != '\'' && *v != '"') continue;
+    const char *end = strchr(v + 1, *v);
+    if (!end) return 0;
+    size_t n = (size_t)(end - v - 1);
+    if (n >= size) n = size - 1;
+    memcpy(out, v + 1, n);
+    out[n] = 0;
+    return 1;
+  }
+  return 0;
+}
+
+/* 'installable': False in a manifest. */
+static int manifest_not_installable(const char *text) {
+  const char *p = strstr(text, "installable");
+  if (!p || p == text || (p[-1] != '\'' && p[-1] != '"')) return 0;
+  p += 12;
+  while (isspace((unsigned char)*p) || *p == ':') p++;
+  return strncmp(p, "False", 5) == 0;
+}
+
+/* The server's series, "17.0" (Odoo's release.major_version). */
+static void server_series(char *out, size_t size) {
+  snprintf(out, size, "%s", server_version);
+  char *dot = strchr(out, '.');
+  if (dot) dot[strcspn(dot + 1, ".-+~") + 1] = 0;
+}
+
+/* odoo.modules.module.adapt_version: "1.2" -> "17.0.1.2"; "17.0.1.2" stays. */
+static void adapt_version(const char *v, char *out, size_t size) {
+  char serie[32];
+  server_series(serie, sizeof serie);
+  size_t sl = strlen(serie);
+  if (strcmp(v, serie) == 0 || strncmp(v, serie, sl) != 0 || v[sl] != '.') snprintf(out, size, "%s.%s", serie, v);
+  else snprintf(out, size, "%s", v);
+}
+
+/* Whether NAME is one of the comma-separated LIST. */
+static int in_list(const char *list, const char *name) {
+  if (!list) return 0;
+  size_t nl = strlen(name);
+  for (const char *p = list; *p;) {
+    while (*p == ',' || isspace((unsigned char)*p)) p++;
+    size_t n = strcspn(p, ",");
+    size_t m = n;
+    while (m && isspace((unsigned char)p[m - 1])) m--;
+    if (m && m == nl && strncmp(p, name, nl) == 0) return 1;
+    p += n;
+  }
+  return 0;
+}
+
+static void log_raw(const char *text) {
+  if (write(STDERR_FILENO, text, strlen(text)) < 0) { /* nowhere left to report it */ }
+}
+
+/* Runs SQL on C; on failure puts the error (one line) in ERR and returns 0. */
+static int exec_err(PGconn *c, const char *sql, char *err, size_t size) {
+  PGresult *r = PQexec(c, sql);
+  ExecStatusType s = PQresultStatus(r);
+  int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY;
+  if (!ok) {
+    snprintf(err, size, "%s", PQresultErrorMessage(r));
+    one_line(err);
+  }
+  PQclear(r);
+  return ok;
+}
+
+static int exec_params(PGconn *c, const char *sql, int n, const char *const *params) {
+  PGresult *r = PQexecParams(c, sql, n, NULL, params, NULL, NULL, 0);
+  ExecStatusType s = PQresultStatus(r);
+  int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK;
+  if (!ok) log_line("ERROR", "odoo.sql_db", "%s: %s", sql, one_line(PQresultErrorMessage(r)));
+  PQclear(r);
+  return ok;
+}
+
+/* Odoo's traceback for a module whose install or upgrade raised, as loading.py lets it
+ * reach Registry.new (which resets the transient states) and preload_registries. */
+static char module_traceback[3000];
+
+static void log_module_failure(const char *name, int install, const char *error) {
+  log_line("ERROR", "odoo.modules.loading", "Failed to %s module %s: %s", install ? "install" : "upgrade", name,
+           error);
+  snprintf(module_traceback, sizeof module_traceback,
+           "Traceback (most recent call last):\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/service/server.py\", line 1313, in preload_registries\n"
+           "    registry = Registry.new(dbname, update_module=update_module)\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/registry.py\", line 89, in new\n"
+           "    odoo.modules.load_modules(registry, force_demo, status, update_module)\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 476, in load_modules\n"
+           "    processed_modules += load_marked_modules(env, graph,\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 364, in load_marked_modules\n"
+           "    loaded, processed = load_module_graph(\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 227, in load_module_graph\n"
+           "    load_data(env, idref, mode, kind='data', package=package)\n"
+           "Exception: module %s: %s\n",
+           name, error);
+}
+
+struct module_row { char id[16]; char name[256]; char state[32]; int demo; };
+
+/* Modules in STATE, in the order they were added (base first). */
+static int modules_in_state(PGconn *c, const char *state, struct module_row *out, int max) {
+  const char *params[] = {state};
+  PGresult *r = PQexecParams(c,
+                             "SELECT id, name, state, coalesce(demo, false) FROM ir_module_module WHERE state = $1 "
+                             "ORDER BY name <> 'base', id",
+                             1, NULL, params, NULL, NULL, 0);
+  int n = 0;
+  if (PQresultStatus(r) == PGRES_TUPLES_OK)
+    for (int i = 0; i < PQntuples(r) && n < max; i++, n++) {
+      snprintf(out[n].id, sizeof out[n].id, "%s", PQgetvalue(r, i, 0));
+      snprintf(out[n].name, sizeof out[n].name, "%s", PQgetvalue(r, i, 1));
+      snprintf(out[n].state, sizeof out[n].state, "%s", PQgetvalue(r, i, 2));
+      out[n].demo = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+    }
+  else n = -1;
+  PQclear(r);
+  return n;
+}
+
+/* One module's install or upgrade in its own transaction, committed before the next
+ * module, as load_module_graph does: berth_upgrade.sql from the module's folder, then the
+ * module recorded as installed with its manifest version. FAIL_UPGRADE in the folder makes
+ * it fail after its SQL was committed. Returns 0, or -1 when the module failed. */
+static int load_one_module(PGconn *c, const struct module_row *m, int base_demo, int index, int count) {
+  int is_base = strcmp(m->name, "base") == 0;
+  int install = strcmp(m->state, "to install") == 0;
+  char dir[1024] = "", path[1200], version[128] = "1.0", latest[160], author[256] = "", license[64] = "LGPL-3";
+  if (is_base) {
+    snprintf(version, sizeof version, "1.3");
+    snprintf(author, sizeof author, "Odoo S.A.");
+  } else if (!find_module(m->name, dir, sizeof dir)) {
+    /* Odoo leaves it out of the graph and complains at the end; the state is reset. */
+    log_line("ERROR", "odoo.modules.loading", "Some modules are not loaded, some dependencies or manifest may be missing: ['%s']",
+             m->name);
+    const char *params[] = {m->id, install ? "uninstalled" : "installed"};
+    exec_params(c, "UPDATE ir_module_module SET state = $2 WHERE id = $1", 2, params);
+    return 0;
+  } else {
+    snprintf(path, sizeof path, "%s/__manifest__.py", dir);
+    char *manifest = read_text_file(path, 65536);
+    if (manifest) {
+      manifest_string(manifest, "version", version, sizeof version);
+      manifest_string(manifest, "author", author, sizeof author);
+      manifest_string(manifest, "license", license, sizeof license);
+      free(manifest);
+    }
+  }
+  adapt_version(version, latest, sizeof latest);
+  /* load_demo: demo data when asked for (not --without-demo) and its parents (base) have it. */
+  int demo = install ? !conf_get("without_demo") && (is_base || base_demo) : m->demo;
+  log_line("INFO", "odoo.modules.loading", "Loading module %s (%d/%d): %s %s%s", m->name, index, count,
+           install ? "install" : "upgrade", latest, demo && install ? ", with demo data" : "");
+
+  char err[1024] = "";
+  if (!exec_err(c, "BEGIN", err, sizeof err)) goto failed;
+  if (dir[0]) {
+    snprintf(path, sizeof path, "%s/berth_upgrade.sql", dir);
+    char *sql = read_text_file(path, 1 << 20);
+    if (sql) {
+      int ok = exec_err(c, sql, err, sizeof err);
+      free(sql);
+      if (!ok) {
+        char rollback[256];
+        exec_err(c, "ROLLBACK", rollback, sizeof rollback);
+        goto failed;
+      }
+      log_line("INFO", "odoo.modules.loading", "module %s: ran %s", m->name, path);
+    }
+    snprintf(path, sizeof path, "%s/FAIL_UPGRADE", dir);
+    if (file_exists(path)) {
+      /* Halfway: what the module changed so far stays committed, then it raises. */
+      if (!exec_err(c, "COMMIT", err, sizeof err)) goto failed;
+      snprintf(err, sizeof err, "berth stand-in: %s asks this module to fail after its changes were committed", path);
+      goto failed;
+    }
+  }
+  if (install && demo && !is_base) {
+    char note[300];
+    snprintf(note, sizeof note, "demo data of %s", m->name);
+    const char *params[] = {note};
+    if (!exec_params(c, "INSERT INTO public.berth_probe (note) VALUES ($1)", 1, params)) goto sql_failed;
+  }
+  const char *params[] = {m->id, latest, demo ? "true" : "false", author[0] ? author : NULL, license};
+  if (!exec_params(c,
+                   "UPDATE ir_module_module SET state = 'installed', latest_version = $2, demo = $3, "
+                   "author = coalesce($4, author), license = $5, write_date = now() WHERE id = $1",
+                   5, params))
+    goto sql_failed;
+  if (!exec_err(c, "COMMIT", err, sizeof err)) goto failed;
+  return 0;
+sql_failed:
+  snprintf(err, sizeof err, "could not record the module (see the SQL error above)");
+  exec_err(c, "ROLLBACK", path, sizeof path);
+failed:
+  log_module_failure(m->name, install, err);
+  return -1;
+}
+
+/* update_list: every module folder of the add-ons path gets a row (uninstalled). */
+static void update_modules_list(PGconn *c) {
+  char dirs[MAX_ADDONS_DIRS][512];
+  int n = addons_dirs(dirs, MAX_ADDONS_DIRS);
+  log_line("INFO", "odoo.modules.loading", "updating modules list");
+  for (int i = 0; i < n; i++) {
+    DIR *d = opendir(dirs[i]);
+    if (!d) continue;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+      if (!module_name_ok(e->d_name) || strcmp(e->d_name, "base") == 0) continue;
+      char path[1200];
+      snprintf(path, sizeof path, "%s/%s/__manifest__.py", dirs[i], e->d_name);
+      char *manifest = read_text_file(path, 65536);
+      if (!manifest) continue;
+      char author[256] = "", license[64] = "LGPL-3";
+      manifest_string(manifest, "author", author, sizeof author);
+      manifest_string(manifest, "license", license, sizeof license);
+      const char *params[] = {e->d_name, manifest_not_installable(manifest) ? "uninstallable" : "uninstalled",
+                              author[0] ? author : NULL, license};
+      free(manifest);
+      exec_params(c,
+                  "INSERT INTO ir_module_module (name, state, author, license) VALUES ($1, $2, $3, $4) "
+                  "ON CONFLICT (name) DO NOTHING",
+                  4, params);
+    }
+    closedir(d);
+  }
+}
+
+/* Marks the modules of a comma-separated LIST found in state FROM as TO. */
+static void mark_modules(PGconn *c, const char *list, const char *from, const char *to) {
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", list);
+  char *save = NULL;
+  for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    p = trim(p);
+    const char *params[] = {p, from, to};
+    /* base was loaded in step 1 (for -u base or -u all too). */
+    if (strcmp(p, "all") == 0)
+      exec_params(c, "UPDATE ir_module_module SET state = $3 WHERE state = $2 AND name <> 'base' AND $1 <> ''", 3,
+                  params);
+    else exec_params(c, "UPDATE ir_module_module SET state = $3 WHERE state = $2 AND name = $1 AND name <> 'base'", 3,
+                     params);
+  }
+}
+
+/* _check_module_names: names of -i/-u that no module has are ignored, with a warning. */
+static void check_module_names(PGconn *c, const char *list) {
+  char copy[4096];
+  snprintf(copy, sizeof copy, "%s", list);
+  char *save = NULL;
+  for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
+    p = trim(p);
+    if (!*p || strcmp(p, "all") == 0) continue;
+    const char *params[] = {p};
+    PGresult *r = PQexecParams(c, "SELECT 1 FROM ir_module_module WHERE name = $1", 1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0)
+      log_line("WARNING", "odoo.modules.loading", "invalid module names, ignored: %s", p);
+    PQclear(r);
+  }
+}
+
+/* Registry.new -> load_modules: initialises a database without ir_module_module (base,
+ * berth_probe), then installs -i and upgrades -u modules, each committed on its own.
+ * Returns 0, -1 when the database could not be initialised (nothing to serve), or -2 when
+ * a module failed (Odoo logs it, resets the transient states and, without
+ * --stop-after-init, serves anyway). */
+static int load_modules(int created) {
   PGconn *c = db_connect(db_name, 5);
   if (!c) {
     log_line("ERROR", "odoo.sql_db", "%s", last_db_error);
     return -1;
   }
-  /* The lock makes two containers starting on one database create the table once. */
-  int ok = exec_ok(c, "BEGIN") && exec_ok(c, "SELECT pg_advisory_xact_lock(4242)");
-  if (ok) {
-    PGresult *r = PQexec(c, "SELECT to_regclass('public.berth_probe') IS NULL");
-    int fresh = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+  /* Two containers starting on one database initialise it once, one after the other. */
+  if (!exec_ok(c, "SELECT pg_advisory_lock(4242)")) {
+    PQfinish(c);
+    return -1;
+  }
+  const char *init = conf_get("init"), *update = conf_get("update");
+  int update_module = init || update;
+  int ok = exec_ok(c, "BEGIN");
+  PGresult *r = PQexec(c, "SELECT to_regclass('public.ir_module_module') IS NULL, "
+                          "to_regclass('public.berth_probe') IS NULL");
+  int fresh = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+  int no_probe = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
+  ok = ok && PQresultStatus(r) == PGRES_TUPLES_OK;
+  PQclear(r);
+  if (ok && fresh) {
+    /* Odoo initialises a database it created itself (server.py sets init base); one that
+     * exists without its tables it refuses without -i base. The stand-in initialises both,
+     * as it always did. */
+    log_line("INFO", "odoo.modules.loading", "init db%s", created || update_module ? "" : " (existing database without ir_module_module)");
+    ok = exec_ok(c, "CREATE TABLE public.ir_module_module (id serial PRIMARY KEY, name varchar NOT NULL UNIQUE, "
+                    "state varchar(16) NOT NULL DEFAULT 'uninstalled', latest_version varchar, "
+                    "demo boolean NOT NULL DEFAULT false, author varchar, license varchar(32), "
+                    "create_date timestamp NOT NULL DEFAULT (now() at time zone 'UTC'), "
+                    "write_date timestamp NOT NULL DEFAULT (now() at time zone 'UTC'))") &&
+         exec_ok(c, "INSERT INTO public.ir_module_module (name, state, author, license) "
+                    "VALUES ('base', 'to install', 'Odoo S.A.', 'LGPL-3')");
+    update_module = 1;
+  }
+  if (ok && no_probe) {
+    ok = exec_ok(c, "CREATE TABLE public.berth_probe (id serial PRIMARY KEY, note text NOT NULL, "
+                    "created_at timestamptz NOT NULL DEFAULT now())") &&
+         exec_ok(c, "INSERT INTO public.berth_probe (note) VALUES ('created on first start')");
+    if (ok) log_line("INFO", "odoo.modules.loading", "init db: created table berth_probe");
+  }
+  if (ok && (in_list(update, "base") || in_list(update, "all")))
+    ok = exec_ok(c, "UPDATE ir_module_module SET state = 'to upgrade' WHERE name = 'base' AND state = 'installed'");
+  ok = ok && exec_ok(c, "COMMIT");
+  if (!ok) {
+    PQfinish(c);
+    return -1;
+  }
+
+  int result = 0, processed = 0;
+  struct module_row rows[256];
+  /* STEP 1: base. */
+  int n = modules_in_state(c, "to install", rows, 1);
+  if (n == 1 && strcmp(rows[0].name, "base") != 0) n = 0;
+  if (n == 0) {
+    n = modules_in_state(c, "to upgrade", rows, 1);
+    if (n == 1 && strcmp(rows[0].name, "base") != 0) n = 0;
+  }
+  if (n < 0) result = -1;
+  else if (n == 1) {
+    log_line("INFO", "odoo.modules.loading", "loading 1 modules...");
+    if (load_one_module(c, &rows[0], 0, 1, 1) != 0) result = -2;
+    else processed++;
+  }
+  /* STEP 2: mark what -i and -u ask for. */
+  if (result == 0 && update_module) {
+    update_modules_list(c);
+    if (init) check_module_names(c, init);
+    if (update) check_module_names(c, update);
+    if (init) mark_modules(c, init, "uninstalled", "to install");
+    if (update) mark_modules(c, update, "installed", "to upgrade");
+  }
+  /* STEP 3: upgrades first (the installed system), then new installs; base has its demo flag. */
+  if (result == 0) {
+    r = PQexec(c, "SELECT coalesce(bool_or(demo), false) FROM ir_module_module WHERE name = 'base'");
+    int base_demo = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
     PQclear(r);
-    if (fresh) {
-      ok = exec_ok(c, "CREATE TABLE public.berth_probe (id serial PRIMARY KEY, note text NOT NULL, "
-                      "created_at timestamptz NOT NULL DEFAULT now())") &&
-           exec_ok(c, "INSERT INTO public.berth_probe (note) VALUES ('created on first start')");
-      if (ok) log_line("INFO", "odoo.modules.loading", "init db: created table berth_probe");
+    struct module_row up[256], ins[256];
+    int nup = modules_in_state(c, "to upgrade", up, 256);
+    int nins = modules_in_state(c, "to install", ins, 256);
+    int count = (nup > 0 ? nup : 0) + (nins > 0 ? nins : 0);
+    if (count) log_line("INFO", "odoo.modules.loading", "loading %d modules...", count);
+    for (int i = 0; result == 0 && i < count; i++) {
+      const struct module_row *m = i < nup ? &up[i] : &ins[i - nup];
+      if (load_one_module(c, m, base_demo, i + 1, count) != 0) result = -2;
+      else processed++;
     }
   }
-  ok = ok && exec_ok(c, "COMMIT");
+  if (result == -2) {
+    /* odoo.modules.reset_modules_state, called by Registry.new when loading raised. */
+    exec_ok(c, "UPDATE ir_module_module SET state = 'installed' WHERE state IN ('to remove', 'to upgrade')");
+    exec_ok(c, "UPDATE ir_module_module SET state = 'uninstalled' WHERE state = 'to install'");
+    log_line("WARNING", "odoo.modules.loading", "Transient module states were reset");
+  } else if (result == 0) {
+    log_line("INFO", "odoo.modules.loading", "%d modules processed, database `%s` ready", processed, db_name);
+  }
+  exec_ok(c, "SELECT pg_advisory_unlock(4242)");
   PQfinish(c);
-  return ok ? 0 : -1;
+  return result;
 }
 
 static void marker_path(char *out, size_t size) {
@@ -848,6 +1266,34 @@ static void handle_info(int fd, const struct request *rq) {
   respond_json(fd, rq, 200, &b);
 }
 
+/* ir_module_module as JSON: [{"name", "state", "latest_version", "demo"}], by name. */
+static void handle_modules(int fd, const struct request *rq) {
+  struct buf b = {0};
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) {
+    log_line("WARNING", "odoo.sql_db", "connection to %s failed: %s", db_name, last_db_error);
+    error_json(&b, "database unreachable");
+    respond_json(fd, rq, 503, &b);
+    return;
+  }
+  PGresult *r = PQexec(c, "SELECT to_regclass('public.ir_module_module') IS NULL");
+  int missing = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+  PQclear(r);
+  r = PQexec(c, missing ? "SELECT '[]'"
+                        : "SELECT coalesce(jsonb_agg(jsonb_build_object('name', name, 'state', state, "
+                          "'latest_version', latest_version, 'demo', demo) ORDER BY name), '[]')::text "
+                          "FROM public.ir_module_module");
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    error_json(&b, trim(PQresultErrorMessage(r)));
+    respond_json(fd, rq, 500, &b);
+  } else {
+    buf_str(&b, PQgetvalue(r, 0, 0));
+    respond_json(fd, rq, 200, &b);
+  }
+  PQclear(r);
+  PQfinish(c);
+}
+
 static void handle_version_info(int fd, const struct request *rq) {
   struct buf b = {0};
   buf_str(&b, "{\"jsonrpc\": \"2.0\", \"id\": null, \"result\": {\"server_version\": ");
@@ -1108,6 +1554,7 @@ static void route(int fd, struct request *rq) {
   else if ((strcmp(p, "/berth/rows") == 0 && post) || (strcmp(p, "/berth/add") == 0 && (get || post)))
     handle_add(fd, rq);
   else if (strcmp(p, "/berth/info") == 0 && get) handle_info(fd, rq);
+  else if (strcmp(p, "/berth/modules") == 0 && get) handle_modules(fd, rq);
   else if (strcmp(p, "/berth/request") == 0 && get) handle_request_report(fd, rq);
   else if (websocket_path(p)) handle_websocket(fd, rq);
   else if (strcmp(p, "/web/webclient/version_info") == 0 && (get || post)) handle_version_info(fd, rq);
@@ -1368,6 +1815,13 @@ int main(int argc, char **argv) {
   log_line("INFO", "odoo", "addons version: %s", addons_version_set ? addons_version : "(none)");
   log_line("INFO", "odoo", "database: %s@%s:%s", conf_get("db_user"), conf_get("db_host"), conf_get("db_port"));
 
+  /* The database manager's master password: whether it is set, never its value. */
+  if (conf_get("admin_passwd")) log_line("INFO", "odoo.tools.config", "admin_passwd is set (database manager master password)");
+  else log_line("WARNING", "odoo.tools.config", "admin_passwd is not set: the database manager accepts Odoo's default master password");
+  if (conf_get("init") || conf_get("update"))
+    log_line("INFO", "odoo.service.server", "modules to install: %s; to upgrade: %s; demo data: %s",
+             conf_or("init", "-"), conf_or("update", "-"), conf_get("without_demo") ? "no" : "yes");
+
   if (find_in_addons("BERTH_FAIL_START", found, sizeof found)) {
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`: %s asks to fail", db_name,
              found);
@@ -1382,14 +1836,21 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (stopping) return 0;
-  if (ensure_database() != 0 || init_database() != 0) {
+  int created = 0, loaded = -1;
+  if (ensure_database(&created) != 0 || (loaded = load_modules(created)) == -1) {
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
     return 1;
   }
   write_filestore_marker();
+  if (loaded != 0) {
+    /* preload_registries: logged, and the exit code -1 with --stop-after-init; without it
+     * Odoo serves anyway (the database stays as the failed module left it). */
+    log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
+    log_raw(module_traceback);
+  }
   if (conf_get("stop_after_init")) {
-    log_line("INFO", "odoo.service.server", "Stopping gracefully (--stop-after-init)");
-    return 0;
+    log_line("INFO", "odoo.service.server", "Stopping gracefully (--stop-after-init)%s", loaded ? ", exit code 255" : "");
+    return loaded ? 255 : 0;
   }
 
   int fds[2], nfds = 0;
