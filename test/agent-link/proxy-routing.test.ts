@@ -65,19 +65,38 @@ describe("a deploy command", () => {
 
     expect((await api.patch(`/environments/${d.environments.running}`, { aliases: ["WWW.Shop-A.example.com"] })).status).toBe(200);
     const domain = ((await api.get(`/environments/${d.environments.running}`)).body as { domain: string }).domain;
+    // A deployed environment's new names reach its server's proxy at once.
+    const route = await waitForCommand(received, 1);
+    expect(route.type).toBe("route");
+    expect(route.params).toEqual({ environment_id: d.environments.running, domain, aliases: ["www.shop-a.example.com"], proxy: PROXY });
     expect((await api.post(`/environments/${d.environments.running}/deploy`)).status).toBe(202);
-    const first = await waitForCommand(received, 1);
+    const first = await waitForCommand(received, 2);
     expect(first.type).toBe("deploy");
     expect(first.params).toMatchObject({ environment_id: d.environments.running, domain, aliases: ["www.shop-a.example.com"], proxy: PROXY });
 
     // Without a domain: the name Berth generated, lowercase.
     expect((await api.post(`/environments/${d.environments.stopped}/start`)).status).toBe(202); // not a deploy: no routing parameters
-    const start = await waitForCommand(received, 2);
+    const start = await waitForCommand(received, 3);
     expect(start.params).not.toHaveProperty("domain");
     await cp.database.pool.query("update deployments set status = 'success', completed_at = now() where environment_id = $1 and status not in ('success', 'failed')", [d.environments.stopped]);
     expect((await api.post(`/environments/${d.environments.stopped}/deploy`)).status).toBe(202);
-    const second = await waitForCommand(received, 3);
+    const second = await waitForCommand(received, 4);
     expect(second.params).toMatchObject({ domain: `staging-${hex8(d.environments.stopped)}.${BASE}`, aliases: [], proxy: PROXY });
+  });
+
+  it("sends no route for an environment never deployed (its first deploy routes it), nor for names that did not change", async () => {
+    const received: SignedCommand[] = [];
+    const { d } = await withAgent((cmd) => received.push(cmd));
+    const api = publicClient(cp.app, d.api_keys.org_rw);
+    const project = (await api.get(`/environments/${d.environments.running}`)).body as { project_id: string };
+    const created = await api.post("/environments", { project_id: project.project_id, name: `fresh-${hex8(d.server_id)}` });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect((await api.patch(`/environments/${created.body.id}`, { domain: `fresh-${hex8(d.server_id)}.example.org` })).status).toBe(200);
+    // The same names again: nothing to tell.
+    const running = (await api.get(`/environments/${d.environments.running}`)).body as { domain: string };
+    expect((await api.patch(`/environments/${d.environments.running}`, { domain: running.domain })).status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(received.map((c) => c.type)).toEqual([]);
   });
 });
 

@@ -3,7 +3,7 @@
 // environment gets a generated HTTPS address; a deploy through the platform API brings the
 // server's Caddy up with a certificate from Pebble and the control plane shows the
 // certificate, the DNS answer and the proxy; a domain set through the API moves the route
-// and the certificate on the next deploy; stop shows the maintenance page; the agent
+// and the certificate at once, without a deploy; stop shows the maintenance page; the agent
 // restarted keeps everything serving.
 import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -80,6 +80,12 @@ async function deployed(): Promise<void> {
   expect(record.status, record.error_message ?? "").toBe("success");
 }
 
+/** The environment's operations, for a failure message. */
+async function operations(): Promise<string> {
+  const { rows } = await cp.database.pool.query("select id, kind, status, trigger, created_at from deployments where environment_id = $1 order by created_at", [envId]);
+  return JSON.stringify(rows);
+}
+
 /** Status of a plain HTTP GET to the proxy's port 80 with this Host. */
 function plainStatus(host: string, path: string): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -118,14 +124,14 @@ it("gives a new environment a generated HTTPS address under the base domain, ser
   expect(server.proxy).toMatchObject({ running: true, image: TEST_PROXY.image, public_addresses: ["127.0.0.1"], error: null });
 }, 300_000);
 
-it("moves the route and the certificate to a domain set through the API", async () => {
+it("moves the route and the certificate to a domain set through the API, without a deploy", async () => {
   await world.setA("erp.shop.berth.test", ["127.0.0.1"]);
   const res = await admin.api.patch(`/projects/${projectId}/environments/${envId}`, { domain: "ERP.shop.berth.test" });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   expect(res.body).toMatchObject({ domain: "erp.shop.berth.test", url: "https://erp.shop.berth.test" });
 
-  await deployed();
-  expect((await overHttps("erp.shop.berth.test", "/web/health")).status).toBe(200);
+  // The server's proxy is told at once (a signed route command): no deploy.
+  await until("the new name served over HTTPS", async () => (await overHttps("erp.shop.berth.test", "/web/health").catch(() => ({ status: 0 }))).status === 200, 90_000);
   // The generated name is routed no more: no certificate for it, and plain HTTP finds no site.
   await expect(overHttps(generated, "/web/health")).rejects.toThrow(/alert/);
   expect(await plainStatus(generated, "/web/health")).toBe(404);
@@ -137,12 +143,12 @@ it("moves the route and the certificate to a domain set through the API", async 
 
 it("shows the maintenance page while stopped, and serves again once started", async () => {
   const stop = await admin.api.post(`/environments/${envId}/actions/stop`, {});
-  expect(stop.status, JSON.stringify(stop.body)).toBe(202);
+  expect(stop.status, `${JSON.stringify(stop.body)}; operations: ${await operations()}`).toBe(202);
   await until("the maintenance page", async () => (await overHttps("erp.shop.berth.test", "/web")).status === 503, 120_000);
   expect((await overHttps("erp.shop.berth.test", "/web")).body).toContain("stopped for maintenance");
 
   const start = await admin.api.post(`/environments/${envId}/actions/start`, {});
-  expect(start.status, JSON.stringify(start.body)).toBe(202);
+  expect(start.status, `${JSON.stringify(start.body)}; operations: ${await operations()}`).toBe(202);
   await until("the ERP behind the address again", async () => (await overHttps("erp.shop.berth.test", "/web/health")).status === 200, 120_000);
 }, 300_000);
 

@@ -110,7 +110,14 @@ export function createServices(deps: {
     access,
     operations: deployments,
   });
-  const environments = createEnvironmentsService({ environments: repos.environments, projects: repos.projects, cursors, clock, addresses });
+  const environments = createEnvironmentsService({
+    environments: repos.environments,
+    projects: repos.projects,
+    cursors,
+    clock,
+    addresses,
+    onNamesChanged: (row) => dispatcher.routeUpdate(row),
+  });
   return {
     repos,
     cursors,

@@ -19,6 +19,7 @@ export const COMMAND_TYPES = [
   "diagnostics",
   "keys.update",
   "agent.update",
+  "route",
 ] as const;
 export type CommandType = (typeof COMMAND_TYPES)[number];
 
@@ -98,6 +99,23 @@ export const DeployParams = Type.Object(
 );
 export type DeployParams = Static<typeof DeployParams>;
 
+/**
+ * An environment's names changed (domain or aliases set through an API): its route in the
+ * server's proxy is replaced at once, without a deploy. An environment not deployed on the
+ * server is left alone (its first deploy routes it); a stopped one keeps its maintenance page.
+ */
+export const RouteParams = Type.Object(
+  {
+    environment_id: Uuid,
+    /** Null removes the environment's route. */
+    domain: Nullable(Hostname),
+    aliases: Type.Optional(Type.Array(Hostname, { maxItems: MAX_DOMAIN_ALIASES })),
+    proxy: Type.Optional(ProxySettings),
+  },
+  strict,
+);
+export type RouteParams = Static<typeof RouteParams>;
+
 /** restart, start and stop: the operation's deployment row and its environment. */
 export const LifecycleParams = Type.Object({ deployment_id: Uuid, environment_id: Uuid }, strict);
 export type LifecycleParams = Static<typeof LifecycleParams>;
@@ -158,6 +176,7 @@ export const COMMAND_PARAMS = {
   diagnostics: DiagnosticsParams,
   "keys.update": KeysUpdateParams,
   "agent.update": AgentUpdateParams,
+  route: RouteParams,
 } as const satisfies Record<CommandType, TSchema>;
 
 export type CommandParams<T extends CommandType> = Static<(typeof COMMAND_PARAMS)[T]>;

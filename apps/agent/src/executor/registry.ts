@@ -11,6 +11,7 @@ import { createEnvironmentLocks } from "./runner/environment-lock.ts";
 import type { ExecutorDeps, TimingOverrides } from "./runner/executor-deps.ts";
 import type { HandlerRegistry } from "./runner/handler-types.ts";
 import { createLifecycleHandler } from "./lifecycle/lifecycle.ts";
+import { createRouteHandler } from "./lifecycle/route.ts";
 import { createLogsTailHandler } from "./support/logs-tail.ts";
 import { createKeysUpdateHandler, type PinnedKeys } from "./agent-update/keys-update.ts";
 import { createRestoreHandler } from "./backup/restore.ts";
@@ -56,6 +57,7 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     restore: createRestoreHandler(executor),
     diagnostics: createDiagnosticsHandler(deps),
     "logs.tail": createLogsTailHandler(executor),
+    route: createRouteHandler(executor),
     ...(deps.pinnedKeys ? { "keys.update": createKeysUpdateHandler(deps.pinnedKeys) } : {}),
     ...(deps.selfUpdate ? { "agent.update": createAgentUpdateHandler(deps.selfUpdate) } : {}),
   };

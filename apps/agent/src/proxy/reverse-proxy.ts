@@ -23,6 +23,8 @@ export interface RouteRequest {
   network: string;
   gevent: boolean;
   dns: Record<string, DnsAnswer>;
+  /** Default serving. */
+  mode?: RouteSpec["mode"];
 }
 
 export type ProxyStateInput = Omit<ProxyStateEvent, "seq" | "ts">;
@@ -174,7 +176,7 @@ export function createReverseProxy(deps: {
         if (taken !== undefined) {
           throw new ProxyError("domain_in_use", `${request.names.find((n) => taken.names.includes(n))} is already routed to environment ${taken.environmentId} on this server`);
         }
-        const route: StoredRoute = { ...request, mode: "serving" };
+        const route: StoredRoute = { ...request, mode: request.mode ?? "serving" };
         const next: ProxyDesiredState = { settings: settings ?? current.settings, routes: [...others, route] };
         await apply(docker, next, log);
         store.write(next);

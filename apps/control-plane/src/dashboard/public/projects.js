@@ -164,7 +164,7 @@ function dnsText(dns) {
   return "not checked yet";
 }
 
-/** Domain and aliases, for those who may change the environment; the server's proxy serves them from the next deploy. */
+/** Domain and aliases, for those who may change the environment; a deployed environment's proxy serves them at once. */
 function domainForm(ctx, project, env) {
   const domain = h("input", { type: "text", name: "domain", value: env.domain ?? "", placeholder: "erp.example.com", autocomplete: "off" });
   const aliases = h("input", { type: "text", name: "aliases", value: env.aliases.join(", "), placeholder: "www.example.com", autocomplete: "off" });
@@ -182,7 +182,7 @@ function domainForm(ctx, project, env) {
     onSubmit(submit, ctx.showError, async () => {
       const body = { domain: domain.value.trim() || null, aliases: aliases.value.split(",").map((a) => a.trim()).filter((a) => a !== "") };
       const updated = await api("PATCH", `/projects/${project.id}/environments/${env.id}`, body);
-      ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url} from its next deploy.` : ""}`);
+      ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
       ctx.navigate(`#/environments/${env.id}`);
     }),
   );

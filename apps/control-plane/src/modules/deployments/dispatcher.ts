@@ -98,6 +98,23 @@ export function createDispatcher(deps: {
 
   return {
     dispatch,
+    /**
+     * An environment's names changed: its server's proxy takes them now (a signed `route`
+     * command) instead of at the next deploy. Nothing is sent for an environment never
+     * deployed (its first deploy routes it) or without a server; the agent leaves one that
+     * is not deployed on its server alone.
+     */
+    async routeUpdate(env: { id: string; organizationId: string; serverId: string | null; status: string; name: string; domain: string | null; aliases: string[]; isActive: boolean }): Promise<void> {
+      if (env.serverId === null || !env.isActive || env.status === "pending") return;
+      await deps.commands.issue({
+        organizationId: env.organizationId,
+        serverId: env.serverId,
+        type: "route",
+        params: { environment_id: env.id, domain: deps.addresses.hostname(env), aliases: env.aliases, ...(deps.proxy ? { proxy: deps.proxy } : {}) },
+        issuedBy: "system:domains",
+        ttlMs: DISPATCH_TTL_MS,
+      });
+    },
     /** Waiting operations that have no command yet (a crash between write and dispatch). */
     async dispatchPending(): Promise<number> {
       const rows = await deps.repo.waitingWithoutCommand(500);

@@ -294,8 +294,8 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
         summary: "Change auto-deploy, branch, domain or aliases",
         description:
           "Omitted fields are left unchanged. Needs project.environments.update. Domain and aliases follow the public API's " +
-          "PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; the server's proxy serves new names from the " +
-          "environment's next deploy.",
+          "PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; a deployed environment's server is told " +
+          "at once and its proxy serves the new names without a deploy.",
         params: Type.Object({ project_id: Uuid, env_id: Uuid }),
         body: Type.Object(
           { auto_deploy: Type.Optional(Type.Boolean()), git_branch: Type.Optional(BRANCH), ...EnvironmentUpdate },

@@ -135,8 +135,8 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
             "Omitted fields are left unchanged; `domain: null` removes the domain (the environment is then served at its generated name, if the " +
             "installation has a base domain). Host names are unique across the installation among active environments, aliases included " +
             "(409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused " +
-            "(400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). The server's proxy serves the new " +
-            "names from the environment's next deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: " +
+            "(400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told " +
+            "at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: " +
             "repeating it sets the same values.",
           params: IdParams,
           body: UpdateEnvironment,

@@ -77,6 +77,8 @@ export function createEnvironmentsService(deps: {
   cursors: CursorCodec;
   clock: Clock;
   addresses: EnvironmentAddresses;
+  /** Tells the environment's server its new names (the dispatcher's route command). */
+  onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
 }) {
   const view = (row: EnvironmentRow) => environmentView(row, deps.addresses);
   return {
@@ -123,8 +125,8 @@ export function createEnvironmentsService(deps: {
 
     /**
      * Sets an active environment's domain (null: none, it is served at its generated name)
-     * and aliases; omitted fields stay as they are. The proxy learns them at the
-     * environment's next deploy.
+     * and aliases; omitted fields stay as they are. A deployed environment's server is told
+     * at once (its proxy routes the new names without a deploy).
      */
     async updateDomains(scope: Scope, id: string, input: DomainsInput): Promise<EnvironmentRow> {
       const row = await deps.environments.get(scope, id);
@@ -132,7 +134,10 @@ export function createEnvironmentsService(deps: {
       if (!row.isActive) throw inactive();
       const out = await deps.environments.setDomains(row.id, checkDomains(row, input, deps.addresses.baseDomain), deps.clock.now());
       if (!out) throw inactive();
-      return claimed(out);
+      const updated = claimed(out);
+      const before = [row.domain, ...row.aliases].join(" ");
+      if ([updated.domain, ...updated.aliases].join(" ") !== before) await deps.onNamesChanged?.(updated);
+      return updated;
     },
     view,
   };
