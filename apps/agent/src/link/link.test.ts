@@ -32,7 +32,7 @@ describe("link", () => {
       server_id: identity.serverId,
       agent_version: AGENT_VERSION,
       protocol_versions: [...PROTOCOL_VERSIONS],
-      capabilities: ["backup", "deploy", "destroy", "diagnostics", "logs.tail", "redeploy", "restart", "restore", "start", "stop"],
+      capabilities: ["backup", "deploy", "destroy", "diagnostics", "logs.tail", "redeploy", "restart", "restore", "route", "start", "stop"],
       last_command_seq: 0,
       next_event_seq: 2,
     });
