@@ -68,16 +68,20 @@ async function environment(): Promise<any> {
   return project.environments.find((e: any) => e.id === envId);
 }
 
-async function deployed(): Promise<void> {
-  const res = await admin.api.post("/deployments", { project_id: projectId, environment_id: envId, git_branch: "main" });
-  expect(res.status, JSON.stringify(res.body)).toBe(201);
-  const id = res.body.id as string;
+/** Waits for the operation to end; it must have succeeded. */
+async function finished(id: string): Promise<void> {
   let record = { status: "pending", error_message: null as string | null };
-  await until(`deployment ${id} to finish`, async () => {
+  await until(`operation ${id} to finish`, async () => {
     record = (await admin.api.get(`/deployments/${id}`)).body;
     return isTerminal(record.status);
   });
   expect(record.status, record.error_message ?? "").toBe("success");
+}
+
+async function deployed(): Promise<void> {
+  const res = await admin.api.post("/deployments", { project_id: projectId, environment_id: envId, git_branch: "main" });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  await finished(res.body.id as string);
 }
 
 /** The environment's operations, for a failure message. */
@@ -144,12 +148,15 @@ it("moves the route and the certificate to a domain set through the API, without
 it("shows the maintenance page while stopped, and serves again once started", async () => {
   const stop = await admin.api.post(`/environments/${envId}/actions/stop`, {});
   expect(stop.status, `${JSON.stringify(stop.body)}; operations: ${await operations()}`).toBe(202);
-  await until("the maintenance page", async () => (await overHttps("erp.shop.berth.test", "/web")).status === 503, 120_000);
-  expect((await overHttps("erp.shop.berth.test", "/web")).body).toContain("stopped for maintenance");
+  await finished(stop.body.id as string);
+  const page = await overHttps("erp.shop.berth.test", "/web");
+  expect(page.status).toBe(503);
+  expect(page.body).toContain("stopped for maintenance");
 
   const start = await admin.api.post(`/environments/${envId}/actions/start`, {});
   expect(start.status, `${JSON.stringify(start.body)}; operations: ${await operations()}`).toBe(202);
-  await until("the ERP behind the address again", async () => (await overHttps("erp.shop.berth.test", "/web/health")).status === 200, 120_000);
+  await finished(start.body.id as string);
+  expect((await overHttps("erp.shop.berth.test", "/web/health")).status).toBe(200);
 }, 300_000);
 
 it("keeps serving when the agent restarts, and the restarted agent reports its proxy", async () => {

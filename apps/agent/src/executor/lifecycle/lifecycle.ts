@@ -78,13 +78,19 @@ export function createLifecycleHandler(deps: ExecutorDeps, kind: LifecycleKind):
           completed: async (step) => {
             if (kind === "stop") {
               const container = need();
+              // The page first: visitors see it rather than the proxy's error while the ERP shuts down.
+              await proxyMode("maintenance", step);
               if (container.state === "running" || container.state === "restarting") {
-                await docker.stopContainer(container.id, timing.stopGraceSeconds);
+                try {
+                  await docker.stopContainer(container.id, timing.stopGraceSeconds);
+                } catch (error) {
+                  await proxyMode("serving", step);
+                  throw error;
+                }
                 step.log("info", `Stopped ERP container ${container.name}; database and files are kept`);
               } else {
                 step.log("info", `ERP container ${container.name} was not running (${container.state})`);
               }
-              await proxyMode("maintenance", step);
             }
             return "Done";
           },
