@@ -21,7 +21,7 @@ import { createEmitter } from "./runner/command-emitter.ts";
 import { failureOf, type CommandOutcome } from "./runner/command-outcome.ts";
 import type { TimingOverrides } from "./runner/executor-deps.ts";
 import { CommandError, type CommandHandler, type HandlerRegistry } from "./runner/handler-types.ts";
-import { createRegistry } from "./registry.ts";
+import { createRegistry, type RegistryDeps } from "./registry.ts";
 import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-container.ts";
 import { createReverseProxy, type ReverseProxy } from "../proxy/reverse-proxy.ts";
 
@@ -69,6 +69,7 @@ export function createExecutorHarness(
   suite: string,
   timing: TimingOverrides = {},
   proxyHost: Partial<ProxyHostSettings> = {},
+  preDeploy: RegistryDeps["preDeploy"] = {},
 ): ExecutorHarness {
   const stateDir = mkdtempSync(join(tmpdir(), `berth-exec-${suite}-`));
   const runId = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
@@ -99,6 +100,7 @@ export function createExecutorHarness(
     clock: systemClock,
     extraLabels: labels,
     timing,
+    preDeploy,
   });
 
   return {

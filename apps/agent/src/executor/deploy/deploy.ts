@@ -239,7 +239,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           return;
         }
         for (const [name, reason] of Object.entries(plan.reasons)) step.log("info", `Module ${name}: ${plan.install.includes(name) ? "install" : "upgrade"} (${reason})`);
-        if (s.initialized !== true) {
+        if (s.initialized !== true && deps.preDeploy?.snapshots !== false) {
           const modules = Object.fromEntries(before.filter((m) => m.state === "installed").map((m) => [m.name, m.latest_version]));
           s.snapshot = await takeSnapshot(docker, dbId, layout, {
             deploymentId: params.deployment_id,
@@ -249,7 +249,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             log: step.log,
             hooks: { stopErp: stopOldErp },
           });
-          await pruneSnapshots(docker, dbId, layout, deps.preDeployRetention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
+          await pruneSnapshots(docker, dbId, layout, deps.preDeploy?.retention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
         }
         const cmd = erpCommand({ init: plan.install, update: plan.upgrade, withoutDemo: withoutDemo(params) });
         s.modulesRan = true;

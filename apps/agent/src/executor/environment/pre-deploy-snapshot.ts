@@ -206,6 +206,7 @@ export async function rollbackToSnapshot(
   const n = newRestoreNames(layout, options.now);
   try {
     await copyDatabase(docker, dbContainerId, snapshot.database, n.incomingDb, options.deadlineMs);
+    options.log("info", `Rollback: database copied from ${snapshot.database}`);
     await mkdir(n.incomingDir, { mode: 0o750 });
     // Everything of the data dir but the file store, then the snapshot's file store.
     for (const entry of await readdir(layout.dataDir).catch(() => [] as string[])) {
@@ -227,9 +228,11 @@ export async function rollbackToSnapshot(
     await rm(n.incomingDir, { recursive: true, force: true });
     throw error;
   }
+  options.log("info", `Rollback: copy of snapshot ${snapshot.backup_id} ready`);
   writeRestoreJournal(layout, n.id, "swapping");
   await swapIn(docker, dbContainerId, layout, n, true);
   writeRestoreJournal(layout, n.id, "committed");
+  options.log("info", "Rollback: swapped in");
   await dropPrevious(docker, dbContainerId, n);
   await clearRestoreJournal(layout);
   options.log("warning", `Database and file store rolled back to pre-deploy snapshot ${snapshot.backup_id} of ${snapshot.created_at}`);

@@ -90,8 +90,15 @@ export interface ExecutorDeps {
   /** Extra labels on every object created (tests mark theirs); never replaces Berth's own. */
   extraLabels?: Readonly<Record<string, string>>;
   timing?: TimingOverrides;
+  /** Read at each deploy. */
+  preDeploy?: PreDeploySettings;
+}
+
+export interface PreDeploySettings {
   /** How many pre-deploy snapshots an environment keeps (default 3). */
-  preDeployRetention?: number;
+  retention?: number;
+  /** false: no pre-deploy snapshot, hence no rollback (only for measuring what a snapshot costs). Default true. */
+  snapshots?: boolean;
 }
 
 /** Any figure may be overridden; a step deadline given replaces only that step's. */
