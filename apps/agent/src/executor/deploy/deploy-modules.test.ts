@@ -185,9 +185,11 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     expect(after.rows).toEqual(before.rows.rows);
     expect(await moduleNamed("berth_sale")).toMatchObject({ state: "installed", latest_version: "17.0.1.1" });
     expect(readFileSync(join(layout.addonsDir, "VERSION"), "utf8").trim()).toBe("v3");
-    // The snapshot is kept; nothing of the rollback is left behind.
+    // The snapshot became the live database (consumed); nothing of the rollback is left behind.
     const dbs = (await psql("SELECT datname FROM pg_database ORDER BY 1", "postgres")).split("\n");
-    expect(dbs).toContain(`odoo_predeploy_${String(id).replace(/-/g, "")}`);
+    expect(dbs).not.toContain(`odoo_predeploy_${String(id).replace(/-/g, "")}`);
+    expect(dbs.filter((d) => d.startsWith("odoo_predeploy_"))).toHaveLength(2);
+    expect(readdirSync(layout.backupsDir)).toHaveLength(2);
     expect(dbs.filter((d) => /_(restore|previous)_/.test(d))).toEqual([]);
     expect(readdirSync(layout.dir).filter((e) => /^data-|restore-state/.test(e))).toEqual([]);
     expect((await h.docker.listContainers({ label: [`berth.environment_id=${env}`] })).map((c) => c.name).sort()).toEqual(

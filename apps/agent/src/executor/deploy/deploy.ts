@@ -196,13 +196,19 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           await readableByErp(layout.configFile, step);
           step.log("warning", "Configuration: the previous odoo.conf is back");
         }
-        await rollbackToSnapshot(docker, need(s.dbContainerId), layout, snapshot, { now: deps.clock.now(), deadlineMs: timing.dataTransferMs, log: step.log });
+        const finish = await rollbackToSnapshot(docker, need(s.dbContainerId), layout, snapshot, {
+          now: deps.clock.now(),
+          deadlineMs: timing.dataTransferMs,
+          log: step.log,
+        });
         if (previousId !== null) {
           await docker.startContainer(previousId);
           s.containerId = previousId;
           s.hostPort = await hostPortOf(docker, previousId);
           step.log("warning", "The previous ERP container serves again");
         }
+        // The failed database and data dir, once the previous version serves.
+        await finish();
       };
 
       /** Before the switch: a new database is initialised; an existing one gets its modules installed and upgraded. */

@@ -15,12 +15,13 @@
 // requests in flight finish) for the copy and the file store links, then started again; it
 // serves the old code during the upgrade itself.
 //
-// A rollback goes through database-swap.ts, as a restore does: a copy of the snapshot is
-// made as odoo_restore_<rid> and a data dir with the snapshot's file store as
-// data-restore-<rid>, both swapped in by renames under the restore journal, then committed
-// at once (the snapshot is what must be live; a crash before the commit leaves the failed
-// upgrade live and the snapshot kept, from which a later rollback or restore can start).
-// The snapshot itself stays, for the retention.
+// A rollback goes through database-swap.ts, as a restore does: a data dir with the
+// snapshot's file store (hard links again) is built as data-restore-<rid>; then the
+// snapshot database becomes "odoo" and the failed one odoo_previous_<rid> in one
+// transaction, the data dirs are swapped, and the restore journal says "committed", so the
+// failed database and data dir are dropped once the ERP serves (or by recovery after a
+// crash). The snapshot is consumed: a copy of it would cost as much as taking it, at the
+// moment the ERP is down, and would only duplicate what is live.
 import { randomUUID } from "node:crypto";
 import { execFile } from "node:child_process";
 import { lstat, mkdir, readdir, readFile, rm } from "node:fs/promises";
@@ -193,8 +194,12 @@ export async function pruneSnapshots(
 }
 
 /**
- * Puts the snapshot's database and file store live (the ERP must be stopped). The rest of
- * the data dir (sessions, ...) is kept as it is.
+ * Puts the snapshot's database and file store live (the ERP must be stopped): the snapshot
+ * database itself is renamed to "odoo" in the same transaction that renames the failed one
+ * aside, so the rollback takes the same second or two at any size; the snapshot is consumed
+ * (its folder is removed: it is what is live now). The rest of the data dir (sessions, ...)
+ * is kept as it is. Returns what is left to do once the ERP serves again: dropping the
+ * failed database and data dir.
  */
 export async function rollbackToSnapshot(
   docker: DockerClient,
@@ -202,11 +207,9 @@ export async function rollbackToSnapshot(
   layout: EnvironmentLayout,
   snapshot: PreDeploySnapshot,
   options: { now: Date; deadlineMs: number; log: Log },
-): Promise<void> {
-  const n = newRestoreNames(layout, options.now);
+): Promise<() => Promise<void>> {
+  const n = { ...newRestoreNames(layout, options.now), incomingDb: snapshot.database };
   try {
-    await copyDatabase(docker, dbContainerId, snapshot.database, n.incomingDb, options.deadlineMs);
-    options.log("info", `Rollback: database copied from ${snapshot.database}`);
     await mkdir(n.incomingDir, { mode: 0o750 });
     // Everything of the data dir but the file store, then the snapshot's file store.
     for (const entry of await readdir(layout.dataDir).catch(() => [] as string[])) {
@@ -224,16 +227,18 @@ export async function rollbackToSnapshot(
       await execFileAsync("chown", [`${owner.uid}:${owner.gid}`, n.incomingDir, storeParent]).catch(() => undefined);
     }
   } catch (error) {
-    await dropDatabase(docker, dbContainerId, n.incomingDb).catch(() => undefined);
     await rm(n.incomingDir, { recursive: true, force: true });
     throw error;
   }
-  options.log("info", `Rollback: copy of snapshot ${snapshot.backup_id} ready`);
-  writeRestoreJournal(layout, n.id, "swapping");
+  // No "swapping" journal: recovery would swap back and drop the incoming database, which
+  // is the snapshot. The database renames are one transaction; a crash before the journal
+  // below leaves odoo_previous_<id> beside "odoo", which recovery keeps (with a warning).
   await swapIn(docker, dbContainerId, layout, n, true);
   writeRestoreJournal(layout, n.id, "committed");
-  options.log("info", "Rollback: swapped in");
-  await dropPrevious(docker, dbContainerId, n);
-  await clearRestoreJournal(layout);
-  options.log("warning", `Database and file store rolled back to pre-deploy snapshot ${snapshot.backup_id} of ${snapshot.created_at}`);
+  await rm(snapshot.path, { recursive: true, force: true });
+  options.log("warning", `Database and file store rolled back to pre-deploy snapshot ${snapshot.backup_id} of ${snapshot.created_at} (the snapshot is now the live database)`);
+  return async () => {
+    await dropPrevious(docker, dbContainerId, n);
+    await clearRestoreJournal(layout);
+  };
 }
