@@ -38,7 +38,7 @@ function resultOf(run: Run): Record<string, unknown> {
 const manifest = (version: string) => `{'name': 'Test module', 'version': '${version}', 'author': 'Berth', 'license': 'LGPL-3'}\n`;
 
 describe("module installs, upgrades and the pre-deploy snapshot", () => {
-  const h = createExecutorHarness(SUITE, { healthTimeoutMs: 20_000, healthIntervalMs: 300 });
+  const h = createExecutorHarness(SUITE, { healthTimeoutMs: 8_000, healthIntervalMs: 300 });
   const env = randomUUID();
   const layout = environmentLayout(h.stateDir, env);
   const gitDir = mkdtempSync(join(tmpdir(), "berth-exec-modules-git-"));
@@ -209,4 +209,20 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     expect(readdirSync(layout.backupsDir).sort()).toEqual(backups.map((b) => b.backup_id).sort());
     expect(await moduleNamed("berth_sale")).toMatchObject({ state: "installed", latest_version: "17.0.1.2" });
   }, 300_000);
+
+  it("an ERP that is not healthy after an upgrade is rolled back too: the previous container, code and database serve again", async () => {
+    const before = { db: await databaseChecksum(), files: fileStoreChecksum() };
+    const v6 = await repo.commit("v6", { "berth_sale/__manifest__.py": manifest("1.3"), BERTH_FAIL_HEALTH: "" });
+    const run = await deploy(v6);
+    expect(run.outcome.ok).toBe(false);
+    if (run.outcome.ok) return;
+    expect(run.outcome.error.code).toBe("health_check_failed");
+    expect(run.outcome.error.message).toMatch(/rolled back to [0-9a-f-]{36}/);
+    expect(run.logs.some((l) => l.step === "starting_container" && /Module berth_sale: upgraded 17.0.1.2 -> 17.0.1.3/.test(l.message))).toBe(true);
+    expect(await databaseChecksum()).toBe(before.db);
+    expect(fileStoreChecksum()).toBe(before.files);
+    expect((await rowsOf(await erpPort())).addons_version).toBe("v5");
+    expect(await moduleNamed("berth_sale")).toMatchObject({ latest_version: "17.0.1.2" });
+    expect((await h.docker.listContainers({ label: [`berth.environment_id=${env}`, "berth.role=erp"] })).map((c) => c.state)).toEqual(["running"]);
+  }, 240_000);
 });
