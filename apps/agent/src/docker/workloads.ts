@@ -78,6 +78,8 @@ export interface ContainerSpec {
   nanoCpus?: number;
   memoryBytes?: number;
   restartPolicy?: "no" | "unless-stopped";
+  /** Size of /dev/shm (Docker's default is 64 MB). */
+  shmSizeBytes?: number;
 }
 
 export interface ExecOptions {
@@ -339,6 +341,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           RestartPolicy: { Name: spec.restartPolicy ?? "no" },
           ...(spec.nanoCpus === undefined ? {} : { NanoCpus: spec.nanoCpus }),
           ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes }),
+          ...(spec.shmSizeBytes === undefined ? {} : { ShmSize: spec.shmSizeBytes }),
         },
       };
       const container = await call(`docker create ${spec.name}`, d.heavy, (abortSignal) =>
