@@ -26,6 +26,16 @@ describe("command params", () => {
   it.each([
     ["deploy", deployParams],
     ["redeploy", { ...deployParams, git: null, domain: null, env: {} }],
+    [
+      "deploy",
+      {
+        ...deployParams,
+        modules: { upgrade: ["sale_custom", "l10n_fr"] },
+        init: { without_demo: true, language: "fr_FR", country: "FR" },
+        admin_passwd: "a-long-master-password",
+      },
+    ],
+    ["deploy", { ...deployParams, modules: { upgrade: "all" }, init: {} }],
     ["restart", ids],
     ["start", ids],
     ["stop", ids],
@@ -49,6 +59,11 @@ describe("command params", () => {
     ["a single-label domain", { ...deployParams, domain: "localhost" }],
     ["a short commit", { ...deployParams, git: { url: "u", branch: "main", commit: "abc" } }],
     ["a missing git field", { ...deployParams, git: { url: "u", branch: "main" } }],
+    ["an unknown upgrade mode", { ...deployParams, modules: { upgrade: "everything" } }],
+    ["a module name that is not a folder name", { ...deployParams, modules: { upgrade: ["../x"] } }],
+    ["a short master password", { ...deployParams, admin_passwd: "admin" }],
+    ["a master password with a line break", { ...deployParams, admin_passwd: "long-enough-password\nworkers = 0" }],
+    ["an unknown init field", { ...deployParams, init: { demo: true } }],
   ])("rejects deploy params with %s", (_name, params) => {
     expect(Value.Check(DeployParams, params)).toBe(false);
   });

@@ -76,6 +76,39 @@ export const ProxySettings = Type.Object(
 );
 export type ProxySettings = Static<typeof ProxySettings>;
 
+/** A module name as Odoo accepts it: the folder name of the module in the add-ons path. */
+export const MODULE_NAME_PATTERN = "^[a-z0-9_]{1,64}$";
+const ModuleName = Type.String({ pattern: MODULE_NAME_PATTERN });
+
+/**
+ * Which modules a deploy upgrades (absent: "changed"). "changed": installed custom modules
+ * whose manifest version differs from the database's, or whose files changed since their last
+ * successful upgrade; "all": every installed module (`-u all`); a list: those, installed by
+ * the same run when they are not installed yet. New custom modules are never installed
+ * unless listed.
+ */
+export const ModuleUpgrade = Type.Object(
+  {
+    upgrade: Type.Union([Type.Literal("changed"), Type.Literal("all"), Type.Array(ModuleName, { maxItems: 500 })]),
+  },
+  strict,
+);
+export type ModuleUpgrade = Static<typeof ModuleUpgrade>;
+
+/** How a NEW database is initialised (ignored for an existing one). */
+export const DatabaseInit = Type.Object(
+  {
+    /** Absent: true (no demo data). */
+    without_demo: Type.Optional(Type.Boolean()),
+    /** e.g. "fr_FR": loaded with --load-language. */
+    language: Type.Optional(Type.String({ pattern: "^[a-z]{2,3}(_[A-Z]{2})?(@[a-z]+)?$" })),
+    /** ISO 3166-1 alpha-2, e.g. "FR". */
+    country: Type.Optional(Type.String({ pattern: "^[A-Za-z]{2}$" })),
+  },
+  strict,
+);
+export type DatabaseInit = Static<typeof DatabaseInit>;
+
 export const DeployParams = Type.Object(
   {
     deployment_id: Uuid,
@@ -94,6 +127,15 @@ export const DeployParams = Type.Object(
     env: Type.Record(Type.String({ pattern: ENV_NAME_PATTERN }), Type.String(), strict),
     /** PostgreSQL image of the environment's database; the agent uses "postgres:16" when absent. */
     db_image: Type.Optional(Type.String({ minLength: 1 })),
+    /** Module installs and upgrades of this deploy; absent: { upgrade: "changed" }. */
+    modules: Type.Optional(ModuleUpgrade),
+    /** First start of a new database; absent: defaults (no demo data). */
+    init: Type.Optional(DatabaseInit),
+    /**
+     * The ERP's master password (admin_passwd in odoo.conf). Absent: the agent generates one
+     * per environment once and keeps it (0600) in the environment's folder.
+     */
+    admin_passwd: Type.Optional(Type.String({ minLength: 12, maxLength: 256, pattern: "^[^\\r\\n]+$" })),
   },
   strict,
 );

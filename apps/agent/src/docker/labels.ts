@@ -21,7 +21,8 @@ export const ENVIRONMENT_LABEL = "berth.environment_id";
 /** What the object is for within its environment: erp, db, network, db-volume. */
 export const ROLE_LABEL = "berth.role";
 
-export type EnvironmentRole = "erp" | "db" | "network" | "db-volume";
+/** "erp-run": a one-off container of the ERP image (initialisation, module upgrades). */
+export type EnvironmentRole = "erp" | "erp-run" | "db" | "network" | "db-volume";
 
 /** The labels of an environment's object: managed, its environment, its role, plus extras. */
 export function environmentLabels(

@@ -78,6 +78,8 @@ export interface ContainerSpec {
   nanoCpus?: number;
   memoryBytes?: number;
   restartPolicy?: "no" | "unless-stopped";
+  /** Size of /dev/shm (Docker's default is 64 MB). */
+  shmSizeBytes?: number;
 }
 
 export interface ExecOptions {
@@ -94,6 +96,22 @@ export interface ExecResult {
   /** Empty when `stdout` was given. */
   stdout: string;
   stderr: string;
+}
+
+export interface RunOptions {
+  deadlineMs: number;
+  signal?: AbortSignal;
+  onLine?: (line: string) => void;
+  /** How many of the last output lines the result keeps (default 40). */
+  tailLines?: number;
+}
+
+export interface RunResult {
+  exitCode: number;
+  /** The last output lines, oldest first. */
+  tail: string[];
+  /** True when it was killed at its deadline or on the signal. */
+  killed: boolean;
 }
 
 /** Refusal to touch an object Berth does not own. */
@@ -136,6 +154,12 @@ export interface DockerWorkloads {
   disconnectNetwork(network: string, containerId: string): Promise<void>;
   /** Runs an argument vector (never a shell string) in a running container. */
   exec(id: string, cmd: string[], options: ExecOptions): Promise<ExecResult>;
+  /**
+   * A one-off container: created from `spec`, started, its output (stdout and stderr) given
+   * line by line to `onLine` as it comes, waited for, then removed (with its anonymous
+   * volumes) whatever happened. Past the deadline or on `signal` it is killed.
+   */
+  runToCompletion(spec: ContainerSpec, options: RunOptions): Promise<RunResult>;
   /** The last lines of its stdout and stderr. */
   containerLogs(id: string, tail: number): Promise<string>;
   /** `docker cp` out: a tar of `path` into `sink`; works on stopped containers too. */
@@ -179,7 +203,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
     return info;
   }
 
-  return {
+  const api: DockerWorkloads = {
     async ping() {
       const ping = docker.ping as unknown as (options: object) => Promise<unknown>;
       await call("docker ping", d.quick, (abortSignal) => ping.call(docker, { abortSignal }));
@@ -317,6 +341,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           RestartPolicy: { Name: spec.restartPolicy ?? "no" },
           ...(spec.nanoCpus === undefined ? {} : { NanoCpus: spec.nanoCpus }),
           ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes }),
+          ...(spec.shmSizeBytes === undefined ? {} : { ShmSize: spec.shmSizeBytes }),
         },
       };
       const container = await call(`docker create ${spec.name}`, d.heavy, (abortSignal) =>
@@ -432,6 +457,70 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
       });
     },
 
+    async runToCompletion(spec, options) {
+      const id = await api.createContainer(spec);
+      const container = docker.getContainer(id);
+      const keep = options.tailLines ?? 40;
+      const tail: string[] = [];
+      let killed = false;
+      const controller = new AbortController();
+      const timer = setTimeout(() => controller.abort(), options.deadlineMs);
+      const onAbort = () => controller.abort();
+      options.signal?.addEventListener("abort", onAbort, { once: true });
+      let pending = "";
+      const take = (text: string) => {
+        pending += text;
+        const lines = pending.split("\n");
+        pending = lines.pop() ?? "";
+        for (const raw of lines) {
+          const line = raw.replace(/\r$/, "");
+          tail.push(line);
+          if (tail.length > keep) tail.shift();
+          options.onLine?.(line);
+        }
+      };
+      const sink = () =>
+        new Writable({
+          write(chunk: Buffer, _encoding, done) {
+            take(chunk.toString("utf8"));
+            done();
+          },
+        });
+      try {
+        // Attach before start, so no line is missed.
+        const stream = (await call(`docker attach ${spec.name}`, d.change, (abortSignal) =>
+          container.attach(signalled({ stream: true, stdout: true, stderr: true, logs: true }, abortSignal)),
+        )) as NodeJS.ReadableStream & { destroy?: () => void };
+        const ended = new Promise<void>((resolve) => {
+          stream.on("end", () => resolve());
+          stream.on("close", () => resolve());
+          stream.on("error", () => resolve());
+        });
+        docker.modem.demuxStream(stream, sink(), sink());
+        await api.startContainer(id);
+        const waited = container.wait({ abortSignal: controller.signal } as object) as Promise<{ StatusCode: number }>;
+        let exitCode: number;
+        try {
+          exitCode = (await waited).StatusCode;
+        } catch (error) {
+          if (!controller.signal.aborted) throw error;
+          killed = true;
+          await container.kill().catch(() => undefined);
+          exitCode = -1;
+        }
+        await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 2_000))]);
+        stream.destroy?.();
+        if (pending !== "") take("\n");
+        return { exitCode, tail, killed };
+      } finally {
+        clearTimeout(timer);
+        options.signal?.removeEventListener("abort", onAbort);
+        await call(`docker rm ${spec.name}`, d.heavy, (abortSignal) =>
+          container.remove(signalled({ force: true, v: true }, abortSignal)),
+        ).catch(() => undefined);
+      }
+    },
+
     async containerLogs(id, tail) {
       const info = await owned(id);
       const logs = await call(`docker logs ${name(info)}`, d.change, (abortSignal) =>
@@ -455,6 +544,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
       );
     },
   };
+  return api;
 }
 
 function name(info: Dockerode.ContainerInspectInfo): string {

@@ -7,7 +7,7 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { Command, CommandParams, CommandType, DeployParams, Event, StepId } from "@berth/protocol";
 import { DOCKER_SOCKET } from "../agent/agent.test-helpers.ts";
@@ -21,7 +21,7 @@ import { createEmitter } from "./runner/command-emitter.ts";
 import { failureOf, type CommandOutcome } from "./runner/command-outcome.ts";
 import type { TimingOverrides } from "./runner/executor-deps.ts";
 import { CommandError, type CommandHandler, type HandlerRegistry } from "./runner/handler-types.ts";
-import { createRegistry } from "./registry.ts";
+import { createRegistry, type RegistryDeps } from "./registry.ts";
 import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-container.ts";
 import { createReverseProxy, type ReverseProxy } from "../proxy/reverse-proxy.ts";
 
@@ -69,6 +69,7 @@ export function createExecutorHarness(
   suite: string,
   timing: TimingOverrides = {},
   proxyHost: Partial<ProxyHostSettings> = {},
+  preDeploy: RegistryDeps["preDeploy"] = {},
 ): ExecutorHarness {
   const stateDir = mkdtempSync(join(tmpdir(), `berth-exec-${suite}-`));
   const runId = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
@@ -99,6 +100,7 @@ export function createExecutorHarness(
     clock: systemClock,
     extraLabels: labels,
     timing,
+    preDeploy,
   });
 
   return {
@@ -208,7 +210,7 @@ export function deployParams(environmentId: string, overrides: Partial<DeployPar
 /** A bare repository on disk (git init --bare) and a way to commit a VERSION file to it. */
 export async function createGitRepository(
   dir: string,
-): Promise<{ url: string; commit(version: string, files?: Record<string, string>): Promise<string> }> {
+): Promise<{ url: string; commit(version: string, files?: Record<string, string | null>): Promise<string> }> {
   const bare = join(dir, "addons.git");
   const work = join(dir, "addons-work");
   const git = async (args: string[], cwd?: string) =>
@@ -232,7 +234,14 @@ export async function createGitRepository(
     url: `file://${bare}`,
     async commit(version, files = {}) {
       await writeFile(join(work, "VERSION"), `${version}\n`);
-      for (const [name, content] of Object.entries(files)) await writeFile(join(work, name), content);
+      // A path may name folders (created); null deletes the file.
+      for (const [name, content] of Object.entries(files)) {
+        if (content === null) await rm(join(work, name), { force: true });
+        else {
+          await mkdir(dirname(join(work, name)), { recursive: true });
+          await writeFile(join(work, name), content);
+        }
+      }
       await git(["add", "--all"], work);
       await git(["commit", "--quiet", "-m", `version ${version}`], work);
       await git(["push", "--quiet", "origin", "main"], work);

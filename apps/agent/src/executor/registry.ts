@@ -8,7 +8,7 @@ import { createDeployHandler } from "./deploy/deploy.ts";
 import { createDestroyHandler } from "./lifecycle/destroy.ts";
 import { createDiagnosticsHandler } from "./support/diagnostics.ts";
 import { createEnvironmentLocks } from "./runner/environment-lock.ts";
-import type { ExecutorDeps, TimingOverrides } from "./runner/executor-deps.ts";
+import type { ExecutorDeps, PreDeploySettings, TimingOverrides } from "./runner/executor-deps.ts";
 import type { HandlerRegistry } from "./runner/handler-types.ts";
 import { createLifecycleHandler } from "./lifecycle/lifecycle.ts";
 import { createRouteHandler } from "./lifecycle/route.ts";
@@ -32,6 +32,8 @@ export interface RegistryDeps {
   selfUpdate?: SelfUpdateDeps;
   /** The server's reverse proxy; absent: one with the default settings that reports nowhere. */
   proxy?: ReverseProxy;
+  /** Pre-deploy snapshots: how many are kept, and whether they are taken at all (benchmarks only turn them off). */
+  preDeploy?: PreDeploySettings;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -45,6 +47,7 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
       createReverseProxy({ stateDir: deps.stateDir, host: DEFAULT_PROXY_HOST, ...(deps.extraLabels ? { labels: deps.extraLabels } : {}) }),
     ...(deps.extraLabels === undefined ? {} : { extraLabels: deps.extraLabels }),
     ...(deps.timing === undefined ? {} : { timing: deps.timing }),
+    ...(deps.preDeploy === undefined ? {} : { preDeploy: deps.preDeploy }),
   };
   return {
     deploy: createDeployHandler(executor, "deploy"),

@@ -1,7 +1,16 @@
 // deploy and redeploy: the 17 steps of platform spec 2.2 with real Docker objects. The
 // database volume and the data dir are created once and kept by every later deploy; the
-// ERP container is replaced. The final health check is non-fatal (spec 4.1 rule 7).
-import { chown, chmod, mkdir, readFile } from "node:fs/promises";
+// ERP container is replaced. The final health check is non-fatal (spec 4.1 rule 7), except
+// after a module upgrade, when an unhealthy ERP is rolled back to the pre-deploy snapshot.
+//
+// The database work happens before the switch: the step ids and their order are fixed by
+// the spec, and initializing_database comes after starting_container, so starting_container
+// first prepares the database (a new one is initialised with -i base; otherwise the modules
+// to install or upgrade are computed, a pre-deploy snapshot taken and the modules run), each
+// in a one-off container of the new image with --stop-after-init while the old ERP keeps
+// serving, and only then replaces the container. initializing_database reports what was done.
+import { chown, chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
+import { join } from "node:path";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
@@ -16,13 +25,47 @@ import {
   environmentLayout,
   type EnvironmentLayout,
 } from "../environment/environment-layout.ts";
-import { ensureImage, hostPortOf, replaceErpContainer } from "../environment/erp-container.ts";
+import { randomBytes } from "node:crypto";
+import type { DeployParams } from "@berth/protocol";
+import { ensureImage, findErpContainer, hostPortOf, parkedErpContainers, putBackPrevious, replaceErpContainer } from "../environment/erp-container.ts";
+import {
+  DEFAULT_PRE_DEPLOY_RETENTION,
+  listSnapshots,
+  pruneSnapshots,
+  rollbackToSnapshot,
+  takeSnapshot,
+  type PreDeploySnapshot,
+} from "../environment/pre-deploy-snapshot.ts";
+import {
+  erpCommand,
+  failedModuleOf,
+  outcomes,
+  planIsEmpty,
+  planModules,
+  readDbModules,
+  readModuleState,
+  scanAddons,
+  seriesOf,
+  writeModuleState,
+  type AddonModule,
+  type DbModule,
+  type ModuleOutcome,
+  type ModulePlan,
+} from "./erp-modules.ts";
 import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
-import { checkoutRepository, emptyCheckout, redactUrl } from "./git-checkout.ts";
+import {
+  checkoutRepository,
+  dropPreviousCheckout,
+  emptyCheckout,
+  previousCheckout,
+  redactUrl,
+  restorePreviousCheckout,
+} from "./git-checkout.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
+import { psql } from "../environment/database-swap.ts";
 import { runSteps, type StepScope } from "../runner/step-runner.ts";
 import { mayCertify, recordsToCreate, type DnsAnswer } from "../../proxy/dns-check.ts";
 
@@ -38,6 +81,21 @@ interface DeployState {
   healthy: boolean;
   /** verifying_dns's answer per routed name. */
   dns: Record<string, DnsAnswer>;
+  dbContainerId: string;
+  /** odoo.conf as it was before this deploy wrote it (null: there was none). */
+  previousConf: string | null;
+  /** The database was initialised by this deploy. */
+  initialized: boolean;
+  addons: AddonModule[];
+  dbModulesBefore: DbModule[];
+  plan: ModulePlan | null;
+  modules: ModuleOutcome[];
+  snapshot: PreDeploySnapshot | null;
+  /** Modules were run against the database: until the deploy succeeds, a failure rolls back. */
+  modulesRan: boolean;
+  /** The ERP container that served before this deploy. */
+  oldErpId: string | null;
+  rolledBack: boolean;
 }
 
 export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redeploy"): CommandHandler<"deploy" | "redeploy"> {
@@ -52,251 +110,474 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const s: Partial<DeployState> & Pick<DeployState, "layout" | "dns"> = { layout, commit: null, hasRequirements: false, dns: {} };
       const names = params.domain === null ? [] : [params.domain, ...(params.aliases ?? []).filter((a) => a !== params.domain)];
 
-      await runSteps(
-        kind,
-        ctx,
-        {
-          initializing: async (step) => {
-            step.log("info", `${kind === "redeploy" ? "Redeploying" : "Deploying"} ERP ${params.erp_version} (${params.image})`, {
-              environment_id: params.environment_id,
-              image: params.image,
-              db_image: dbImage,
-              resources: params.resources,
-              git: params.git === null ? null : { url: redactUrl(params.git.url), branch: params.git.branch, commit: params.git.commit },
-              domain: params.domain,
-              // Values may be secrets: only the names are logged.
-              env_names: Object.keys(params.env).sort(),
-            });
-            s.sizing = sizeErp(params.resources);
-            for (const warning of s.sizing.warnings) step.log("warning", `Sizing: ${warning}`);
-            await mkdir(layout.dir, { recursive: true, mode: STATE_DIR_MODE });
-            await prepareDataDir(layout.dataDir, step);
-            return `Environment ${params.environment_id} prepared`;
+      /** A one-off container of the new image, with the new code and configuration, output into the step log. */
+      const runErp = async (step: StepScope, cmd: string[], deadlineMs: number, what: string) => {
+        const result = await docker.runToCompletion(
+          {
+            name: `${layout.erpContainer}-run-${randomBytes(4).toString("hex")}`,
+            image: params.image,
+            labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
+            env: Object.entries(params.env).map(([name, value]) => `${name}=${value}`),
+            cmd,
+            network: layout.network,
+            binds: erpBinds(layout),
+            nanoCpus: need(s.sizing).nano_cpus,
+            memoryBytes: need(s.sizing).memory_bytes,
           },
-
-          connecting: async () => {
-            const version = await docker.version();
-            return `Docker ${version.version} (API ${version.api_version}) reachable`;
+          {
+            deadlineMs,
+            signal: step.signal,
+            tailLines: 30,
+            onLine: (line) => {
+              if (line.trim() !== "") step.log(/ (ERROR|CRITICAL) /.test(line) ? "warning" : "info", `${what}: ${line}`);
+            },
           },
+        );
+        step.signal.throwIfAborted();
+        return result;
+      };
 
-          creating_network: async (step) => {
-            const existing = await docker.findNetwork(layout.network);
-            if (existing !== null) {
-              if (!isEnvironmentObject(existing.labels, layout.environmentId)) {
-                throw new CommandError("name_conflict", `network ${layout.network} exists but is not this environment's: Berth leaves it alone`);
-              }
-              return `Network ${layout.network} exists`;
-            }
-            await docker.createNetwork(layout.network, environmentLabels(layout.environmentId, "network", extraLabels));
-            step.log("info", `Created isolated bridge network ${layout.network}`);
-            return `Network ${layout.network} created`;
-          },
+      const stopOldErp = async () => {
+        const erp = await findErpContainer(docker, layout);
+        if (erp === null || erp.state !== "running") return async () => undefined;
+        await docker.stopContainer(erp.id, timing.stopGraceSeconds);
+        return async () => {
+          await withPreviousMounts(() => docker.startContainer(erp.id));
+        };
+      };
 
-          configuring_dns: async (step) => {
-            if (names.length === 0) {
-              step.log("info", "No domain: nothing to point at this server");
-              return "No domain";
-            }
-            const expected = deps.proxy.publicAddresses();
-            if (expected.length === 0) {
-              step.log("warning", `This server's public address is not known (set BERTH_PUBLIC_ADDRESSES on the agent): point ${names.join(", ")} at it`);
-              return "Public address unknown";
-            }
-            step.log("info", `Point ${names.join(", ")} at this server: ${names.map((n) => recordsToCreate(n, expected)).join("; ")}`, {
-              names,
-              public_addresses: expected,
-            });
-            return `${names.length === 1 ? names[0] : `${names.length} names`} must point to ${expected.join(", ")}`;
-          },
+      /**
+       * The old ERP started again (after the snapshot's copy) must mount the code and
+       * configuration it ran with, not this deploy's: Docker resolves bind mounts at start,
+       * so both are put back at their paths for the start, then this deploy's again. The
+       * running container keeps the folder and file it was started with.
+       */
+      const withPreviousMounts = async (start: () => Promise<void>) => {
+        const code = previousCheckout(layout.addonsDir);
+        const swapCode = await exists(code);
+        const nextCode = `${layout.addonsDir}.next`;
+        const nextConf = `${layout.configFile}.next`;
+        const swapConf = s.previousConf != null;
+        if (swapCode) {
+          await rename(layout.addonsDir, nextCode);
+          await rename(code, layout.addonsDir);
+        }
+        if (swapConf) {
+          await rename(layout.configFile, nextConf);
+          writeFileAtomic(layout.configFile, need(s.previousConf ?? undefined), SECRET_FILE_MODE);
+          await readableByErp(layout.configFile, { log: () => undefined });
+        }
+        try {
+          await start();
+        } finally {
+          if (swapCode) {
+            await rename(layout.addonsDir, code);
+            await rename(nextCode, layout.addonsDir);
+          }
+          if (swapConf) await rename(nextConf, layout.configFile);
+        }
+      };
 
-          creating_postgres: async (step) => {
-            const db = await ensurePostgres(docker, layout, step, {
-              image: dbImage,
-              extraLabels,
-              readyTimeoutMs: timing.dbReadyTimeoutMs,
-              clock: deps.clock,
-            });
-            s.databaseIsNew = db.volumeCreated;
-            return `PostgreSQL ${layout.dbContainer} accepts connections`;
-          },
+      /** Code, configuration, database and file store back to the snapshot; the previous ERP runs again. */
+      const rollback = async (step: StepScope, newContainerId: string | null) => {
+        const snapshot = s.snapshot;
+        if (snapshot == null || s.rolledBack === true) return;
+        s.rolledBack = true;
+        let previousId: string | null;
+        if (newContainerId !== null) previousId = await putBackPrevious(docker, layout, newContainerId, step, timing.stopGraceSeconds);
+        else {
+          const erp = await findErpContainer(docker, layout);
+          previousId = erp?.id ?? null;
+          if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, timing.stopGraceSeconds);
+        }
+        if (await restorePreviousCheckout(layout.addonsDir)) step.log("warning", "Code: the previous add-ons checkout is back");
+        if (s.previousConf != null) {
+          writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
+          await readableByErp(layout.configFile, step);
+          step.log("warning", "Configuration: the previous odoo.conf is back");
+        }
+        const finish = await rollbackToSnapshot(docker, need(s.dbContainerId), layout, snapshot, {
+          now: deps.clock.now(),
+          deadlineMs: timing.dataTransferMs,
+          log: step.log,
+        });
+        if (previousId !== null) {
+          await docker.startContainer(previousId);
+          s.containerId = previousId;
+          s.hostPort = await hostPortOf(docker, previousId);
+          step.log("warning", "The previous ERP container serves again");
+        }
+        // The failed database and data dir, once the previous version serves.
+        await finish();
+      };
 
-          cloning_platform_repos: async (step) => {
-            step.log("info", "No platform repositories configured");
-            return "None configured";
-          },
+      /** Before the switch: a new database is initialised; an existing one gets its modules installed and upgraded. */
+      const prepareDatabase = async (step: StepScope) => {
+        const dbId = need(s.dbContainerId);
+        s.oldErpId = (await findErpContainer(docker, layout))?.id ?? null;
+        const series = seriesOf(params.erp_version);
+        s.addons = await scanAddons(layout.addonsDir, series);
+        s.modules = [];
+        s.snapshot = null;
+        let before = await readDbModules(docker, dbId);
+        if (before === null) {
+          const language = params.init?.language;
+          step.log("info", `New database: initialising "${ERP_DB_NAME}" (-i base${withoutDemo(params) ? ", without demo data" : ""}${language ? `, language ${language}` : ""}) before the ERP serves`);
+          const cmd = erpCommand({ init: ["base"], withoutDemo: withoutDemo(params), ...(language === undefined ? {} : { language }) });
+          const run = await runErp(step, cmd, timing.erpInitTimeoutMs, "init");
+          if (run.exitCode !== 0) {
+            throw new CommandError(
+              "database_init_failed",
+              `the ERP could not initialise the database (${run.killed ? `not done within ${timing.erpInitTimeoutMs / 60_000} min` : `exit code ${run.exitCode}`}); last lines:\n${run.tail.slice(-15).join("\n")}`,
+            );
+          }
+          s.initialized = true;
+          before = await readDbModules(docker, dbId);
+          if (before === null) throw new CommandError("database_init_failed", "the ERP exited without installing base");
+          await applyCountry(step, dbId);
+        }
+        s.dbModulesBefore = before;
+        const request = params.modules ?? { upgrade: "changed" as const };
+        const plan = planModules(request, s.addons, before, await readModuleState(layout));
+        s.plan = plan;
+        if (planIsEmpty(plan)) {
+          step.log("info", "Modules: nothing to install or upgrade");
+          return;
+        }
+        for (const [name, reason] of Object.entries(plan.reasons)) step.log("info", `Module ${name}: ${plan.install.includes(name) ? "install" : "upgrade"} (${reason})`);
+        if (s.initialized !== true && deps.preDeploy?.snapshots !== false) {
+          const modules = Object.fromEntries(before.filter((m) => m.state === "installed").map((m) => [m.name, m.latest_version]));
+          s.snapshot = await takeSnapshot(docker, dbId, layout, {
+            deploymentId: params.deployment_id,
+            now: deps.clock.now(),
+            modules,
+            deadlineMs: timing.dataTransferMs,
+            log: step.log,
+            hooks: { stopErp: stopOldErp },
+          });
+          await pruneSnapshots(docker, dbId, layout, deps.preDeploy?.retention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
+        }
+        const cmd = erpCommand({ init: plan.install, update: plan.upgrade, withoutDemo: withoutDemo(params) });
+        s.modulesRan = true;
+        const run = await runErp(step, cmd, timing.moduleUpdateTimeoutMs, "modules");
+        const after = (await readDbModules(docker, dbId)) ?? [];
+        const failed = run.exitCode === 0 ? null : failedModuleOf(run.tail);
+        s.modules = outcomes(plan, before, after, failed);
+        for (const m of s.modules) {
+          step.log(m.action === "failed" ? "error" : "info", `Module ${m.name}: ${m.action}${m.to_version ? ` ${m.from_version ?? ""}${m.from_version ? " -> " : ""}${m.to_version}` : ""}`, { module: m });
+        }
+        if (run.exitCode !== 0) {
+          const why = run.killed ? `not done within ${timing.moduleUpdateTimeoutMs / 60_000} min` : `exit code ${run.exitCode}`;
+          const tail = run.tail.slice(-15).join("\n");
+          if (s.snapshot === null) {
+            throw new CommandError("module_update_failed", `module ${failed ?? "install/upgrade"} failed (${why}); last lines:\n${tail}`);
+          }
+          const snapshot = s.snapshot;
+          step.log("error", `Module ${failed ?? "install/upgrade"} failed (${why}): rolling code, configuration, database and file store back to ${snapshot.backup_id}`);
+          await rollback(step, null);
+          throw new CommandError("module_update_failed", `module ${failed ?? "install/upgrade"} failed (${why}): rolled back to ${snapshot.backup_id}; last lines:\n${tail}`);
+        }
+      };
 
-          cloning_org_repos: async (step) => {
-            step.log("info", "No organisation repositories configured");
-            return "None configured";
-          },
+      /** The main company's country, as the database manager sets it; skipped when the ERP has no such tables. */
+      const applyCountry = async (step: StepScope, dbId: string) => {
+        const country = params.init?.country?.toUpperCase();
+        if (country === undefined) return;
+        const [present] = await psql(docker, dbId, "SELECT to_regclass('public.res_company') IS NOT NULL AND to_regclass('public.res_country') IS NOT NULL", { database: ERP_DB_NAME });
+        if (present !== "t") {
+          step.log("warning", `Country ${country} not set: the database has no res_company/res_country`);
+          return;
+        }
+        await psql(
+          docker,
+          dbId,
+          `UPDATE res_partner SET country_id = (SELECT id FROM res_country WHERE code = '${country}') WHERE id = (SELECT partner_id FROM res_company ORDER BY id LIMIT 1)`,
+          { database: ERP_DB_NAME },
+        );
+        step.log("info", `Main company's country set to ${country}`);
+      };
 
-          cloning_repo: async (step) => {
-            if (params.git === null) {
-              await emptyCheckout(layout.addonsDir, (dir) => mkdir(dir, { mode: 0o755 }).then(() => undefined));
-              step.log("info", "No repository configured: the image runs as is (skipped)");
-              return "Skipped: no repository";
-            }
-            const url = redactUrl(params.git.url);
-            step.log("info", `Cloning ${url} (branch ${params.git.branch}${params.git.commit ? `, commit ${params.git.commit}` : ""})`);
-            const checkout = await checkoutRepository(params.git, layout.addonsDir, {
-              signal: step.signal,
-              timeoutMs: timing.gitTimeoutMs,
-            });
-            s.commit = checkout.commit;
-            s.hasRequirements = checkout.hasRequirements;
-            step.log("info", `Checked out commit ${checkout.commit}`, { commit: checkout.commit, branch: params.git.branch });
-            return `Commit ${checkout.commit}`;
-          },
-
-          pulling_image: async (step) => {
-            const source = await ensureImage(docker, params.image, step);
-            return source === "local" ? `Using local image ${params.image}` : `Pulled ${params.image}`;
-          },
-
-          generating_config: async (step) => {
-            const sizing = need(s.sizing);
-            s.dbPassword = await readPassword(layout);
-            const conf = renderOdooConf({
-              dbHost: layout.dbContainer,
-              dbPort: ERP_DB_PORT,
-              dbUser: ERP_DB_USER,
-              dbPassword: s.dbPassword,
-              dbName: ERP_DB_NAME,
-              sizing,
-              proxyMode: params.domain !== null,
-            });
-            writeFileAtomic(layout.configFile, conf, SECRET_FILE_MODE);
-            await readableByErp(layout.configFile, step);
-            step.log("info", `Wrote ${layout.configFile}`, {
-              workers: sizing.workers,
-              limit_memory_soft: sizing.limit_memory_soft,
-              limit_memory_hard: sizing.limit_memory_hard,
-              db_host: layout.dbContainer,
-            });
-            return `odoo.conf written (workers ${sizing.workers})`;
-          },
-
-          starting_container: async (step) => {
-            const sizing = need(s.sizing);
-            s.containerId = await replaceErpContainer(
-              docker,
-              layout,
-              {
-                name: layout.erpContainer,
+      try {
+        await runSteps(
+          kind,
+          ctx,
+          {
+            initializing: async (step) => {
+              step.log("info", `${kind === "redeploy" ? "Redeploying" : "Deploying"} ERP ${params.erp_version} (${params.image})`, {
+                environment_id: params.environment_id,
                 image: params.image,
-                labels: environmentLabels(layout.environmentId, "erp", {
-                  ...extraLabels,
-                  "berth.deployment_id": params.deployment_id,
-                  "berth.erp_version": params.erp_version,
-                }),
-                env: Object.entries(params.env).map(([name, value]) => `${name}=${value}`),
-                network: layout.network,
-                binds: [
-                  `${layout.configFile}:/etc/odoo/odoo.conf:ro`,
-                  `${layout.dataDir}:/var/lib/odoo`,
-                  `${layout.addonsDir}:/mnt/extra-addons:ro`,
-                ],
-                publishLoopback: [ERP_HTTP_PORT],
-                nanoCpus: sizing.nano_cpus,
-                memoryBytes: sizing.memory_bytes,
-                restartPolicy: "unless-stopped",
-              },
-              step,
-              { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8) },
-            );
-            s.hostPort = await hostPortOf(docker, s.containerId);
-            return `ERP container ${layout.erpContainer} started; port 8069 on 127.0.0.1:${s.hostPort ?? "?"}`;
-          },
+                db_image: dbImage,
+                resources: params.resources,
+                git: params.git === null ? null : { url: redactUrl(params.git.url), branch: params.git.branch, commit: params.git.commit },
+                domain: params.domain,
+                // Values may be secrets: only the names are logged.
+                env_names: Object.keys(params.env).sort(),
+              });
+              s.sizing = sizeErp(params.resources);
+              for (const warning of s.sizing.warnings) step.log("warning", `Sizing: ${warning}`);
+              await mkdir(layout.dir, { recursive: true, mode: STATE_DIR_MODE });
+              await prepareDataDir(layout.dataDir, step);
+              return `Environment ${params.environment_id} prepared`;
+            },
 
-          installing_dependencies: async (step) => {
-            if (!s.hasRequirements) {
-              step.log("info", "No requirements.txt in the repository: nothing to install");
-              return "Nothing to install";
-            }
-            return installRequirements(docker, need(s.containerId), step, timing.dataTransferMs).then(async (message) => {
-              if (message.restarted) s.hostPort = await hostPortOf(docker, need(s.containerId));
-              return message.text;
-            });
-          },
+            connecting: async () => {
+              const version = await docker.version();
+              return `Docker ${version.version} (API ${version.api_version}) reachable`;
+            },
 
-          initializing_database: async (step) => {
-            if (s.databaseIsNew === true) {
-              step.log("info", `New database: the ERP creates "${ERP_DB_NAME}" on its first start`);
-              return "New database";
-            }
-            step.log("info", "Existing database kept (volume reused): nothing to initialise");
-            return "Existing database kept";
-          },
-
-          verifying_dns: async (step) => {
-            if (names.length === 0) {
-              step.log("info", "No domain: nothing to verify");
-              return "No domain";
-            }
-            let elsewhere = 0;
-            for (const name of names) {
-              const answer = await deps.proxy.dns.check(name);
-              s.dns[name] = answer;
-              const records = recordsToCreate(name, answer.expected);
-              if (answer.status === "ok") step.log("info", `${name} resolves to ${answer.resolved.join(", ")}: this server`);
-              else if (answer.status === "unchecked") {
-                step.log("info", `${name} resolves to ${answer.resolved.join(", ")}; this server's public address is unknown, so the certificate is requested anyway`);
-              } else {
-                elsewhere += 1;
-                const found = answer.status === "unresolved" ? "has no DNS record" : `resolves to ${answer.resolved.join(", ")}, not to this server`;
-                step.log("warning", `${name} ${found}: create ${records}. No certificate is requested for it until it points here; Berth checks again every few minutes`, {
-                  name,
-                  resolved: answer.resolved,
-                  expected: answer.expected,
-                });
+            creating_network: async (step) => {
+              const existing = await docker.findNetwork(layout.network);
+              if (existing !== null) {
+                if (!isEnvironmentObject(existing.labels, layout.environmentId)) {
+                  throw new CommandError("name_conflict", `network ${layout.network} exists but is not this environment's: Berth leaves it alone`);
+                }
+                return `Network ${layout.network} exists`;
               }
-            }
-            return elsewhere === 0 ? "DNS points here" : `${elsewhere} of ${names.length} name(s) do not point here (warning)`;
-          },
+              await docker.createNetwork(layout.network, environmentLabels(layout.environmentId, "network", extraLabels));
+              step.log("info", `Created isolated bridge network ${layout.network}`);
+              return `Network ${layout.network} created`;
+            },
 
-          configuring_traefik: async (step) => {
-            const log = (level: "info" | "warning", message: string) => step.log(level, message);
-            if (names.length === 0) {
-              const removed = await deps.proxy.remove(docker, layout.environmentId, log);
-              step.log("info", removed ? "No domain any more: the environment's route was removed" : "No domain: not routed");
-              if (removed) await deps.proxy.report(docker, { force: true });
-              return removed ? "Route removed" : "Skipped: no domain";
-            }
-            const gevent = need(s.sizing).workers > 0;
-            await deps.proxy.route(
-              docker,
-              { environmentId: layout.environmentId, names, upstream: layout.erpContainer, network: layout.network, gevent, dns: s.dns },
-              params.proxy,
-              log,
-            );
-            step.log(
-              "info",
-              `Routing ${names.map((n) => `https://${n}`).join(", ")} to ${layout.erpContainer}:8069${gevent ? " (/websocket and /longpolling to 8072)" : ""}`,
-            );
-            const certify = names.filter((n) => mayCertify(s.dns[n] ?? { status: "unchecked" }));
-            const statuses = await deps.proxy.awaitCertificates(docker, certify, deps.proxy.host.certificateWaitMs, step.signal);
-            for (const [name, cert] of statuses) {
-              if (cert.status === "valid") step.log("info", `Certificate for ${name} valid until ${cert.not_after} (${cert.issuer})`);
-              else if (cert.status === "error") step.log("warning", `No certificate for ${name} yet: ${cert.error}; the proxy keeps trying`);
-              else step.log("info", `The certificate for ${name} is being requested; the proxy serves it as soon as the CA issues it`);
-            }
-            await deps.proxy.report(docker, { force: true });
-            const valid = [...statuses.values()].filter((c) => c.status === "valid").length;
-            return `Routing ${names[0]}; ${valid} of ${names.length} certificate(s) valid`;
-          },
+            configuring_dns: async (step) => {
+              if (names.length === 0) {
+                step.log("info", "No domain: nothing to point at this server");
+                return "No domain";
+              }
+              const expected = deps.proxy.publicAddresses();
+              if (expected.length === 0) {
+                step.log("warning", `This server's public address is not known (set BERTH_PUBLIC_ADDRESSES on the agent): point ${names.join(", ")} at it`);
+                return "Public address unknown";
+              }
+              step.log("info", `Point ${names.join(", ")} at this server: ${names.map((n) => recordsToCreate(n, expected)).join("; ")}`, {
+                names,
+                public_addresses: expected,
+              });
+              return `${names.length === 1 ? names[0] : `${names.length} names`} must point to ${expected.join(", ")}`;
+            },
 
-          health_check: async (step) => {
-            s.healthy = await checkHealth(docker, need(s.containerId), s.hostPort ?? null, step, deps.clock, timing);
-            return s.healthy ? "ERP healthy" : "ERP not healthy (non-fatal)";
-          },
+            creating_postgres: async (step) => {
+              const db = await ensurePostgres(docker, layout, step, {
+                image: dbImage,
+                extraLabels,
+                readyTimeoutMs: timing.dbReadyTimeoutMs,
+                clock: deps.clock,
+              });
+              s.databaseIsNew = db.volumeCreated;
+              s.dbContainerId = db.containerId;
+              return `PostgreSQL ${layout.dbContainer} accepts connections`;
+            },
 
-          completed: async (step) => {
-            step.log("info", `${kind === "redeploy" ? "Redeployment" : "Deployment"} finished`);
-            return "Done";
+            cloning_platform_repos: async (step) => {
+              step.log("info", "No platform repositories configured");
+              return "None configured";
+            },
+
+            cloning_org_repos: async (step) => {
+              step.log("info", "No organisation repositories configured");
+              return "None configured";
+            },
+
+            cloning_repo: async (step) => {
+              if (params.git === null) {
+                await emptyCheckout(layout.addonsDir, (dir) => mkdir(dir, { mode: 0o755 }).then(() => undefined));
+                step.log("info", "No repository configured: the image runs as is (skipped)");
+                return "Skipped: no repository";
+              }
+              const url = redactUrl(params.git.url);
+              step.log("info", `Cloning ${url} (branch ${params.git.branch}${params.git.commit ? `, commit ${params.git.commit}` : ""})`);
+              const checkout = await checkoutRepository(params.git, layout.addonsDir, {
+                signal: step.signal,
+                timeoutMs: timing.gitTimeoutMs,
+              });
+              s.commit = checkout.commit;
+              s.hasRequirements = checkout.hasRequirements;
+              step.log("info", `Checked out commit ${checkout.commit}`, { commit: checkout.commit, branch: params.git.branch });
+              return `Commit ${checkout.commit}`;
+            },
+
+            pulling_image: async (step) => {
+              const source = await ensureImage(docker, params.image, step);
+              return source === "local" ? `Using local image ${params.image}` : `Pulled ${params.image}`;
+            },
+
+            generating_config: async (step) => {
+              const sizing = need(s.sizing);
+              s.dbPassword = await readPassword(layout);
+              s.previousConf = await readFile(layout.configFile, "utf8").catch(() => null);
+              const adminPasswd = params.admin_passwd ?? (await adminPassword(layout));
+              const conf = renderOdooConf({
+                adminPasswd,
+                withoutDemo: withoutDemo(params),
+                dbHost: layout.dbContainer,
+                dbPort: ERP_DB_PORT,
+                dbUser: ERP_DB_USER,
+                dbPassword: s.dbPassword,
+                dbName: ERP_DB_NAME,
+                sizing,
+                proxyMode: params.domain !== null,
+              });
+              writeFileAtomic(layout.configFile, conf, SECRET_FILE_MODE);
+              await readableByErp(layout.configFile, step);
+              step.log("info", `Wrote ${layout.configFile}`, {
+                workers: sizing.workers,
+                limit_memory_soft: sizing.limit_memory_soft,
+                limit_memory_hard: sizing.limit_memory_hard,
+                db_host: layout.dbContainer,
+              });
+              return `odoo.conf written (workers ${sizing.workers})`;
+            },
+
+            starting_container: async (step) => {
+              const sizing = need(s.sizing);
+              await prepareDatabase(step);
+              s.containerId = await replaceErpContainer(
+                docker,
+                layout,
+                {
+                  name: layout.erpContainer,
+                  image: params.image,
+                  labels: environmentLabels(layout.environmentId, "erp", {
+                    ...extraLabels,
+                    "berth.deployment_id": params.deployment_id,
+                    "berth.erp_version": params.erp_version,
+                  }),
+                  env: Object.entries(params.env).map(([name, value]) => `${name}=${value}`),
+                  network: layout.network,
+                  binds: erpBinds(layout),
+                  publishLoopback: [ERP_HTTP_PORT],
+                  nanoCpus: sizing.nano_cpus,
+                  memoryBytes: sizing.memory_bytes,
+                  restartPolicy: "unless-stopped",
+                },
+                step,
+                { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8), keepPrevious: s.snapshot != null },
+              );
+              s.hostPort = await hostPortOf(docker, s.containerId);
+              return `ERP container ${layout.erpContainer} started; port 8069 on 127.0.0.1:${s.hostPort ?? "?"}`;
+            },
+
+            installing_dependencies: async (step) => {
+              if (!s.hasRequirements) {
+                step.log("info", "No requirements.txt in the repository: nothing to install");
+                return "Nothing to install";
+              }
+              return installRequirements(docker, need(s.containerId), step, timing.dataTransferMs).then(async (message) => {
+                if (message.restarted) s.hostPort = await hostPortOf(docker, need(s.containerId));
+                return message.text;
+              });
+            },
+
+            initializing_database: async (step) => {
+              const done = (s.modules ?? []).map((m) => `${m.name} ${m.action}${m.to_version ? ` (${m.to_version})` : ""}`);
+              if (s.initialized === true) {
+                step.log("info", `Database "${ERP_DB_NAME}" was initialised before the ERP started (base${withoutDemo(params) ? ", no demo data" : ", demo data"})`);
+              } else step.log("info", "Existing database kept (volume reused)");
+              if (s.snapshot) step.log("info", `Pre-deploy snapshot ${s.snapshot.backup_id}`, { backup_id: s.snapshot.backup_id });
+              if (done.length > 0) step.log("info", `Modules: ${done.join(", ")}`, { modules: s.modules ?? [] });
+              const head = s.initialized === true ? "Database initialised" : "Existing database kept";
+              return done.length > 0 ? `${head}; ${done.length} module(s) installed or upgraded` : head;
+            },
+
+            verifying_dns: async (step) => {
+              if (names.length === 0) {
+                step.log("info", "No domain: nothing to verify");
+                return "No domain";
+              }
+              let elsewhere = 0;
+              for (const name of names) {
+                const answer = await deps.proxy.dns.check(name);
+                s.dns[name] = answer;
+                const records = recordsToCreate(name, answer.expected);
+                if (answer.status === "ok") step.log("info", `${name} resolves to ${answer.resolved.join(", ")}: this server`);
+                else if (answer.status === "unchecked") {
+                  step.log("info", `${name} resolves to ${answer.resolved.join(", ")}; this server's public address is unknown, so the certificate is requested anyway`);
+                } else {
+                  elsewhere += 1;
+                  const found = answer.status === "unresolved" ? "has no DNS record" : `resolves to ${answer.resolved.join(", ")}, not to this server`;
+                  step.log("warning", `${name} ${found}: create ${records}. No certificate is requested for it until it points here; Berth checks again every few minutes`, {
+                    name,
+                    resolved: answer.resolved,
+                    expected: answer.expected,
+                  });
+                }
+              }
+              return elsewhere === 0 ? "DNS points here" : `${elsewhere} of ${names.length} name(s) do not point here (warning)`;
+            },
+
+            configuring_traefik: async (step) => {
+              const log = (level: "info" | "warning", message: string) => step.log(level, message);
+              if (names.length === 0) {
+                const removed = await deps.proxy.remove(docker, layout.environmentId, log);
+                step.log("info", removed ? "No domain any more: the environment's route was removed" : "No domain: not routed");
+                if (removed) await deps.proxy.report(docker, { force: true });
+                return removed ? "Route removed" : "Skipped: no domain";
+              }
+              const gevent = need(s.sizing).workers > 0;
+              await deps.proxy.route(
+                docker,
+                { environmentId: layout.environmentId, names, upstream: layout.erpContainer, network: layout.network, gevent, dns: s.dns },
+                params.proxy,
+                log,
+              );
+              step.log(
+                "info",
+                `Routing ${names.map((n) => `https://${n}`).join(", ")} to ${layout.erpContainer}:8069${gevent ? " (/websocket and /longpolling to 8072)" : ""}`,
+              );
+              const certify = names.filter((n) => mayCertify(s.dns[n] ?? { status: "unchecked" }));
+              const statuses = await deps.proxy.awaitCertificates(docker, certify, deps.proxy.host.certificateWaitMs, step.signal);
+              for (const [name, cert] of statuses) {
+                if (cert.status === "valid") step.log("info", `Certificate for ${name} valid until ${cert.not_after} (${cert.issuer})`);
+                else if (cert.status === "error") step.log("warning", `No certificate for ${name} yet: ${cert.error}; the proxy keeps trying`);
+                else step.log("info", `The certificate for ${name} is being requested; the proxy serves it as soon as the CA issues it`);
+              }
+              await deps.proxy.report(docker, { force: true });
+              const valid = [...statuses.values()].filter((c) => c.status === "valid").length;
+              return `Routing ${names[0]}; ${valid} of ${names.length} certificate(s) valid`;
+            },
+
+            health_check: async (step) => {
+              s.healthy = await checkHealth(docker, need(s.containerId), s.hostPort ?? null, step, deps.clock, timing);
+              if (s.snapshot != null) {
+                if (!s.healthy) {
+                  const snapshot = s.snapshot;
+                  step.log("error", "The ERP is not healthy after the module upgrade: rolling code, configuration, database and file store back");
+                  await rollback(step, need(s.containerId));
+                  const again = await checkHealth(docker, need(s.containerId), s.hostPort ?? null, step, deps.clock, timing);
+                  step.log(again ? "info" : "warning", again ? "The previous version is healthy again" : "The previous version is not healthy either");
+                  throw new CommandError("health_check_failed", `the ERP was not healthy after the module upgrade: rolled back to ${snapshot.backup_id}`);
+                }
+                for (const id of await parkedErpContainers(docker, layout, need(s.containerId))) {
+                  await docker.removeContainer(id);
+                  step.log("info", `Removed the previous ERP container ${id.slice(0, 12)}`);
+                }
+              }
+              return s.healthy ? "ERP healthy" : "ERP not healthy (non-fatal)";
+            },
+
+            completed: async (step) => {
+              await dropPreviousCheckout(layout.addonsDir);
+              const after = await readDbModules(docker, need(s.dbContainerId)).catch(() => null);
+              if (after !== null) writeModuleState(layout, s.addons ?? [], after);
+              step.log("info", `${kind === "redeploy" ? "Redeployment" : "Deployment"} finished`);
+              return "Done";
+            },
           },
-        },
-        timing.steps.deploy,
-      );
+          timing.steps.deploy,
+        );
+      } catch (error) {
+        // Anything that fails after the modules ran (a cancel, a deadline, the switch, the
+        // proxy) leaves the database upgraded: back to the snapshot, as for a failed upgrade.
+        if (s.snapshot == null || s.modulesRan !== true || s.rolledBack === true) throw error;
+        const snapshot = s.snapshot;
+        const log: StepScope["log"] = (level, message, data) => ctx.emit.log(level, message, { step: null, ...(data ? { data } : {}) });
+        log("error", `The deployment failed after its module upgrade: rolling back to ${snapshot.backup_id}`);
+        const current = await findErpContainer(docker, layout);
+        const isNew = current !== null && current.id !== s.oldErpId;
+        await rollback({ step: "completed", signal: new AbortController().signal, log }, isNew ? current.id : null);
+        const reason = error instanceof Error ? error.message : String(error);
+        const code = error instanceof CommandError ? error.code : "deploy_failed";
+        throw new CommandError(code, `${reason}; rolled back to ${snapshot.backup_id}`);
+      }
 
       return {
         container_id: need(s.containerId),
@@ -308,8 +589,46 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         db_container: layout.dbContainer,
         healthy: s.healthy ?? false,
         urls: names.map((n) => `https://${n}`),
+        database: { initialized: s.initialized ?? false, without_demo: withoutDemo(params), language: params.init?.language ?? null },
+        modules: s.modules ?? [],
+        snapshot_id: s.snapshot?.backup_id ?? null,
+        backups: (await listSnapshots(layout)).map(({ backup_id, kind, created_at, deployment_id, database, path, size_bytes }) => ({
+          backup_id,
+          kind,
+          created_at,
+          deployment_id,
+          database,
+          path,
+          size_bytes,
+        })),
+        rolled_back_to: null,
       };
     });
+}
+
+function erpBinds(layout: EnvironmentLayout): string[] {
+  return [`${layout.configFile}:/etc/odoo/odoo.conf:ro`, `${layout.dataDir}:/var/lib/odoo`, `${layout.addonsDir}:/mnt/extra-addons:ro`];
+}
+
+function withoutDemo(params: DeployParams): boolean {
+  return params.init?.without_demo ?? true;
+}
+
+/** The ERP's master password when the control plane sends none: made once per environment, 0600, never logged. */
+async function adminPassword(layout: EnvironmentLayout): Promise<string> {
+  const file = join(layout.dir, "admin-password");
+  const stored = (await readFile(file, "utf8").catch(() => "")).trim();
+  if (stored !== "") return stored;
+  const password = randomBytes(24).toString("base64url");
+  writeFileAtomic(file, `${password}\n`, SECRET_FILE_MODE);
+  return password;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
 }
 
 function need<T>(value: T | undefined): T {
@@ -333,7 +652,7 @@ async function prepareDataDir(dir: string, step: StepScope): Promise<void> {
 }
 
 /** odoo.conf holds the database password: owned by the ERP's user, 0600; world-readable only without root. */
-async function readableByErp(file: string, step: StepScope): Promise<void> {
+async function readableByErp(file: string, step: Pick<StepScope, "log">): Promise<void> {
   try {
     await chown(file, ERP_UID, ERP_UID);
   } catch (error) {

@@ -73,6 +73,10 @@ export interface OdooConfInput {
   sizing: ErpSizing;
   /** Behind the reverse proxy (a domain is routed): trust its X-Forwarded-* headers. */
   proxyMode: boolean;
+  /** The database manager's master password; absent: not written (Odoo's default applies). */
+  adminPasswd?: string;
+  /** New modules get no demo data. */
+  withoutDemo?: boolean;
 }
 
 /** The [options] section Odoo reads from /etc/odoo/odoo.conf. */
@@ -98,6 +102,8 @@ export function renderOdooConf(input: OdooConfInput): string {
     ["limit_time_cpu", sizing.limit_time_cpu],
     ["limit_time_real", sizing.limit_time_real],
   ];
+  if (input.adminPasswd !== undefined) options.push(["admin_passwd", input.adminPasswd]);
+  if (input.withoutDemo === true) options.push(["without_demo", "all"]);
   for (const [key, value] of options) {
     // A line break would start another option: nothing Berth writes has one, and nothing may.
     if (/[\r\n]/.test(String(value))) throw new Error(`odoo.conf value of ${key} contains a line break`);

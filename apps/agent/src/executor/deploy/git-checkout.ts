@@ -63,12 +63,41 @@ export async function emptyCheckout(target: string, create: (dir: string) => Pro
   await swapIn(fresh, target, suffix);
 }
 
+/**
+ * The checkout the running ERP was started with stays as `<target>.previous` (one of them)
+ * until the deploy succeeds (dropPreviousCheckout), so a rollback can put it back
+ * (restorePreviousCheckout). A running container keeps its mount of the renamed folder.
+ */
 async function swapIn(fresh: string, target: string, suffix: string): Promise<void> {
-  const old = `${target}.old-${suffix}`;
+  const previous = previousCheckout(target);
   const hadTarget = await exists(target);
-  if (hadTarget) await rename(target, old);
+  if (hadTarget) {
+    const stale = `${previous}.old-${suffix}`;
+    if (await exists(previous)) await rename(previous, stale);
+    await rename(target, previous);
+    await rm(stale, { recursive: true, force: true });
+  }
   await rename(fresh, target);
-  if (hadTarget) await rm(old, { recursive: true, force: true });
+}
+
+export function previousCheckout(target: string): string {
+  return `${target}.previous`;
+}
+
+/** After a successful deploy: the previous checkout is not needed any more. */
+export async function dropPreviousCheckout(target: string): Promise<void> {
+  await rm(previousCheckout(target), { recursive: true, force: true });
+}
+
+/** Rollback: the previous checkout is live again; false when there is none. */
+export async function restorePreviousCheckout(target: string): Promise<boolean> {
+  const previous = previousCheckout(target);
+  if (!(await exists(previous))) return false;
+  const failed = `${target}.failed-${randomBytes(4).toString("hex")}`;
+  if (await exists(target)) await rename(target, failed);
+  await rename(previous, target);
+  await rm(failed, { recursive: true, force: true });
+  return true;
 }
 
 async function git(args: string[], options: CheckoutOptions): Promise<string> {

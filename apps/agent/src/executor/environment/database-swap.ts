@@ -95,10 +95,13 @@ export async function psql(
 }
 
 const OURS = new RegExp(`^${ERP_DB_NAME}_(restore|previous)_[a-z0-9]{1,32}$`);
+/** Pre-deploy snapshots (pre-deploy-snapshot.ts): template copies, never served. */
+export const SNAPSHOT_DB_PREFIX = `${ERP_DB_NAME}_predeploy_`;
+const SNAPSHOT = new RegExp(`^${SNAPSHOT_DB_PREFIX}[a-f0-9]{32}$`);
 
 /** Only names this module makes (or "odoo") are ever put into SQL. */
 function ident(name: string): string {
-  if (name !== ERP_DB_NAME && !OURS.test(name)) {
+  if (name !== ERP_DB_NAME && !OURS.test(name) && !SNAPSHOT.test(name)) {
     throw new Error(`refusing to use "${name}" as a database name`);
   }
   return `"${name}"`;
@@ -110,6 +113,20 @@ export async function listDatabases(docker: DockerClient, dbContainerId: string)
 
 export async function createDatabase(docker: DockerClient, dbContainerId: string, name: string): Promise<void> {
   await psql(docker, dbContainerId, `CREATE DATABASE ${ident(name)} OWNER ${ERP_DB_USER}`, { code: "restore_failed" });
+}
+
+/**
+ * A copy of `from` as `to` at the speed of the disk (CREATE DATABASE ... TEMPLATE): `from`
+ * must have no other connection meanwhile, so its own are closed first (stop the ERP before).
+ */
+export async function copyDatabase(docker: DockerClient, dbContainerId: string, from: string, to: string, deadlineMs: number): Promise<void> {
+  await retryWhileInUse(async () => {
+    await terminateConnections(docker, dbContainerId, [from]);
+    await psql(docker, dbContainerId, `CREATE DATABASE ${ident(to)} TEMPLATE ${ident(from)} OWNER ${ERP_DB_USER}`, {
+      deadlineMs,
+      code: "snapshot_failed",
+    });
+  });
 }
 
 /** Drops it, closing its connections first (a pg_restore still loading it, say); gone already is success. */

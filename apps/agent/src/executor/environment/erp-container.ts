@@ -77,7 +77,7 @@ export async function replaceErpContainer(
   layout: EnvironmentLayout,
   spec: ContainerSpec,
   scope: Pick<StepScope, "log">,
-  options: { graceSeconds: number; suffix: string },
+  options: { graceSeconds: number; suffix: string; keepPrevious?: boolean },
 ): Promise<string> {
   const sameName = await docker.inspectContainer(layout.erpContainer);
   if (sameName !== null && !isEnvironmentObject(sameName.labels, layout.environmentId)) {
@@ -115,9 +115,42 @@ export async function replaceErpContainer(
     const reason = error instanceof Error ? error.message : String(error);
     throw new CommandError("container_start_failed", `the new ERP container did not start: ${reason}`);
   }
+  if (options.keepPrevious === true && current !== undefined) {
+    scope.log("info", `The previous ERP container is kept as ${parkedName} until the new one is healthy`);
+    for (const old of previous.filter((c) => c.id !== current.id)) await docker.removeContainer(old.id);
+    return id;
+  }
   for (const old of previous) {
     await docker.removeContainer(old.id);
     scope.log("info", `Removed the previous ERP container ${old.id.slice(0, 12)}`);
   }
   return id;
+}
+
+/** The ERP containers of the environment other than `currentId` (parked by replaceErpContainer). */
+export async function parkedErpContainers(docker: DockerClient, layout: EnvironmentLayout, currentId: string): Promise<string[]> {
+  const all = await docker.listContainers(environmentFilter(layout.environmentId, "erp"));
+  return all.filter((c) => c.id !== currentId).map((c) => c.id);
+}
+
+/**
+ * Undoes replaceErpContainer with keepPrevious: the new container is removed and the parked
+ * one gets its name back, stopped (the caller starts it once code and data are back).
+ */
+export async function putBackPrevious(
+  docker: DockerClient,
+  layout: EnvironmentLayout,
+  newId: string,
+  scope: Pick<StepScope, "log">,
+  graceSeconds: number,
+): Promise<string | null> {
+  const parked = (await docker.listContainers(environmentFilter(layout.environmentId, "erp")))
+    .filter((c) => c.id !== newId)
+    .sort((a, b) => b.created - a.created)[0];
+  await docker.stopContainer(newId, graceSeconds).catch(() => undefined);
+  await docker.removeContainer(newId);
+  if (parked === undefined) return null;
+  await docker.renameContainer(parked.id, layout.erpContainer);
+  scope.log("warning", `The new ERP container was removed; the previous one is ${layout.erpContainer} again`);
+  return parked.id;
 }

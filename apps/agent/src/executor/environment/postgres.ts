@@ -19,6 +19,9 @@ import { DEFAULT_TIMING } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
+/** /dev/shm of the environment's PostgreSQL. */
+export const POSTGRES_SHM_BYTES = 256 * 1024 * 1024;
+
 export interface PostgresReady {
   containerId: string;
   /** True when the volume was made now: the database is new. */
@@ -67,6 +70,9 @@ export async function ensurePostgres(
       network: layout.network,
       binds: [`${layout.dbVolume}:/var/lib/postgresql/data`],
       restartPolicy: "unless-stopped",
+      // Parallel index builds and vacuums of big tables need more than Docker's 64 MB of
+      // /dev/shm ("could not resize shared memory segment"), as a 1 GB table showed.
+      shmSizeBytes: POSTGRES_SHM_BYTES,
     });
     scope.log("info", `Created PostgreSQL container ${layout.dbContainer} from ${options.image}`);
     container = await docker.inspectContainer(id);

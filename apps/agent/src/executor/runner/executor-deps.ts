@@ -17,6 +17,10 @@ export interface ExecutorTiming {
   stopGraceSeconds: number;
   /** Deadline of a database dump or restore, and of a file store copy. */
   dataTransferMs: number;
+  /** Deadline of a new database's initialisation (odoo -i base --stop-after-init). */
+  erpInitTimeoutMs: number;
+  /** Deadline of a deploy's module installs and upgrades (--stop-after-init). */
+  moduleUpdateTimeoutMs: number;
   /** Per-step deadlines, by operation; unset steps get DEFAULT_STEP_DEADLINE_MS. */
   steps: {
     deploy: StepDeadlines;
@@ -36,6 +40,8 @@ export const DEFAULT_TIMING: ExecutorTiming = {
   gitTimeoutMs: 10 * MINUTE,
   stopGraceSeconds: 20,
   dataTransferMs: 60 * MINUTE,
+  erpInitTimeoutMs: 20 * MINUTE,
+  moduleUpdateTimeoutMs: 60 * MINUTE,
   steps: {
     deploy: {
       initializing: 30_000,
@@ -49,14 +55,17 @@ export const DEFAULT_TIMING: ExecutorTiming = {
       cloning_repo: 15 * MINUTE,
       pulling_image: 20 * MINUTE,
       generating_config: 30_000,
-      starting_container: 5 * MINUTE,
+      // Initialises a new database, or snapshots and upgrades modules, before the switch
+      // (erpInitTimeoutMs, dataTransferMs, moduleUpdateTimeoutMs), and may roll back.
+      starting_container: 3 * 60 * MINUTE,
       installing_dependencies: 15 * MINUTE,
       initializing_database: 30_000,
       verifying_dns: 30_000,
       // May pull the proxy's image, then waits for a new certificate (BERTH_CERTIFICATE_WAIT).
       configuring_traefik: 20 * MINUTE,
-      health_check: 2 * MINUTE,
-      completed: 10_000,
+      // An unhealthy ERP after a module upgrade is rolled back to the snapshot here.
+      health_check: 90 * MINUTE,
+      completed: 5 * MINUTE,
     },
     lifecycle: { initializing: 30_000, connecting: 15_000, starting_container: 5 * MINUTE, health_check: 2 * MINUTE, completed: 2 * MINUTE },
     destroy: { initializing: 30_000, connecting: 15_000, completed: 10 * MINUTE },
@@ -81,6 +90,15 @@ export interface ExecutorDeps {
   /** Extra labels on every object created (tests mark theirs); never replaces Berth's own. */
   extraLabels?: Readonly<Record<string, string>>;
   timing?: TimingOverrides;
+  /** Read at each deploy. */
+  preDeploy?: PreDeploySettings;
+}
+
+export interface PreDeploySettings {
+  /** How many pre-deploy snapshots an environment keeps (default 3). */
+  retention?: number;
+  /** false: no pre-deploy snapshot, hence no rollback (only for measuring what a snapshot costs). Default true. */
+  snapshots?: boolean;
 }
 
 /** Any figure may be overridden; a step deadline given replaces only that step's. */
