@@ -38,7 +38,7 @@ beforeAll(async () => {
     BERTH_PROXY_HTTP_PORT: String(http),
     BERTH_PROXY_HTTPS_PORT: String(https),
     BERTH_DNS_SERVERS: world.dnsServer,
-    BERTH_CERTIFICATE_WAIT: "60",
+    BERTH_CERTIFICATE_WAIT: "100",
   };
   ({ cp, d, agent, projectId, envId } = await startShop("Proxy shop", {
     cp: { baseDomain: BASE, proxy: { ...TEST_PROXY, acme_ca: world.directory, acme_ca_root: world.listenerCaPem, acme_email: "ops@berth.test" } },

@@ -79,10 +79,11 @@ describe("the reverse proxy with Caddy and Pebble", () => {
     world = await startAcmeWorld({ httpPort: http });
     for (const name of ["shop.berth.test", "www.shop.berth.test", "moved.berth.test", "blog.berth.test"]) await world.setA(name, ["127.0.0.1"]);
     await world.setA("elsewhere.berth.test", ["203.0.113.9"]);
+    // Past one of Caddy's retries: a first ACME attempt that fails (once seen on a loaded machine) is retried after 60 s.
     h = createExecutorHarness(
       SUITE,
       { healthTimeoutMs: 30_000, healthIntervalMs: 300 },
-      { httpPort: String(http), httpsPort: String(https), dnsServers: [world.dnsServer], certificateWaitMs: 60_000 },
+      { httpPort: String(http), httpsPort: String(https), dnsServers: [world.dnsServer], certificateWaitMs: 100_000 },
     );
     await requireTestImages(h.docker);
     root = await world.issuingRoot();
