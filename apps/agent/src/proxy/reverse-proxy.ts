@@ -70,9 +70,8 @@ export function createReverseProxy(deps: {
     return next;
   };
 
-  /** Writes the configuration and the CA root the proxy reads from `etcDir`. */
   /**
-   * `bootstrap` leaves every name without a certificate: the configuration a new proxy
+   * Writes the configuration and the CA root the proxy reads from `etcDir`. `bootstrap` leaves every name without a certificate: the configuration a new proxy
    * container starts with. Its first ACME validation would otherwise race Docker publishing
    * port 80 (seen: Pebble's connection refused in the first moments, then Caddy's 60 s
    * back-off); the full configuration is loaded once port 80 answers.
@@ -217,7 +216,8 @@ export function createReverseProxy(deps: {
       for (;;) {
         const failures = await failuresIn(docker);
         for (const name of names) statuses.set(name, await certificateOf(docker, name, true, failures));
-        const waiting = [...statuses.values()].some((s) => s.status === "pending");
+        // A refusal is waited out too: Caddy tries again (after 60 s the first time), within the wait.
+        const waiting = [...statuses.values()].some((s) => s.status !== "valid");
         if (!waiting || Date.now() >= deadline || signal.aborted) return statuses;
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
