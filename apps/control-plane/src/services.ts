@@ -13,6 +13,7 @@ import { createDeploymentsService } from "./modules/deployments/deployments.serv
 import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
 import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
 import { environmentAddresses } from "./modules/environments/domains.ts";
+import { createVariablesService } from "./modules/environments/variables.ts";
 import { createProjectsRepo } from "./modules/projects/projects.repo.ts";
 import { createProjectsService } from "./modules/projects/projects.service.ts";
 import { createServersRepo } from "./modules/servers/servers.repo.ts";
@@ -124,6 +125,7 @@ export function createServices(deps: {
     addresses,
     projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey }),
     environments,
+    variables: createVariablesService({ environments: repos.environments, masterKey: deps.masterKey, clock }),
     deployments,
     backups,
     audit,

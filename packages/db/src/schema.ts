@@ -183,6 +183,12 @@ export const environments = pgTable(
      * domains: [{name, dns, certificate}], checked_at}; null: no route (or no report yet).
      */
     routing: jsonb("routing"),
+    /**
+     * Its environment variables: {NAME: {value_enc, updated_at}}, each value sealed with the
+     * master key (AES-256-GCM), never stored or shown in clear. A deploy snapshots the map
+     * into extra_data.config.variables; the dispatcher opens it into the signed command.
+     */
+    variables: jsonb("variables").notNull().default(sql`'{}'::jsonb`),
     cpuCores: integer("cpu_cores").notNull().default(1),
     ramMb: integer("ram_mb").notNull().default(2048),
     diskGb: integer("disk_gb").notNull().default(20),

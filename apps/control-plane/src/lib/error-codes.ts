@@ -25,6 +25,12 @@ export const ERROR_STATUS = {
   not_rollback_target: 400,
   server_not_found: 400,
   unsupported_erp_version: 400,
+  /** An environment variable name that is not [A-Za-z_][A-Za-z0-9_]* (at most 255 characters). */
+  variable_name_invalid: 400,
+  /** An environment variable name Berth or the ERP image sets itself (HOST, PORT, USER, PASSWORD, BERTH_*, …). */
+  variable_reserved: 400,
+  /** An environment variable value longer than the limit (32 KiB, UTF-8). */
+  variable_value_too_large: 400,
   // 401: who is calling is unknown
   authentication_required: 401,
   invalid_authorization_header: 401,
@@ -79,6 +85,8 @@ export const ERROR_STATUS = {
   already_member: 409,
   /** An invitation to this address is already open: resend or revoke it. */
   invitation_exists: 409,
+  /** The environment holds as many variables as allowed (100): delete one first. */
+  variable_limit_reached: 409,
   // others
   payload_too_large: 413,
   unsupported_media_type: 415,

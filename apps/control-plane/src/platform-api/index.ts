@@ -19,6 +19,7 @@ import { serversPlatformRoutes } from "../modules/servers/platform.routes.ts";
 import { projectsPlatformRoutes } from "../modules/projects/platform.routes.ts";
 import { webhooksPlatformRoutes } from "../modules/webhooks/platform.routes.ts";
 import { environmentsPlatformRoutes } from "../modules/environments/platform.routes.ts";
+import { variablesPlatformRoutes } from "../modules/environments/variables.routes.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
 
@@ -51,5 +52,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments, addresses: s.addresses }));
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
+    await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
   };
 }

@@ -2,6 +2,7 @@
 // deployment record, its log entries and its step progress.
 import { stepsForKind, STEP_NAMES, type OperationKind, type StepId } from "@berth/protocol";
 import type { DeploymentRow } from "./deployments.repo.ts";
+import { extraDataView } from "../environments/variables.ts";
 
 export function deploymentRecord(d: DeploymentRow) {
   const end = d.completedAt ?? null;
@@ -19,7 +20,7 @@ export function deploymentRecord(d: DeploymentRow) {
     git_commit: d.gitCommit,
     git_message: d.gitMessage,
     rollback_from_id: d.rollbackFromId,
-    extra_data: (d.extraData ?? {}) as Record<string, unknown>,
+    extra_data: extraDataView(d.extraData),
     container_id: d.containerId,
     image_tag: d.imageTag,
     created_at: d.createdAt.toISOString(),

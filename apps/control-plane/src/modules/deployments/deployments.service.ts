@@ -12,6 +12,7 @@ import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { taskView } from "./task-view.ts";
+import { sealedSnapshot } from "../environments/variables.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -53,9 +54,12 @@ export interface OperationOptions {
   initialStatus?: "pending" | "queued";
 }
 
-/** The resource configuration an operation ran with (platform spec 2.1 extra_data.config). */
-export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskGb" | "workers">) {
-  return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers };
+/**
+ * The configuration an operation ran with (platform spec 2.1 extra_data.config): resources,
+ * and the environment variables as they were, still sealed (name to sealed value).
+ */
+export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskGb" | "workers" | "variables">) {
+  return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers, variables: sealedSnapshot(env.variables) };
 }
 
 export function createDeploymentsService(deps: {

@@ -7,6 +7,7 @@ import { joinCredentials } from "../../lib/git-credentials.ts";
 import { open } from "../../lib/master-key.ts";
 import { COMMAND_TYPES, type CommandType, type ProxySettings } from "@berth/protocol";
 import type { EnvironmentAddresses } from "../environments/domains.ts";
+import { openSnapshot, sealedSnapshot } from "../environments/variables.ts";
 import type { DispatchRepo } from "./dispatch.repo.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
@@ -63,18 +64,19 @@ export function createDispatcher(deps: {
     const image = await deps.images.imageFor(project.erpVersion);
     // Retry and rollback carry the configuration of the deployment they repeat; not the
     // domain: a rollback serves the environment at the names it has now.
-    const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number } }).config;
+    const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number; variables?: Record<string, string> } }).config;
     return {
       ...base,
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,
       git: project.gitRepoUrl ? { url: cloneUrl({ gitRepoUrl: project.gitRepoUrl, gitRepoCredentialsEnc: project.gitRepoCredentialsEnc }), branch: d.gitBranch ?? env.gitBranch, commit: d.gitCommit ?? null } : null,
-      resources: config ?? { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
+      resources: config ? { cpu_cores: config.cpu_cores, ram_mb: config.ram_mb, disk_gb: config.disk_gb, workers: config.workers } : { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers },
       domain: deps.addresses.hostname(env),
       aliases: env.aliases,
       ...(deps.proxy ? { proxy: deps.proxy } : {}),
-      env: {},
+      // The variables of the configuration it runs with (a retry's or rollback's are its target's).
+      env: openSnapshot(deps.masterKey, config ? (config.variables ?? {}) : sealedSnapshot(env.variables)),
     };
   }
 

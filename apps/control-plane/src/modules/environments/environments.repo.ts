@@ -139,6 +139,31 @@ export function createEnvironmentsRepo(db: Database) {
       return rows;
     },
 
+    /**
+     * Sets one variable (its value already sealed), unless that would make more than `max`:
+     * existed tells whether it replaced one; undefined when the limit refused it.
+     */
+    async setVariable(id: string, name: string, entry: { value_enc: string; updated_at: string }, max: number): Promise<{ existed: boolean } | undefined> {
+      const { rows } = await db.$client.query<{ existed: boolean }>(
+        `with before as (select jsonb_exists(variables, $2) as existed from environments where id = $1 for update)
+         update environments e set variables = e.variables || jsonb_build_object($2::text, $3::jsonb)
+         from before
+         where e.id = $1 and (before.existed or (select count(*) from jsonb_object_keys(e.variables)) < $4)
+         returning before.existed`,
+        [id, name, JSON.stringify(entry), max],
+      );
+      return rows[0];
+    },
+    /** Replaces every variable of the environment (values already sealed). */
+    async replaceVariables(id: string, variables: Record<string, { value_enc: string; updated_at: string }>): Promise<void> {
+      await db.update(environments).set({ variables }).where(eq(environments.id, id));
+    },
+    /** Deletes one variable; false when the environment has none of that name. */
+    async deleteVariable(id: string, name: string): Promise<boolean> {
+      const { rowCount } = await db.$client.query("update environments set variables = variables - $2::text where id = $1 and jsonb_exists(variables, $2)", [id, name]);
+      return (rowCount ?? 0) > 0;
+    },
+
     /** The project of an environment (any state), for the permission check. */
     async projectOf(environmentId: string): Promise<string | undefined> {
       const { rows } = await db.$client.query<{ project_id: string }>("select project_id from environments where id = $1", [environmentId]);

@@ -1,0 +1,1 @@
+ALTER TABLE "environments" ADD COLUMN "variables" jsonb DEFAULT '{}'::jsonb NOT NULL;
