@@ -2,7 +2,8 @@
 // simulated agent on the real link: the project page opens each environment's URL in a new
 // tab (none when it has no URL) and shows its certificate, which follows the agent's
 // proxy.state live; an admin sets the domain from the environment page; the server card
-// shows its proxy.
+// shows its proxy. The environment page also holds its variables: added, updated and deleted
+// by an admin, only ever shown masked, not shown to a project member.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
@@ -120,4 +121,47 @@ it("an owner sets the domain from the environment page; a project member sees no
   await memberPage.goto(`${base}/#/environments/${d.environments.stopped}`);
   await memberPage.getByRole("link", { name: /^Open staging at/ }).waitFor();
   expect(await memberPage.getByRole("button", { name: "Save domain" }).count()).toBe(0);
+  expect(await memberPage.locator("section.variables").count()).toBe(0);
+});
+
+const SECRET = "smtp-secret-never-shown";
+const storedValue = async (name: string) => {
+  const { rows } = await cp.database.pool.query<{ v: string | null }>("select variables -> $2 ->> 'value_enc' as v from environments where id = $1", [d.environments.stopped, name]);
+  return rows[0]?.v ?? null;
+};
+
+it("an owner adds, updates and deletes a variable, shown masked only", { timeout: 60_000 }, async () => {
+  const page = await pageFor(owner);
+  await page.goto(`${base}/#/environments/${d.environments.stopped}`);
+  const section = page.locator("section.variables");
+  await section.getByText("No variables.").waitFor();
+
+  await section.getByLabel("Name").fill("SMTP_PASSWORD");
+  await section.getByLabel("Value").fill(SECRET);
+  await section.getByRole("button", { name: "Save variable" }).click();
+  const row = section.locator('tr[data-variable="SMTP_PASSWORD"]');
+  await row.waitFor();
+  expect(await row.locator(".masked").textContent()).toBe("••••");
+  expect(await page.content()).not.toContain(SECRET);
+  expect(await section.getByLabel("Value").inputValue()).toBe("");
+  const first = await storedValue("SMTP_PASSWORD");
+  expect(first).toEqual(expect.any(String));
+
+  // The same name again updates it.
+  await section.getByLabel("Name").fill("SMTP_PASSWORD");
+  await section.getByLabel("Value").fill(`${SECRET}-2`);
+  await section.getByRole("button", { name: "Save variable" }).click();
+  await expect.poll(() => storedValue("SMTP_PASSWORD")).not.toBe(first);
+  expect(await section.locator("tbody tr").count()).toBe(1);
+
+  // A reserved name is refused in words.
+  await section.getByLabel("Name").fill("PASSWORD");
+  await section.getByLabel("Value").fill("x");
+  await section.getByRole("button", { name: "Save variable" }).click();
+  await expect.poll(() => page.getByRole("alert").textContent()).toContain("cannot be overridden");
+  await screenshot(page, "environment-variables");
+
+  await row.getByRole("button", { name: "Delete SMTP_PASSWORD" }).click();
+  await section.getByText("No variables.").waitFor();
+  expect(await storedValue("SMTP_PASSWORD")).toBeNull();
 });

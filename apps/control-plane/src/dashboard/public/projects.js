@@ -2,6 +2,7 @@
 // a deployment's live step progress and logs, and the history with retry and rollback.
 import { api, get, post } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
+import { variablesSection } from "./variables.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -224,6 +225,7 @@ export async function environmentPage(main, ctx, envId) {
     ),
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
     project.permissions.includes("project.environments.update") ? domainForm(ctx, project, env) : null,
+    project.permissions.includes("project.environments.update") ? variablesSection(ctx, project, env) : null,
     h("h2", {}, "Deployment history"),
   );
   const history = h("div", {});
