@@ -2,7 +2,8 @@
 // environment is served at (its domain, else its generated name), its aliases and the
 // installation's proxy settings; the agent's proxy.state report becomes the server's proxy,
 // each environment's certificate and DNS state in both APIs, and live events; a report
-// naming another server's environment changes nothing of it.
+// naming another server's environment changes nothing of it. A deploy command also carries
+// the environment's variables, and a rollback those of its target deployment.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProxySettings, RoutedDomain, SignedCommand } from "@berth/protocol";
 import { useTestImages } from "../support/real-agent.ts";
@@ -97,6 +98,34 @@ describe("a deploy command", () => {
     expect((await api.patch(`/environments/${d.environments.running}`, { domain: running.domain })).status).toBe(200);
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(received.map((c) => c.type)).toEqual([]);
+  });
+});
+
+describe("environment variables", () => {
+  it("a deploy command carries the variables; a rollback those of its target", { timeout: 60_000 }, async () => {
+    const received: SignedCommand[] = [];
+    const { d } = await withAgent((cmd) => received.push(cmd));
+    const api = publicClient(cp.app, d.api_keys.org_rw);
+    const admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId: d.project_id });
+    const env = d.environments.running;
+    const finish = (id: string) => cp.database.pool.query("update deployments set status = 'success', started_at = now(), completed_at = now() where id = $1", [id]);
+
+    expect((await api.put(`/environments/${env}/variables`, { variables: { TZ: "Europe/Brussels", SMTP_PASSWORD: "first" } })).status).toBe(200);
+    const first = await admin.api.post("/deployments", { project_id: d.project_id, environment_id: env, git_branch: "main" });
+    expect(first.status, JSON.stringify(first.body)).toBe(201);
+    expect((await waitForCommand(received, 1)).params).toMatchObject({ deployment_id: first.body.id, env: { TZ: "Europe/Brussels", SMTP_PASSWORD: "first" } });
+    await finish(first.body.id);
+
+    expect((await api.put(`/environments/${env}/variables/SMTP_PASSWORD`, { value: "second" })).status).toBe(200);
+    expect((await api.delete(`/environments/${env}/variables/TZ`)).status).toBe(204);
+    const second = await admin.api.post("/deployments", { project_id: d.project_id, environment_id: env, git_branch: "main" });
+    expect((await waitForCommand(received, 2)).params).toMatchObject({ deployment_id: second.body.id, env: { SMTP_PASSWORD: "second" } });
+    expect((await waitForCommand(received, 2)).params.env).not.toHaveProperty("TZ");
+    await finish(second.body.id);
+
+    const rollback = await admin.api.post(`/deployments/${first.body.id}/rollback`);
+    expect(rollback.status, JSON.stringify(rollback.body)).toBe(200);
+    expect((await waitForCommand(received, 3)).params).toMatchObject({ deployment_id: rollback.body.id, env: { TZ: "Europe/Brussels", SMTP_PASSWORD: "first" } });
   });
 });
 
