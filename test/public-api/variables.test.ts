@@ -4,12 +4,14 @@
 // deployment records, so a retry or rollback sends the variables of its target.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { logLines } from "../support/log-lines.ts";
 import { addPerson } from "../support/people.ts";
 import { freshOrganization } from "./fixtures.ts";
 
 let cp: TestControlPlane;
+const log = logLines();
 beforeAll(async () => {
-  cp = await startControlPlane();
+  cp = await startControlPlane({ logger: { level: "debug", stream: log.stream } });
 });
 afterAll(async () => cp?.close());
 
@@ -195,5 +197,18 @@ describe("the platform API", () => {
     // A plain deploy takes today's.
     const today = await deploy();
     expect(await commandEnv(today.id)).toEqual({ RELEASE: "three", NEW_ONE: "new" });
+  });
+});
+
+describe("the logs", () => {
+  it("never hold a value, of a request accepted or refused", async () => {
+    const { d, rw } = await freshOrganization(cp);
+    const base = `/environments/${d.environments.running}/variables`;
+    expect((await rw.put(`${base}/LOGGED`, { value: `${SECRET}-log` })).status).toBe(201);
+    expect((await rw.put(`${base}/PASSWORD`, { value: `${SECRET}-log` })).status).toBe(400);
+    expect((await rw.put(`${base}/EXTRA`, { value: `${SECRET}-log`, other: 1 })).status).toBe(400);
+    const text = log.lines.join("\n");
+    expect(text).toContain("/variables/LOGGED");
+    expect(text).not.toContain(SECRET);
   });
 });

@@ -30,7 +30,7 @@ export const DeploymentRecord = Type.Object(
     git_commit: Nullable(Type.String()),
     git_message: Nullable(Type.String()),
     rollback_from_id: Nullable(Uuid),
-    extra_data: Type.Record(Type.String(), Type.Unknown(), { description: "retry_of, rollback_to, config {cpu_cores, ram_mb, disk_gb, workers}, addons, delete_data" }),
+    extra_data: Type.Record(Type.String(), Type.Unknown(), { description: "retry_of, rollback_to, config {cpu_cores, ram_mb, disk_gb, workers, variables (the names of the environment variables it ran with; values are never shown)}, addons, delete_data" }),
     container_id: Nullable(Type.String()),
     image_tag: Nullable(Type.String()),
     created_at: Timestamp,
