@@ -67,7 +67,8 @@ import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
 import { psql } from "../environment/database-swap.ts";
 import { runSteps, type StepScope } from "../runner/step-runner.ts";
-import { mayCertify, recordsToCreate, type DnsAnswer } from "../../proxy/dns-check.ts";
+import { recordsToCreate, type DnsAnswer } from "../../proxy/dns-check.ts";
+import { awaitCertificates, checkNames, routedNames, unroute } from "../environment/routing.ts";
 
 interface DeployState {
   layout: EnvironmentLayout;
@@ -108,7 +109,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const layout = environmentLayout(deps.stateDir, params.environment_id);
       const dbImage = params.db_image ?? DEFAULT_DB_IMAGE;
       const s: Partial<DeployState> & Pick<DeployState, "layout" | "dns"> = { layout, commit: null, hasRequirements: false, dns: {} };
-      const names = params.domain === null ? [] : [params.domain, ...(params.aliases ?? []).filter((a) => a !== params.domain)];
+      const names = routedNames(params.domain, params.aliases);
 
       /** A one-off container of the new image, with the new code and configuration, output into the step log. */
       const runErp = async (step: StepScope, cmd: string[], deadlineMs: number, what: string) => {
@@ -483,35 +484,15 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 step.log("info", "No domain: nothing to verify");
                 return "No domain";
               }
-              let elsewhere = 0;
-              for (const name of names) {
-                const answer = await deps.proxy.dns.check(name);
-                s.dns[name] = answer;
-                const records = recordsToCreate(name, answer.expected);
-                if (answer.status === "ok") step.log("info", `${name} resolves to ${answer.resolved.join(", ")}: this server`);
-                else if (answer.status === "unchecked") {
-                  step.log("info", `${name} resolves to ${answer.resolved.join(", ")}; this server's public address is unknown, so the certificate is requested anyway`);
-                } else {
-                  elsewhere += 1;
-                  const found = answer.status === "unresolved" ? "has no DNS record" : `resolves to ${answer.resolved.join(", ")}, not to this server`;
-                  step.log("warning", `${name} ${found}: create ${records}. No certificate is requested for it until it points here; Berth checks again every few minutes`, {
-                    name,
-                    resolved: answer.resolved,
-                    expected: answer.expected,
-                  });
-                }
-              }
+              const checked = await checkNames(deps.proxy, names, (level, message, data) => step.log(level, message, data));
+              s.dns = checked.dns;
+              const elsewhere = checked.elsewhere;
               return elsewhere === 0 ? "DNS points here" : `${elsewhere} of ${names.length} name(s) do not point here (warning)`;
             },
 
             configuring_traefik: async (step) => {
               const log = (level: "info" | "warning", message: string) => step.log(level, message);
-              if (names.length === 0) {
-                const removed = await deps.proxy.remove(docker, layout.environmentId, log);
-                step.log("info", removed ? "No domain any more: the environment's route was removed" : "No domain: not routed");
-                if (removed) await deps.proxy.report(docker, { force: true });
-                return removed ? "Route removed" : "Skipped: no domain";
-              }
+              if (names.length === 0) return (await unroute(deps.proxy, docker, layout.environmentId, log)) ? "Route removed" : "Skipped: no domain";
               const gevent = need(s.sizing).workers > 0;
               await deps.proxy.route(
                 docker,
@@ -523,15 +504,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 "info",
                 `Routing ${names.map((n) => `https://${n}`).join(", ")} to ${layout.erpContainer}:8069${gevent ? " (/websocket and /longpolling to 8072)" : ""}`,
               );
-              const certify = names.filter((n) => mayCertify(s.dns[n] ?? { status: "unchecked" }));
-              const statuses = await deps.proxy.awaitCertificates(docker, certify, deps.proxy.host.certificateWaitMs, step.signal);
-              for (const [name, cert] of statuses) {
-                if (cert.status === "valid") step.log("info", `Certificate for ${name} valid until ${cert.not_after} (${cert.issuer})`);
-                else if (cert.status === "error") step.log("warning", `No certificate for ${name} yet: ${cert.error}; the proxy keeps trying`);
-                else step.log("info", `The certificate for ${name} is being requested; the proxy serves it as soon as the CA issues it`);
-              }
-              await deps.proxy.report(docker, { force: true });
-              const valid = [...statuses.values()].filter((c) => c.status === "valid").length;
+              const valid = await awaitCertificates(deps.proxy, docker, names, s.dns, (level, message) => step.log(level, message), step.signal);
               return `Routing ${names[0]}; ${valid} of ${names.length} certificate(s) valid`;
             },
 
