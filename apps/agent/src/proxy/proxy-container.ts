@@ -3,6 +3,7 @@
 // proxy of the right image is adopted as it is (after an agent restart or reinstall), a
 // stopped one is started, one of another image or other ports is replaced (an upgrade).
 import type { DockerClient } from "../docker/docker-client.ts";
+import type { ContainerDetails } from "../docker/workloads.ts";
 import { isManaged, ROLE_LABEL, serverObjectLabels } from "../docker/labels.ts";
 import { CodedError } from "../coded-error.ts";
 import { ADMIN_ADDRESS, PROXY_CONFIG_FILE, PROXY_DATA_DIR, PROXY_ETC_DIR } from "./caddy-config.ts";
@@ -175,10 +176,9 @@ function hostAddress(host: ProxyHostSettings): string {
 }
 
 /** Where the proxy answers on this host, for the certificate probe. */
-export async function httpsAddress(docker: DockerClient, host: ProxyHostSettings, containerId: string): Promise<{ host: string; port: number } | null> {
-  const details = await docker.inspectContainer(containerId);
-  const port = details?.hostPorts["443/tcp"];
-  if (!details?.running || !port) return null;
+export function httpsAddress(host: ProxyHostSettings, details: ContainerDetails): { host: string; port: number } | null {
+  const port = details.hostPorts["443/tcp"];
+  if (!details.running || !port) return null;
   return { host: hostAddress(host).replace(/^\[|\]$/g, ""), port: Number(port) };
 }
 

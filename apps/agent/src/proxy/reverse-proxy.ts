@@ -6,6 +6,7 @@ import { writeFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import type { EventInput, ProxyRoute, ProxySettings, ProxyStateEvent } from "@berth/protocol";
 import type { DockerClient } from "../docker/docker-client.ts";
+import type { ContainerDetails } from "../docker/workloads.ts";
 import { writeFileAtomic } from "../state/atomic-write.ts";
 import { PROXY_ETC_DIR, renderCaddyConfig, type RouteSpec } from "./caddy-config.ts";
 import { acmeFailures, servedCertificate, type CertificateStatus } from "./certificate-probe.ts";
@@ -28,6 +29,12 @@ export interface RouteRequest {
 }
 
 export type ProxyStateInput = Omit<ProxyStateEvent, "seq" | "ts">;
+
+interface Probe {
+  container: ContainerDetails | null;
+  address: { host: string; port: number } | null;
+  failures: Map<string, string>;
+}
 
 export interface ReverseProxy {
   readonly host: ProxyHostSettings;
@@ -114,29 +121,29 @@ export function createReverseProxy(deps: {
     return objects.containerId;
   }
 
-  async function certificateOf(docker: DockerClient, name: string, certify: boolean, failures: Map<string, string>): Promise<CertificateStatus> {
+  /** What the certificate checks of one pass read: where the proxy answers, and Caddy's ACME failures; one inspect, one log read. */
+  async function probe(docker: DockerClient): Promise<Probe> {
+    const container = await docker.inspectContainer(proxyNames(host).container).catch(() => null);
+    if (container?.running !== true) return { container, address: null, failures: new Map() };
+    const failures = acmeFailures(await docker.containerLogs(container.id, 500).catch(() => ""));
+    return { container, address: httpsAddress(host, container), failures };
+  }
+
+  async function certificateOf(name: string, certify: boolean, seen: Probe): Promise<CertificateStatus> {
     if (!certify) return { status: "not_requested", not_after: null, issuer: null, error: null };
-    const container = await docker.inspectContainer(proxyNames(host).container);
-    const address = container === null ? null : await httpsAddress(docker, host, container.id);
-    const served = address === null ? null : await servedCertificate(address.host, address.port, name);
+    const served = seen.address === null ? null : await servedCertificate(seen.address.host, seen.address.port, name);
     if (served !== null) return { status: "valid", not_after: served.notAfter.toISOString(), issuer: served.issuer, error: null };
-    const failure = failures.get(name);
+    const failure = seen.failures.get(name);
     return failure === undefined
       ? { status: "pending", not_after: null, issuer: null, error: null }
       : { status: "error", not_after: null, issuer: null, error: failure };
   }
 
-  async function failuresIn(docker: DockerClient): Promise<Map<string, string>> {
-    const container = await docker.inspectContainer(proxyNames(host).container);
-    if (container === null) return new Map();
-    return acmeFailures(await docker.containerLogs(container.id, 500).catch(() => ""));
-  }
-
   async function state(docker: DockerClient): Promise<ProxyStateInput> {
     const { settings, routes } = store.read();
-    const container = await docker.inspectContainer(proxyNames(host).container).catch(() => null);
+    const seen = await probe(docker);
+    const { container } = seen;
     const running = container?.running === true;
-    const failures = running ? await failuresIn(docker) : new Map<string, string>();
     const reported: ProxyRoute[] = [];
     for (const route of routes) {
       const domains = [];
@@ -146,7 +153,7 @@ export function createReverseProxy(deps: {
           name,
           dns: { status: answer.status, resolved: answer.resolved.slice(0, 32), expected: answer.expected.slice(0, 32) },
           certificate: running
-            ? await certificateOf(docker, name, mayCertify(answer), failures)
+            ? await certificateOf(name, mayCertify(answer), seen)
             : { status: mayCertify(answer) ? ("pending" as const) : ("not_requested" as const), not_after: null, issuer: null, error: null },
         });
       }
@@ -214,8 +221,8 @@ export function createReverseProxy(deps: {
       const deadline = Date.now() + waitMs;
       const statuses = new Map<string, CertificateStatus>();
       for (;;) {
-        const failures = await failuresIn(docker);
-        for (const name of names) statuses.set(name, await certificateOf(docker, name, true, failures));
+        const seen = await probe(docker);
+        for (const name of names) statuses.set(name, await certificateOf(name, true, seen));
         // A refusal is waited out too: Caddy tries again (after 60 s the first time), within the wait.
         const waiting = [...statuses.values()].some((s) => s.status !== "valid");
         if (!waiting || Date.now() >= deadline || signal.aborted) return statuses;
