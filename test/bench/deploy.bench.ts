@@ -36,19 +36,12 @@ import { directDeploy, type DirectDeployResult, type Inside } from "./deploy/dir
 import { dockerClient, leftovers, removeEnvironmentObjects } from "./deploy/docker-objects.ts";
 import { POLL_MS, startFullStack, type FullDeployResult } from "./deploy/full.ts";
 import { cpuDelta, cpuSnapshot } from "./deploy/proc.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-const ROUNDS = Math.round(setting("BENCH_ROUNDS", 3));
+const ROUNDS = Math.round(setting("BENCH_ROUNDS", 3, 1));
 const WARMUP = Math.round(setting("BENCH_WARMUP", 1, 0));
-const TIMEOUT_S = setting("BENCH_TIMEOUT_S", 230);
-const PLAN = { cpu_cores: Math.round(setting("BENCH_CPU", 1)), ram_mb: Math.round(setting("BENCH_RAM_MB", 1024)) };
+const TIMEOUT_S = setting("BENCH_TIMEOUT_S", 230, 1);
+const PLAN = { cpu_cores: Math.round(setting("BENCH_CPU", 1, 1)), ram_mb: Math.round(setting("BENCH_RAM_MB", 1024, 1)) };
 /** The environment's other figures, as the control plane sends them (its defaults). */
 const RESOURCES = { ...PLAN, disk_gb: 20, workers: 2 };
 const IMAGES = { erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" };

@@ -33,20 +33,13 @@ import {
   requireTestImages,
   type ExecutorHarness,
 } from "../../apps/agent/src/executor/executor.test-helpers.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 1) throw new Error(`${name} must be a number >= 1, got ${JSON.stringify(raw)}`);
-  return Math.round(n);
-}
-
-const ROUNDS = setting("BENCH_ROUNDS", 3);
-const DURATION_S = setting("BENCH_DURATION_S", 8);
-const CONNECTIONS = setting("BENCH_CONNECTIONS", 20);
-const CHANGES = setting("BENCH_CHANGES", 10);
-const RATE = setting("BENCH_RATE", 500);
+const ROUNDS = Math.round(setting("BENCH_ROUNDS", 3, 1));
+const DURATION_S = Math.round(setting("BENCH_DURATION_S", 8, 1));
+const CONNECTIONS = Math.round(setting("BENCH_CONNECTIONS", 20, 1));
+const CHANGES = Math.round(setting("BENCH_CHANGES", 10, 1));
+const RATE = Math.round(setting("BENCH_RATE", 500, 1));
 const SUITE = "bench-proxy";
 const SHOP = "bench.berth.test";
 const OTHER = "other.berth.test";

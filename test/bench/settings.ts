@@ -1,11 +1,15 @@
 // Benchmarks read their knobs from the environment: BENCH_<NAME>=<positive number>.
 
-/** A positive number from the environment, or the fallback when unset; anything else stops the bench. */
-export function setting(name: string, fallback: number): number {
+/**
+ * A number from the environment, or the fallback when unset; anything else stops the bench.
+ * Without `min` it must be positive; with it, at least `min`.
+ */
+export function setting(name: string, fallback: number, min?: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n <= 0) throw new Error(`${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  const ok = Number.isFinite(n) && (min === undefined ? n > 0 : n >= min);
+  if (!ok) throw new Error(`${name} must be ${min === undefined ? "a positive number" : `a number >= ${min}`}, got ${JSON.stringify(raw)}`);
   return n;
 }
 

@@ -37,18 +37,11 @@ import { environmentLayout } from "../../apps/agent/src/executor/environment/env
 import { findErpContainer } from "../../apps/agent/src/executor/environment/erp-container.ts";
 import { pruneSnapshots, rollbackToSnapshot, takeSnapshot } from "../../apps/agent/src/executor/environment/pre-deploy-snapshot.ts";
 import type { PreDeploySettings } from "../../apps/agent/src/executor/runner/executor-deps.ts";
+import { setting } from "./settings.ts";
 
-function setting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number >= ${min}, got ${JSON.stringify(raw)}`);
-  return n;
-}
-
-const DB_MB = Math.round(setting("BENCH_DB_MB", 1024));
+const DB_MB = Math.round(setting("BENCH_DB_MB", 1024, 1));
 const FILES_MB = Math.round(setting("BENCH_FILES_MB", 1024, 0));
-const DEPLOYS = Math.round(setting("BENCH_DEPLOYS", 2));
+const DEPLOYS = Math.round(setting("BENCH_DEPLOYS", 2, 1));
 const SUITE = "bench-snapshot";
 const log = (line = "") => process.stdout.write(`${line}\n`);
 const sec = (ms: number) => (ms / 1000).toFixed(2);
