@@ -32,6 +32,8 @@ import { createSigningKeysRepo } from "./modules/agents/signing-keys.repo.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createKeyRotationRepo } from "./modules/agents/key-rotation.repo.ts";
 import { createDispatcher } from "./modules/deployments/dispatcher.ts";
+import { createErpCredentials } from "./modules/environments/erp-credentials.ts";
+import { createErpCredentialsRepo } from "./modules/environments/erp-credentials.repo.ts";
 import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createBackupsRepo } from "./modules/backups/backups.repo.ts";
@@ -79,7 +81,8 @@ export function createServices(deps: {
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
+  const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -97,7 +100,7 @@ export function createServices(deps: {
   const accounts = createAccountsRepo(db);
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
-  const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher });
+  const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
   const backups = createBackupsService({ backups: createBackupsRepo(db), environments: repos.environments, deployments, cursors });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
@@ -128,6 +131,7 @@ export function createServices(deps: {
     variables: createVariablesService({ environments: repos.environments, masterKey: deps.masterKey, clock }),
     deployments,
     backups,
+    erpCredentials,
     audit,
     platformDeployments,
     environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock, environments }),

@@ -66,6 +66,7 @@ export const ERROR_STATUS = {
   invitation_not_found: 404,
   // 409: the state of things forbids it now
   backup_not_ready: 409,
+  backup_not_restorable: 409,
   deployment_in_progress: 409,
   email_taken: 409,
   environment_name_taken: 409,

@@ -22,6 +22,8 @@ import { environmentsPlatformRoutes } from "../modules/environments/platform.rou
 import { variablesPlatformRoutes } from "../modules/environments/variables.routes.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
+import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
+import { personOf } from "../modules/auth/session-principal.ts";
 
 export const PLATFORM_PREFIX = "/api/v1";
 
@@ -48,6 +50,12 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(supportRoutes({ support: s.support, audit: s.audit, access: s.access }));
     await api.register(platformDeploymentsRoutes({ deployments: s.platformDeployments, environments: s.environmentOperations }));
     await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.environmentOperations, heavy: s.platformDeployments.operations.heavy }));
+    await api.register(
+      platformErpCredentialsRoutes({
+        credentials: s.erpCredentials,
+        scopeFor: (request, environmentId) => s.environmentOperations.environmentScope(personOf(request), environmentId, "project.environments.update"),
+      }),
+    );
     await api.register(serversPlatformRoutes({ servers: s.repos.servers, enrollment: s.enrollment, access: s.access, clock: deps.clock }));
     await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments, addresses: s.addresses }));
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));

@@ -5,7 +5,7 @@ import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const WEBHOOK_EVENTS = ["deploy.completed", "deployment.completed", "deploy.failed", "deployment.failed", "environment.status_changed"];
 
-function secretBox(title, value, note) {
+export function secretBox(title, value, note) {
   return h(
     "div",
     { class: "secret", role: "status" },

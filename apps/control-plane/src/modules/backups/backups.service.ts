@@ -10,6 +10,9 @@ import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { Actor, DeploymentsService } from "../deployments/deployments.service.ts";
 import type { BackupRow, BackupsRepo } from "./backups.repo.ts";
 
+/** The backup_type of the snapshots an agent takes before a deploy upgrades modules (recorded from the deploy's result). */
+export const PRE_DEPLOY = "pre_deploy";
+
 export function backupView(b: BackupRow) {
   return {
     id: b.id,
@@ -73,6 +76,9 @@ export function createBackupsService(deps: {
       if (!env) throw notFound("Environment");
       const backup = await deps.backups.ofEnvironment(env.id, backupId);
       if (!backup) throw notFound("Backup");
+      if (backup.backupType === PRE_DEPLOY) {
+        throw new DomainError("backup_not_restorable", `Backup ${backupId} is a pre-deploy snapshot: the server rolls back to it by itself when a deploy fails; it cannot be restored on request`);
+      }
       if (backup.status !== "completed") throw new DomainError("backup_not_ready", `Backup ${backupId} is ${backup.status}; only a completed backup can be restored`);
       return deps.deployments.requestOperation(scope, env.id, "restore", actor, { extraData: { backup_id: backupId } });
     },

@@ -58,8 +58,8 @@ export async function stepFailed(client: Client, serverId: string, deploymentId:
 
 /** The active operation a command of this server runs, locked for its result (another server's command finds none). */
 export async function lockActiveOperationOf(client: Client, serverId: string, commandId: string) {
-  const { rows } = await client.query<{ id: string; kind: string; environment_id: string }>(
-    `select d.id, d.kind, d.environment_id from agent_commands c join deployments d on d.id = c.deployment_id
+  const { rows } = await client.query<{ id: string; kind: string; environment_id: string; organization_id: string }>(
+    `select d.id, d.kind, d.environment_id, d.organization_id from agent_commands c join deployments d on d.id = c.deployment_id
      where c.command_id = $1 and c.server_id = $2 and d.server_id = $2 and d.status in ${ACTIVE} for update of d`,
     [commandId, serverId],
   );
@@ -138,4 +138,47 @@ export async function finishBackup(
      where deployment_id = $1 and status = 'pending'`,
     [deploymentId, b.ok ? "completed" : "failed", b.files === null ? null : JSON.stringify(b.files), b.sizeBytes, b.errorMessage, b.ts],
   );
+}
+
+/** A deploy's module results as its agent reported them. */
+export async function setModulesResult(client: Client, deploymentId: string, modules: unknown[]): Promise<void> {
+  await client.query(`update deployments set modules_result = $2::jsonb where id = $1`, [deploymentId, JSON.stringify(modules)]);
+}
+
+export interface PreDeployBackup {
+  backupId: string;
+  createdAt: string;
+  deploymentId: string;
+  sizeBytes: number | null;
+}
+
+/**
+ * The environment's pre-deploy snapshots become exactly those its agent reports: the others
+ * (pruned by the agent's retention) are removed, new ones recorded as completed backups. A
+ * snapshot naming a deployment of another environment, or an id another backup holds, is
+ * not recorded.
+ */
+export async function replacePreDeployBackups(client: Client, organizationId: string, environmentId: string, reported: PreDeployBackup[]): Promise<void> {
+  await client.query(
+    `with reported as (
+       select * from jsonb_to_recordset($3::jsonb) as r(backup_id uuid, created_at timestamptz, deployment_id uuid, size_bytes bigint)
+     ), removed as (
+       delete from backups b where b.environment_id = $2 and b.backup_type = 'pre_deploy' and b.id not in (select backup_id from reported)
+     )
+     insert into backups (id, organization_id, environment_id, deployment_id, backup_type, status, size_bytes, files, created_at, completed_at)
+     select r.backup_id, $1, $2, r.deployment_id, 'pre_deploy', 'completed', r.size_bytes, '[]'::jsonb, r.created_at, r.created_at
+     from reported r join deployments d on d.id = r.deployment_id and d.environment_id = $2
+     on conflict (id) do update set size_bytes = excluded.size_bytes
+       where backups.environment_id = excluded.environment_id and backups.backup_type = 'pre_deploy'`,
+    [
+      organizationId,
+      environmentId,
+      JSON.stringify(reported.map((b) => ({ backup_id: b.backupId, created_at: b.createdAt, deployment_id: b.deploymentId, size_bytes: b.sizeBytes }))),
+    ],
+  );
+}
+
+/** A pre-deploy snapshot a failed deploy rolled back to: it is now the live database, no longer a backup. */
+export async function removePreDeployBackup(client: Client, environmentId: string, backupId: string): Promise<void> {
+  await client.query(`delete from backups where id = $1 and environment_id = $2 and backup_type = 'pre_deploy'`, [backupId, environmentId]);
 }

@@ -65,6 +65,7 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
       ts: r.ts,
     });
   }
+  if (isDeployKind(op.kind)) await applyErpResult(client, op, r);
   if (r.ok && op.kind === "rollback") await writes.markRolledBack(client, op.id);
   const after = ENVIRONMENT_STATUS_AFTER_SUCCESS[op.kind as OperationKind];
   if (r.ok && op.kind === "destroy") {
@@ -82,3 +83,53 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
 }
 
 export type { Event };
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MODULE_ACTIONS = new Set(["installed", "upgraded", "failed"]);
+/** More than this many module lines in one result are not kept (Odoo installs have a few hundred). */
+const MAX_MODULES = 2000;
+const text = (v: unknown, max: number): string | null => (typeof v === "string" ? v.slice(0, max) : null);
+
+/** The agent's module lines, kept only in the documented shape. */
+export function moduleOutcomes(value: unknown): { name: string; action: string; from_version: string | null; to_version: string | null }[] | null {
+  if (!Array.isArray(value)) return null;
+  return value.slice(0, MAX_MODULES).flatMap((m: unknown) => {
+    const o = (m ?? {}) as Record<string, unknown>;
+    if (typeof o.name !== "string" || typeof o.action !== "string" || !MODULE_ACTIONS.has(o.action)) return [];
+    return [{ name: o.name.slice(0, 128), action: o.action, from_version: text(o.from_version, 64), to_version: text(o.to_version, 64) }];
+  });
+}
+
+/** The agent's list of pre-deploy snapshots, kept only in the documented shape. */
+export function preDeployBackups(value: unknown): writes.PreDeployBackup[] | null {
+  if (!Array.isArray(value)) return null;
+  return value.slice(0, 100).flatMap((b: unknown) => {
+    const o = (b ?? {}) as Record<string, unknown>;
+    if (o.kind !== "pre_deploy" || typeof o.backup_id !== "string" || !UUID.test(o.backup_id)) return [];
+    if (typeof o.deployment_id !== "string" || !UUID.test(o.deployment_id)) return [];
+    if (typeof o.created_at !== "string" || Number.isNaN(Date.parse(o.created_at))) return [];
+    const size = typeof o.size_bytes === "number" && Number.isSafeInteger(o.size_bytes) && o.size_bytes >= 0 ? o.size_bytes : null;
+    return [{ backupId: o.backup_id.toLowerCase(), createdAt: new Date(o.created_at).toISOString(), deploymentId: o.deployment_id.toLowerCase(), sizeBytes: size }];
+  });
+}
+
+/** The snapshot a failed deploy says it rolled back to ("… rolled back to <id> …"). */
+export function rolledBackTo(message: string | undefined): string | null {
+  const m = /rolled back to ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})/i.exec(message ?? "");
+  return m ? m[1]!.toLowerCase() : null;
+}
+
+/**
+ * A deploy's ERP results: its module lines on the deployment, the environment's pre-deploy
+ * snapshots replaced by the list the agent keeps, and a snapshot a failed deploy rolled back
+ * to removed (it is the live database now).
+ */
+async function applyErpResult(client: pg.PoolClient, op: { id: string; environment_id: string; organization_id: string }, r: CommandResultEvent) {
+  const result = (r.result ?? {}) as { modules?: unknown; backups?: unknown };
+  const modules = moduleOutcomes(result.modules);
+  if (modules) await writes.setModulesResult(client, op.id, modules);
+  const backups = preDeployBackups(result.backups);
+  if (backups) await writes.replacePreDeployBackups(client, op.organization_id, op.environment_id, backups);
+  const consumed = r.ok ? null : rolledBackTo(r.error?.message);
+  if (consumed) await writes.removePreDeployBackup(client, op.environment_id, consumed);
+}

@@ -3,6 +3,7 @@
 import { stepsForKind, STEP_NAMES, type OperationKind, type StepId } from "@berth/protocol";
 import type { DeploymentRow } from "./deployments.repo.ts";
 import { extraDataView } from "../environments/variables.ts";
+import { modulesView } from "./deploy-options.ts";
 
 export function deploymentRecord(d: DeploymentRow) {
   const end = d.completedAt ?? null;
@@ -28,6 +29,9 @@ export function deploymentRecord(d: DeploymentRow) {
     completed_at: end?.toISOString() ?? null,
     duration_seconds: d.startedAt && end ? Math.max(0, (end.getTime() - d.startedAt.getTime()) / 1000) : null,
     error_message: d.errorMessage,
+    modules: modulesView(d.modulesResult),
+    // Only on the answer of the deploy that generated the environment's master password.
+    ...("adminPassword" in d && typeof d.adminPassword === "string" ? { admin_password: d.adminPassword } : {}),
   };
 }
 

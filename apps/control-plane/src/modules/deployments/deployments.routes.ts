@@ -6,6 +6,7 @@ import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uui
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-state.ts";
+import { AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
 
 export const Task = Type.Object(
   {
@@ -23,6 +24,7 @@ export const Task = Type.Object(
     error_message: Nullable(Type.String()),
     triggered_by: Nullable(Type.String({ description: "User id; null when an API key triggered it" })),
     created_at: Timestamp,
+    modules: ModulesResultField,
   },
   { $id: "Task", title: "Task" },
 );
@@ -39,6 +41,14 @@ export const ActionResponse = Type.Object(
 );
 const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
 
+export const DeployActionResponse = Type.Object({ ...ActionResponse.properties, admin_password: AdminPasswordField }, { $id: "DeployActionResponse", title: "DeployActionResponse" });
+const DeployActionResponseRef = Type.Ref(DeployActionResponse) as unknown as typeof DeployActionResponse;
+const DeployBody = Type.Object(DeployOptionFields, { additionalProperties: false, description: "Optional: an absent body takes the defaults" });
+const DEPLOY_OPTIONS_TEXT =
+  " Optional body: `modules` {upgrade: \"changed\" (default) | \"all\" | [module names]} and `init` {without_demo (default true), language, country} " +
+  "for a new database; both are kept with the deployment (extra_data) and reported back per module in the task's `modules`. " +
+  "The environment's first deploy generates its ERP master password and returns it once as `admin_password`.";
+
 const ACTION_TEXT: Record<Action, string> = {
   deploy: "Full redeployment: pull the latest Git code, update containers, run database migrations.",
   redeploy: "Redeploy the environment from its current configuration.",
@@ -49,7 +59,39 @@ const ACTION_TEXT: Record<Action, string> = {
 
 export function deploymentsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
   return async (app) => {
-    for (const action of ACTIONS) {
+    app.addSchema(DeployActionResponse);
+    for (const action of ["deploy", "redeploy"] as const) {
+      for (const path of [`/environments/:id/${action}`, `/environments/:id/actions/${action}`]) {
+        app.post(
+          path,
+          {
+            config: { shownOnce: ["admin_password"] },
+            preValidation: emptyBodyIsNoOptions,
+            schema: {
+              tags: ["Deployment actions"],
+              summary: `${action[0]!.toUpperCase()}${action.slice(1)} an environment`,
+              description: `${ACTION_TEXT[action]} Returns 202 at once; poll poll_url until the task is completed, failed or cancelled.` + DEPLOY_OPTIONS_TEXT +
+                " Needs a full-access key. Supports Idempotency-Key and X-Idempotency-Key.",
+              params: IdParams,
+              body: DeployBody,
+              response: { 202: DeployActionResponseRef, ...errors(404, 409) },
+            },
+          },
+          async (request, reply) => {
+            const p = principalOf(request);
+            const row = await service.requestAction(scopeOf(request), request.params.id, action, { userId: null, apiKeyId: p.keyId }, request.body);
+            return reply.code(202).send({
+              task_id: row.id,
+              status: "queued" as const,
+              environment_id: row.environmentId,
+              poll_url: `${publicPrefix}/deployments/${row.id}`,
+              admin_password: row.adminPassword ?? null,
+            });
+          },
+        );
+      }
+    }
+    for (const action of ACTIONS.filter((a) => a !== "deploy" && a !== "redeploy")) {
       for (const path of [`/environments/:id/${action}`, `/environments/:id/actions/${action}`]) {
         app.post(
           path,

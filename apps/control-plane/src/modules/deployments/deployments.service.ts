@@ -13,6 +13,8 @@ import type { EnvironmentRow } from "../environments/environments.repo.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { taskView } from "./task-view.ts";
 import { sealedSnapshot } from "../environments/variables.ts";
+import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
+import type { ErpCredentials } from "../environments/erp-credentials.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -62,12 +64,16 @@ export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskG
   return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers, variables: sealedSnapshot(env.variables) };
 }
 
+/** An operation just requested; `adminPassword`: the master password its environment got now (shown once). */
+export type RequestedOperation = DeploymentRow & { adminPassword?: string };
+
 export function createDeploymentsService(deps: {
   deployments: DeploymentsRepo;
   environments: Pick<EnvironmentsRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
   dispatcher: Pick<Dispatcher, "dispatch">;
+  credentials: Pick<ErpCredentials, "ensure">;
 }) {
   return {
     /** Any operation on an environment: one active at a time, then dispatched to the agent. */
@@ -77,7 +83,7 @@ export function createDeploymentsService(deps: {
       kind: OperationKind,
       actor: Actor,
       opts: OperationOptions = {},
-    ): Promise<DeploymentRow> {
+    ): Promise<RequestedOperation> {
       const required = opts.required;
       const deploys = isDeployKind(kind);
       const outcome = await deps.deployments.createOperation(
@@ -116,16 +122,22 @@ export function createDeploymentsService(deps: {
           throw new DomainError("task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
         case "refused":
           throw new DomainError(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
-        case "created":
+        case "created": {
+          // The environment's first deploy makes its ERP master password, shown once in this
+          // answer (the dispatcher would otherwise make it, unseen, e.g. for a push-triggered deploy).
+          const password = deploys ? await deps.credentials.ensure(environmentId) : null;
           // The row is the record; a failed dispatch here is repaired by the sweep.
           await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
-          return outcome.row;
+          return password?.created ? { ...outcome.row, adminPassword: password.password } : outcome.row;
+        }
       }
     },
 
-    requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor) {
+    /** `options`: a deploy's or redeploy's modules and init, kept in its extra_data. */
+    requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor, options?: DeployOptions) {
       const required = REQUIRED_STATUS[action];
-      return this.requestOperation(scope, environmentId, action, actor, required ? { required } : {});
+      const extra = action === "deploy" || action === "redeploy" ? deployOptionsExtra(options) : {};
+      return this.requestOperation(scope, environmentId, action, actor, { ...(required ? { required } : {}), extraData: extra });
     },
 
     /** Removes the environment's containers, database and network; with deleteData also its files. */

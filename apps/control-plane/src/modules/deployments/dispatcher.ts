@@ -12,6 +12,7 @@ import type { DispatchRepo } from "./dispatch.repo.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
+import type { ErpCredentials } from "../environments/erp-credentials.ts";
 
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
@@ -34,6 +35,8 @@ export function createDispatcher(deps: {
   commands: Pick<AgentCommands, "issue">;
   images: ErpImages;
   masterKey: Buffer;
+  /** The environment's ERP master password, generated here if a deploy finds none. */
+  credentials: Pick<ErpCredentials, "ensure">;
   /** The host name a deploy routes: the environment's domain, else its generated name. */
   addresses: Pick<EnvironmentAddresses, "hostname">;
   /** The servers' reverse proxy; absent: the agent keeps the settings it has. */
@@ -50,6 +53,21 @@ export function createDispatcher(deps: {
   }
 
 
+  /**
+   * The ERP's side of a deploy: the modules to upgrade and how a new database is initialised
+   * (as the deployment was requested, kept in its extra_data), and the environment's master
+   * password (generated now if it has none).
+   */
+  async function erpParams(d: DeploymentRow): Promise<Record<string, unknown>> {
+    const extra = (d.extraData ?? {}) as { modules?: unknown; init?: Record<string, unknown> };
+    const password = await deps.credentials.ensure(d.environmentId);
+    return {
+      ...(extra.modules ? { modules: extra.modules } : {}),
+      init: { without_demo: true, ...(extra.init ?? {}) },
+      ...(password ? { admin_passwd: password.password } : {}),
+    };
+  }
+
   async function paramsFor(d: DeploymentRow, type: CommandType): Promise<Record<string, unknown>> {
     const base = { deployment_id: d.id, environment_id: d.environmentId };
     if (type !== "deploy" && type !== "redeploy") {
@@ -65,8 +83,10 @@ export function createDispatcher(deps: {
     // Retry and rollback carry the configuration of the deployment they repeat; not the
     // domain: a rollback serves the environment at the names it has now.
     const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number; variables?: Record<string, string> } }).config;
+    const erp = await erpParams(d);
     return {
       ...base,
+      ...erp,
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,

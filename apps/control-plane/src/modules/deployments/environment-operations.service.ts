@@ -1,6 +1,7 @@
 // What the platform API does to environments (platform spec 4.1 rules 4, 5 and 9): deploy
 // one (skipped when it already runs, unless forced), destroy one, redeploy a migrated one
 // with its backup restored again, and change its branch, auto-deploy, domain or aliases.
+import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
 import { DomainError } from "../../lib/errors.ts";
 import type { Permission } from "../auth/permissions.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
@@ -28,7 +29,7 @@ export function createEnvironmentOperations(deps: {
     },
 
     /** Rule 4: with force a fresh redeploy even if one is running; without, skipped when it already runs. */
-    async deployEnvironment(person: SessionPrincipal, environmentId: string, input: { force: boolean; git_branch?: string | undefined }) {
+    async deployEnvironment(person: SessionPrincipal, environmentId: string, input: { force: boolean; git_branch?: string | undefined } & DeployOptions) {
       const found = await repo.environment(environmentId);
       if (!found) throw new DomainError("not_found", "Environment not found");
       const { scope, env } = await ops.deployableEnvironment(person, found.projectId, found.id);
@@ -41,17 +42,18 @@ export function createEnvironmentOperations(deps: {
       const op = await ops.operate(scope, env.id, input.force ? "redeploy" : "deploy", person, {
         force: input.force,
         ...(input.git_branch ? { git: { branch: input.git_branch } } : {}),
+        extraData: deployOptionsExtra(input),
       });
       return { skipped: false as const, message: input.force ? "Redeploy started" : "Deployment started", deployment: op };
     },
 
     /** Rule 9: force_restore clears the restore flag of a migrated environment so the next deployment restores again. */
-    async deployProjectEnvironment(person: SessionPrincipal, projectId: string, environmentId: string, forceRestore: boolean) {
+    async deployProjectEnvironment(person: SessionPrincipal, projectId: string, environmentId: string, forceRestore: boolean, options?: DeployOptions) {
       const { scope, env } = await ops.deployableEnvironment(person, projectId, environmentId);
       await ops.heavy(scope.organizationId);
       const reset = forceRestore && env.migrationId !== null && env.migrationRestoreCompleted;
       if (reset) await repo.updateEnvironment(env.id, { migrationRestoreCompleted: false, migrationRestoreCompletedAt: null, updatedAt: deps.clock.now() });
-      const op = await ops.operate(scope, env.id, "deploy", person, { extraData: reset ? { force_restore: true } : {} });
+      const op = await ops.operate(scope, env.id, "deploy", person, { extraData: { ...deployOptionsExtra(options), ...(reset ? { force_restore: true } : {}) } });
       return {
         skipped: false as const,
         message: reset ? "Deployment started; the migration backup will be restored again, replacing current data" : "Deployment started",

@@ -7,6 +7,7 @@ import { personOf } from "../auth/session-principal.ts";
 import { Environment, EnvironmentUpdate } from "../environments/environments.routes.ts";
 import { deploymentRecord, logEntry, progressView } from "./deployment-record.ts";
 import { DEPLOYMENT_STATUSES } from "./deployment-state.ts";
+import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
 import type { PlatformDeployments } from "./platform-deployments.service.ts";
 import type { EnvironmentOperations } from "./environment-operations.service.ts";
 
@@ -30,7 +31,9 @@ export const DeploymentRecord = Type.Object(
     git_commit: Nullable(Type.String()),
     git_message: Nullable(Type.String()),
     rollback_from_id: Nullable(Uuid),
-    extra_data: Type.Record(Type.String(), Type.Unknown(), { description: "retry_of, rollback_to, config {cpu_cores, ram_mb, disk_gb, workers, variables (the names of the environment variables it ran with; values are never shown)}, addons, delete_data" }),
+    extra_data: Type.Record(Type.String(), Type.Unknown(), {
+      description: "retry_of, rollback_to, config {cpu_cores, ram_mb, disk_gb, workers, variables (the names of the environment variables it ran with; values are never shown)}, addons, delete_data, modules {upgrade} and init {without_demo, language, country} as requested",
+    }),
     container_id: Nullable(Type.String()),
     image_tag: Nullable(Type.String()),
     created_at: Timestamp,
@@ -38,6 +41,14 @@ export const DeploymentRecord = Type.Object(
     completed_at: Nullable(Timestamp),
     duration_seconds: Nullable(Type.Number()),
     error_message: Nullable(Type.String()),
+    modules: ModulesResultField,
+    admin_password: Type.Optional(
+      Type.String({
+        description:
+          "The environment's ERP master password (admin_passwd), only in the answer of the deploy that generated it (the environment's first); " +
+          "never shown again: rotate it with POST /environments/{env_id}/admin-password/rotate",
+      }),
+    ),
   },
   { $id: "DeploymentRecord", title: "DeploymentRecord" },
 );
@@ -78,6 +89,10 @@ const EnvironmentDeploy = Type.Object({
   migration_restore_reset: Type.Optional(Type.Boolean({ description: "force_restore cleared the restore flag: the next deployment restores the migration backup again" })),
 });
 const DeploymentParams = Type.Object({ deployment_id: Uuid });
+const DEPLOY_OPTIONS_TEXT =
+  " `modules` {upgrade: \"changed\" (default) | \"all\" | [module names]} and `init` {without_demo (default true), language, country} (a new database only) " +
+  "are kept in extra_data and sent to the server; the modules it installed or upgraded are the deployment's `modules`. " +
+  "The environment's first deploy generates its ERP master password, returned once as `admin_password`.";
 
 export function platformDeploymentsRoutes(deps: { deployments: PlatformDeployments; environments: EnvironmentOperations }): FastifyPluginAsyncTypebox {
   const { deployments: service, environments } = deps;
@@ -90,8 +105,10 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
         schema: {
           tags: TAG,
           summary: "Create a deployment",
-          description: "Deploys an environment of a project (trigger manual). 409 while another deployment of the environment is pending or running. At most 10 per minute per organisation.",
-          body: Type.Object({ project_id: Uuid, environment_id: Uuid, git_branch: BRANCH, git_commit: Type.Optional(COMMIT) }, { additionalProperties: false }),
+          description:
+            "Deploys an environment of a project (trigger manual). 409 while another deployment of the environment is pending or running. At most 10 per minute per organisation." +
+            DEPLOY_OPTIONS_TEXT,
+          body: Type.Object({ project_id: Uuid, environment_id: Uuid, git_branch: BRANCH, git_commit: Type.Optional(COMMIT), ...DeployOptionFields }, { additionalProperties: false }),
           response: { 201: Record_, ...errors(404, 409) },
         },
       },
@@ -256,9 +273,10 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
         summary: "Deploy an environment",
         description:
           "force: true redeploys from the current configuration (a deployment in progress is cancelled; database and file store kept). " +
-          "Without force: 409 while a deployment is in progress, and nothing happens (200, skipped) when the environment already runs.",
+          "Without force: 409 while a deployment is in progress, and nothing happens (200, skipped) when the environment already runs." +
+          DEPLOY_OPTIONS_TEXT,
         params: Type.Object({ environment_id: Uuid }),
-        body: Type.Object({ force: Type.Boolean({ default: false }), git_branch: Type.Optional(BRANCH) }, { additionalProperties: false }),
+        body: Type.Object({ force: Type.Boolean({ default: false }), git_branch: Type.Optional(BRANCH), ...DeployOptionFields }, { additionalProperties: false }),
         response: { 200: EnvironmentDeploy, 201: EnvironmentDeploy, ...errors(404, 409) },
       },
     },
@@ -274,14 +292,18 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
       schema: {
         tags: TAG,
         summary: "Deploy a project's environment",
-        description: "force_restore=true on an environment created by a migration whose backup was restored: the next deployment restores the backup again, replacing current data.",
+        description:
+          "force_restore=true on an environment created by a migration whose backup was restored: the next deployment restores the backup again, replacing current data." +
+          DEPLOY_OPTIONS_TEXT,
         params: Type.Object({ project_id: Uuid, env_id: Uuid }),
         querystring: Type.Object({ force_restore: Type.Boolean({ default: false }) }, { additionalProperties: false }),
+        body: Type.Object(DeployOptionFields, { additionalProperties: false, description: "Optional: an absent body takes the defaults" }),
         response: { 201: EnvironmentDeploy, ...errors(404, 409) },
       },
+      preValidation: emptyBodyIsNoOptions,
     },
     async (request, reply) => {
-      const out = await environments.deployProjectEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.query.force_restore);
+      const out = await environments.deployProjectEnvironment(personOf(request), request.params.project_id, request.params.env_id, request.query.force_restore, request.body);
       return reply.code(201).send({ ...out, deployment: deploymentRecord(out.deployment) });
     },
   );

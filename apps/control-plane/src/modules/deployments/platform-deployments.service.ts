@@ -5,6 +5,7 @@ import { DomainError } from "../../lib/errors.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
 import { appendLogs } from "../events/event-log.repo.ts";
 import { isDeployKind, type OperationKind } from "./deployment-state.ts";
+import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
 import type { DeploymentsRepo } from "./deployments.repo.ts";
 import { createPlatformOperations, RETRY_RATE_LIMIT, type PlatformOperationsDeps } from "./platform-operations.ts";
 
@@ -21,10 +22,10 @@ export function createPlatformDeployments(deps: PlatformOperationsDeps & { pool:
     /** Shared with the environment operations and backup routes. */
     operations: ops,
 
-    async create(person: SessionPrincipal, input: { project_id: string; environment_id: string; git_branch: string; git_commit?: string | undefined }) {
+    async create(person: SessionPrincipal, input: { project_id: string; environment_id: string; git_branch: string; git_commit?: string | undefined } & DeployOptions) {
       const { scope, env } = await ops.deployableEnvironment(person, input.project_id, input.environment_id);
       await ops.heavy(scope.organizationId);
-      return operate(scope, env.id, "deploy", person, { git: { branch: input.git_branch, commit: input.git_commit ?? null } });
+      return operate(scope, env.id, "deploy", person, { git: { branch: input.git_branch, commit: input.git_commit ?? null }, extraData: deployOptionsExtra(input) });
     },
 
     async list(person: SessionPrincipal, q: { project_id?: string | undefined; status?: string | undefined; skip: number; limit: number }) {

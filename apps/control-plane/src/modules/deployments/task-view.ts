@@ -2,6 +2,7 @@
 import { STEP_NAMES, type StepId } from "@berth/protocol";
 import { toTaskStatus } from "./deployment-state.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
+import { modulesView } from "./deploy-options.ts";
 
 export function taskView(d: DeploymentRow) {
   const durationSeconds =
@@ -21,5 +22,6 @@ export function taskView(d: DeploymentRow) {
     error_message: d.errorMessage,
     triggered_by: d.triggeredBy,
     created_at: d.createdAt.toISOString(),
+    modules: modulesView(d.modulesResult),
   };
 }
