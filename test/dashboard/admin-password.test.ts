@@ -1,6 +1,7 @@
-// The ERP master password in headless Chromium against a real control plane: an owner
-// rotates it from the environment page and sees the new one once (it is not on the page
-// after a reload, and the next deploy command carries it); a project member sees no button.
+// The ERP credentials in headless Chromium against a real control plane: an owner rotates
+// the master password and the administrator's password from the environment page and sees
+// each new one once (not on the page after a reload; the next deploy command carries them);
+// a project member sees no button.
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { SignedCommand } from "@berth/protocol";
@@ -45,7 +46,7 @@ async function pageFor(person: Person) {
   return page;
 }
 
-it("an owner rotates the master password and sees it once; the next deploy carries it; a member has no button", { timeout: 60_000 }, async () => {
+it("an owner rotates the master and administrator passwords and sees each once; the next deploy carries them; a member has no button", { timeout: 60_000 }, async () => {
   const page = await pageFor(owner);
   await page.goto(`${base}/#/environments/${d.environments.stopped}`);
   await page.getByRole("button", { name: "Rotate master password" }).click();
@@ -60,12 +61,22 @@ it("an owner rotates the master password and sees it once; the next deploy carri
   await page.getByRole("button", { name: "Rotate master password" }).waitFor();
   expect(await page.content()).not.toContain(password);
 
+  await page.getByRole("button", { name: "Rotate administrator password" }).click();
+  const loginBox = page.getByRole("status").filter({ hasText: "New administrator password" });
+  await loginBox.waitFor({ timeout: 10_000 });
+  const login = (await loginBox.locator(".secret-value").textContent())!.trim();
+  expect(login).toMatch(/^[A-Za-z0-9_-]{32}$/);
+  expect(login).not.toBe(password);
+
   const task = await publicClient(cp.app, d.api_keys.org_rw).post(`/environments/${d.environments.stopped}/deploy`);
   expect(task.status).toBe(202);
-  await expect.poll(() => commands.find((c) => (c.params as { deployment_id?: string }).deployment_id === task.body.task_id)?.params).toMatchObject({ admin_passwd: password });
+  await expect
+    .poll(() => commands.find((c) => (c.params as { deployment_id?: string }).deployment_id === task.body.task_id)?.params)
+    .toMatchObject({ admin_passwd: password, admin_login: { password: login } });
 
   const memberPage = await pageFor(member);
   await memberPage.goto(`${base}/#/environments/${d.environments.stopped}`);
   await memberPage.getByRole("heading", { name: /staging/ }).first().waitFor();
   expect(await memberPage.getByRole("button", { name: "Rotate master password" }).count()).toBe(0);
+  expect(await memberPage.getByRole("button", { name: "Rotate administrator password" }).count()).toBe(0);
 });

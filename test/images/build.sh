@@ -228,7 +228,7 @@ build_erp() {
 	# The file store keeps files under their sha1, as Odoo does; odoo.c writes this content.
 	marker_sha1=$(printf 'berth stand-in ERP: file store marker\n' | sha1sum | cut -c1-40)
 	gcc -O2 -Wall -Wextra -Werror -Wno-format-truncation -DMARKER_SHA1="\"$marker_sha1\"" \
-		-I/usr/include/postgresql -o "$work/odoo" "$here/erp/odoo.c" -lpq
+		-I/usr/include/postgresql -o "$work/odoo" "$here/erp/odoo.c" -lpq -lcrypto
 	strip "$work/odoo"
 	install -m 755 "$work/odoo" "$root/usr/bin/odoo"
 	add_libs_of "$root" "$work/odoo"

@@ -208,6 +208,12 @@ export const environments = pgTable(
     adminPasswdEnc: text("admin_passwd_enc"),
     /** When the master password was generated or last rotated. */
     adminPasswdSetAt: ts("admin_passwd_set_at"),
+    /** The ERP administrator's login password (user admin), sealed; set in the database by a deploy. */
+    adminLoginEnc: text("admin_login_enc"),
+    /** When it was generated or rotated: the version a deploy sends and its agent reports back. */
+    adminLoginSetAt: ts("admin_login_set_at"),
+    /** The version the ERP's database has (a deploy reported it set); older than set_at: the next deploy sets it. */
+    adminLoginAppliedAt: ts("admin_login_applied_at"),
     createdAt: ts("created_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
   },

@@ -136,6 +136,20 @@ export const DeployParams = Type.Object(
      * per environment once and keeps it (0600) in the environment's folder.
      */
     admin_passwd: Type.Optional(Type.String({ minLength: 12, maxLength: 256, pattern: "^[^\\r\\n]+$" })),
+    /**
+     * The administrator's login password to set in the database (user id 2, login admin),
+     * hashed by the agent as the ERP stores it; `version` comes back in the result's
+     * admin_login once set. Absent: the database's passwords are left as they are.
+     */
+    admin_login: Type.Optional(
+      Type.Object(
+        {
+          password: Type.String({ minLength: 12, maxLength: 256, pattern: "^[^\\r\\n]+$" }),
+          version: Type.String({ minLength: 1, maxLength: 64 }),
+        },
+        strict,
+      ),
+    ),
   },
   strict,
 );

@@ -33,6 +33,8 @@
 #include <libpq-fe.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -721,7 +723,12 @@ static int load_modules(int created) {
                     "create_date timestamp NOT NULL DEFAULT (now() at time zone 'UTC'), "
                     "write_date timestamp NOT NULL DEFAULT (now() at time zone 'UTC'))") &&
          exec_ok(c, "INSERT INTO public.ir_module_module (name, state, author, license) "
-                    "VALUES ('base', 'to install', 'Odoo S.A.', 'LGPL-3')");
+                    "VALUES ('base', 'to install', 'Odoo S.A.', 'LGPL-3')") &&
+         /* base's users: __system__ (id 1, no login) and the administrator, admin/admin. */
+         exec_ok(c, "CREATE TABLE IF NOT EXISTS public.res_users (id serial PRIMARY KEY, login varchar NOT NULL UNIQUE, "
+                    "password varchar, active boolean NOT NULL DEFAULT true)") &&
+         exec_ok(c, "INSERT INTO public.res_users (login, password, active) VALUES ('__system__', NULL, false), "
+                    "('admin', 'admin', true) ON CONFLICT (login) DO NOTHING");
     update_module = 1;
   }
   if (ok && no_probe) {
@@ -1037,10 +1044,14 @@ static void put_utf8(unsigned cp, char *out, size_t *o, size_t size) {
 }
 
 /* The string value of "note" in a JSON object: enough JSON for {"note": "..."}. */
-static int json_note(const char *body, char *out, size_t size) {
-  const char *p = strstr(body, "\"note\"");
+/* The string value of the first "KEY": "..." in a JSON body (no nesting awareness: enough
+ * for the stand-in's own requests). */
+static int json_string(const char *body, const char *key, char *out, size_t size) {
+  char quoted[64];
+  snprintf(quoted, sizeof quoted, "\"%s\"", key);
+  const char *p = strstr(body, quoted);
   if (!p) return 0;
-  p += 6;
+  p += strlen(quoted);
   while (isspace((unsigned char)*p)) p++;
   if (*p++ != ':') return 0;
   while (isspace((unsigned char)*p)) p++;
@@ -1166,7 +1177,7 @@ static void handle_add(int fd, const struct request *rq) {
   if (strcmp(rq->method, "GET") == 0) {
     found = form_value(rq->query, strlen(rq->query), "note", note, sizeof note);
   } else if (strncasecmp(rq->content_type, "application/json", 16) == 0) {
-    found = rq->body && json_note(rq->body, note, sizeof note);
+    found = rq->body && json_string(rq->body, "note", note, sizeof note);
   } else if (strncasecmp(rq->content_type, "application/x-www-form-urlencoded", 33) == 0) {
     found = rq->body && form_value(rq->body, rq->body_len, "note", note, sizeof note);
   } else {
@@ -1199,6 +1210,83 @@ static void handle_add(int fd, const struct request *rq) {
     buf_str(&b, PQgetvalue(r, 0, 0));
     respond_json(fd, rq, 201, &b);
   }
+  PQclear(r);
+  PQfinish(c);
+}
+
+/* passlib's adapted base64 ('.' for '+', no padding) to bytes; -1 when malformed. */
+static int ab64_decode(const char *in, unsigned char *out, size_t size) {
+  char std[512];
+  size_t n = strlen(in);
+  if (n == 0 || n + 3 >= sizeof std) return -1;
+  for (size_t i = 0; i < n; i++) std[i] = in[i] == '.' ? '+' : in[i];
+  size_t pad = (4 - n % 4) % 4;
+  if (pad == 3) return -1;
+  memset(std + n, '=', pad);
+  std[n + pad] = 0;
+  if ((n + pad) / 4 * 3 > size) return -1;
+  int len = EVP_DecodeBlock(out, (const unsigned char *)std, (int)(n + pad));
+  return len < 0 ? -1 : len - (int)pad;
+}
+
+/* Odoo's password check (res.users _check_credentials through passlib's CryptContext with
+ * pbkdf2_sha512 and plaintext): "$pbkdf2-sha512$<rounds>$<salt>$<checksum>", or a plain
+ * text value as written by SQL (Odoo accepts it and hashes it at the next login). */
+static int password_matches(const char *stored, const char *given) {
+  const char *prefix = "$pbkdf2-sha512$";
+  if (strncmp(stored, prefix, strlen(prefix)) != 0) return strcmp(stored, given) == 0;
+  char copy[512];
+  snprintf(copy, sizeof copy, "%s", stored + strlen(prefix));
+  char *rounds_s = copy, *salt_s = strchr(rounds_s, '$');
+  if (!salt_s) return 0;
+  *salt_s++ = 0;
+  char *sum_s = strchr(salt_s, '$');
+  if (!sum_s) return 0;
+  *sum_s++ = 0;
+  long rounds = strtol(rounds_s, NULL, 10);
+  unsigned char salt[256], sum[128], got[64];
+  int salt_len = ab64_decode(salt_s, salt, sizeof salt), sum_len = ab64_decode(sum_s, sum, sizeof sum);
+  if (rounds < 1 || rounds > 10000000 || salt_len < 0 || sum_len != 64) return 0;
+  if (!PKCS5_PBKDF2_HMAC(given, (int)strlen(given), salt, salt_len, (int)rounds, EVP_sha512(), 64, got)) return 0;
+  return CRYPTO_memcmp(got, sum, 64) == 0;
+}
+
+/* POST /web/session/authenticate, JSON-RPC as the web client sends it:
+ * {"params": {"db", "login", "password"}} -> {"result": {"uid", ...}} or Odoo's AccessDenied
+ * error (HTTP 200, as Odoo answers it). */
+static void handle_authenticate(int fd, const struct request *rq) {
+  struct buf b = {0};
+  char login[256], password[1024];
+  if (!rq->body || !json_string(rq->body, "login", login, sizeof login) || !json_string(rq->body, "password", password, sizeof password)) {
+    error_json(&b, "give {\"params\": {\"db\", \"login\", \"password\"}}");
+    respond_json(fd, rq, 400, &b);
+    return;
+  }
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) {
+    error_json(&b, "database unreachable");
+    respond_json(fd, rq, 503, &b);
+    return;
+  }
+  const char *params[] = {login};
+  PGresult *r = PQexecParams(c, "SELECT id, coalesce(password, '') FROM public.res_users WHERE login = $1 AND active", 1, NULL,
+                             params, NULL, NULL, 0);
+  int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && password_matches(PQgetvalue(r, 0, 1), password);
+  if (ok) {
+    log_line("INFO", "odoo.addons.base.models.res_users", "Login successful for db:%s login:%s from %s", db_name, login, rq->peer);
+    buf_str(&b, "{\"jsonrpc\": \"2.0\", \"id\": null, \"result\": {\"uid\": ");
+    buf_str(&b, PQgetvalue(r, 0, 0));
+    buf_str(&b, ", \"db\": ");
+    buf_json_string(&b, db_name);
+    buf_str(&b, ", \"username\": ");
+    buf_json_string(&b, login);
+    buf_str(&b, "}}");
+  } else {
+    log_line("INFO", "odoo.addons.base.models.res_users", "Login failed for db:%s login:%s from %s", db_name, login, rq->peer);
+    buf_str(&b, "{\"jsonrpc\": \"2.0\", \"id\": null, \"error\": {\"code\": 200, \"message\": \"Odoo Server Error\", "
+                "\"data\": {\"name\": \"odoo.exceptions.AccessDenied\", \"message\": \"Access Denied\"}}}");
+  }
+  respond_json(fd, rq, 200, &b);
   PQclear(r);
   PQfinish(c);
 }
@@ -1558,6 +1646,7 @@ static void route(int fd, struct request *rq) {
   else if (strcmp(p, "/berth/request") == 0 && get) handle_request_report(fd, rq);
   else if (websocket_path(p)) handle_websocket(fd, rq);
   else if (strcmp(p, "/web/webclient/version_info") == 0 && (get || post)) handle_version_info(fd, rq);
+  else if (strcmp(p, "/web/session/authenticate") == 0 && post) handle_authenticate(fd, rq);
   else if (strcmp(p, "/web/health") == 0 || strncmp(p, "/berth/", 7) == 0)
     respond(fd, rq, 405, "text/plain", "method not allowed\n");
   else respond(fd, rq, 404, "text/html; charset=utf-8", "<!DOCTYPE html><html><body><h1>404: Page not found</h1></body></html>\n");

@@ -22,6 +22,7 @@ import { environmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf } from "../environment/erp-container.ts";
 
 const SUITE = "executor-modules";
+const ADMIN_LOGIN_PASSWORD = "a-generated-administrator-password";
 
 interface ModuleRow {
   name: string;
@@ -58,6 +59,18 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     return (await response.json()) as ModuleRow[];
   };
   const moduleNamed = async (name: string) => (await modules()).find((m) => m.name === name);
+
+  /** Odoo's JSON-RPC sign-in, as the web client posts it. */
+  const signIn = async (login: string, password: string): Promise<boolean> => {
+    const response = await fetch(`http://127.0.0.1:${String(await erpPort())}/web/session/authenticate`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ jsonrpc: "2.0", params: { db: "odoo", login, password } }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const body = (await response.json()) as { result?: { uid: number }; error?: unknown };
+    return body.result?.uid === 2;
+  };
 
   const psql = async (sql: string, database = "odoo") => {
     const result = await h.docker.exec(layout.dbContainer, ["psql", "-U", "odoo", "-d", database, "-X", "-q", "-A", "-t", "-c", sql], {
@@ -105,9 +118,14 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
 
   it("initialises a new database with base and without demo data before the ERP serves; new modules are not installed unless listed", async () => {
     const v1 = await repo.commit("v1", { "berth_sale/__manifest__.py": manifest("1.0"), "berth_extra/__manifest__.py": manifest("1.0") });
-    const run = await deploy(v1);
+    const run = await deploy(v1, { admin_login: { password: ADMIN_LOGIN_PASSWORD, version: "2026-11-26T10:00:00.000Z" } });
     const result = resultOf(run);
     expect(result).toMatchObject({ database: { initialized: true, without_demo: true }, modules: [], backups: [], snapshot_id: null });
+    // The administrator signs in with the password the control plane made, not Odoo's admin/admin.
+    expect(result.admin_login).toEqual({ login: "admin", version: "2026-11-26T10:00:00.000Z" });
+    expect(await signIn("admin", ADMIN_LOGIN_PASSWORD)).toBe(true);
+    expect(await signIn("admin", "admin")).toBe(false);
+    expect(run.logs.some((l) => l.message.includes(ADMIN_LOGIN_PASSWORD))).toBe(false);
     const init = run.logs.filter((l) => l.step === "starting_container" && l.message.startsWith("init: "));
     expect(init.some((l) => /Loading module base/.test(l.message))).toBe(true);
     const all = await modules();
@@ -141,7 +159,9 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     expect((await rowsOf(await erpPort())).rows.map((r) => r.note)).toContain("berth_sale 1.1 migrated");
     // Nothing changed since: the next deploy upgrades nothing and takes no snapshot.
     const again = resultOf(await deploy(v3));
-    expect(again).toMatchObject({ modules: [], snapshot_id: null });
+    expect(again).toMatchObject({ modules: [], snapshot_id: null, admin_login: null });
+    // Deploys that carry no administrator password leave the database's as it is.
+    expect(await signIn("admin", ADMIN_LOGIN_PASSWORD)).toBe(true);
     expect(again.backups).toHaveLength(2);
   }, 240_000);
 
@@ -224,5 +244,41 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     expect((await rowsOf(await erpPort())).addons_version).toBe("v5");
     expect(await moduleNamed("berth_sale")).toMatchObject({ latest_version: "17.0.1.2" });
     expect((await h.docker.listContainers({ label: [`berth.environment_id=${env}`, "berth.role=erp"] })).map((c) => c.state)).toEqual(["running"]);
+  }, 240_000);
+  it("accepts no write while modules are upgraded, so a rollback loses no acknowledged write", async () => {
+    const v7 = await repo.commit("v7", {
+      BERTH_FAIL_HEALTH: null,
+      "berth_sale/__manifest__.py": manifest("1.4"),
+      "berth_sale/berth_upgrade.sql": "SELECT pg_sleep(3); DELETE FROM berth_probe;",
+      "berth_sale/FAIL_UPGRADE": "",
+    });
+    // A user keeps saving during the deploy: every write the ERP acknowledged must survive it.
+    const acknowledged: string[] = [];
+    let writing = true;
+    let n = 0;
+    const writer = (async () => {
+      while (writing) {
+        const note = `written during the deploy ${String(n++)}`;
+        try {
+          const response = await fetch(`http://127.0.0.1:${String(await erpPort())}/berth/add?note=${encodeURIComponent(note)}`, {
+            signal: AbortSignal.timeout(5_000),
+          });
+          if (response.status === 201) acknowledged.push(note);
+        } catch {
+          // Stopped: the write was refused, not acknowledged.
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const run = await deploy(v7);
+    writing = false;
+    await writer;
+    expect(run.outcome.ok).toBe(false);
+    if (run.outcome.ok) return;
+    expect(run.outcome.error.code).toBe("module_update_failed");
+    expect(run.logs.some((l) => /stopped until the upgrade's outcome/.test(l.message))).toBe(true);
+    expect(acknowledged.length).toBeGreaterThan(0);
+    const notes = new Set((await rowsOf(await erpPort())).rows.map((r) => r.note));
+    expect(acknowledged.filter((note) => !notes.has(note))).toEqual([]);
   }, 240_000);
 });

@@ -53,6 +53,7 @@ import {
   type ModulePlan,
 } from "./erp-modules.ts";
 import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
+import { setAdministratorPassword } from "./erp-login.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
 import {
   checkoutRepository,
@@ -96,6 +97,10 @@ interface DeployState {
   modulesRan: boolean;
   /** The ERP container that served before this deploy. */
   oldErpId: string | null;
+  /** The administrator's password this deploy set (login, and the version it was sent with). */
+  adminLogin: { login: string; version: string };
+  /** The old ERP, stopped by this deploy for its snapshot and kept stopped until the upgrade's outcome. */
+  stoppedOldErp: string | null;
   rolledBack: boolean;
 }
 
@@ -138,13 +143,41 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         return result;
       };
 
-      const stopOldErp = async () => {
+      /** The proxy's page for the environment; a proxy that fails is a warning (the deploy goes on). */
+      const proxyMode = async (mode: "serving" | "maintenance", log: StepScope["log"]) => {
+        try {
+          const changed = await deps.proxy.setMode(docker, layout.environmentId, mode, (level, message) => log(level, message));
+          if (changed) log("info", mode === "maintenance" ? "The proxy shows a maintenance page while the modules are upgraded" : "The proxy routes the environment's address to the ERP again");
+        } catch (error) {
+          log("warning", `The proxy was not updated: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      };
+
+      /**
+       * Writes during an upgrade: none. The old ERP stops for the snapshot and stays stopped,
+       * behind the maintenance page, until the upgrade's outcome: a write it accepted after
+       * the snapshot would be lost by a rollback to it. A failed copy starts it again.
+       */
+      const stopOldErp = (log: StepScope["log"]) => async () => {
         const erp = await findErpContainer(docker, layout);
         if (erp === null || erp.state !== "running") return async () => undefined;
+        await proxyMode("maintenance", log);
         await docker.stopContainer(erp.id, timing.stopGraceSeconds);
-        return async () => {
-          await withPreviousMounts(() => docker.startContainer(erp.id));
+        log("info", `The ERP is stopped until the upgrade's outcome: no write can be made after the snapshot`);
+        s.stoppedOldErp = erp.id;
+        return async (copied: boolean) => {
+          if (!copied) await resumeOldErp(log);
         };
+      };
+
+      /** The old ERP serves again (a deploy that fails before its upgrade ran, after it stopped it). */
+      const resumeOldErp = async (log: StepScope["log"]) => {
+        const id = s.stoppedOldErp;
+        if (id == null) return;
+        s.stoppedOldErp = null;
+        await withPreviousMounts(() => docker.startContainer(id));
+        log("warning", "The previous ERP container serves again");
+        await proxyMode("serving", log);
       };
 
       /**
@@ -208,6 +241,10 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           s.hostPort = await hostPortOf(docker, previousId);
           step.log("warning", "The previous ERP container serves again");
         }
+        if (s.stoppedOldErp != null) {
+          s.stoppedOldErp = null;
+          await proxyMode("serving", step.log);
+        }
         // The failed database and data dir, once the previous version serves.
         await finish();
       };
@@ -254,7 +291,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             modules,
             deadlineMs: timing.dataTransferMs,
             log: step.log,
-            hooks: { stopErp: stopOldErp },
+            hooks: { stopErp: stopOldErp(step.log) },
           });
           await pruneSnapshots(docker, dbId, layout, deps.preDeploy?.retention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
         }
@@ -431,6 +468,14 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             starting_container: async (step) => {
               const sizing = need(s.sizing);
               await prepareDatabase(step);
+              if (params.admin_login !== undefined) {
+                const login = await setAdministratorPassword(docker, need(s.dbContainerId), params.admin_login.password);
+                if (login === null) step.log("warning", "The database has no administrator (user 2): the administrator's password was not set");
+                else {
+                  s.adminLogin = { login, version: params.admin_login.version };
+                  step.log("info", `The administrator's password (login ${login}) was set in the database`);
+                }
+              }
               s.containerId = await replaceErpContainer(
                 docker,
                 layout,
@@ -454,6 +499,10 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8), keepPrevious: s.snapshot != null },
               );
               s.hostPort = await hostPortOf(docker, s.containerId);
+              if (s.stoppedOldErp != null) {
+                s.stoppedOldErp = null;
+                await proxyMode("serving", step.log);
+              }
               return `ERP container ${layout.erpContainer} started; port 8069 on 127.0.0.1:${s.hostPort ?? "?"}`;
             },
 
@@ -540,9 +589,12 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       } catch (error) {
         // Anything that fails after the modules ran (a cancel, a deadline, the switch, the
         // proxy) leaves the database upgraded: back to the snapshot, as for a failed upgrade.
-        if (s.snapshot == null || s.modulesRan !== true || s.rolledBack === true) throw error;
-        const snapshot = s.snapshot;
         const log: StepScope["log"] = (level, message, data) => ctx.emit.log(level, message, { step: null, ...(data ? { data } : {}) });
+        if (s.snapshot == null || s.modulesRan !== true || s.rolledBack === true) {
+          if (s.rolledBack !== true) await resumeOldErp(log);
+          throw error;
+        }
+        const snapshot = s.snapshot;
         log("error", `The deployment failed after its module upgrade: rolling back to ${snapshot.backup_id}`);
         const current = await findErpContainer(docker, layout);
         const isNew = current !== null && current.id !== s.oldErpId;
@@ -565,6 +617,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         database: { initialized: s.initialized ?? false, without_demo: withoutDemo(params), language: params.init?.language ?? null },
         modules: s.modules ?? [],
         snapshot_id: s.snapshot?.backup_id ?? null,
+        admin_login: s.adminLogin ?? null,
         backups: (await listSnapshots(layout)).map(({ backup_id, kind, created_at, deployment_id, database, path, size_bytes }) => ({
           backup_id,
           kind,

@@ -12,8 +12,10 @@
 //   manifest   <backups>/<env>/<id>/manifest.json: kind "pre_deploy", when, which deploy,
 //              the database's name and the modules before
 // A template copy needs no other connection to "odoo": the ERP is stopped (gracefully, its
-// requests in flight finish) for the copy and the file store links, then started again; it
-// serves the old code during the upgrade itself.
+// requests in flight finish) for the copy and the file store links. The caller decides what
+// follows a copy that succeeded (a deploy keeps the ERP stopped behind the proxy's
+// maintenance page until the upgrade's outcome: a write made after the snapshot would be
+// lost by a rollback to it); after a failed copy the ERP is started again.
 //
 // A rollback goes through database-swap.ts, as a restore does: a data dir with the
 // snapshot's file store (hard links again) is built as data-restore-<rid>; then the
@@ -101,11 +103,11 @@ async function treeBytes(dir: string): Promise<number> {
 }
 
 export interface SnapshotHooks {
-  /** Stops the ERP if it runs; returns how to start it again. */
-  stopErp(): Promise<() => Promise<void>>;
+  /** Stops the ERP if it runs; returns what to do once the copy is done (`copied`) or failed. */
+  stopErp(): Promise<(copied: boolean) => Promise<void>>;
 }
 
-/** Takes a snapshot of the live database and file store; the ERP is stopped for the copy only. */
+/** Takes a snapshot of the live database and file store; the ERP is stopped for the copy. */
 export async function takeSnapshot(
   docker: DockerClient,
   dbContainerId: string,
@@ -118,14 +120,16 @@ export async function takeSnapshot(
   await mkdir(dir, { recursive: true, mode: STATE_DIR_MODE });
   const started = Date.now();
   try {
-    const restart = await options.hooks.stopErp();
+    const copied = await options.hooks.stopErp();
+    let ok = false;
     try {
       await copyDatabase(docker, dbContainerId, ERP_DB_NAME, database, options.deadlineMs);
       const live = fileStoreOf(layout.dataDir);
       if (await exists(live)) await linkTree(live, join(dir, "filestore"), options.deadlineMs);
       else await mkdir(join(dir, "filestore"), { mode: 0o750 });
+      ok = true;
     } finally {
-      await restart();
+      await copied(ok);
     }
   } catch (error) {
     await dropDatabase(docker, dbContainerId, database).catch(() => undefined);

@@ -140,6 +140,14 @@ export async function finishBackup(
   );
 }
 
+/** The environment's database has the administrator login password of `version` (its set_at), unless it was rotated since. */
+export async function adminLoginApplied(client: Client, environmentId: string, version: string): Promise<void> {
+  await client.query(`update environments set admin_login_applied_at = $2::timestamptz where id = $1 and admin_login_set_at = $2::timestamptz`, [
+    environmentId,
+    version,
+  ]);
+}
+
 /** A deploy's module results as its agent reported them. */
 export async function setModulesResult(client: Client, deploymentId: string, modules: unknown[]): Promise<void> {
   await client.query(`update deployments set modules_result = $2::jsonb where id = $1`, [deploymentId, JSON.stringify(modules)]);

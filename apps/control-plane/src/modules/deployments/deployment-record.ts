@@ -30,8 +30,9 @@ export function deploymentRecord(d: DeploymentRow) {
     duration_seconds: d.startedAt && end ? Math.max(0, (end.getTime() - d.startedAt.getTime()) / 1000) : null,
     error_message: d.errorMessage,
     modules: modulesView(d.modulesResult),
-    // Only on the answer of the deploy that generated the environment's master password.
+    // Only on the answer of the deploy that generated the environment's passwords.
     ...("adminPassword" in d && typeof d.adminPassword === "string" ? { admin_password: d.adminPassword } : {}),
+    ...("adminLoginPassword" in d && typeof d.adminLoginPassword === "string" ? { admin_login_password: d.adminLoginPassword } : {}),
   };
 }
 

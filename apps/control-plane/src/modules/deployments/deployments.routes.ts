@@ -6,7 +6,7 @@ import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uui
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-state.ts";
-import { AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
+import { AdminLoginPasswordField, AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
 
 export const Task = Type.Object(
   {
@@ -41,13 +41,14 @@ export const ActionResponse = Type.Object(
 );
 const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
 
-export const DeployActionResponse = Type.Object({ ...ActionResponse.properties, admin_password: AdminPasswordField }, { $id: "DeployActionResponse", title: "DeployActionResponse" });
+export const DeployActionResponse = Type.Object({ ...ActionResponse.properties, admin_password: AdminPasswordField, admin_login_password: AdminLoginPasswordField }, { $id: "DeployActionResponse", title: "DeployActionResponse" });
 const DeployActionResponseRef = Type.Ref(DeployActionResponse) as unknown as typeof DeployActionResponse;
 const DeployBody = Type.Object(DeployOptionFields, { additionalProperties: false, description: "Optional: an absent body takes the defaults" });
 const DEPLOY_OPTIONS_TEXT =
   " Optional body: `modules` {upgrade: \"changed\" (default) | \"all\" | [module names]} and `init` {without_demo (default true), language, country} " +
   "for a new database; both are kept with the deployment (extra_data) and reported back per module in the task's `modules`. " +
-  "The environment's first deploy generates its ERP master password and returns it once as `admin_password`.";
+  "The environment's first deploy generates its ERP master password and its administrator's password and returns them once as `admin_password` " +
+  "and `admin_login_password`.";
 
 const ACTION_TEXT: Record<Action, string> = {
   deploy: "Full redeployment: pull the latest Git code, update containers, run database migrations.",
@@ -65,7 +66,7 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
         app.post(
           path,
           {
-            config: { shownOnce: ["admin_password"] },
+            config: { shownOnce: ["admin_password", "admin_login_password"] },
             preValidation: emptyBodyIsNoOptions,
             schema: {
               tags: ["Deployment actions"],
@@ -86,6 +87,7 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
               environment_id: row.environmentId,
               poll_url: `${publicPrefix}/deployments/${row.id}`,
               admin_password: row.adminPassword ?? null,
+              admin_login_password: row.adminLoginPassword ?? null,
             });
           },
         );

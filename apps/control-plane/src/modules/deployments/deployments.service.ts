@@ -64,8 +64,11 @@ export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskG
   return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers, variables: sealedSnapshot(env.variables) };
 }
 
-/** An operation just requested; `adminPassword`: the master password its environment got now (shown once). */
-export type RequestedOperation = DeploymentRow & { adminPassword?: string };
+/**
+ * An operation just requested; `adminPassword` and `adminLoginPassword`: the master password
+ * and the administrator's login password its environment got now (shown once).
+ */
+export type RequestedOperation = DeploymentRow & { adminPassword?: string; adminLoginPassword?: string };
 
 export function createDeploymentsService(deps: {
   deployments: DeploymentsRepo;
@@ -73,7 +76,7 @@ export function createDeploymentsService(deps: {
   cursors: CursorCodec;
   clock: Clock;
   dispatcher: Pick<Dispatcher, "dispatch">;
-  credentials: Pick<ErpCredentials, "ensure">;
+  credentials: Pick<ErpCredentials, "ensure" | "ensureLogin">;
 }) {
   return {
     /** Any operation on an environment: one active at a time, then dispatched to the agent. */
@@ -126,9 +129,14 @@ export function createDeploymentsService(deps: {
           // The environment's first deploy makes its ERP master password, shown once in this
           // answer (the dispatcher would otherwise make it, unseen, e.g. for a push-triggered deploy).
           const password = deploys ? await deps.credentials.ensure(environmentId) : null;
+          const login = deploys ? await deps.credentials.ensureLogin(environmentId) : null;
           // The row is the record; a failed dispatch here is repaired by the sweep.
           await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
-          return password?.created ? { ...outcome.row, adminPassword: password.password } : outcome.row;
+          return {
+            ...outcome.row,
+            ...(password?.created ? { adminPassword: password.password } : {}),
+            ...(login?.created ? { adminLoginPassword: login.password } : {}),
+          };
         }
       }
     },

@@ -36,7 +36,7 @@ export function createDispatcher(deps: {
   images: ErpImages;
   masterKey: Buffer;
   /** The environment's ERP master password, generated here if a deploy finds none. */
-  credentials: Pick<ErpCredentials, "ensure">;
+  credentials: Pick<ErpCredentials, "ensure" | "pendingLogin">;
   /** The host name a deploy routes: the environment's domain, else its generated name. */
   addresses: Pick<EnvironmentAddresses, "hostname">;
   /** The servers' reverse proxy; absent: the agent keeps the settings it has. */
@@ -55,16 +55,19 @@ export function createDispatcher(deps: {
 
   /**
    * The ERP's side of a deploy: the modules to upgrade and how a new database is initialised
-   * (as the deployment was requested, kept in its extra_data), and the environment's master
-   * password (generated now if it has none).
+   * (as the deployment was requested, kept in its extra_data), the environment's master
+   * password (generated now if it has none) and the administrator's login password to set.
    */
   async function erpParams(d: DeploymentRow): Promise<Record<string, unknown>> {
     const extra = (d.extraData ?? {}) as { modules?: unknown; init?: Record<string, unknown> };
     const password = await deps.credentials.ensure(d.environmentId);
+    // The administrator's login password, only while the database does not have it yet.
+    const login = await deps.credentials.pendingLogin(d.environmentId);
     return {
       ...(extra.modules ? { modules: extra.modules } : {}),
       init: { without_demo: true, ...(extra.init ?? {}) },
       ...(password ? { admin_passwd: password.password } : {}),
+      ...(login ? { admin_login: login } : {}),
     };
   }
 

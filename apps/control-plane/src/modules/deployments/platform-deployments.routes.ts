@@ -49,6 +49,13 @@ export const DeploymentRecord = Type.Object(
           "never shown again: rotate it with POST /environments/{env_id}/admin-password/rotate",
       }),
     ),
+    admin_login_password: Type.Optional(
+      Type.String({
+        description:
+          "The password of the ERP's administrator (login `admin`), only in the answer of the deploy that generated it (the environment's first), " +
+          "which sets it in the new database instead of Odoo's default admin/admin; never shown again: rotate it with POST /environments/{env_id}/admin-login/rotate",
+      }),
+    ),
   },
   { $id: "DeploymentRecord", title: "DeploymentRecord" },
 );
@@ -92,7 +99,8 @@ const DeploymentParams = Type.Object({ deployment_id: Uuid });
 const DEPLOY_OPTIONS_TEXT =
   " `modules` {upgrade: \"changed\" (default) | \"all\" | [module names]} and `init` {without_demo (default true), language, country} (a new database only) " +
   "are kept in extra_data and sent to the server; the modules it installed or upgraded are the deployment's `modules`. " +
-  "The environment's first deploy generates its ERP master password, returned once as `admin_password`.";
+  "The environment's first deploy generates its ERP master password and its administrator's password, returned once as `admin_password` and " +
+  "`admin_login_password`.";
 
 export function platformDeploymentsRoutes(deps: { deployments: PlatformDeployments; environments: EnvironmentOperations }): FastifyPluginAsyncTypebox {
   const { deployments: service, environments } = deps;

@@ -4,6 +4,13 @@
 // shows it once: in the response of the request that generated it, and in the response of
 // a rotation. A rotation takes effect at the environment's next deploy (the agent writes it
 // into odoo.conf then).
+//
+// Beside it, the administrator's login password (user admin, which Odoo creates with the
+// password "admin"): generated with the master password, shown once the same way, set in
+// the database by the deploy that initialises it. Unlike the master password it is sent
+// only while the database does not have it yet (a deploy reports the version it set), so a
+// password the administrator later changes in the ERP is never overwritten, except by an
+// explicit rotation.
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import { open, seal } from "../../lib/master-key.ts";
@@ -11,6 +18,9 @@ import { notFound } from "../../lib/errors.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "./environments.repo.ts";
 import type { ErpCredentialsRepo } from "./erp-credentials.repo.ts";
+
+/** The administrator's login (Odoo's base.user_admin). */
+export const ADMIN_LOGIN = "admin";
 
 /** 24 random bytes as base64url: 32 characters, 192 bits, no character odoo.conf would mangle. */
 export function generateAdminPassword(): string {
@@ -42,6 +52,49 @@ export function createErpCredentials(deps: { repo: ErpCredentialsRepo; environme
       } catch {
         return null;
       }
+    },
+
+    /** The administrator's login password, generated now when it has none; `created` as for ensure. */
+    async ensureLogin(environmentId: string): Promise<{ password: string; created: boolean } | null> {
+      const existing = await deps.repo.login(environmentId);
+      if (existing === undefined) return null;
+      if (existing.enc !== null) return { password: open(deps.masterKey, existing.enc), created: false };
+      const password = generateAdminPassword();
+      if (await deps.repo.setLoginIfAbsent(environmentId, seal(deps.masterKey, password), deps.clock.now())) return { password, created: true };
+      const raced = await deps.repo.login(environmentId);
+      return raced?.enc ? { password: open(deps.masterKey, raced.enc), created: false } : null;
+    },
+
+    /**
+     * The login password a deploy must set, with its version (when it was made), while the
+     * database does not have that version; null when it has it (or it does not open).
+     */
+    async pendingLogin(environmentId: string): Promise<{ password: string; version: string } | null> {
+      const row = await deps.repo.login(environmentId);
+      if (!row?.enc || !row.setAt) return null;
+      if (row.appliedAt !== null && row.appliedAt.getTime() >= row.setAt.getTime()) return null;
+      try {
+        return { password: open(deps.masterKey, row.enc), version: row.setAt.toISOString() };
+      } catch {
+        return null;
+      }
+    },
+
+    /** A new administrator login password, returned once; the environment's next deploy sets it in the database. */
+    async rotateLogin(scope: Scope, environmentId: string) {
+      const env = await deps.environments.get(scope, environmentId);
+      if (!env) throw notFound("Environment");
+      const password = generateAdminPassword();
+      const setAt = deps.clock.now();
+      await deps.repo.replaceLogin(env.id, seal(deps.masterKey, password), setAt);
+      return {
+        environment_id: env.id,
+        login: ADMIN_LOGIN,
+        admin_login_password: password,
+        rotated_at: setAt.toISOString(),
+        applies_at: "next_deploy" as const,
+        deploy_needed: env.status !== "pending",
+      };
     },
 
     /** A new master password for an environment of the scope, returned once; the environment's next deploy sends it. */
