@@ -90,4 +90,12 @@ describe("checkCommand", () => {
     expect(checkCommand({ ...signed, type: "reboot" })).toMatchObject({ ok: false, code: "unsupported_command" });
     expect(checkCommand({ ...signed, params: {} })).toMatchObject({ ok: false, code: "invalid_params" });
   });
+
+  it("says a parameter it does not know calls for an agent update (a newer control plane sent it)", () => {
+    const result = checkCommand({ ...signed, params: { ...deployParams, a_future_field: 1 } });
+    expect(result).toMatchObject({ ok: false, code: "invalid_params" });
+    if (!result.ok) expect(result.message).toBe("params: /a_future_field: Unexpected property (a parameter this agent does not know: update the agent to the control plane's release)");
+    const wrongType = checkCommand({ ...signed, params: { ...deployParams, image: 1 } });
+    if (!wrongType.ok) expect(wrongType.message).not.toContain("update the agent");
+  });
 });

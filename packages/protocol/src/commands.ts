@@ -1,7 +1,7 @@
 // Commands the control plane sends an agent: the signed wrapper every command shares,
 // and the parameters of each command type.
 import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { TypeCompiler, ValueErrorType, type TypeCheck } from "@sinclair/typebox/compiler";
 import { Base64, JsonObject, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
 import { SigningKey } from "./enrollment.ts";
 import { firstError } from "./validation.ts";
@@ -304,7 +304,10 @@ export function checkCommand(cmd: SignedCommand): CommandCheck {
   }
   const check = PARAM_CHECKS[cmd.type];
   if (!check.Check(cmd.params)) {
-    return { ok: false, code: "invalid_params", message: `params: ${firstError(check, cmd.params)}` };
+    const error = check.Errors(cmd.params).First();
+    // A parameter this agent has no field for: most likely sent by a newer control plane.
+    const newer = error?.type === ValueErrorType.ObjectAdditionalProperties ? " (a parameter this agent does not know: update the agent to the control plane's release)" : "";
+    return { ok: false, code: "invalid_params", message: `params: ${firstError(check, cmd.params)}${newer}` };
   }
   return { ok: true, command: cmd as Command };
 }
