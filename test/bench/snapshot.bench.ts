@@ -9,6 +9,8 @@
 //   pg_dump      docker exec pg_dump -Fc of the database into a file on the host
 //   pg_restore   that dump into a new database (the dump-based rollback, for comparison)
 //   tar          the file store into a tar file (the copy-based file store snapshot)
+//   strategies   CREATE DATABASE ... TEMPLATE with STRATEGY WAL_LOG (PostgreSQL 15's default)
+//                and FILE_COPY (what copyDatabase uses), twice each, the ERP stopped
 //   snapshot     takeSnapshot: the ERP stopped, CREATE DATABASE ... TEMPLATE, hard-link
 //                tree of the file store, the ERP started again
 //   rollback     the ERP stopped, rollbackToSnapshot (the snapshot database renamed in, a
@@ -36,6 +38,7 @@ import {
 import { environmentLayout } from "../../apps/agent/src/executor/environment/environment-layout.ts";
 import { findErpContainer } from "../../apps/agent/src/executor/environment/erp-container.ts";
 import { pruneSnapshots, rollbackToSnapshot, takeSnapshot } from "../../apps/agent/src/executor/environment/pre-deploy-snapshot.ts";
+import { copyDatabase, dropDatabase } from "../../apps/agent/src/executor/environment/database-swap.ts";
 import type { PreDeploySettings } from "../../apps/agent/src/executor/runner/executor-deps.ts";
 import { setting } from "./settings.ts";
 
@@ -165,6 +168,18 @@ async function main(): Promise<void> {
       await h.docker.stopContainer(erp.id, 20);
       return async () => h.docker.startContainer(erp.id);
     };
+    // The two ways PostgreSQL 15+ copies a template, on the same data, the ERP stopped.
+    const strategies: Record<"file_copy" | "wal_log", number> = { file_copy: 0, wal_log: 0 };
+    {
+      const restart = await stopErp();
+      for (const strategy of ["wal_log", "file_copy", "wal_log", "file_copy"] as const) {
+        const name = `odoo_predeploy_${randomUUID().replace(/-/g, "")}`;
+        const t = await timed(() => copyDatabase(h.docker, db.id, "odoo", name, 60 * 60_000, strategy));
+        strategies[strategy] += t.ms / 2;
+        await dropDatabase(h.docker, db.id, name);
+      }
+      await restart();
+    }
     const snap = await timed(() =>
       takeSnapshot(h.docker, db.id, layout, {
         deploymentId: randomUUID(),
@@ -211,6 +226,8 @@ async function main(): Promise<void> {
     row(`pg_dump -Fc (${(dumpBytes / 2 ** 20).toFixed(0)} MiB out)`, dump.ms);
     row("pg_restore of that dump (dump-based rollback)", restore.ms);
     row("tar of the file store", tar.ms);
+    row("template copy, STRATEGY WAL_LOG (mean of 2)", strategies.wal_log);
+    row("template copy, STRATEGY FILE_COPY (mean of 2)", strategies.file_copy);
     row("snapshot: template copy + hard links", snap.ms);
     row("rollback: snapshot renamed in, ERP serving", serving);
     row("rollback: ... and the failed database dropped", rollback.ms);
@@ -229,6 +246,9 @@ async function main(): Promise<void> {
         pg_dump_out_mb: Math.round(dumpBytes / 2 ** 20),
         pg_restore_s: +sec(restore.ms),
         filestore_tar_s: +sec(tar.ms),
+        template_copy_wal_log_s: +sec(strategies.wal_log),
+        template_copy_file_copy_s: +sec(strategies.file_copy),
+        file_copy_over_wal_log: +(strategies.file_copy / strategies.wal_log).toFixed(3),
         snapshot_s: +sec(snap.ms),
         rollback_s: +sec(rollback.ms),
         rollback_until_serving_s: +sec(serving),

@@ -122,7 +122,7 @@ describe("a restore that cannot lose the database", () => {
     for (const expected of [
       /^Restoring into a new database odoo_restore_[a-z0-9]+; the live database "odoo" is not touched and the ERP keeps serving$/,
       // The stand-in keeps the ERP's module table, as Odoo does: base is installed.
-      /^Verified: 1 modules in ir_module_module \(2 tables\)$/,
+      /^Verified: 1 modules in ir_module_module \(3 tables\)$/,
       /^File store extracted into data-restore-/,
       /^Swapped: odoo_restore_[a-z0-9]+ is now "odoo", the previous database is kept as odoo_previous_/,
       /^Previous database dropped \(odoo_previous_[a-z0-9]+\) and previous file store removed$/,
