@@ -143,10 +143,15 @@ export function createBackupSchedulesRepo(db: Database) {
       });
     },
 
-    /** Completed scheduled backups of the environment (what the retention rule looks at). */
+    /**
+     * Completed scheduled backups of the environment (what the retention rule looks at), each
+     * taken when its operation was requested (on the scheduler's clock, as its slot was).
+     */
     async completedScheduled(environmentId: string): Promise<{ id: string; createdAt: Date; completedAt: Date | null }[]> {
       const { rows } = await pool.query<{ id: string; created_at: Date; completed_at: Date | null }>(
-        `select id, created_at, completed_at from backups where environment_id = $1 and backup_type = $2 and status = 'completed'`,
+        `select b.id, coalesce(d.created_at, b.created_at) as created_at, b.completed_at
+         from backups b left join deployments d on d.id = b.deployment_id
+         where b.environment_id = $1 and b.backup_type = $2 and b.status = 'completed'`,
         [environmentId, SCHEDULED],
       );
       return rows.map((r) => ({ id: r.id, createdAt: r.created_at, completedAt: r.completed_at }));

@@ -73,6 +73,7 @@ function scheduleRoutes(
   needs: { read: string; write: string },
 ): FastifyPluginAsyncTypebox {
   return async (app) => {
+    app.addSchema(BackupSchedule);
     app.get(
       `${base}/backup-schedule`,
       {
