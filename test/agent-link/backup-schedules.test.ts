@@ -28,7 +28,7 @@ let agent: SimAgent;
 let pinger: NodeJS.Timeout | undefined;
 let stream: SseStream;
 /** What the agent answers to the next backup commands: ok, or a failure with this message. */
-let backupOutcome: { ok: true } | { ok: false; message: string } = { ok: true };
+let backupOutcome: { ok: true } | { ok: false; message: string } | { silent: true } = { ok: true };
 const backupCommands: SignedCommand[] = [];
 
 const hooks: { path: string; body: string; event: string }[] = [];
@@ -39,6 +39,7 @@ function answerBackup(cmd: SignedCommand, agentNow: SimAgent) {
   if (cmd.type !== "backup") return;
   backupCommands.push(cmd);
   const outcome = backupOutcome;
+  if ("silent" in outcome) return;
   const files = [
     { name: "dump.sql", size: 2048, sha256: "a".repeat(64) },
     { name: "filestore.tar", size: 4096, sha256: "b".repeat(64) },
@@ -289,5 +290,21 @@ describe("the scheduler", () => {
     expect(kept).toHaveLength(2);
     // Failed scheduled backups are records of what happened: not pruned.
     expect((await scheduledBackups(env)).filter((x) => x.status === "failed")).toHaveLength(1);
+  });
+
+  it("a backup whose operation ends without the agent's result (cancelled, timed out) is a failed backup too, never pending for ever", async () => {
+    const env = d.environments.running;
+    backupOutcome = { silent: true };
+    const manual = await rw().post(`/environments/${env}/backups`, { comment: "before the upgrade" });
+    expect(manual.status).toBe(202);
+    const failedBefore = stream.of("backup.failed").length;
+    expect((await rw().post(`/deployments/${manual.body.task_id}/cancel`)).status).toBe(200);
+    await passes(1);
+    const listed = (await ro().get(`/environments/${env}/backups`)).body.data.find((x: { id: string }) => x.id === manual.body.backup_id);
+    expect(listed).toMatchObject({ status: "failed", error_message: expect.stringContaining("Cancelled by") });
+    await stream.until((s) => s.of("backup.failed").length === failedBefore + 1, "backup.failed of the cancelled backup");
+    expect(stream.of("backup.failed").at(-1)!.data).toMatchObject({ backup_id: manual.body.backup_id, backup_type: "manual" });
+    expect((await ro().get(`/environments/${env}`)).body.last_backup).toMatchObject({ status: "failed", backup_id: manual.body.backup_id });
+    backupOutcome = { ok: true };
   });
 });

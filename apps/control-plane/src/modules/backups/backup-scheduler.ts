@@ -1,5 +1,7 @@
 // The backup scheduler: one pass a minute (a pg-boss cron job, one per minute across all
 // replicas) that
+// - fails the backups whose operation ended without a result (timed out, cancelled), so
+//   they are reported like any failed backup;
 // - gives every newly deployed environment the default schedule;
 // - creates the due backups (backup_type `scheduled`) through the backups service, so the
 //   agent runs them as it runs a manual one. A slot is taken by one statement before its
@@ -109,6 +111,7 @@ export function createBackupScheduler(deps: {
       const now = deps.clock.now();
       const out: SchedulerPass = { created: [], missed: [], pruned: [], errors: [] };
       const fail = (err: unknown) => void out.errors.push(err);
+      await deps.schedules.failOrphaned(now).catch(fail);
       await deps.schedules.addDefaults(now, defaultMinuteOfDay).catch(fail);
       const schedules = await deps.schedules.enabledSchedules().catch((err: unknown) => (fail(err), []));
       await createDue(schedules, now, out).catch(fail);

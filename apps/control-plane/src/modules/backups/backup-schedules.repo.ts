@@ -97,6 +97,24 @@ export function createBackupSchedulesRepo(db: Database) {
       }));
     },
 
+    /**
+     * Backups still pending whose operation ended without the agent's result (failed by the
+     * stuck sweep, or cancelled before the agent ran it) become failed with the operation's
+     * message, so the backups trigger reports them (backup.failed) instead of leaving them
+     * pending for ever. Ids of those it failed.
+     */
+    async failOrphaned(now: Date): Promise<string[]> {
+      const { rows } = await pool.query<{ id: string }>(
+        `update backups b set status = 'failed', completed_at = coalesce(d.completed_at, $1),
+           error_message = coalesce(d.error_message, case when d.status = 'cancelled' then 'The backup was cancelled before it ran' else 'The backup operation ended without a result' end)
+         from deployments d
+         where d.id = b.deployment_id and b.status = 'pending' and b.backup_type <> 'pre_deploy' and d.kind = 'backup' and d.status in ('failed', 'cancelled')
+         returning b.id`,
+        [now],
+      );
+      return rows.map((r) => r.id);
+    },
+
     /** Takes the slot if no one has (last_slot_at moves forward in one statement); whether this call took it. */
     async claimSlot(environmentId: string, slot: Date): Promise<boolean> {
       const { rowCount } = await pool.query(
