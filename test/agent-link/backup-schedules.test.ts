@@ -157,6 +157,14 @@ describe("backup schedule settings", () => {
     const viaPlatform = await platformClient(b.app, owner.token).get(`/environments/${env}/backup-schedule`);
     expect(viaPlatform.status).toBe(200);
     expect(viaPlatform.body).toMatchObject({ frequency: "weekly", weekday: 3, time: "04:30" });
+    // Both OpenAPI documents describe the routes and the schedule's schema; webhooks may subscribe to the new events.
+    const publicDoc = JSON.parse((await a.app.inject({ method: "GET", url: "/api/public/v1/openapi.json" })).body);
+    expect(Object.keys(publicDoc.paths["/environments/{id}/backup-schedule"]).sort()).toEqual(["get", "patch"]);
+    expect(publicDoc.components.schemas.BackupSchedule.properties.retention.properties).toHaveProperty("monthly");
+    expect(JSON.stringify(publicDoc.paths["/webhooks"])).toContain("backup.missed");
+    const platformDoc = JSON.parse((await a.app.inject({ method: "GET", url: "/api/v1/openapi.json" })).body);
+    expect(Object.keys(platformDoc.paths["/environments/{env_id}/backup-schedule"]).sort()).toEqual(["get", "patch"]);
+
     const member = await addPerson(b.app, "project_member", { organizationId: d.organization_id, projectId: d.project_id });
     expect((await platformClient(b.app, member.token).patch(`/environments/${env}/backup-schedule`, { enabled: false })).status).toBe(403);
   });
