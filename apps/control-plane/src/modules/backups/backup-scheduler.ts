@@ -25,6 +25,8 @@ export const BACKUP_SCHEDULER_CRON = "* * * * *";
 /** How long after its slot a scheduled backup may take before the slot is reported missed. */
 export const DEFAULT_MISSED_GRACE_MS = 2 * 3600_000;
 export const SCHEDULED_BACKUP = "scheduled";
+/** Backups one pass creates at once. */
+const CREATE_CONCURRENCY = 4;
 
 /** Deletes a backup: its record, and its bytes wherever they are stored. */
 export type DeleteBackup = (organizationId: string, backupId: string) => Promise<void>;
@@ -58,26 +60,36 @@ export function createBackupScheduler(deps: {
 }) {
   const grace = deps.missedGraceMs ?? DEFAULT_MISSED_GRACE_MS;
 
-  async function createDue(schedules: ScheduledEnvironment[], now: Date, out: SchedulerPass) {
-    for (const s of schedules) {
-      const slot = dueSlot(slotSchedule(s), s, now);
-      // An offline server's slot waits: the first pass after it reconnects takes the latest slot.
-      if (!slot || !s.serverOnline) continue;
-      if (!(await deps.schedules.claimSlot(s.environmentId, slot))) continue;
-      try {
-        const { backupId } = await deps.backups.create(
-          { organizationId: s.organizationId, projectId: null },
-          s.environmentId,
-          { backup_type: SCHEDULED_BACKUP, comment: `Scheduled backup for ${slot.toISOString()}` },
-          { userId: null, apiKeyId: null },
-        );
-        out.created.push(backupId);
-      } catch (err) {
-        await deps.schedules.releaseSlot(s.environmentId, slot, s.lastSlotAt);
-        // Busy: another operation runs; a later pass tries again.
-        if (!(err instanceof DomainError && err.code === "task_in_progress")) out.errors.push(err);
-      }
+  async function createOne(s: ScheduledEnvironment, now: Date, out: SchedulerPass) {
+    const slot = dueSlot(slotSchedule(s), s, now);
+    // An offline server's slot waits: the first pass after it reconnects takes the latest slot.
+    if (!slot || !s.serverOnline) return;
+    if (!(await deps.schedules.claimSlot(s.environmentId, slot))) return;
+    try {
+      const { backupId } = await deps.backups.create(
+        { organizationId: s.organizationId, projectId: null },
+        s.environmentId,
+        { backup_type: SCHEDULED_BACKUP, comment: `Scheduled backup for ${slot.toISOString()}` },
+        { userId: null, apiKeyId: null },
+      );
+      out.created.push(backupId);
+    } catch (err) {
+      await deps.schedules.releaseSlot(s.environmentId, slot, s.lastSlotAt);
+      // Busy: another operation runs; a later pass tries again.
+      if (!(err instanceof DomainError && err.code === "task_in_progress")) throw err;
     }
+  }
+
+  /** Creates the due backups, a few at a time (each is an operation with a signed command: ~30 ms). */
+  async function createDue(schedules: ScheduledEnvironment[], now: Date, out: SchedulerPass) {
+    let next = 0;
+    const worker = async () => {
+      while (next < schedules.length) {
+        const s = schedules[next++]!;
+        await createOne(s, now, out).catch((err: unknown) => void out.errors.push(err));
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(CREATE_CONCURRENCY, schedules.length) }, worker));
   }
 
   async function reportMissed(schedules: ScheduledEnvironment[], now: Date, out: SchedulerPass) {
