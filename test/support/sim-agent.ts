@@ -25,6 +25,8 @@ export interface SimAgentOptions {
   baseUrl: string;
   token: string;
   onCommand?: (cmd: SignedCommand, agent: SimAgent) => void;
+  /** The agent's clock (command validity, event times); real time unless a test moves the control plane's clock too. */
+  now?: () => Date;
 }
 
 export class SimAgent {
@@ -107,7 +109,7 @@ export class SimAgent {
 
   private onCommand(cmd: SignedCommand) {
     const trustedKeys = new Map(this.identity.signing_keys.map((k) => [k.key_id, importPublicKey(k.public_key)]));
-    const verdict = verifyCommand(cmd, { trustedKeys, serverId: this.identity.server_id, now: new Date() });
+    const verdict = verifyCommand(cmd, { trustedKeys, serverId: this.identity.server_id, now: this.opts.now?.() ?? new Date() });
     this.received.push(cmd);
     if (!verdict.ok) {
       this.rejected.push({ command_id: cmd.command_id, code: verdict.code });
@@ -129,7 +131,7 @@ export class SimAgent {
 
   /** An event of `body` with the next seq and the time now. */
   event(body: Record<string, unknown>): Event {
-    return { seq: this.nextSeq++, ts: new Date().toISOString(), ...body } as Event;
+    return { seq: this.nextSeq++, ts: (this.opts.now?.() ?? new Date()).toISOString(), ...body } as Event;
   }
 
   /** Sends events and waits until the control plane has acknowledged all of them (one batch on the wire, as the agent keeps it). */

@@ -59,6 +59,9 @@ import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
 import { createInvitations } from "./modules/invitations/invitations.service.ts";
 import { createInvitationsRepo } from "./modules/invitations/invitations.repo.ts";
 import { NO_MAIL, type Mailer } from "./lib/mail/mailer.ts";
+import { createBackupSchedulesRepo } from "./modules/backups/backup-schedules.repo.ts";
+import { createBackupSchedules } from "./modules/backups/backup-schedules.service.ts";
+import { createBackupScheduler, deleteBackupRecord, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -75,6 +78,10 @@ export function createServices(deps: {
   baseDomain?: string | null;
   /** The servers' reverse proxy, sent with every deploy; none: the agents keep what they have. */
   proxy?: ProxySettings;
+  /** How the retention rule deletes a backup (record and stored bytes); defaults to the record only. */
+  deleteBackup?: DeleteBackup;
+  /** How long after its slot a scheduled backup may take before the slot is reported missed (default 2 h). */
+  backupMissedGraceMs?: number;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -122,6 +129,14 @@ export function createServices(deps: {
     addresses,
     onNamesChanged: (row) => dispatcher.routeUpdate(row),
   });
+  const backupSchedulesRepo = createBackupSchedulesRepo(db);
+  const backupScheduler = createBackupScheduler({
+    schedules: backupSchedulesRepo,
+    backups,
+    clock,
+    deleteBackup: deps.deleteBackup ?? deleteBackupRecord(createBackupsRepo(db)),
+    ...(deps.backupMissedGraceMs !== undefined ? { missedGraceMs: deps.backupMissedGraceMs } : {}),
+  });
   return {
     repos,
     cursors,
@@ -154,6 +169,8 @@ export function createServices(deps: {
     streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
     invitations: createInvitations({ repo: createInvitationsRepo(db), accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
+    backupSchedules: createBackupSchedules({ schedules: backupSchedulesRepo, environments: repos.environments, clock }),
+    backupScheduler,
   };
 }
 export type Services = ReturnType<typeof createServices>;

@@ -214,6 +214,12 @@ export const environments = pgTable(
     adminLoginSetAt: ts("admin_login_set_at"),
     /** The version the ERP's database has (a deploy reported it set); older than set_at: the next deploy sets it. */
     adminLoginAppliedAt: ts("admin_login_applied_at"),
+    /**
+     * How its last backup (manual or scheduled) or scheduled slot ended: {status: completed |
+     * failed | missed, at, error, backup_id, slot_at}; null: none yet. Set by the backups
+     * trigger and the backup scheduler; the dashboard's red mark until a later backup succeeds.
+     */
+    lastBackup: jsonb("last_backup"),
     createdAt: ts("created_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
   },
@@ -626,3 +632,35 @@ export const auditLog = pgTable(
   },
   (t) => [index("audit_log_org_idx").on(t.organizationId, t.createdAt, t.id)],
 );
+
+/**
+ * An environment's backup schedule and retention (one row once it is deployed; a missing
+ * row means the defaults). The scheduler claims a slot by moving last_slot_at forward in one
+ * statement, so a due backup is created once whatever the number of replicas.
+ */
+export const backupSchedules = pgTable("backup_schedules", {
+  environmentId: uuid("environment_id")
+    .primaryKey()
+    .references(() => environments.id, { onDelete: "cascade" }),
+  organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+  enabled: boolean("enabled").notNull().default(true),
+  /** hourly | daily | weekly */
+  frequency: text("frequency").notNull().default("daily"),
+  /** Minutes after midnight UTC (hourly: only the minute of the hour counts). */
+  minuteOfDay: integer("minute_of_day").notNull(),
+  /** ISO weekday 1 (Monday) to 7 (Sunday), for weekly schedules. */
+  weekday: integer("weekday").notNull().default(7),
+  keepDaily: integer("keep_daily").notNull().default(7),
+  keepWeekly: integer("keep_weekly").notNull().default(4),
+  keepMonthly: integer("keep_monthly").notNull().default(3),
+  /** Slots at or after this time count (set when the schedule starts or changes). */
+  activeSince: ts("active_since").notNull(),
+  /** The last slot a backup was created for. */
+  lastSlotAt: ts("last_slot_at"),
+  /** The last slot reported missed (backup.missed). */
+  missedSlotAt: ts("missed_slot_at"),
+  /** Completed scheduled backups up to this time have been through the retention rule. */
+  prunedThrough: ts("pruned_through"),
+  createdAt: ts("created_at").notNull().defaultNow(),
+  updatedAt: ts("updated_at").notNull().defaultNow(),
+});

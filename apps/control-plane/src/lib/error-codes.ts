@@ -31,6 +31,8 @@ export const ERROR_STATUS = {
   variable_reserved: 400,
   /** An environment variable value longer than the limit (32 KiB, UTF-8). */
   variable_value_too_large: 400,
+  /** A backup schedule that cannot run: a time not HH:MM (UTC), or a retention that keeps no backup. */
+  backup_schedule_invalid: 400,
   // 401: who is calling is unknown
   authentication_required: 401,
   invalid_authorization_header: 401,

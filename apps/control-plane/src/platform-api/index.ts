@@ -23,6 +23,7 @@ import { variablesPlatformRoutes } from "../modules/environments/variables.route
 import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
+import { backupSchedulesPlatformRoutes } from "../modules/backups/backup-schedules.routes.ts";
 import { personOf } from "../modules/auth/session-principal.ts";
 
 export const PLATFORM_PREFIX = "/api/v1";
@@ -61,5 +62,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
+    await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
   };
 }

@@ -14,6 +14,7 @@ import { projectsRoutes } from "../modules/projects/projects.routes.ts";
 import { serversRoutes } from "../modules/servers/servers.routes.ts";
 import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
 import { webhookDeliveriesRoutes } from "../modules/webhooks/webhook-deliveries.routes.ts";
+import { backupSchedulesPublicRoutes } from "../modules/backups/backup-schedules.routes.ts";
 import { createApiKeyAuth } from "./api-key-auth.ts";
 import { KEYS_CHANNEL } from "../modules/api-keys/key-cache.ts";
 import { listen } from "../db/pg-listener.ts";
@@ -46,5 +47,6 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(webhooksRoutes(s.webhooks));
     await api.register(webhookDeliveriesRoutes(s.webhookDeliveries));
     await api.register(apiKeysRoutes(s.apiKeys));
+    await api.register(backupSchedulesPublicRoutes(s.backupSchedules));
   };
 }

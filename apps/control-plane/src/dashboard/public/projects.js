@@ -3,6 +3,7 @@
 import { api, get, post } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
+import { backupScheduleSection, lastBackupMark, lastBackupText } from "./backup-schedule.js";
 import { secretBox } from "./settings.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
@@ -113,7 +114,7 @@ export async function projectsPage(main, ctx) {
           "tr",
           { dataset: { environmentId: e.id } },
           h("th", { scope: "row" }, h("a", { href: `#/environments/${e.id}` }, e.name)),
-          h("td", {}, badge(e.status)),
+          h("td", {}, badge(e.status), e.last_backup && e.last_backup.status !== "completed" ? [" ", lastBackupMark(e)] : null),
           h("td", {}, e.git_branch),
           h("td", {}, e.server_name ?? "–"),
           h("td", {}, openLink(e), e.url ? [" ", certificateBadge(e)] : null),
@@ -267,10 +268,13 @@ export async function environmentPage(main, ctx, envId) {
       h("dd", {}, certificateBadge(env)),
       h("dt", {}, "DNS"),
       h("dd", {}, dnsText(env.dns)),
+      h("dt", {}, "Last backup"),
+      h("dd", { id: "last-backup" }, lastBackupText(env)),
     ),
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
     project.permissions.includes("project.environments.update") ? domainForm(ctx, project, env) : null,
     project.permissions.includes("project.environments.update") ? variablesSection(ctx, project, env) : null,
+    project.permissions.includes("project.backups.list") ? backupScheduleSection(ctx, env, project.permissions.includes("project.backups.create")) : null,
     h("h2", {}, "Deployment history"),
   );
   const history = h("div", {});

@@ -28,6 +28,7 @@ export interface EnvironmentOverviewRow {
   last_status: string | null;
   last_version: number | null;
   last_created_at: Date | null;
+  last_backup: unknown;
 }
 
 /** The outcome of claiming host names: the row, or the first name another environment holds. */
@@ -126,7 +127,7 @@ export function createEnvironmentsRepo(db: Database) {
       const { rows } = await db.$client.query<EnvironmentOverviewRow>(
         `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
            e.cpu_cores, e.ram_mb, e.disk_gb, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
-           d.created_at as last_created_at
+           d.created_at as last_created_at, e.last_backup
          from environments e
          join projects p on p.id = e.project_id
          left join servers s on s.id = coalesce(e.server_id, p.server_id)

@@ -6,6 +6,7 @@ import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "..
 import { CertificateView, DnsView } from "../routing/routing-view.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
+import { LastBackup } from "../backups/last-backup.ts";
 
 /** A host name as a caller writes it; the service checks it (invalid_domain) and stores it lowercase. */
 const HostnameInput = Type.String({
@@ -59,6 +60,7 @@ export const Environment = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
     ...EnvironmentAddress,
+    last_backup: LastBackup,
   },
   { $id: "Environment", title: "Environment" },
 );

@@ -11,6 +11,7 @@ import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
 import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
+import { lastBackupView } from "../backups/last-backup.ts";
 
 export interface CreateEnvironmentInput {
   project_id: string;
@@ -59,6 +60,7 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
     created_at: e.createdAt.toISOString(),
     updated_at: e.updatedAt.toISOString(),
     ...addressView(e, addresses),
+    last_backup: lastBackupView(e.lastBackup),
   };
 }
 

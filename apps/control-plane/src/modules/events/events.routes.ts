@@ -32,6 +32,8 @@ Events (\`event:\` name, \`data:\` one JSON object):
 - \`server.status\`: \`server_id, status, previous_status, timestamp\`, when a server is added or goes online or offline.
 - \`server.proxy\`: \`server_id, running, image, public_addresses, error, checked_at\`, when the server's reverse proxy changes (as its agent reports it).
 - \`environment.routing\`: \`environment_id, project_id, mode, certificate {status, not_after, error, checked_at}, routing {mode, domains [{name, dns, certificate}], checked_at}\` (\`mode\` and \`routing\` null: no route), when an environment's route, DNS answer or certificate changes.
+- \`backup.failed\`: \`environment_id, project_id, backup_id, backup_type, reason, at, timestamp\`, when a manual or scheduled backup fails.
+- \`backup.missed\`: \`environment_id, project_id, slot_at, reason, at, timestamp\`, when a scheduled slot passes its grace period (2 hours) without a completed backup.
 - \`reset\`: \`reason, message\`: the stream could not continue from \`Last-Event-ID\` (see below); reload state from the API, then carry on.
 
 Organisation owners and admins (and portal admins) receive everything; other members receive the events of the

@@ -1,5 +1,5 @@
 // Starts the background work of one replica on pg-boss (see lib/jobs.ts for the policy):
-// the stuck-deployment sweep every 5 minutes, and outgoing webhook deliveries with their
+// the stuck-deployment sweep every 5 minutes, the backup scheduler every minute, and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
 // (repository URL credentials, webhook signing secrets) are sealed with the master key.
 import type pg from "pg";
@@ -7,6 +7,7 @@ import type { Clock } from "../../lib/clock.ts";
 import { startJobs, type Jobs, type JobsOptions } from "../../db/jobs.ts";
 import type { Services } from "../../services.ts";
 import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
+import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup-scheduler.ts";
 
 export interface BackgroundWork {
   jobs: Jobs;
@@ -16,7 +17,7 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks">;
+  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks" | "backupScheduler">;
   options?: JobsOptions | undefined;
   onError: (err: unknown) => void;
 }): Promise<BackgroundWork> {
@@ -28,6 +29,12 @@ export async function startBackgroundWork(deps: {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });
   });
   await jobs.schedule(STUCK_SWEEP_QUEUE, STUCK_SWEEP_CRON);
+  // Scheduled backups, missed slots and retention: one pass a minute across all replicas.
+  await jobs.define(BACKUP_SCHEDULER_QUEUE, async () => {
+    const pass = await deps.services.backupScheduler.tick();
+    for (const err of pass.errors) deps.onError(err);
+  });
+  await jobs.schedule(BACKUP_SCHEDULER_QUEUE, BACKUP_SCHEDULER_CRON);
   await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
   return {
     jobs,

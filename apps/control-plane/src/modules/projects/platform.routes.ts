@@ -10,6 +10,7 @@ import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { EnvironmentAddresses } from "../environments/domains.ts";
 import { EnvironmentAddress } from "../environments/environments.routes.ts";
 import { addressView } from "../environments/environments.service.ts";
+import { LastBackup, lastBackupView } from "../backups/last-backup.ts";
 
 const TAG = ["Dashboard"];
 const OrgParams = Type.Object({ organization_id: Uuid });
@@ -28,6 +29,7 @@ const DashboardEnvironment = Type.Object({
   disk_gb: num,
   ...EnvironmentAddress,
   last_deployment: Nullable(Type.Object({ id: Uuid, kind: Type.String(), status: Type.String(), version: Type.Integer(), created_at: Timestamp })),
+  last_backup: LastBackup,
 });
 const DashboardProject = Type.Object({
   id: Uuid,
@@ -90,6 +92,7 @@ export function projectsPlatformRoutes(deps: {
                     e.last_id === null
                       ? null
                       : { id: e.last_id, kind: e.last_kind!, status: e.last_status!, version: e.last_version!, created_at: iso(e.last_created_at)! },
+                  last_backup: lastBackupView(e.last_backup),
                 })),
             };
           }),

@@ -6,5 +6,7 @@ export const WEBHOOK_EVENTS = [
   "deploy.failed",
   "deployment.failed",
   "environment.status_changed",
+  "backup.failed",
+  "backup.missed",
 ] as const;
 export type WebhookEvent = (typeof WEBHOOK_EVENTS)[number];

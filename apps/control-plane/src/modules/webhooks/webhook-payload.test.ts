@@ -100,3 +100,24 @@ describe("where the fan-out's cursor goes", () => {
     expect(nextCursor([], 2, caughtUp)).toBe(caughtUp);
   });
 });
+
+describe("backup events", () => {
+  const missed: OrgEventRow = {
+    id: "44",
+    organization_id: ORG,
+    type: "backup.missed",
+    data: { environment_id: "e1", project_id: P1, slot_at: "2025-01-02T03:00:00.000Z", reason: "The environment's server was offline", at: "2025-01-02T05:00:00.000Z" },
+    created_at: new Date("2025-01-02T05:00:00.000Z"),
+    tx: "902",
+  };
+  it("backup.failed and backup.missed go to their subscribers only, with the environment, reason and time", () => {
+    expect(webhookEventsFor(missed)).toEqual(["backup.missed"]);
+    const subs = subscriptionsByOrganization([sub("m", ["backup.missed"]), sub("f", ["backup.failed"]), sub("other", ["backup.missed"], P2)]);
+    const out = deliveriesFor([missed], subs, new Map([["e1", "https://erp.example.com"]]));
+    expect(out.map((d) => d.subscriptionId)).toEqual(["m"]);
+    expect(out[0]!.payload).toMatchObject({
+      type: "backup.missed",
+      data: { backup: { environment_id: "e1", project_id: P1, environment_url: "https://erp.example.com", backup_id: null, slot_at: "2025-01-02T03:00:00.000Z", reason: "The environment's server was offline", at: "2025-01-02T05:00:00.000Z" } },
+    });
+  });
+});

@@ -7,11 +7,12 @@ import type { FanOutCursor, LiveSubscription, NewDelivery, OrgEventRow } from ".
 import type { WebhookEvent } from "./webhook-events.ts";
 
 /** The org_events types that can become webhooks (the status events of deployment-state.ts's triggers). */
-export const FANOUT_EVENT_TYPES = ["deployment.status", "environment.status"] as const;
+export const FANOUT_EVENT_TYPES = ["deployment.status", "environment.status", "backup.failed", "backup.missed"] as const;
 
 /** Webhook event names an org_events row stands for (none for most rows). */
 export function webhookEventsFor(e: Pick<OrgEventRow, "type" | "data">): WebhookEvent[] {
   const d = e.data;
+  if (e.type === "backup.failed" || e.type === "backup.missed") return [e.type];
   if (e.type === "environment.status") return d.status !== d.previous_status ? ["environment.status_changed"] : [];
   if (e.type !== "deployment.status" || !isDeployKind(String(d.kind)) || d.status === d.previous_status) return [];
   if (d.status === "success") return ["deploy.completed", "deployment.completed"];
@@ -25,6 +26,20 @@ export type EnvironmentUrls = ReadonlyMap<string, string | null>;
 function payloadData(e: Pick<OrgEventRow, "type" | "data">, urls: EnvironmentUrls): Record<string, unknown> {
   const d = e.data;
   const url = urls.get(String(d.environment_id)) ?? null;
+  if (e.type === "backup.failed" || e.type === "backup.missed") {
+    return {
+      backup: {
+        environment_id: d.environment_id,
+        project_id: d.project_id,
+        environment_url: url,
+        backup_id: d.backup_id ?? null,
+        backup_type: d.backup_type ?? "scheduled",
+        slot_at: d.slot_at ?? null,
+        reason: d.reason,
+        at: d.at,
+      },
+    };
+  }
   if (e.type === "environment.status") {
     return { environment: { id: d.environment_id, project_id: d.project_id, status: d.status, previous_status: d.previous_status ?? null, url } };
   }
