@@ -59,6 +59,8 @@ import { createRateLimiter } from "./modules/rate-limits/rate-limiter.ts";
 import { createInvitations } from "./modules/invitations/invitations.service.ts";
 import { createInvitationsRepo } from "./modules/invitations/invitations.repo.ts";
 import { NO_MAIL, type Mailer } from "./lib/mail/mailer.ts";
+import { createAddonRepositoriesRepo } from "./modules/addon-repositories/addon-repositories.repo.ts";
+import { createAddonRepositoriesService } from "./modules/addon-repositories/addon-repositories.service.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -82,7 +84,8 @@ export function createServices(deps: {
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
   const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
+  const addonRepositoriesRepo = createAddonRepositoriesRepo(db);
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}), addonRepositories: addonRepositoriesRepo });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -154,6 +157,7 @@ export function createServices(deps: {
     streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
     invitations: createInvitations({ repo: createInvitationsRepo(db), accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
+    addonRepositories: createAddonRepositoriesService({ repo: addonRepositoriesRepo, masterKey: deps.masterKey, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

@@ -24,6 +24,7 @@ import { platformDeploymentsRoutes } from "../modules/deployments/platform-deplo
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
 import { personOf } from "../modules/auth/session-principal.ts";
+import { addonRepositoriesPlatformRoutes } from "../modules/addon-repositories/addon-repositories.routes.ts";
 
 export const PLATFORM_PREFIX = "/api/v1";
 
@@ -61,5 +62,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
+    await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
   };
 }

@@ -418,7 +418,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                     labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
                     network: layout.network,
                     environmentDir: layout.dir,
-                    binds: erpBinds(layout).filter((bind) => !bind.includes("/opt/berth-python")),
+                    // The code only: odoo.conf is written later (generating_config).
+                    binds: [`${layout.addonsDir}:/mnt/extra-addons:ro`, `${addonReposDir(layout.dir)}:${ADDON_REPOS_MOUNT}:ro`],
                     files,
                   },
                   { deadlineMs: timing.dataTransferMs, signal: step.signal, log: (level, message) => step.log(level, message) },
