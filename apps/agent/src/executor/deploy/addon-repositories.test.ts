@@ -2,7 +2,9 @@
 // key and an authorized_keys holding only the deploy key): cloned with the deploy key, refused
 // without it (naming the repository), pinned commits, submodules with the same key, host
 // keys pinned per repository, and addons_path built from nested module folders.
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { createServer as createHttpServer } from "node:http";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -229,6 +231,114 @@ describe("discovering add-on folders", () => {
       expect(await discoverAddonFolders(join(root, "a", "m1"))).toEqual([join(root, "a")]);
     } finally {
       await rm(root, { recursive: true, force: true });
+    }
+  });
+});
+
+/** git's smart HTTP (git http-backend as CGI) behind a check of the basic authorisation a token makes. */
+async function startHttpGitServer(root: string, token: string) {
+  const expected = `Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
+  const seen: string[] = [];
+  const server = createHttpServer((req, res) => {
+    seen.push(req.url ?? "");
+    if (req.headers.authorization !== expected) {
+      res.writeHead(401, { "WWW-Authenticate": 'Basic realm="git"' }).end("no");
+      return;
+    }
+    const url = new URL(req.url ?? "/", "http://x");
+    const cgi = spawn("/usr/lib/git-core/git-http-backend", [], {
+      env: {
+        GIT_PROJECT_ROOT: root,
+        GIT_HTTP_EXPORT_ALL: "1",
+        PATH_INFO: decodeURIComponent(url.pathname),
+        QUERY_STRING: url.search.slice(1),
+        REQUEST_METHOD: req.method ?? "GET",
+        CONTENT_TYPE: req.headers["content-type"] ?? "",
+        REMOTE_USER: "token",
+      },
+    });
+    req.pipe(cgi.stdin);
+    const chunks: Buffer[] = [];
+    cgi.stdout.on("data", (c: Buffer) => chunks.push(c));
+    cgi.on("close", () => {
+      const out = Buffer.concat(chunks);
+      const split = out.indexOf("\r\n\r\n");
+      const head = out.subarray(0, split).toString().split("\r\n");
+      let status = 200;
+      const headers: Record<string, string> = {};
+      for (const line of head) {
+        const [name, ...rest] = line.split(":");
+        if (name!.toLowerCase() === "status") status = Number.parseInt(rest.join(":").trim(), 10);
+        else headers[name!] = rest.join(":").trim();
+      }
+      res.writeHead(status, headers).end(out.subarray(split + 4));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as { port: number }).port;
+  return { url: (name: string) => `http://127.0.0.1:${port}/${name}.git`, seen, close: () => new Promise((r) => server.close(r)) };
+}
+
+describe("add-on repositories over HTTP(S) with a token", () => {
+  const TOKEN = "glpat-secret-token-never-logged";
+  const work = mkdtempSync(join(tmpdir(), "berth-addon-http-"));
+  const envDir = join(work, "env");
+  let http: Awaited<ReturnType<typeof startHttpGitServer>>;
+  let head: string;
+
+  beforeAll(async () => {
+    const root = join(work, "srv");
+    await mkdir(root, { recursive: true });
+    const bare = join(root, "private.git");
+    const tree = join(work, "tree");
+    await git(["init", "--quiet", "--bare", "--initial-branch=main", bare]);
+    await git(["init", "--quiet", "--initial-branch=main", tree]);
+    await mkdir(join(tree, "web_ext"), { recursive: true });
+    await writeFile(join(tree, "web_ext", "__manifest__.py"), manifest("1.0"));
+    await git(["add", "--all"], tree);
+    await git(["commit", "--quiet", "-m", "one"], tree);
+    await git(["push", "--quiet", bare, "HEAD:main"], tree);
+    head = await git(["rev-parse", "HEAD"], tree);
+    http = await startHttpGitServer(root, TOKEN);
+  });
+
+  afterAll(async () => {
+    await http?.close();
+    await rm(work, { recursive: true, force: true });
+  });
+
+  const repo = (token: string | undefined): AddonRepository => ({
+    id: randomUUID(),
+    level: "environment",
+    name: "private",
+    url: http.url("private"),
+    branch: "main",
+    commit: null,
+    submodules: false,
+    paths: [],
+    ...(token === undefined ? {} : { token }),
+  });
+
+  it("clones with the token as basic authorisation, and is refused without it or with another, never showing it", async () => {
+    const staging = await stageAddonRepositories(addonReposDir(envDir), knownHostsDir(envDir));
+    const [checkout] = await staging.clone([repo(TOKEN)], options);
+    expect(checkout!.commit).toBe(head);
+    expect(existsSync(join(staging.staging, checkout!.folder, "web_ext", "__manifest__.py"))).toBe(true);
+    // The token is in no URL git requested nor in the checkout's configuration.
+    expect(http.seen.join("\n")).not.toContain(TOKEN);
+    expect(readFileSync(join(staging.staging, checkout!.folder, ".git", "config"), "utf8")).not.toContain(TOKEN);
+    await staging.discard();
+
+    for (const token of [undefined, "wrong-token"]) {
+      const again = await stageAddonRepositories(addonReposDir(envDir), knownHostsDir(envDir));
+      const error = await again.clone([repo(token)], options).then(
+        () => null,
+        (e: unknown) => e as CommandError,
+      );
+      await again.discard();
+      expect(error?.code).toBe("git_clone_failed");
+      expect(error?.message).toContain('add-on repository "private"');
+      expect(error?.message).not.toContain(TOKEN);
     }
   });
 });
