@@ -7,7 +7,7 @@
 // no ensurepip (pip then runs from the system with --python). Its site-packages is reached
 // through a fixed link, <mount>/site, which PYTHONPATH names, so the ERP's own interpreter
 // finds the packages whatever its Python version; a missing link is ignored by Python.
-import { chown, mkdir } from "node:fs/promises";
+import { chmod, chown, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { ERP_UID } from "../environment/environment-layout.ts";
@@ -37,8 +37,10 @@ export function erpEnvironment(env: Record<string, string>): string[] {
 export async function preparePythonLayer(environmentDir: string): Promise<string> {
   const dir = pythonLayerDir(environmentDir);
   await mkdir(dir, { recursive: true, mode: 0o755 });
-  await chown(dir, ERP_UID, ERP_UID).catch((error: NodeJS.ErrnoException) => {
+  await chown(dir, ERP_UID, ERP_UID).catch(async (error: NodeJS.ErrnoException) => {
     if (error.code !== "EPERM") throw error;
+    // Without root the ERP's user must still write it (inside the agent's private state dir).
+    await chmod(dir, 0o777);
   });
   return dir;
 }
