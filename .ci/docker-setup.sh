@@ -23,10 +23,12 @@ readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # cross-built here and run under qemu in its test; chromium: the dashboard's browser tests
 # drive it with playwright-core (fonts-dejavu-core so its screenshots have readable text);
 # caddy: the reverse proxy's test image is built from Debian's binary; pebble (with
-# pebble-challtestsrv) and openssl: the ACME server, DNS and certificates of the proxy tests.
+# pebble-challtestsrv) and openssl: the ACME server, DNS and certificates of the proxy tests;
+# openssh-server (sshd) and python3-venv: the private Git host and the Python layer of the
+# add-on repository tests.
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
 	binutils util-linux debootstrap shellcheck g++ make python3 g++-aarch64-linux-gnu qemu-user-static chromium fonts-dejavu-core
-	caddy pebble openssl)
+	caddy pebble openssl openssh-server python3-venv)
 
 die() {
 	echo "docker-setup: $*" >&2

@@ -62,6 +62,8 @@ import { NO_MAIL, type Mailer } from "./lib/mail/mailer.ts";
 import { createBackupSchedulesRepo } from "./modules/backups/backup-schedules.repo.ts";
 import { createBackupSchedules } from "./modules/backups/backup-schedules.service.ts";
 import { createBackupScheduler, deleteBackupRecord, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
+import { createAddonRepositoriesRepo } from "./modules/addon-repositories/addon-repositories.repo.ts";
+import { createAddonRepositoriesService } from "./modules/addon-repositories/addon-repositories.service.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -89,7 +91,8 @@ export function createServices(deps: {
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
   const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
+  const addonRepositoriesRepo = createAddonRepositoriesRepo(db);
+  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}), addonRepositories: addonRepositoriesRepo });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -171,6 +174,7 @@ export function createServices(deps: {
     invitations: createInvitations({ repo: createInvitationsRepo(db), accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
     backupSchedules: createBackupSchedules({ schedules: backupSchedulesRepo, environments: repos.environments, clock }),
     backupScheduler,
+    addonRepositories: createAddonRepositoriesService({ repo: addonRepositoriesRepo, masterKey: deps.masterKey, clock }),
   };
 }
 export type Services = ReturnType<typeof createServices>;

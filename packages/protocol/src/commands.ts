@@ -109,6 +109,40 @@ export const DatabaseInit = Type.Object(
 );
 export type DatabaseInit = Static<typeof DatabaseInit>;
 
+/** Where an add-on repository is configured; also the precedence of its modules (environment first). */
+export const ADDON_REPOSITORY_LEVELS = ["environment", "organization", "platform"] as const;
+export type AddonRepositoryLevel = (typeof ADDON_REPOSITORY_LEVELS)[number];
+/** A folder inside a repository: relative, no "..", no leading "/" or "-". */
+export const ADDON_SUB_PATH_PATTERN = "^(?!-)(?!.*(?:^|/)\\.\\.?(?:/|$))[A-Za-z0-9._@+-]+(?:/[A-Za-z0-9._@+-]+)*$";
+
+/**
+ * An extra Git repository of ERP add-ons (platform, organisation or environment level),
+ * checked out beside the customer's code. At most one of ssh_private_key (an OpenSSH
+ * deploy key, for ssh URLs) and token (sent as HTTP basic auth to the URL's host only).
+ * Sent only when the environment has add-on repositories, so an agent that predates the
+ * field refuses such a deploy (strict params) instead of deploying without them.
+ */
+export const AddonRepository = Type.Object(
+  {
+    id: Uuid,
+    level: Type.Union(ADDON_REPOSITORY_LEVELS.map((l) => Type.Literal(l))),
+    name: Type.String({ pattern: "^[A-Za-z0-9._-]{1,100}$" }),
+    url: Type.String({ minLength: 1, maxLength: 2048 }),
+    branch: Type.String({ minLength: 1, maxLength: 255 }),
+    /** Null: the branch head when the agent clones; the deployment records what that was. */
+    commit: Nullable(Type.String({ pattern: "^[0-9a-f]{7,64}$" })),
+    submodules: Type.Boolean(),
+    /** Folders to look for modules in; empty: the whole repository. */
+    paths: Type.Array(Type.String({ pattern: ADDON_SUB_PATH_PATTERN, maxLength: 255 }), { maxItems: 20 }),
+    ssh_private_key: Type.Optional(Type.String({ minLength: 1, maxLength: 16_384 })),
+    token: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, pattern: "^[^\\r\\n]+$" })),
+  },
+  strict,
+);
+export type AddonRepository = Static<typeof AddonRepository>;
+/** Most add-on repositories one deploy carries (all levels together). */
+export const MAX_DEPLOY_ADDON_REPOSITORIES = 60;
+
 export const DeployParams = Type.Object(
   {
     deployment_id: Uuid,
@@ -150,6 +184,8 @@ export const DeployParams = Type.Object(
         strict,
       ),
     ),
+    /** Add-on repositories, environment level first; absent: none (see AddonRepository). */
+    addon_repositories: Type.Optional(Type.Array(AddonRepository, { maxItems: MAX_DEPLOY_ADDON_REPOSITORIES })),
   },
   strict,
 );

@@ -33,6 +33,17 @@ export const ERROR_STATUS = {
   variable_value_too_large: 400,
   /** A backup schedule that cannot run: a time not HH:MM (UTC), or a retention that keeps no backup. */
   backup_schedule_invalid: 400,
+  /** An add-on repository's git_url that is not https or ssh, or carries credentials. */
+  addon_url_invalid: 400,
+  addon_branch_invalid: 400,
+  addon_commit_invalid: 400,
+  /** A sub-path that is not a relative folder of the repository (absolute, "..", odd characters). */
+  addon_path_invalid: 400,
+  addon_name_invalid: 400,
+  /** A deploy key with an https URL, a token with an ssh URL, or a token without access "token". */
+  addon_access_mismatch: 400,
+  addon_token_required: 400,
+  addon_token_invalid: 400,
   // 401: who is calling is unknown
   authentication_required: 401,
   invalid_authorization_header: 401,
@@ -90,6 +101,8 @@ export const ERROR_STATUS = {
   invitation_exists: 409,
   /** The environment holds as many variables as allowed (100): delete one first. */
   variable_limit_reached: 409,
+  /** The platform, organisation or environment holds as many add-on repositories as allowed (50). */
+  addon_repository_limit_reached: 409,
   // others
   payload_too_large: 413,
   unsupported_media_type: 415,

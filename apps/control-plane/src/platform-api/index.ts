@@ -25,6 +25,7 @@ import { platformBackupsRoutes } from "../modules/backups/platform-backups.route
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
 import { backupSchedulesPlatformRoutes } from "../modules/backups/backup-schedules.routes.ts";
 import { personOf } from "../modules/auth/session-principal.ts";
+import { addonRepositoriesPlatformRoutes } from "../modules/addon-repositories/addon-repositories.routes.ts";
 
 export const PLATFORM_PREFIX = "/api/v1";
 
@@ -63,5 +64,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
     await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
+    await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
   };
 }

@@ -100,10 +100,12 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
         message: expect.stringMatching(/^Health check failed, continuing \(non-fatal\): .*answered 500/),
       }),
     );
-    // The test image has no pip: said, not failed.
+    // The test image has no python3: said, not failed. The layer is tried before any ERP of the deploy runs.
+    const pulling = run.logs.filter((l) => l.step === "pulling_image").map((l) => `${l.level}: ${l.message}`);
+    expect(pulling).toContainEqual("info: Installing /mnt/extra-addons/requirements.txt into the environment's Python layer (/opt/berth-python, a virtual environment that survives restarts)");
+    expect(pulling).toContainEqual(expect.stringMatching(/^warning: The requirements were not installed \(the image has no python3\), continuing \(non-fatal\)/));
     expect(run.logs.filter((l) => l.step === "installing_dependencies").map((l) => `${l.level}: ${l.message}`)).toEqual([
-      "info: requirements.txt found: installing it with pip inside the ERP container",
-      "warning: The image has no pip: requirements.txt was not installed (non-fatal)",
+      "warning: Requirements not installed: the image has no python3 (non-fatal)",
     ]);
   }, 60_000);
 

@@ -11,7 +11,6 @@
 // serving, and only then replaces the container. initializing_database reports what was done.
 import { chown, chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
@@ -64,6 +63,9 @@ import {
   restorePreviousCheckout,
 } from "./git-checkout.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
+import { ADDON_REPOS_MOUNT, addonReposDir, knownHostsDir, stageAddonRepositories, type AddonCheckout, type AddonStaging } from "./addon-repositories.ts";
+import { buildAddonsPath, requirementFiles, scanAddonFolders, type AddonsFolder } from "./addons-path.ts";
+import { erpEnvironment, installIntoLayer, preparePythonLayer, pythonLayerBind, type LayerInstall } from "./python-layer.ts";
 import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
 import { psql } from "../environment/database-swap.ts";
@@ -78,6 +80,13 @@ interface DeployState {
   databaseIsNew: boolean;
   commit: string | null;
   hasRequirements: boolean;
+  /** Add-on repositories being cloned (platform, organisation, environment), swapped in by cloning_repo. */
+  staging: AddonStaging;
+  addonCheckouts: AddonCheckout[];
+  /** odoo.conf's addons_path, in precedence order. */
+  addonsFolders: AddonsFolder[];
+  requirementFiles: string[];
+  pythonLayer: LayerInstall;
   containerId: string;
   hostPort: number | null;
   healthy: boolean;
@@ -123,7 +132,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             name: `${layout.erpContainer}-run-${randomBytes(4).toString("hex")}`,
             image: params.image,
             labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
-            env: Object.entries(params.env).map(([name, value]) => `${name}=${value}`),
+            env: erpEnvironment(params.env),
             cmd,
             network: layout.network,
             binds: erpBinds(layout),
@@ -181,20 +190,23 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       };
 
       /**
-       * The old ERP started again (after the snapshot's copy) must mount the code and
-       * configuration it ran with, not this deploy's: Docker resolves bind mounts at start,
+       * The old ERP started again (a deploy that fails before its upgrade ran) must mount the
+       * code and configuration it ran with, not this deploy's: Docker resolves bind mounts at start,
        * so both are put back at their paths for the start, then this deploy's again. The
        * running container keeps the folder and file it was started with.
        */
       const withPreviousMounts = async (start: () => Promise<void>) => {
-        const code = previousCheckout(layout.addonsDir);
-        const swapCode = await exists(code);
-        const nextCode = `${layout.addonsDir}.next`;
+        // The project's checkout and the add-on repositories: each swapped when it has a previous one.
+        const swaps: { live: string; previous: string; next: string }[] = [];
+        for (const live of [layout.addonsDir, addonReposDir(layout.dir)]) {
+          const previous = previousCheckout(live);
+          if (await exists(previous)) swaps.push({ live, previous, next: `${live}.next` });
+        }
         const nextConf = `${layout.configFile}.next`;
         const swapConf = s.previousConf != null;
-        if (swapCode) {
-          await rename(layout.addonsDir, nextCode);
-          await rename(code, layout.addonsDir);
+        for (const { live, previous, next } of swaps) {
+          await rename(live, next);
+          await rename(previous, live);
         }
         if (swapConf) {
           await rename(layout.configFile, nextConf);
@@ -204,9 +216,9 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         try {
           await start();
         } finally {
-          if (swapCode) {
-            await rename(layout.addonsDir, code);
-            await rename(nextCode, layout.addonsDir);
+          for (const { live, previous, next } of swaps) {
+            await rename(live, previous);
+            await rename(next, live);
           }
           if (swapConf) await rename(nextConf, layout.configFile);
         }
@@ -225,6 +237,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, timing.stopGraceSeconds);
         }
         if (await restorePreviousCheckout(layout.addonsDir)) step.log("warning", "Code: the previous add-ons checkout is back");
+        if (await restorePreviousCheckout(addonReposDir(layout.dir))) step.log("warning", "Code: the previous add-on repositories are back");
         if (s.previousConf != null) {
           writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
           await readableByErp(layout.configFile, step);
@@ -254,7 +267,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         const dbId = need(s.dbContainerId);
         s.oldErpId = (await findErpContainer(docker, layout))?.id ?? null;
         const series = seriesOf(params.erp_version);
-        s.addons = await scanAddons(layout.addonsDir, series);
+        s.addons = s.addonsFolders ? await scanAddonFolders(s.addonsFolders, series) : await scanAddons(layout.addonsDir, series);
         s.modules = [];
         s.snapshot = null;
         let before = await readDbModules(docker, dbId);
@@ -406,20 +419,18 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             },
 
             cloning_platform_repos: async (step) => {
-              step.log("info", "No platform repositories configured");
-              return "None configured";
+              s.staging = await stageAddonRepositories(addonReposDir(layout.dir), knownHostsDir(layout.dir));
+              return cloneAddonLevel(s.staging, params, "platform", step, timing.gitTimeoutMs);
             },
 
-            cloning_org_repos: async (step) => {
-              step.log("info", "No organisation repositories configured");
-              return "None configured";
-            },
+            cloning_org_repos: async (step) => cloneAddonLevel(need(s.staging), params, "organization", step, timing.gitTimeoutMs),
 
             cloning_repo: async (step) => {
               if (params.git === null) {
                 await emptyCheckout(layout.addonsDir, (dir) => mkdir(dir, { mode: 0o755 }).then(() => undefined));
                 step.log("info", "No repository configured: the image runs as is (skipped)");
-                return "Skipped: no repository";
+                const extra = await finishAddonCheckout(s, layout, params, step, timing.gitTimeoutMs);
+                return `Skipped: no repository${extra}`;
               }
               const url = redactUrl(params.git.url);
               step.log("info", `Cloning ${url} (branch ${params.git.branch}${params.git.commit ? `, commit ${params.git.commit}` : ""})`);
@@ -430,11 +441,30 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
               s.commit = checkout.commit;
               s.hasRequirements = checkout.hasRequirements;
               step.log("info", `Checked out commit ${checkout.commit}`, { commit: checkout.commit, branch: params.git.branch });
-              return `Commit ${checkout.commit}`;
+              const extra = await finishAddonCheckout(s, layout, params, step, timing.gitTimeoutMs);
+              return `Commit ${checkout.commit}${extra}`;
             },
 
             pulling_image: async (step) => {
               const source = await ensureImage(docker, params.image, step);
+              // Before any ERP process of this deploy runs: a module install may import them.
+              const files = s.requirementFiles ?? [];
+              if (files.length > 0) {
+                s.pythonLayer = await installIntoLayer(
+                  docker,
+                  {
+                    name: `${layout.erpContainer}-pip-${randomBytes(4).toString("hex")}`,
+                    image: params.image,
+                    labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
+                    network: layout.network,
+                    environmentDir: layout.dir,
+                    // The code only: odoo.conf is written later (generating_config).
+                    binds: [`${layout.addonsDir}:/mnt/extra-addons:ro`, `${addonReposDir(layout.dir)}:${ADDON_REPOS_MOUNT}:ro`],
+                    files,
+                  },
+                  { deadlineMs: timing.dataTransferMs, signal: step.signal, log: (level, message) => step.log(level, message) },
+                );
+              }
               return source === "local" ? `Using local image ${params.image}` : `Pulled ${params.image}`;
             },
 
@@ -453,6 +483,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 dbName: ERP_DB_NAME,
                 sizing,
                 proxyMode: params.domain !== null,
+                ...(s.addonsFolders ? { addonsPath: s.addonsFolders.map((f) => f.container) } : {}),
               });
               writeFileAtomic(layout.configFile, conf, SECRET_FILE_MODE);
               await readableByErp(layout.configFile, step);
@@ -487,7 +518,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                     "berth.deployment_id": params.deployment_id,
                     "berth.erp_version": params.erp_version,
                   }),
-                  env: Object.entries(params.env).map(([name, value]) => `${name}=${value}`),
+                  env: erpEnvironment(params.env),
                   network: layout.network,
                   binds: erpBinds(layout),
                   publishLoopback: [ERP_HTTP_PORT],
@@ -507,14 +538,13 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             },
 
             installing_dependencies: async (step) => {
-              if (!s.hasRequirements) {
-                step.log("info", "No requirements.txt in the repository: nothing to install");
+              // Installed by pulling_image into the Python layer, before the ERP of this deploy started.
+              if (s.pythonLayer === undefined) {
+                step.log("info", "No requirements.txt in the repository or its add-on repositories: nothing to install");
                 return "Nothing to install";
               }
-              return installRequirements(docker, need(s.containerId), step, timing.dataTransferMs).then(async (message) => {
-                if (message.restarted) s.hostPort = await hostPortOf(docker, need(s.containerId));
-                return message.text;
-              });
+              step.log(s.pythonLayer.installed ? "info" : "warning", s.pythonLayer.summary);
+              return s.pythonLayer.summary;
             },
 
             initializing_database: async (step) => {
@@ -578,6 +608,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
 
             completed: async (step) => {
               await dropPreviousCheckout(layout.addonsDir);
+              await dropPreviousCheckout(addonReposDir(layout.dir));
               const after = await readDbModules(docker, need(s.dbContainerId)).catch(() => null);
               if (after !== null) writeModuleState(layout, s.addons ?? [], after);
               step.log("info", `${kind === "redeploy" ? "Redeployment" : "Deployment"} finished`);
@@ -610,6 +641,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         image: params.image,
         host_port: s.hostPort ?? null,
         commit: s.commit ?? null,
+        /** The commit of each add-on repository, so retry and rollback check out the same. */
+        addon_repositories: (s.addonCheckouts ?? []).map((c) => ({ id: c.id, level: c.level, name: c.name, branch: c.branch, commit: c.commit })),
         db_volume: layout.dbVolume,
         db_container: layout.dbContainer,
         healthy: s.healthy ?? false,
@@ -633,7 +666,57 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
 }
 
 function erpBinds(layout: EnvironmentLayout): string[] {
-  return [`${layout.configFile}:/etc/odoo/odoo.conf:ro`, `${layout.dataDir}:/var/lib/odoo`, `${layout.addonsDir}:/mnt/extra-addons:ro`];
+  return [
+    `${layout.configFile}:/etc/odoo/odoo.conf:ro`,
+    `${layout.dataDir}:/var/lib/odoo`,
+    `${layout.addonsDir}:/mnt/extra-addons:ro`,
+    `${addonReposDir(layout.dir)}:${ADDON_REPOS_MOUNT}:ro`,
+    pythonLayerBind(layout.dir),
+  ];
+}
+
+/** cloning_platform_repos / cloning_org_repos: this level's repositories into the staging folder. */
+async function cloneAddonLevel(staging: AddonStaging, params: DeployParams, level: "platform" | "organization", step: StepScope, timeoutMs: number): Promise<string> {
+  const repos = (params.addon_repositories ?? []).filter((r) => r.level === level);
+  const what = level === "platform" ? "platform" : "organisation";
+  if (repos.length === 0) {
+    step.log("info", `No ${what} repositories configured`);
+    return "None configured";
+  }
+  const done = await staging.clone(repos, { signal: step.signal, timeoutMs, log: step.log });
+  return `${done.length} ${what} repositor${done.length === 1 ? "y" : "ies"}: ${done.map((c) => `${c.name}@${c.commit.slice(0, 12)}`).join(", ")}`;
+}
+
+/**
+ * End of cloning_repo: the environment's own add-on repositories, then the staged set
+ * replaces the live one, and the addons_path and requirement files are worked out.
+ */
+async function finishAddonCheckout(
+  s: Partial<DeployState> & Pick<DeployState, "layout">,
+  layout: EnvironmentLayout,
+  params: DeployParams,
+  step: StepScope,
+  timeoutMs: number,
+): Promise<string> {
+  const staging = need(s.staging);
+  const own = (params.addon_repositories ?? []).filter((r) => r.level === "environment");
+  try {
+    if (own.length > 0) await staging.clone(own, { signal: step.signal, timeoutMs, log: step.log });
+    await staging.swapIn();
+  } catch (error) {
+    await staging.discard();
+    throw error;
+  }
+  s.addonCheckouts = staging.checkouts;
+  const reposDir = addonReposDir(layout.dir);
+  // The staged folders moved: the checkouts' folders are relative, so they still hold.
+  s.addonsFolders = await buildAddonsPath(layout.addonsDir, reposDir, s.addonCheckouts);
+  s.requirementFiles = await requirementFiles(layout.addonsDir, s.addonCheckouts);
+  await preparePythonLayer(layout.dir);
+  if (s.addonCheckouts.length > 0 || s.addonsFolders.length > 1) {
+    step.log("info", `addons_path: ${s.addonsFolders.map((f) => f.container).join(",")}`, { addons_path: s.addonsFolders.map((f) => f.container) });
+  }
+  return own.length > 0 ? `; ${own.length} environment add-on repositor${own.length === 1 ? "y" : "ies"}` : "";
 }
 
 function withoutDemo(params: DeployParams): boolean {
@@ -686,36 +769,4 @@ async function readableByErp(file: string, step: Pick<StepScope, "log">): Promis
     await chmod(file, 0o644);
     step.log("warning", `Without root the agent cannot give ${file} to uid ${ERP_UID}: made it readable (0644) inside the private state dir`);
   }
-}
-
-async function installRequirements(
-  docker: DockerClient,
-  containerId: string,
-  step: StepScope,
-  deadlineMs: number,
-): Promise<{ text: string; restarted: boolean }> {
-  const requirements = "/mnt/extra-addons/requirements.txt";
-  step.log("info", "requirements.txt found: installing it with pip inside the ERP container");
-  let pip: string | null = null;
-  for (const candidate of ["pip3", "pip"]) {
-    const probe = await docker.exec(containerId, [candidate, "--version"], { deadlineMs: 15_000 }).catch(() => null);
-    if (probe?.exitCode === 0) {
-      pip = candidate;
-      break;
-    }
-  }
-  if (pip === null) {
-    step.log("warning", "The image has no pip: requirements.txt was not installed (non-fatal)");
-    return { text: "Not installed: no pip in the image", restarted: false };
-  }
-  // --user installs under the ERP user's home (/var/lib/odoo in the official image, the data dir).
-  const result = await docker.exec(containerId, [pip, "install", "--user", "--no-cache-dir", "-r", requirements], { deadlineMs });
-  if (result.exitCode !== 0) {
-    const tail = result.stderr.trim().split("\n").slice(-5).join("\n");
-    step.log("warning", `pip install -r requirements.txt failed (exit code ${result.exitCode}), continuing (non-fatal): ${tail}`);
-    return { text: "pip install failed (non-fatal)", restarted: false };
-  }
-  step.log("info", "Installed requirements.txt; restarting the ERP so it loads them");
-  await docker.restartContainer(containerId, 20);
-  return { text: "Requirements installed", restarted: true };
 }

@@ -77,13 +77,15 @@ export interface OdooConfInput {
   adminPasswd?: string;
   /** New modules get no demo data. */
   withoutDemo?: boolean;
+  /** The add-ons folders in precedence order; absent: /mnt/extra-addons alone. */
+  addonsPath?: string[];
 }
 
 /** The [options] section Odoo reads from /etc/odoo/odoo.conf. */
 export function renderOdooConf(input: OdooConfInput): string {
   const { sizing } = input;
   const options: [string, string | number][] = [
-    ["addons_path", "/mnt/extra-addons"],
+    ["addons_path", input.addonsPath && input.addonsPath.length > 0 ? input.addonsPath.join(",") : "/mnt/extra-addons"],
     ["data_dir", "/var/lib/odoo"],
     ["db_host", input.dbHost],
     ["db_port", input.dbPort],

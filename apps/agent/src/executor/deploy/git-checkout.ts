@@ -17,6 +17,12 @@ export interface CheckoutOptions {
   signal: AbortSignal;
   /** Deadline of each git invocation. */
   timeoutMs: number;
+  /** Added to git's environment (credentials of add-on repositories: GIT_SSH_COMMAND, GIT_CONFIG_*). */
+  env?: Record<string, string>;
+  /** Check out the submodules too (recursively, at the commits the checked-out commit records). */
+  submodules?: boolean;
+  /** How errors name the repository (default: its URL without credentials). */
+  label?: string;
 }
 
 export interface Checkout {
@@ -29,7 +35,7 @@ export interface Checkout {
 export async function checkoutRepository(source: GitSource, target: string, options: CheckoutOptions): Promise<Checkout> {
   const suffix = randomBytes(4).toString("hex");
   const fresh = `${target}.new-${suffix}`;
-  const url = redactUrl(source.url);
+  const url = options.label ?? redactUrl(source.url);
   try {
     await git(["clone", "--quiet", "--no-recurse-submodules", `--branch=${source.branch}`, "--", source.url, fresh], options).catch(
       (error: unknown) => {
@@ -42,6 +48,11 @@ export async function checkoutRepository(source: GitSource, target: string, opti
           "git_commit_not_found",
           `commit ${source.commit} could not be checked out from ${url} (branch ${source.branch}): ${gitReason(error)}`,
         );
+      });
+    }
+    if (options.submodules === true) {
+      await git(["-C", fresh, "submodule", "update", "--init", "--recursive", "--quiet"], options).catch((error: unknown) => {
+        throw new CommandError("git_submodules_failed", `the submodules of ${url} (branch ${source.branch}) could not be checked out: ${gitReason(error)}`);
       });
     }
     const commit = (await git(["-C", fresh, "rev-parse", "HEAD"], options)).trim();
@@ -61,6 +72,11 @@ export async function emptyCheckout(target: string, create: (dir: string) => Pro
   const fresh = `${target}.new-${suffix}`;
   await create(fresh);
   await swapIn(fresh, target, suffix);
+}
+
+/** Puts the complete folder `fresh` at `target`, keeping the replaced one as its previous checkout. */
+export async function replaceCheckout(fresh: string, target: string): Promise<void> {
+  await swapIn(fresh, target, randomBytes(4).toString("hex"));
 }
 
 /**
@@ -105,10 +121,12 @@ async function git(args: string[], options: CheckoutOptions): Promise<string> {
     signal: options.signal,
     timeout: options.timeoutMs,
     maxBuffer: 4 * 1024 * 1024,
-    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", LC_ALL: "C" },
+    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", LC_ALL: "C", ...options.env },
   });
   return stdout;
 }
+
+const SSH_REASONS = [/Host key verification failed/, /Permission denied \(/, /Could not resolve hostname/, /Connection (refused|timed out|closed)/, /No route to host/];
 
 function gitReason(error: unknown): string {
   const e = error as { stderr?: unknown; killed?: boolean; signal?: unknown; name?: string; message?: string };
@@ -116,8 +134,10 @@ function gitReason(error: unknown): string {
   if (e.killed === true) return `git did not finish in time (${String(e.signal)})`;
   const stderr = typeof e.stderr === "string" ? e.stderr.trim() : "";
   const lines = stderr.split("\n").filter((line) => line.trim() !== "");
-  // The first fatal line says what went wrong; the lines after it are generic advice.
-  const reason = lines.find((line) => /^(fatal|error):/.test(line)) ?? lines.at(-1) ?? e.message ?? String(error);
+  // ssh's own line says why a private repository was not reached (git's fatal line after it
+  // is generic); else the first fatal line says what went wrong, the lines after it are advice.
+  const ssh = SSH_REASONS.map((re) => lines.find((line) => re.test(line))).find((line) => line !== undefined);
+  const reason = ssh ?? lines.find((line) => /^(fatal|error):/.test(line)) ?? lines.at(-1) ?? e.message ?? String(error);
   return redactUrl(reason);
 }
 

@@ -30,6 +30,8 @@ const EXPECTED: Record<Permission, Role> = {
   "org.audit.read": "org_owner",
   "org.owners.manage": "org_owner",
   "support.console": "portal_admin",
+  "org.addon_repositories.manage": "org_admin",
+  "platform.addon_repositories.manage": "portal_admin",
 };
 
 describe("role to permission table", () => {

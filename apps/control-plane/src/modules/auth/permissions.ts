@@ -33,6 +33,8 @@ const PERMISSIONS = {
   "org.audit.read": { min: "org_owner", verb: "read the audit log" },
   "org.owners.manage": { min: "org_owner", verb: "make, demote or remove owners" },
   "support.console": { min: "portal_admin", verb: "use the support console" },
+  "org.addon_repositories.manage": { min: "org_admin", verb: "manage add-on repositories" },
+  "platform.addon_repositories.manage": { min: "portal_admin", verb: "manage the platform's add-on repositories" },
 } as const satisfies Record<string, { min: Role; verb: string }>;
 
 export type Permission = keyof typeof PERMISSIONS;

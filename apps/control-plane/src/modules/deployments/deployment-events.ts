@@ -8,6 +8,8 @@ import type { CommandResultEvent, Event } from "@berth/protocol";
 import type { EventApplier } from "../agents/event-ingest.ts";
 import { ENVIRONMENT_STATUS_AFTER_SUCCESS, isDeployKind, resultStatus, type OperationKind } from "./deployment-state.ts";
 import * as writes from "./deployment-events.repo.ts";
+import { recordAddonCommits } from "../addon-repositories/addon-repositories.repo.ts";
+import { addonCommitsOf } from "../addon-repositories/addon-snapshots.ts";
 
 /**
  * Applies a server's fresh events; resolves with how many it refused because they name an
@@ -66,6 +68,8 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
     });
   }
   if (isDeployKind(op.kind)) await applyErpResult(client, op, r);
+  // The commit each add-on repository got, for retries and rollbacks of this deployment.
+  if (r.ok && isDeployKind(op.kind)) await recordAddonCommits(client, op.id, addonCommitsOf((r.result ?? {}).addon_repositories));
   if (r.ok && op.kind === "rollback") await writes.markRolledBack(client, op.id);
   const after = ENVIRONMENT_STATUS_AFTER_SUCCESS[op.kind as OperationKind];
   if (r.ok && op.kind === "destroy") {

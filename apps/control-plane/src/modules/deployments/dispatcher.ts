@@ -13,6 +13,8 @@ import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
 import type { ErpCredentials } from "../environments/erp-credentials.ts";
+import type { AddonRepositoriesRepo, AddonSnapshotEntry } from "../addon-repositories/addon-repositories.repo.ts";
+import { commandEntries, snapshotEntry, snapshotOf } from "../addon-repositories/addon-snapshots.ts";
 
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
@@ -41,7 +43,27 @@ export function createDispatcher(deps: {
   addresses: Pick<EnvironmentAddresses, "hostname">;
   /** The servers' reverse proxy; absent: the agent keeps the settings it has. */
   proxy?: ProxySettings;
+  /** Add-on repositories of the platform, organisations and environments; absent: none sent. */
+  addonRepositories?: Pick<AddonRepositoriesRepo, "forDeploy" | "secrets" | "recordSnapshot">;
 }) {
+  /**
+   * The deploy's add-on repositories: a retry's or rollback's are those of the deployment it
+   * repeats (extra_data.addons, with the commits that one got); a new deploy takes the
+   * current ones and records them. Omitted when there are none, so an agent that predates
+   * the field keeps deploying environments without add-on repositories.
+   */
+  async function addonParams(d: DeploymentRow): Promise<Record<string, unknown>> {
+    const repo = deps.addonRepositories;
+    if (!repo) return {};
+    let entries: AddonSnapshotEntry[] | null = snapshotOf(((d.extraData ?? {}) as { addons?: unknown }).addons);
+    if (entries === null) {
+      entries = (await repo.forDeploy(d.organizationId, d.environmentId)).map(snapshotEntry);
+      await repo.recordSnapshot(d.id, entries);
+    }
+    if (entries.length === 0) return {};
+    return { addon_repositories: commandEntries(entries, await repo.secrets(entries.map((e) => e.id)), deps.masterKey) };
+  }
+
   /** The URL the agent clones: the stored one with its sealed credentials put back (none if they do not open). */
   function cloneUrl(project: { gitRepoUrl: string; gitRepoCredentialsEnc: string | null }): string {
     if (!project.gitRepoCredentialsEnc) return project.gitRepoUrl;
@@ -87,9 +109,11 @@ export function createDispatcher(deps: {
     // domain: a rollback serves the environment at the names it has now.
     const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number; variables?: Record<string, string> } }).config;
     const erp = await erpParams(d);
+    const addons = await addonParams(d);
     return {
       ...base,
       ...erp,
+      ...addons,
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,
