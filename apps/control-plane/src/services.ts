@@ -37,6 +37,10 @@ import { createErpCredentialsRepo } from "./modules/environments/erp-credentials
 import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createBackupsRepo } from "./modules/backups/backups.repo.ts";
+import { createBackupLinks } from "./modules/backups/backup-links.ts";
+import { createBackupTransfers } from "./modules/backups/backup-transfers.ts";
+import { createObjectStore, type ObjectStore } from "./lib/object-store/index.ts";
+import { backupStoreSettings } from "./config.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createSupportRepo } from "./modules/support/support.repo.ts";
@@ -75,6 +79,8 @@ export function createServices(deps: {
   baseDomain?: string | null;
   /** The servers' reverse proxy, sent with every deploy; none: the agents keep what they have. */
   proxy?: ProxySettings;
+  /** Where backups are kept once their server uploaded them (default: the settings, config.ts backupStoreSettings). */
+  backupStore?: ObjectStore;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -82,7 +88,19 @@ export function createServices(deps: {
   const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
   const images = createErpImages(createErpImagesRepo(db));
   const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}) });
+  const backupsRepo = createBackupsRepo(db);
+  // Signed with the cursor secret under its own label (an instance secret every replica shares).
+  const backupLinks = createBackupLinks({ secret: deps.cursorSecret, clock });
+  const dispatcher = createDispatcher({
+    repo: createDispatchRepo(db),
+    commands: agentCommands,
+    images,
+    masterKey: deps.masterKey,
+    credentials: erpCredentials,
+    addresses,
+    ...(deps.proxy ? { proxy: deps.proxy } : {}),
+    backups: createBackupTransfers({ repo: backupsRepo, links: backupLinks }),
+  });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -101,7 +119,7 @@ export function createServices(deps: {
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
-  const backups = createBackupsService({ backups: createBackupsRepo(db), environments: repos.environments, deployments, cursors });
+  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: deps.backupStore ?? createObjectStore(backupStoreSettings()), links: backupLinks });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
   const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });

@@ -13,6 +13,7 @@ import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
 import type { DeploymentRow } from "./deployments.repo.ts";
 import type { ErpCredentials } from "../environments/erp-credentials.ts";
+import type { BackupTransfers } from "../backups/backup-transfers.ts";
 
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
@@ -41,6 +42,8 @@ export function createDispatcher(deps: {
   addresses: Pick<EnvironmentAddresses, "hostname">;
   /** The servers' reverse proxy; absent: the agent keeps the settings it has. */
   proxy?: ProxySettings;
+  /** Where a backup's files go and come from (the backup store); absent: they stay on the server. */
+  backups?: Pick<BackupTransfers, "uploadParams" | "restoreSource">;
 }) {
   /** The URL the agent clones: the stored one with its sealed credentials put back (none if they do not open). */
   function cloneUrl(project: { gitRepoUrl: string; gitRepoCredentialsEnc: string | null }): string {
@@ -73,7 +76,14 @@ export function createDispatcher(deps: {
     if (type !== "deploy" && type !== "redeploy") {
       const extra = (d.extraData ?? {}) as Record<string, unknown>;
       if (type === "destroy") return { ...base, delete_data: extra.delete_data === true };
-      if (type === "backup" || type === "restore") return { ...base, backup_id: String(extra.backup_id) };
+      if (type === "backup") {
+        const upload = await deps.backups?.uploadParams(String(extra.backup_id));
+        return { ...base, backup_id: String(extra.backup_id), ...(upload ? { upload } : {}) };
+      }
+      if (type === "restore") {
+        const source = await deps.backups?.restoreSource(String(extra.backup_id));
+        return { ...base, backup_id: String(extra.backup_id), ...(source ? { source } : {}) };
+      }
       return base;
     }
     const row = await deps.repo.environmentWithProject(d.environmentId);
