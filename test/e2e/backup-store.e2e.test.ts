@@ -184,7 +184,7 @@ it("a tampered upload is refused and nothing of it is kept", async () => {
     fetch(`${base()}/agent/v1/backups/${id}/files/db.dump`, {
       method: "PUT",
       headers: { authorization: `Bearer ${auth}`, "content-type": "application/octet-stream", "x-checksum-sha256": declared },
-      body: bytes,
+      body: new Uint8Array(bytes),
     });
   // The bytes changed on the way: the control plane computes another sha256 than declared.
   const tampered = await put(sha(body), Buffer.from("the fake dump"));
