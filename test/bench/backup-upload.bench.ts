@@ -6,10 +6,13 @@
 //   raw PUT    a bare node:http server that writes the request body to a file and fsyncs
 //              it, fed by a bare node:http client (what curl -T into a minimal server does)
 //   disk copy  the file read and written to another file, then fsynced
-// Goal: the upload >= 100 MB/s. The last line is one JSON object, units in its keys.
+// Each run measures the three in a rotating order, each after a `sync` (so none pays for the
+// writeback of what another wrote). Goal: the upload >= 100 MB/s. The last line is one JSON
+// object, units in its keys.
 //
 // Environment: BENCH_UPLOAD_MB (1024), BENCH_UPLOAD_RUNS (3; the median is reported),
 // DATABASE_URL (else an embedded PostgreSQL).
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdtemp, open, rm, stat } from "node:fs/promises";
@@ -123,19 +126,26 @@ async function main(): Promise<void> {
       const upload: number[] = [];
       const put: number[] = [];
       const copy: number[] = [];
+      const kinds = {
+        upload: () => uploadFile({ base, path: `/agent/v1/backups/${backupId}/files`, token, file, sum, signal: AbortSignal.timeout(600_000), attempts: 1 }),
+        put: () => rawPut(raw.port, file, size),
+        copy: async () => {
+          const to = path.join(work, "copy");
+          await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), createWriteStream(to, { highWaterMark: 1 << 20 }));
+          await fsyncFile(to);
+          await rm(to);
+        },
+      };
+      const times = { upload, put, copy };
+      const order = ["upload", "put", "copy"] as const;
       for (let run = 1; run <= RUNS; run++) {
-        put.push(await timed(() => rawPut(raw.port, file, size)));
-        copy.push(
-          await timed(async () => {
-            const to = path.join(work, "copy");
-            await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), createWriteStream(to, { highWaterMark: 1 << 20 }));
-            await fsyncFile(to);
-            await rm(to);
-          }),
-        );
-        upload.push(
-          await timed(() => uploadFile({ base, path: `/agent/v1/backups/${backupId}/files`, token, file, sum, signal: AbortSignal.timeout(600_000), attempts: 1 })),
-        );
+        // Each in its turn first, and each on a disk with nothing left to write back (sync):
+        // the writeback of what the one before wrote must not be charged to the next.
+        for (let i = 0; i < order.length; i++) {
+          const kind = order[(run - 1 + i) % order.length]!;
+          execFileSync("sync");
+          times[kind].push(await timed(kinds[kind]));
+        }
         const speeds = [upload, put, copy].map((xs) => (size / 1e6 / (xs.at(-1)! / 1000)).toFixed(0));
         log(`  run ${run}: upload ${speeds[0]} MB/s, raw PUT ${speeds[1]} MB/s, disk copy ${speeds[2]} MB/s`);
       }
