@@ -4,9 +4,10 @@
 // download through a signed link with the same SHA-256 (and by range); a tampered upload is
 // refused and not kept; the backup restores onto an environment of the second server (its
 // agent fetches the files), with the data there afterwards; another organisation cannot
-// restore it; deleting it removes its bytes.
+// restore it; deleting it removes its bytes; a backup whose upload fails is failed with the
+// reason.
 import { createHash, randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDemoOrganization } from "@berth/control-plane";
@@ -234,3 +235,22 @@ it("deleting the backup removes its bytes from the store and its record", async 
   expect((await fetch(onServer(link.body.files[0].url))).status).toBe(404);
   expect((await (await api()).delete(`/environments/${shop.envId}/backups/${backupId}`)).status).toBe(404);
 });
+
+it("a backup whose upload fails is failed, with the reason, and leaves nothing on its server", async () => {
+  // The store cannot write: its folder is a file for the time of this backup.
+  const away = `${shop.cp.backupDir}.away`;
+  renameSync(shop.cp.backupDir, away);
+  writeFileSync(shop.cp.backupDir, "not a folder");
+  let failed;
+  try {
+    failed = await act(shop.envId, "backups", { comment: "nowhere to go" });
+  } finally {
+    rmSync(shop.cp.backupDir, { force: true });
+    renameSync(away, shop.cp.backupDir);
+  }
+  expect(failed.status).toBe("failed");
+  expect(failed.error_message).toMatch(/upload of db\.dump .* failed after 3 tries: the control plane answered 500/);
+  const listed = (await (await api()).get(`/environments/${shop.envId}/backups`)).body.data.find((b: { id: string }) => b.id === failed.backup_id);
+  expect(listed).toMatchObject({ status: "failed", error_message: failed.error_message });
+  expect(existsSync(path.join(shop.agent.stateDir, "backups", shop.envId, failed.backup_id!))).toBe(false);
+}, 300_000);
