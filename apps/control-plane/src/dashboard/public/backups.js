@@ -2,7 +2,7 @@
 // Download button (a signed link, valid 15 minutes, to each of its files, with the SHA-256 to
 // check the download against) and Delete. What the caller's role allows only.
 import { del, get, post } from "./api.js";
-import { badge, clear, fmt, h, table } from "./dom.js";
+import { badge, clear, fmt, h, onSubmit, table } from "./dom.js";
 
 function bytes(n) {
   if (n === null || n === undefined) return "–";
@@ -48,34 +48,21 @@ export function backupsSection(ctx, project, env) {
   const section = h("section", { class: "backups", "aria-labelledby": "backups-title" }, h("h2", { id: "backups-title" }, "Backups"));
   if (can("project.backups.create")) {
     const b = h("button", { type: "button", class: "secondary" }, "Back up now");
-    b.addEventListener("click", async () => {
-      b.disabled = true;
-      try {
+    b.addEventListener(
+      "click",
+      onSubmit(b, ctx.showError, async () => {
         await post(`/environments/${env.id}/backups`, {});
         ctx.announce(`Backup of ${env.name} started.`);
         await load();
-      } catch (err) {
-        ctx.showError(err);
-      } finally {
-        b.disabled = false;
-      }
-    });
+      }),
+    );
     section.append(h("div", { class: "actions" }, b));
   }
   section.append(list, panel);
 
   function button(text, label, fn) {
     const b = h("button", { type: "button", class: "secondary" }, text, h("span", { class: "visually-hidden" }, ` ${label}`));
-    b.addEventListener("click", async () => {
-      b.disabled = true;
-      try {
-        await fn();
-      } catch (err) {
-        ctx.showError(err);
-      } finally {
-        b.disabled = false;
-      }
-    });
+    b.addEventListener("click", onSubmit(b, ctx.showError, fn));
     return b;
   }
 

@@ -47,6 +47,9 @@ export const DOWNLOAD_DESCRIPTION =
   "and Range support (206 Partial Content; 416 range_not_satisfiable past the end) to resume. A link starts no new download once expired (410 download_link_expired); " +
   "an altered one is 403 download_link_invalid. 409 backup_in_progress while the backup is being made, backup_not_ready when it failed, backup_not_stored when its files are only on its server.";
 
+export const DELETE_DESCRIPTION =
+  "Removes the backup's files from the backup store, then its record. 409 backup_in_progress while it is being made; backup_not_deletable for a pre-deploy snapshot (its server keeps the newest few itself).";
+
 export const DownloadLink = Type.Object({
   url: Type.String({ description: "GET: {backup_id, environment_id, created_at, files} as JSON" }),
   expires_at: Timestamp,
@@ -117,7 +120,7 @@ export function backupsRoutes(service: BackupsService, publicPrefix: string): Fa
         schema: {
           tags: ["Backups"],
           summary: "Delete a backup",
-          description: "Removes the backup's files from the backup store, then its record. 409 backup_in_progress while it is being made; backup_not_deletable for a pre-deploy snapshot (its server keeps the newest few itself). Needs a full-access key.",
+          description: `${DELETE_DESCRIPTION} Needs a full-access key.`,
           params: BackupParams,
           response: { 204: Type.Null(), ...errors(404, 409) },
         },

@@ -5,7 +5,7 @@ import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
 import type { PlatformOperations } from "../deployments/platform-operations.ts";
-import { Backup, DOWNLOAD_DESCRIPTION, DownloadLink, originOf } from "./backups.routes.ts";
+import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink, originOf } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
 
@@ -67,7 +67,7 @@ export function platformBackupsRoutes(deps: { backups: BackupsService; environme
         schema: {
           tags: ["Backups"],
           summary: "Delete a backup",
-          description: "Removes the backup's files from the backup store, then its record. 409 backup_in_progress while it is being made; backup_not_deletable for a pre-deploy snapshot (its server keeps the newest few itself).",
+          description: DELETE_DESCRIPTION,
           params: BackupParams,
           response: { 204: Type.Null(), ...errors(404, 409) },
         },
