@@ -14,6 +14,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient, platformClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
 import { SimAgent } from "../support/sim-agent.ts";
+import { uploadBackupFiles } from "../support/backup-uploads.ts";
 import { SseStream, urlOf } from "../support/sse.ts";
 import { waitFor } from "../support/wait.ts";
 
@@ -40,15 +41,14 @@ function answerBackup(cmd: SignedCommand, agentNow: SimAgent) {
   backupCommands.push(cmd);
   const outcome = backupOutcome;
   if ("silent" in outcome) return;
-  const files = [
-    { name: "dump.sql", size: 2048, sha256: "a".repeat(64) },
-    { name: "filestore.tar", size: 4096, sha256: "b".repeat(64) },
-  ];
-  agentNow.sendEvents([
-    outcome.ok
-      ? agentNow.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files } })
-      : agentNow.event({ kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "backup_failed", message: outcome.message } }),
-  ]);
+  if (!outcome.ok) {
+    agentNow.sendEvents([agentNow.event({ kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "backup_failed", message: outcome.message } })]);
+    return;
+  }
+  // As an agent does: each file goes to the backup store, then the result.
+  void uploadBackupFiles(urlOf(a), cmd).then((files) =>
+    agentNow.sendEvents([agentNow.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files } })]),
+  );
 }
 
 async function connectAgent() {

@@ -12,6 +12,7 @@ import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import type { SimAgent } from "../support/sim-agent.ts";
+import { uploadBackupFiles } from "../support/backup-uploads.ts";
 import { urlOf } from "../support/sse.ts";
 import { waitFor } from "../support/wait.ts";
 import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
@@ -29,11 +30,12 @@ let failWith: string | null = null;
 
 function answer(cmd: SignedCommand, agent: SimAgent) {
   if (cmd.type !== "backup") return;
-  agent.sendEvents([
-    failWith === null
-      ? agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files: [{ name: "dump.sql", size: 10, sha256: "c".repeat(64) }] } })
-      : agent.event({ kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "backup_failed", message: failWith } }),
-  ]);
+  if (failWith !== null) {
+    agent.sendEvents([agent.event({ kind: "command.result", command_id: cmd.command_id, ok: false, error: { code: "backup_failed", message: failWith } })]);
+    return;
+  }
+  // As an agent does: the files to the backup store, then the result.
+  void uploadBackupFiles(base, cmd).then((files) => agent.sendEvents([agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files } })]));
 }
 
 beforeAll(async () => {

@@ -1,6 +1,9 @@
 // A real control plane on a fresh database for one test file.
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { createDb, type DbHandle } from "@berth/db";
-import { buildApp, type App, type AppOptions } from "@berth/control-plane";
+import { buildApp, createObjectStore, type App, type AppOptions } from "@berth/control-plane";
 import { liveClock, type LiveClock } from "./live-clock.ts";
 import { createTestDatabase } from "./database.ts";
 
@@ -9,6 +12,8 @@ export interface TestControlPlane {
   database: DbHandle;
   url: string;
   clock: LiveClock;
+  /** The folder of its backup store (a temp folder of its own, removed by close), unless the test gave a store. */
+  backupDir: string;
   close(): Promise<void>;
   /** Stops the app and its pool but keeps the database, e.g. to restart on it. */
   stop(): Promise<void>;
@@ -18,19 +23,21 @@ export interface TestControlPlane {
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
 export async function startControlPlane(
-  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "mail" | "registration" | "baseDomain" | "proxy"> = {},
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "mail" | "registration" | "baseDomain" | "proxy" | "backupStore"> = {},
 ): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
   const database = createDb(url, { max: 20 });
   const { listen, url: _url, port, ...appOptions } = opts;
   const clock = liveClock();
+  const backupDir = mkdtempSync(path.join(os.tmpdir(), "berth-cp-backups-"));
   const app = await buildApp({
     database,
     clock,
     masterKey: TEST_MASTER_KEY,
     outboundAllow: [],
     ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}),
+    backupStore: createObjectStore({ kind: "local", dir: backupDir }),
     ...appOptions,
   });
   let stopped = false;
@@ -46,10 +53,12 @@ export async function startControlPlane(
     database,
     url,
     clock,
+    backupDir,
     stop,
     async close() {
       await stop();
       await testDb?.drop();
+      rmSync(backupDir, { recursive: true, force: true });
     },
   };
 }

@@ -52,6 +52,8 @@ import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
+import type { ObjectStore } from "./lib/object-store/index.ts";
+import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
 
 export interface AppOptions {
   database: DbHandle;
@@ -87,6 +89,8 @@ export interface AppOptions {
   baseDomain?: string | null;
   /** The servers' reverse proxy, sent with every deploy (default: BERTH_PROXY_IMAGE, BERTH_ACME_CA, BERTH_ACME_CA_ROOT, BERTH_ACME_EMAIL). */
   proxy?: ProxySettings;
+  /** Where uploaded backups are kept (default: BERTH_BACKUP_S3_* when set, else BERTH_BACKUP_DIR, else <data dir>/backups). */
+  backupStore?: ObjectStore;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
@@ -132,6 +136,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     mailer,
     baseDomain: opts.baseDomain !== undefined ? opts.baseDomain : baseDomainSetting(),
     proxy: opts.proxy ?? proxySettings(),
+    ...(opts.backupStore ? { backupStore: opts.backupStore } : {}),
   });
   const gateway = await createAgentGateway({
     pool,
@@ -164,6 +169,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await agentScope.register(agentsRoutes({ enrollment: services.enrollment, gateway }));
     await agentScope.register(agentReleasesPlugin({ commands: services.agentCommands, signer: services.signer }));
   });
+  // Agents' uploads and the signed download links: each request carries its own token.
+  await app.register(backupTransferRoutes({ backups: services.backups }));
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps), registration: opts.registration ?? registrationMode() }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);

@@ -1,6 +1,6 @@
 // Settings read from the environment: a bad value stops the start with a clear message.
 import { describe, expect, it } from "vitest";
-import { agentLimitSettings, baseDomainSetting, proxySettings, trustProxySetting } from "./config.ts";
+import { agentLimitSettings, backupStoreSettings, baseDomainSetting, proxySettings, trustProxySetting } from "./config.ts";
 
 describe("BERTH_TRUST_PROXY", () => {
   it("takes true, a hop count or addresses and ranges, and refuses anything else", () => {
@@ -54,5 +54,29 @@ describe("the proxy settings", () => {
     expect(() => proxySettings({ BERTH_ACME_CA_ROOT: "/x.pem" }, () => "not a certificate")).toThrow(/BERTH_ACME_CA_ROOT .*PEM/);
     expect(() => proxySettings({ BERTH_ACME_CA: "http://acme.example.com/dir" })).toThrow(/BERTH_ACME_CA .*https/);
     expect(() => proxySettings({ BERTH_ACME_EMAIL: "not an address" })).toThrow(/BERTH_ACME_EMAIL/);
+  });
+});
+
+describe("the backup store settings", () => {
+  it("default to a folder in the data directory, or BERTH_BACKUP_DIR", () => {
+    expect(backupStoreSettings({}, "/srv/berth")).toEqual({ kind: "local", dir: "/srv/berth/backups" });
+    expect(backupStoreSettings({ BERTH_BACKUP_DIR: "/mnt/backups" }, "/srv/berth")).toEqual({ kind: "local", dir: "/mnt/backups" });
+  });
+  it("take an S3-compatible bucket with its endpoint, region, keys and prefix", () => {
+    expect(
+      backupStoreSettings({
+        BERTH_BACKUP_S3_BUCKET: "berth-backups",
+        BERTH_BACKUP_S3_ENDPOINT: "http://127.0.0.1:9000/",
+        BERTH_BACKUP_S3_ACCESS_KEY_ID: "id",
+        BERTH_BACKUP_S3_SECRET_ACCESS_KEY: "secret",
+        BERTH_BACKUP_S3_PREFIX: "prod/",
+      }, "/srv"),
+    ).toEqual({ kind: "s3", bucket: "berth-backups", region: "us-east-1", endpoint: "http://127.0.0.1:9000", accessKeyId: "id", secretAccessKey: "secret", prefix: "prod/" });
+  });
+  it("stop the start with a clear message when a value is wrong", () => {
+    expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "Bad_Bucket" }, "/srv")).toThrow(/BERTH_BACKUP_S3_BUCKET/);
+    expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_ACCESS_KEY_ID: "id" }, "/srv")).toThrow(/go together/);
+    expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_ENDPOINT: "ftp://x" }, "/srv")).toThrow(/ENDPOINT/);
+    expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_PREFIX: "../" }, "/srv")).toThrow(/PREFIX/);
   });
 });

@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Value } from "@sinclair/typebox/value";
 import { ProxySettings } from "@berth/protocol";
 import { parseAllowList } from "./lib/outbound/address-policy.ts";
+import type { ObjectStoreSettings } from "./lib/object-store/index.ts";
 import { hostnameProblem, MAX_BASE_DOMAIN_LENGTH } from "./modules/environments/domains.ts";
 
 export interface Config {
@@ -184,4 +185,40 @@ export function proxySettings(env: NodeJS.ProcessEnv = process.env, read: (file:
     throw new Error(`${name} ${problem.message}${name === "BERTH_ACME_CA" ? " (an https:// URL of an ACME directory)" : ""}`);
   }
   return settings;
+}
+
+/**
+ * Where backups are kept once their server uploaded them (the backup store, lib/object-store):
+ * an S3-compatible bucket when BERTH_BACKUP_S3_BUCKET is set (BERTH_BACKUP_S3_ENDPOINT for a
+ * service other than AWS, e.g. http://minio:9000; BERTH_BACKUP_S3_REGION, default us-east-1;
+ * BERTH_BACKUP_S3_ACCESS_KEY_ID and BERTH_BACKUP_S3_SECRET_ACCESS_KEY, else the SDK's own
+ * credential chain; BERTH_BACKUP_S3_PREFIX, e.g. berth/; BERTH_BACKUP_S3_FORCE_PATH_STYLE,
+ * default true with an endpoint), else the folder BERTH_BACKUP_DIR (default <data dir>/backups).
+ */
+export function backupStoreSettings(env: NodeJS.ProcessEnv = process.env, dataDir = loadConfig().dataDir): ObjectStoreSettings {
+  const value = (name: string) => (env[name] ?? "").trim();
+  const bucket = value("BERTH_BACKUP_S3_BUCKET");
+  if (bucket === "") {
+    const dir = value("BERTH_BACKUP_DIR");
+    return { kind: "local", dir: dir === "" ? path.join(dataDir, "backups") : path.resolve(env.INIT_CWD ?? process.cwd(), dir) };
+  }
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket)) throw new Error(`BERTH_BACKUP_S3_BUCKET must be a bucket name (3-63 of a-z 0-9 . -), got ${JSON.stringify(bucket)}`);
+  const endpoint = value("BERTH_BACKUP_S3_ENDPOINT");
+  if (endpoint !== "" && !/^https?:\/\/[^\s/]+\/?$/.test(endpoint)) throw new Error(`BERTH_BACKUP_S3_ENDPOINT must be an origin like https://s3.example.com, got ${JSON.stringify(endpoint)}`);
+  const keyId = value("BERTH_BACKUP_S3_ACCESS_KEY_ID");
+  const secret = value("BERTH_BACKUP_S3_SECRET_ACCESS_KEY");
+  if ((keyId === "") !== (secret === "")) throw new Error("BERTH_BACKUP_S3_ACCESS_KEY_ID and BERTH_BACKUP_S3_SECRET_ACCESS_KEY go together: set both, or neither (the SDK's credential chain)");
+  const prefix = value("BERTH_BACKUP_S3_PREFIX");
+  if (prefix !== "" && !/^(?:[A-Za-z0-9_-][A-Za-z0-9._-]*\/)+$/.test(prefix)) throw new Error(`BERTH_BACKUP_S3_PREFIX must be folder names each ending in /, like berth/, got ${JSON.stringify(prefix)}`);
+  const pathStyle = value("BERTH_BACKUP_S3_FORCE_PATH_STYLE").toLowerCase();
+  if (pathStyle !== "" && pathStyle !== "true" && pathStyle !== "false") throw new Error(`BERTH_BACKUP_S3_FORCE_PATH_STYLE must be true or false, got ${JSON.stringify(pathStyle)}`);
+  return {
+    kind: "s3",
+    bucket,
+    region: value("BERTH_BACKUP_S3_REGION") || "us-east-1",
+    ...(endpoint === "" ? {} : { endpoint: endpoint.replace(/\/$/, "") }),
+    ...(keyId === "" ? {} : { accessKeyId: keyId, secretAccessKey: secret }),
+    ...(prefix === "" ? {} : { prefix }),
+    ...(pathStyle === "" ? {} : { forcePathStyle: pathStyle === "true" }),
+  };
 }

@@ -37,6 +37,10 @@ import { createErpCredentialsRepo } from "./modules/environments/erp-credentials
 import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createBackupsRepo } from "./modules/backups/backups.repo.ts";
+import { createBackupLinks } from "./modules/backups/backup-links.ts";
+import { createBackupTransfers } from "./modules/backups/backup-transfers.ts";
+import { createObjectStore, type ObjectStore } from "./lib/object-store/index.ts";
+import { backupStoreSettings } from "./config.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createSupportRepo } from "./modules/support/support.repo.ts";
@@ -61,7 +65,7 @@ import { createInvitationsRepo } from "./modules/invitations/invitations.repo.ts
 import { NO_MAIL, type Mailer } from "./lib/mail/mailer.ts";
 import { createBackupSchedulesRepo } from "./modules/backups/backup-schedules.repo.ts";
 import { createBackupSchedules } from "./modules/backups/backup-schedules.service.ts";
-import { createBackupScheduler, deleteBackupRecord, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
+import { createBackupScheduler, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
 import { createAddonRepositoriesRepo } from "./modules/addon-repositories/addon-repositories.repo.ts";
 import { createAddonRepositoriesService } from "./modules/addon-repositories/addon-repositories.service.ts";
 
@@ -80,10 +84,12 @@ export function createServices(deps: {
   baseDomain?: string | null;
   /** The servers' reverse proxy, sent with every deploy; none: the agents keep what they have. */
   proxy?: ProxySettings;
-  /** How the retention rule deletes a backup (record and stored bytes); defaults to the record only. */
+  /** How the retention rule deletes a backup; default: the backups service's delete (stored files, then record). */
   deleteBackup?: DeleteBackup;
   /** How long after its slot a scheduled backup may take before the slot is reported missed (default 2 h). */
   backupMissedGraceMs?: number;
+  /** Where backups are kept once their server uploaded them (default: the settings, config.ts backupStoreSettings). */
+  backupStore?: ObjectStore;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -92,7 +98,20 @@ export function createServices(deps: {
   const images = createErpImages(createErpImagesRepo(db));
   const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
   const addonRepositoriesRepo = createAddonRepositoriesRepo(db);
-  const dispatcher = createDispatcher({ repo: createDispatchRepo(db), commands: agentCommands, images, masterKey: deps.masterKey, credentials: erpCredentials, addresses, ...(deps.proxy ? { proxy: deps.proxy } : {}), addonRepositories: addonRepositoriesRepo });
+  const backupsRepo = createBackupsRepo(db);
+  // Signed with the cursor secret under its own label (an instance secret every replica shares).
+  const backupLinks = createBackupLinks({ secret: deps.cursorSecret, clock });
+  const dispatcher = createDispatcher({
+    repo: createDispatchRepo(db),
+    commands: agentCommands,
+    images,
+    masterKey: deps.masterKey,
+    credentials: erpCredentials,
+    addresses,
+    ...(deps.proxy ? { proxy: deps.proxy } : {}),
+    addonRepositories: addonRepositoriesRepo,
+    backups: createBackupTransfers({ repo: backupsRepo, links: backupLinks }),
+  });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
   const outbound = deps.outbound ?? createRequestGuard();
@@ -111,7 +130,7 @@ export function createServices(deps: {
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
-  const backups = createBackupsService({ backups: createBackupsRepo(db), environments: repos.environments, deployments, cursors });
+  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: deps.backupStore ?? createObjectStore(backupStoreSettings()), links: backupLinks });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
   const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
@@ -137,7 +156,8 @@ export function createServices(deps: {
     schedules: backupSchedulesRepo,
     backups,
     clock,
-    deleteBackup: deps.deleteBackup ?? deleteBackupRecord(createBackupsRepo(db)),
+    // The retention rule removes a backup as a user's DELETE does: its stored files, then its record.
+    deleteBackup: deps.deleteBackup ?? ((organizationId, backupId) => backups.delete({ organizationId, projectId: null }, backupId)),
     ...(deps.backupMissedGraceMs !== undefined ? { missedGraceMs: deps.backupMissedGraceMs } : {}),
   });
   return {

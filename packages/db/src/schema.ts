@@ -503,6 +503,12 @@ export const backups = pgTable(
     status: text("status").notNull().default("pending"),
     sizeBytes: bigint("size_bytes", { mode: "number" }),
     files: jsonb("files"),
+    /** Where its files are kept off the server: null (only on the server: pre-deploy snapshots), local or s3 (the control plane's backup store). */
+    storage: text("storage"),
+    /** The key prefix of its files in that store. */
+    storageKey: text("storage_key"),
+    /** The files that arrived in the store intact, [{name, size, sha256}] (checked against what the agent declared). */
+    storedFiles: jsonb("stored_files").notNull().default([]),
     errorMessage: text("error_message"),
     createdAt: ts("created_at").notNull().defaultNow(),
     completedAt: ts("completed_at"),

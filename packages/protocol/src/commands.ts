@@ -218,9 +218,47 @@ export const DestroyParams = Type.Object(
 );
 export type DestroyParams = Static<typeof DestroyParams>;
 
-/** backup and restore: which backup to write or read. */
-export const BackupParams = Type.Object({ deployment_id: Uuid, environment_id: Uuid, backup_id: Uuid }, strict);
+/** A path on the control plane's origin (the agent's own control plane URL), never another host. */
+const ControlPlanePath = Type.String({ pattern: "^/(?!/)[A-Za-z0-9_.~/-]*$", maxLength: 1024 });
+const BackupFileSum = Type.Object(
+  { name: Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" }), size: Type.Integer({ minimum: 0 }), sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }) },
+  strict,
+);
+
+/**
+ * backup: which backup to write; with `upload`, each file goes to the control plane's backup
+ * store as soon as it is written: PUT <control plane URL><path>/<name>, Authorization: Bearer
+ * <token> (good for this backup only, until expires_at). A failed upload fails the backup.
+ */
+export const BackupParams = Type.Object(
+  {
+    deployment_id: Uuid,
+    environment_id: Uuid,
+    backup_id: Uuid,
+    upload: Type.Optional(Type.Object({ path: ControlPlanePath, token: Type.String({ pattern: "^[A-Za-z0-9._-]{1,512}$" }), expires_at: Timestamp }, strict)),
+  },
+  strict,
+);
 export type BackupParams = Static<typeof BackupParams>;
+
+/**
+ * restore: which backup to read. With `source` (a backup in the control plane's store, of
+ * this environment or another of the organisation), the agent restores from its own copy
+ * when it has one that matches `files`, else it fetches each file from GET <control plane
+ * URL><path>/<name> and checks its size and sha256 against `files` (signed, so authentic).
+ */
+export const RestoreParams = Type.Object(
+  {
+    deployment_id: Uuid,
+    environment_id: Uuid,
+    backup_id: Uuid,
+    source: Type.Optional(
+      Type.Object({ environment_id: Uuid, path: ControlPlanePath, expires_at: Timestamp, files: Type.Array(BackupFileSum, { minItems: 1, maxItems: 8 }) }, strict),
+    ),
+  },
+  strict,
+);
+export type RestoreParams = Static<typeof RestoreParams>;
 
 export const LogsTailParams = Type.Object(
   { environment_id: Uuid, lines: Type.Integer({ minimum: 1, maximum: 10_000 }) },
@@ -262,7 +300,7 @@ export const COMMAND_PARAMS = {
   start: LifecycleParams,
   stop: LifecycleParams,
   backup: BackupParams,
-  restore: BackupParams,
+  restore: RestoreParams,
   destroy: DestroyParams,
   "logs.tail": LogsTailParams,
   diagnostics: DiagnosticsParams,

@@ -51,6 +51,10 @@ export interface AgentDeps {
   selfUpdate?: SelfUpdateDeps;
   /** The reverse proxy's settings on this server (BERTH_PROXY_*); defaults otherwise. */
   proxyHost?: ProxyHostSettings;
+  /** The control plane's http(s) base URL: backups are uploaded to and fetched from it. */
+  controlPlaneUrl?: string;
+  /** Uploaded backups kept on this server per environment (default 2). */
+  backupsKeptLocally?: number;
 }
 
 export interface ShutdownOptions {
@@ -91,6 +95,8 @@ export function createAgent(deps: AgentDeps): Agent {
       proxy,
       ...(pinnedKeys ? { pinnedKeys } : {}),
       ...(deps.selfUpdate ? { selfUpdate: deps.selfUpdate } : {}),
+      ...(deps.controlPlaneUrl === undefined ? {} : { controlPlaneUrl: deps.controlPlaneUrl }),
+      ...(deps.backupsKeptLocally === undefined ? {} : { backupsKeptLocally: deps.backupsKeptLocally }),
     });
   const commands = createCommandRunner({
     journal,

@@ -88,6 +88,8 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     logger,
     onStatus: recordStatus,
     proxyHost: config.proxy,
+    controlPlaneUrl: url.url.http,
+    ...(config.backupsKeptLocally === undefined ? {} : { backupsKeptLocally: config.backupsKeptLocally }),
     ...(selfUpdate ? { selfUpdate } : {}),
   });
 

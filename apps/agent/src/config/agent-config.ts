@@ -57,6 +57,8 @@ export interface EnrollConfig extends BaseConfig {
 export interface RunConfig extends BaseConfig {
   command: "run";
   proxy: ProxyHostSettings;
+  /** BERTH_BACKUPS_KEEP_LOCAL: uploaded backups each environment keeps on this server (0-100; unset: 2). */
+  backupsKeptLocally?: number;
 }
 
 export interface StatusConfig extends BaseConfig {
@@ -91,7 +93,10 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env): Agent
     logLevel: logLevel(env.BERTH_LOG_LEVEL),
   };
 
-  if (command === "run") return { command, ...base, proxy: proxyHostFromEnv(env) };
+  if (command === "run") {
+    const keep = backupsKeptLocally(env.BERTH_BACKUPS_KEEP_LOCAL);
+    return { command, ...base, proxy: proxyHostFromEnv(env), ...(keep === undefined ? {} : { backupsKeptLocally: keep }) };
+  }
   if (command === "status") return { command, ...base, json: flags.json === true };
   if (command === "uninstall") {
     return {
@@ -125,6 +130,12 @@ function parseBoolean(name: string, value: string | undefined): boolean {
   if (["1", "true", "yes", "on"].includes(lower)) return true;
   if (["0", "false", "no", "off"].includes(lower)) return false;
   throw new ConfigError(`${name} must be true or false (got "${value}")`);
+}
+
+function backupsKeptLocally(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === "") return undefined;
+  if (!/^[0-9]{1,3}$/.test(value.trim()) || Number(value) > 100) throw new ConfigError(`BERTH_BACKUPS_KEEP_LOCAL must be a whole number from 0 to 100 (got "${value}")`);
+  return Number(value);
 }
 
 function dockerSocket(value: string | undefined): string {

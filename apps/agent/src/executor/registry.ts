@@ -34,6 +34,10 @@ export interface RegistryDeps {
   proxy?: ReverseProxy;
   /** Pre-deploy snapshots: how many are kept, and whether they are taken at all (benchmarks only turn them off). */
   preDeploy?: PreDeploySettings;
+  /** The control plane's URL (http base): where backups are uploaded to and fetched from. */
+  controlPlaneUrl?: string;
+  /** Uploaded backups kept on this server per environment (BERTH_BACKUPS_KEEP_LOCAL, default 2). */
+  backupsKeptLocally?: number;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -48,6 +52,8 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     ...(deps.extraLabels === undefined ? {} : { extraLabels: deps.extraLabels }),
     ...(deps.timing === undefined ? {} : { timing: deps.timing }),
     ...(deps.preDeploy === undefined ? {} : { preDeploy: deps.preDeploy }),
+    ...(deps.controlPlaneUrl === undefined ? {} : { controlPlaneUrl: deps.controlPlaneUrl }),
+    ...(deps.backupsKeptLocally === undefined ? {} : { backupsKeptLocally: deps.backupsKeptLocally }),
   };
   return {
     deploy: createDeployHandler(executor, "deploy"),

@@ -60,6 +60,8 @@ export const ERROR_STATUS = {
   enrollment_token_used: 401,
   signature_missing: 401,
   signature_invalid: 401,
+  /** An agent's backup upload whose token is malformed, altered, expired or for another backup. */
+  upload_token_invalid: 401,
   // 403: known, but not allowed
   permission_denied: 403,
   /** Granting the owner role, or changing or removing an owner, is for owners (and portal admins). */
@@ -71,15 +73,27 @@ export const ERROR_STATUS = {
   registration_closed: 403,
   /** An invitation is accepted by the account of the address it was sent to, and by no other. */
   invitation_email_mismatch: 403,
+  /** A backup download link that was altered or is incomplete. */
+  download_link_invalid: 403,
   // 404
   not_found: 404,
   user_not_found: 404,
   route_not_found: 404,
   /** An invitation token that is unknown, expired, revoked or already used. */
   invitation_not_found: 404,
+  /** A file the backup does not have in the backup store. */
+  backup_file_not_found: 404,
   // 409: the state of things forbids it now
   backup_not_ready: 409,
   backup_not_restorable: 409,
+  /** The backup is still being made: it can be neither downloaded, restored nor deleted yet. */
+  backup_in_progress: 409,
+  /** The backup's files are only on its server (a pre-deploy snapshot, or a backup made before the backup store): no download, no restore elsewhere. */
+  backup_not_stored: 409,
+  /** A pre-deploy snapshot: its server keeps and prunes those itself. */
+  backup_not_deletable: 409,
+  /** An upload for a backup that is no longer pending (completed, failed or deleted). */
+  backup_upload_closed: 409,
   deployment_in_progress: 409,
   email_taken: 409,
   environment_name_taken: 409,
@@ -105,6 +119,12 @@ export const ERROR_STATUS = {
   addon_repository_limit_reached: 409,
   // others
   payload_too_large: 413,
+  /** A download link past its expiry (15 minutes): ask for a new one. */
+  download_link_expired: 410,
+  /** A Range a backup file cannot satisfy (past its end). */
+  range_not_satisfiable: 416,
+  /** An uploaded file whose size or SHA-256 differs from what its sender declared: it was not kept. */
+  upload_checksum_mismatch: 422,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,
   /** As many live event streams are open as allowed, for the organisation or the person. */

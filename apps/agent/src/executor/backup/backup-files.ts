@@ -3,7 +3,7 @@
 // sha256 of each, and a restore checks every file against it before touching anything.
 import { createHash } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { PassThrough, Transform, type Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -16,6 +16,8 @@ export const DB_DUMP_FILE = "db.dump";
 export const FILESTORE_FILE = "filestore.tar.gz";
 export const MANIFEST_FILE = "manifest.json";
 export const BACKUP_FORMAT = "berth-backup-1";
+/** Present in a backup's folder once every file of it is in the control plane's backup store. */
+export const STORED_MARKER = ".stored";
 
 export interface BackupFile {
   name: string;
@@ -97,6 +99,42 @@ export async function verifyBackup(dir: string, backupId: string): Promise<Backu
     }
   }
   return manifest;
+}
+
+/** Size and SHA-256 of a file of the backup folder, as a manifest or an upload declares it. */
+export async function fileSum(dir: string, name: string): Promise<BackupFile> {
+  return { name, ...(await hashOf(join(dir, name))) };
+}
+
+/** Marks the backup as safe in the control plane's store: local retention may remove it. */
+export async function markStored(dir: string): Promise<void> {
+  await writeFile(join(dir, STORED_MARKER), "", { mode: SECRET_FILE_MODE });
+}
+
+/**
+ * Keeps the newest `keep` backups of the environment on this server among those that are
+ * safe in the control plane's store, and removes the older ones: the store has every one,
+ * and a restore fetches what is not here. Backups the store does not have (made without
+ * one, or before it) and pre-deploy snapshots (their own retention) are never touched.
+ */
+export async function pruneStoredBackups(backupsDir: string, keep: number): Promise<{ backup_id: string; created_at: string }[]> {
+  const stored: { backup_id: string; created_at: string }[] = [];
+  for (const entry of await readdir(backupsDir).catch(() => [] as string[])) {
+    const dir = join(backupsDir, entry);
+    if (!(await stat(join(dir, STORED_MARKER)).then(() => true, () => false))) continue;
+    try {
+      const manifest = JSON.parse(await readFile(join(dir, MANIFEST_FILE), "utf8")) as Partial<BackupManifest>;
+      if (manifest.format === BACKUP_FORMAT && manifest.backup_id === entry && typeof manifest.created_at === "string") {
+        stored.push({ backup_id: entry, created_at: manifest.created_at });
+      }
+    } catch {
+      // Not a backup's folder.
+    }
+  }
+  stored.sort((a, b) => b.created_at.localeCompare(a.created_at));
+  const removed = stored.slice(keep);
+  for (const old of removed) await rm(join(backupsDir, old.backup_id), { recursive: true, force: true });
+  return removed;
 }
 
 async function hashOf(path: string): Promise<{ size: number; sha256: string }> {

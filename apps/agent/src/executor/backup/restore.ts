@@ -13,6 +13,12 @@
 //
 // A failure (or cancel) before the swap drops only the copy, and starts the ERP again if
 // this restore had stopped it; after the swap and before a healthy check, it swaps back.
+//
+// With `source` (the backup is in the control plane's store; it may be another environment's,
+// made on another server), the files come from this server when a copy here matches the
+// signed checksums (this environment's, or the source environment's on the same server),
+// else they are fetched from the store into this environment's backups and checked against
+// the signed sizes and sha256 before anything else (fetch-backup.ts).
 import { createReadStream } from "node:fs";
 import { chown, mkdir } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -20,7 +26,8 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { environmentLabels } from "../../docker/labels.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { DB_DUMP_FILE, FILESTORE_FILE, verifyBackup, type BackupManifest } from "./backup-files.ts";
+import { DB_DUMP_FILE, FILESTORE_FILE, pruneStoredBackups, verifyBackup, type BackupManifest } from "./backup-files.ts";
+import { localOrFetched } from "./fetch-backup.ts";
 import { verifyRestoredDatabase } from "./restore-verification.ts";
 import {
   clearRestoreJournal,
@@ -37,7 +44,7 @@ import {
 import { waitForHealth } from "../environment/health-check.ts";
 import { backupDir, ERP_DB_NAME, ERP_UID, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf, requireErpContainer, stoppedReason, type ErpContainerRef } from "../environment/erp-container.ts";
-import { timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
+import { DEFAULT_BACKUPS_KEPT_LOCALLY, timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { runningPostgres } from "../environment/postgres.ts";
 import { runSteps, type StepScope } from "../runner/step-runner.ts";
@@ -64,7 +71,8 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
     deps.locks.withLock(params.environment_id, "restore", async () => {
       const { docker } = ctx;
       const layout = environmentLayout(deps.stateDir, params.environment_id);
-      const dir = backupDir(layout, params.backup_id);
+      let dir = backupDir(layout, params.backup_id);
+      let fetched = false;
       let manifest: BackupManifest | null = null;
       let erp: ErpContainerRef | null = null;
       let db: string | null = null;
@@ -136,6 +144,11 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
           ctx,
           {
             initializing: async (step) => {
+              if (params.source !== undefined) {
+                const copy = await localOrFetched({ deps, layout, backupId: params.backup_id, source: params.source, log: step.log, signal: step.signal });
+                dir = copy.dir;
+                fetched = copy.fetched;
+              }
               manifest = await verifyBackup(dir, params.backup_id);
               step.log("info", `Backup ${params.backup_id} of ${manifest.created_at}: every file matches its checksum`);
               erp = await requireErpContainer(docker, layout);
@@ -234,6 +247,9 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
         );
       } catch (error) {
         throw await undo(error);
+      } finally {
+        // A fetched backup counts among the environment's local ones: the newest few stay.
+        if (fetched) await pruneStoredBackups(layout.backupsDir, deps.backupsKeptLocally ?? DEFAULT_BACKUPS_KEPT_LOCALLY).catch(() => undefined);
       }
 
       return {

@@ -71,7 +71,8 @@ export const DEFAULT_TIMING: ExecutorTiming = {
     destroy: { initializing: 30_000, connecting: 15_000, completed: 10 * MINUTE },
     backup: { initializing: 30_000, connecting: 15_000, completed: 2 * 60 * MINUTE },
     restore: {
-      initializing: 30 * MINUTE,
+      // May fetch the backup from the control plane's store first.
+      initializing: 2 * 60 * MINUTE,
       connecting: 15_000,
       initializing_database: 2 * 60 * MINUTE,
       starting_container: 60 * MINUTE,
@@ -92,7 +93,14 @@ export interface ExecutorDeps {
   timing?: TimingOverrides;
   /** Read at each deploy. */
   preDeploy?: PreDeploySettings;
+  /** The control plane's URL (http base, no trailing slash): backups are uploaded to and fetched from paths on it. */
+  controlPlaneUrl?: string;
+  /** How many backups uploaded to the control plane an environment keeps on this server too (default 2). */
+  backupsKeptLocally?: number;
 }
+
+/** Uploaded backups an environment keeps on its server for fast restores (the store has them all). */
+export const DEFAULT_BACKUPS_KEPT_LOCALLY = 2;
 
 export interface PreDeploySettings {
   /** How many pre-deploy snapshots an environment keeps (default 3). */

@@ -5,6 +5,7 @@ import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
 import { backupScheduleSection, lastBackupMark, lastBackupText } from "./backup-schedule.js";
 import { secretBox } from "./settings.js";
+import { backupsSection } from "./backups.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -279,6 +280,8 @@ export async function environmentPage(main, ctx, envId) {
   );
   const history = h("div", {});
   main.append(history);
+  const backups = project.permissions.includes("project.backups.list") ? backupsSection(ctx, project, env) : null;
+  if (backups) main.append(backups.section);
   if (project.permissions.includes("project.environments.update")) main.append(adminPasswordSection(ctx, env));
 
   async function loadHistory() {
@@ -322,11 +325,16 @@ export async function environmentPage(main, ctx, envId) {
     );
   }
   await loadHistory();
+  await backups?.load();
   let timer = 0;
   ctx.on("deployment.status", (d) => {
     if (d.environment_id !== envId) return;
     clearTimeout(timer);
-    timer = setTimeout(() => void loadHistory().catch(ctx.showError), 300);
+    timer = setTimeout(() => {
+      void loadHistory().catch(ctx.showError);
+      // A backup's record completes with its operation.
+      void backups?.load().catch(ctx.showError);
+    }, 300);
   });
   ctx.on("environment.status", (d) => {
     if (d.environment_id === envId) clear(statusEl).append(badge(d.status));

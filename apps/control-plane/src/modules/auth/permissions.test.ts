@@ -12,6 +12,8 @@ const EXPECTED: Record<Permission, Role> = {
   "project.environments.operate": "project_admin",
   "project.backups.create": "project_admin",
   "project.backups.restore": "project_admin",
+  "project.backups.download": "project_admin",
+  "project.backups.delete": "project_admin",
   "project.members.manage": "project_admin",
   "org.view": "project_member",
   "org.events.subscribe": "project_member",

@@ -15,6 +15,8 @@ const PERMISSIONS = {
   "project.environments.operate": { min: "project_admin", verb: "restart, stop or start environments" },
   "project.backups.create": { min: "project_admin", verb: "create backups" },
   "project.backups.restore": { min: "project_admin", verb: "restore backups" },
+  "project.backups.download": { min: "project_admin", verb: "download backups" },
+  "project.backups.delete": { min: "project_admin", verb: "delete backups" },
   "project.members.manage": { min: "project_admin", verb: "manage project members" },
   "org.view": { min: "project_member", verb: "view this organisation" },
   "org.events.subscribe": { min: "project_member", verb: "subscribe to events" },

@@ -134,11 +134,3 @@ export function createBackupScheduler(deps: {
   };
 }
 export type BackupScheduler = ReturnType<typeof createBackupScheduler>;
-
-/** deleteBackup until a backup store exists: the record only (the repo's own delete). */
-export function deleteBackupRecord(repo: { get(organizationId: string, id: string): Promise<{ id: string } | undefined>; delete(id: string): Promise<void> }): DeleteBackup {
-  return async (organizationId, backupId) => {
-    const row = await repo.get(organizationId, backupId);
-    if (row) await repo.delete(row.id);
-  };
-}

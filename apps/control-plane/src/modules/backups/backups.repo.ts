@@ -1,11 +1,16 @@
 // SQL of backup records: one row per backup operation, written before the operation so the
 // agent's result always finds it (deployment-events.repo.ts completes it).
-import { and, count, eq } from "drizzle-orm";
+import { and, count, eq, sql } from "drizzle-orm";
 import { backups, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 
 export type BackupRow = typeof backups.$inferSelect;
+export interface StoredFile {
+  name: string;
+  size: number;
+  sha256: string;
+}
 
 export function createBackupsRepo(db: Database) {
   return {
@@ -15,6 +20,27 @@ export function createBackupsRepo(db: Database) {
 
     async delete(id: string): Promise<void> {
       await db.delete(backups).where(eq(backups.id, id));
+    },
+
+    /** A backup by id alone: for the signed links, whose signature names its organisation. */
+    async byId(id: string): Promise<BackupRow | undefined> {
+      const [row] = await db.select().from(backups).where(eq(backups.id, id));
+      return row;
+    },
+
+    /**
+     * Records a file that arrived intact in the backup store (replacing an earlier arrival of
+     * the same name); false when the backup is no longer pending.
+     */
+    async addStoredFile(id: string, file: StoredFile): Promise<boolean> {
+      const rows = await db
+        .update(backups)
+        .set({
+          storedFiles: sql`(select coalesce(jsonb_agg(f), '[]'::jsonb) from jsonb_array_elements(${backups.storedFiles}) f where f->>'name' <> ${file.name}) || jsonb_build_array(${JSON.stringify(file)}::jsonb)`,
+        })
+        .where(and(eq(backups.id, id), eq(backups.status, "pending")))
+        .returning({ id: backups.id });
+      return rows.length > 0;
     },
 
     /** A backup of the organisation. */

@@ -1,7 +1,10 @@
 // Public API routes for backups and restore (additions beyond the spec's public surface).
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
+import type { FastifyRequest } from "fastify";
+import { publicUrl } from "../../config.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { installOrigin } from "../agent-releases/install-origin.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse } from "../deployments/deployments.routes.ts";
 import type { BackupsService } from "./backups.service.ts";
@@ -16,6 +19,13 @@ export const Backup = Type.Object(
     status: Type.String({ description: "pending, completed or failed" }),
     size_bytes: Nullable(Type.Integer()),
     files: Type.Array(Type.Object({ name: Type.String(), size: Type.Integer(), sha256: Type.String() })),
+    storage: Nullable(
+      Type.String({
+        description:
+          "Where the backup's files are kept besides its server: local (the control plane's backup directory) or s3 (its S3-compatible bucket); " +
+          "null: only on its server (pre-deploy snapshots). A backup in the store can be downloaded and restored onto any environment of the organisation.",
+      }),
+    ),
     error_message: Nullable(Type.String()),
     created_at: Timestamp,
     completed_at: Nullable(Timestamp),
@@ -23,7 +33,35 @@ export const Backup = Type.Object(
   { $id: "Backup", title: "Backup" },
 );
 const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
+
+export const DownloadFile = Type.Object({
+  name: Type.String({ description: "db.dump (pg_dump custom format), filestore.tar.gz (the data dir), manifest.json (sizes and SHA-256 of the others)" }),
+  size_bytes: Type.Integer(),
+  sha256: Type.String({ description: "SHA-256 of the file (hex), computed by the control plane as it received it; also sent as X-Checksum-Sha256" }),
+  url: Type.String({ description: "GET: the file's bytes (Content-Length, Accept-Ranges: bytes, one Range per request answered 206)" }),
+});
+
+export const DOWNLOAD_DESCRIPTION =
+  "A short-lived signed link to the backup's files, valid 15 minutes (`expires_at`) for anyone holding it, with no other credential: share it with care. " +
+  "`url` answers the list of files as JSON; each file's `url` answers its bytes with Content-Length, `X-Checksum-Sha256` (and `Repr-Digest`) to check the download against, " +
+  "and Range support (206 Partial Content; 416 range_not_satisfiable past the end) to resume. A link starts no new download once expired (410 download_link_expired); " +
+  "an altered one is 403 download_link_invalid. 409 backup_in_progress while the backup is being made, backup_not_ready when it failed, backup_not_stored when its files are only on its server.";
+
+export const DELETE_DESCRIPTION =
+  "Removes the backup's files from the backup store, then its record. 409 backup_in_progress while it is being made; backup_not_deletable for a pre-deploy snapshot (its server keeps the newest few itself).";
+
+export const DownloadLink = Type.Object({
+  url: Type.String({ description: "GET: {backup_id, environment_id, created_at, files} as JSON" }),
+  expires_at: Timestamp,
+  files: Type.Array(DownloadFile),
+});
+
+/** This control plane's origin as links should name it: BERTH_PUBLIC_URL, else the request's (https unless on this machine). */
+export function originOf(request: Pick<FastifyRequest, "protocol" | "host">): string {
+  return installOrigin(request, publicUrl());
+}
 const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+const BackupParams = Type.Object({ id: Uuid, backup_id: Uuid });
 
 export function backupsRoutes(service: BackupsService, publicPrefix: string): FastifyPluginAsyncTypebox {
   const accepted = (task: { id: string; environmentId: string }) => ({
@@ -63,12 +101,47 @@ export function backupsRoutes(service: BackupsService, publicPrefix: string): Fa
     );
 
     app.post(
+      "/environments/:id/backups/:backup_id/download",
+      {
+        schema: {
+          tags: ["Backups"],
+          summary: "Get a download link",
+          description: `${DOWNLOAD_DESCRIPTION} Needs a full-access key.`,
+          params: BackupParams,
+          response: { 200: DownloadLink, ...errors(404, 409) },
+        },
+      },
+      async (request) => service.downloadLink(scopeOf(request), request.params.id, request.params.backup_id, originOf(request)),
+    );
+
+    app.delete(
+      "/environments/:id/backups/:backup_id",
+      {
+        schema: {
+          tags: ["Backups"],
+          summary: "Delete a backup",
+          description: `${DELETE_DESCRIPTION} Needs a full-access key.`,
+          params: BackupParams,
+          response: { 204: Type.Null(), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        await service.delete(scopeOf(request), request.params.backup_id, { environmentId: request.params.id });
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
       "/environments/:id/restore",
       {
         schema: {
           tags: ["Backups"],
           summary: "Restore a backup",
-          description: "Checksums are verified before anything is touched; the database and file store are replaced. 409 backup_not_ready unless the backup completed.",
+          description:
+            "Restores a completed backup of this environment, or of any environment of the organisation (possibly on another server) whose files are in the backup store: " +
+            "the agent fetches them through a signed link when it does not have them. Checksums are verified before anything is touched; the database and file store are " +
+            "replaced (into a new database, verified, then swapped). 404 for a backup of another organisation; 409 backup_not_ready unless the backup completed, backup_not_stored " +
+            "for another environment's backup kept only on its server.",
           params: IdParams,
           body: Type.Object({ backup_id: Uuid }, { additionalProperties: false }),
           response: { 202: ActionResponseRef, ...errors(404, 409) },

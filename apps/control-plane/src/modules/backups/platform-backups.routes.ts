@@ -5,12 +5,13 @@ import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
 import type { PlatformOperations } from "../deployments/platform-operations.ts";
-import { Backup } from "./backups.routes.ts";
+import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink, originOf } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
 
 const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
 const EnvParams = Type.Object({ env_id: Uuid });
+const BackupParams = Type.Object({ env_id: Uuid, backup_id: Uuid });
 
 export function platformBackupsRoutes(deps: { backups: BackupsService; environments: Pick<EnvironmentOperations, "environmentScope">; heavy: PlatformOperations["heavy"] }): FastifyPluginAsyncTypebox {
   const inProgress = (err: unknown) => {
@@ -50,12 +51,43 @@ export function platformBackupsRoutes(deps: { backups: BackupsService; environme
     );
 
     app.post(
+      "/environments/:env_id/backups/:backup_id/download",
+      {
+        schema: { tags: ["Backups"], summary: "Get a download link", description: DOWNLOAD_DESCRIPTION, params: BackupParams, response: { 200: DownloadLink, ...errors(404, 409) } },
+      },
+      async (request) => {
+        const scope = await deps.environments.environmentScope(personOf(request), request.params.env_id, "project.backups.download");
+        return deps.backups.downloadLink(scope, request.params.env_id, request.params.backup_id, originOf(request));
+      },
+    );
+
+    app.delete(
+      "/environments/:env_id/backups/:backup_id",
+      {
+        schema: {
+          tags: ["Backups"],
+          summary: "Delete a backup",
+          description: DELETE_DESCRIPTION,
+          params: BackupParams,
+          response: { 204: Type.Null(), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const scope = await deps.environments.environmentScope(personOf(request), request.params.env_id, "project.backups.delete");
+        await deps.backups.delete(scope, request.params.backup_id, { environmentId: request.params.env_id });
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
       "/environments/:env_id/restore",
       {
         schema: {
           tags: ["Backups"],
           summary: "Restore a backup",
-          description: "Restores a completed backup of this environment (database and file store). Returns the restore operation to follow.",
+          description:
+            "Restores a completed backup (database and file store) of this environment, or of any environment of the organisation the caller may see, possibly on another server, " +
+            "whose files are in the backup store (409 backup_not_stored otherwise). Returns the restore operation to follow.",
           params: EnvParams,
           body: Type.Object({ backup_id: Uuid }, { additionalProperties: false }),
           response: { 202: Type.Object({ message: Type.String(), deployment_id: Uuid, backup_id: Uuid, status: Type.String() }), ...errors(404, 409) },

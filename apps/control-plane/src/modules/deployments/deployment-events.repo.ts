@@ -128,6 +128,15 @@ export async function setEnvironmentError(client: Client, environmentId: string)
   await client.query("update environments set status = 'error', updated_at = now() where id = $1", [environmentId]);
 }
 
+/** The pending backup of this operation: whether its files go to the backup store, and which arrived there; locked until the result is written. */
+export async function lockBackupStorage(client: Client, deploymentId: string) {
+  const { rows } = await client.query<{ storage: string | null; stored_files: unknown }>(
+    `select storage, stored_files from backups where deployment_id = $1 and status = 'pending' for update`,
+    [deploymentId],
+  );
+  return rows[0];
+}
+
 export async function finishBackup(
   client: Client,
   deploymentId: string,

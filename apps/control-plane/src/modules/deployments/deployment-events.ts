@@ -47,12 +47,14 @@ export const applyDeploymentEvents: EventApplier = async (client, serverId, fres
 async function commandResult(client: pg.PoolClient, serverId: string, r: CommandResultEvent) {
   const op = await writes.lockActiveOperationOf(client, serverId, r.command_id);
   if (!op) return;
-  const status = resultStatus(op.kind, { ok: r.ok, errorCode: r.error?.code });
+  // A backup whose files were to go to the backup store succeeds only if all of them arrived intact.
+  const verdict = op.kind === "backup" ? backupVerdict(r, await writes.lockBackupStorage(client, op.id)) : { ok: r.ok, code: r.error?.code, message: r.error?.message };
+  const status = resultStatus(op.kind, { ok: verdict.ok, errorCode: verdict.code });
   const result = (r.result ?? {}) as { container_id?: string; container_name?: string; image?: string; commit?: string };
   await writes.finishOperation(client, op.id, {
     status,
     ts: r.ts,
-    errorMessage: r.ok ? null : (r.error?.message ?? "failed"),
+    errorMessage: verdict.ok ? null : (verdict.message ?? "failed"),
     containerId: result.container_id ?? null,
     image: result.image ?? null,
     commit: result.commit ?? null,
@@ -60,10 +62,10 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
   if (op.kind === "backup") {
     const files = ((r.result ?? {}) as { files?: { size?: number }[] }).files ?? [];
     await writes.finishBackup(client, op.id, {
-      ok: r.ok,
-      files: r.ok ? files : null,
-      sizeBytes: r.ok ? files.reduce((n, f) => n + (f.size ?? 0), 0) : null,
-      errorMessage: r.ok ? null : (r.error?.message ?? "failed"),
+      ok: verdict.ok,
+      files: verdict.ok ? files : null,
+      sizeBytes: verdict.ok ? files.reduce((n, f) => n + (f.size ?? 0), 0) : null,
+      errorMessage: verdict.ok ? null : (verdict.message ?? "failed"),
       ts: r.ts,
     });
   }
@@ -87,6 +89,39 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
 }
 
 export type { Event };
+
+interface FileSum {
+  name: string;
+  size: number;
+  sha256: string;
+}
+
+/**
+ * Whether a backup succeeded: as its agent says, and, when its files were to go to the
+ * backup store, only if every file the agent reports (`files`, and `stored`: each file it
+ * uploaded, the manifest included) is recorded there with the same size and SHA-256.
+ */
+export function backupVerdict(
+  r: Pick<CommandResultEvent, "ok" | "error" | "result">,
+  storage: { storage: string | null; stored_files: unknown } | undefined,
+): { ok: boolean; code?: string | undefined; message?: string | undefined } {
+  if (!r.ok) return { ok: false, code: r.error?.code, message: r.error?.message };
+  if (!storage || storage.storage === null) return { ok: true };
+  const result = (r.result ?? {}) as { files?: unknown; stored?: unknown };
+  const list = (v: unknown): FileSum[] =>
+    (Array.isArray(v) ? v : []).filter((f): f is FileSum => typeof f?.name === "string" && typeof f?.size === "number" && typeof f?.sha256 === "string");
+  const arrived = new Map(list(storage.stored_files).map((f) => [f.name, f]));
+  const expected = new Map([...list(result.files), ...list(result.stored)].map((f) => [f.name, f]));
+  const problems: string[] = [];
+  if (expected.size === 0) problems.push("the agent reported no file");
+  for (const f of expected.values()) {
+    const got = arrived.get(f.name);
+    if (!got) problems.push(`${f.name} never arrived`);
+    else if (got.size !== f.size || got.sha256 !== f.sha256) problems.push(`${f.name} arrived as ${got.size} bytes (sha256 ${got.sha256.slice(0, 12)}…), not ${f.size} bytes (sha256 ${f.sha256.slice(0, 12)}…)`);
+  }
+  if (problems.length === 0) return { ok: true };
+  return { ok: false, code: "backup_upload_incomplete", message: `The backup store did not receive every file of this backup intact: ${problems.join("; ")}` };
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MODULE_ACTIONS = new Set(["installed", "upgraded", "failed"]);

@@ -15,6 +15,7 @@ import type { DeploymentRow } from "./deployments.repo.ts";
 import type { ErpCredentials } from "../environments/erp-credentials.ts";
 import type { AddonRepositoriesRepo, AddonSnapshotEntry } from "../addon-repositories/addon-repositories.repo.ts";
 import { commandEntries, snapshotEntry, snapshotOf } from "../addon-repositories/addon-snapshots.ts";
+import type { BackupTransfers } from "../backups/backup-transfers.ts";
 
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
@@ -45,6 +46,8 @@ export function createDispatcher(deps: {
   proxy?: ProxySettings;
   /** Add-on repositories of the platform, organisations and environments; absent: none sent. */
   addonRepositories?: Pick<AddonRepositoriesRepo, "forDeploy" | "secrets" | "recordSnapshot">;
+  /** Where a backup's files go and come from (the backup store); absent: they stay on the server. */
+  backups?: Pick<BackupTransfers, "uploadParams" | "restoreSource">;
 }) {
   /**
    * The deploy's add-on repositories: a retry's or rollback's are those of the deployment it
@@ -98,7 +101,14 @@ export function createDispatcher(deps: {
     if (type !== "deploy" && type !== "redeploy") {
       const extra = (d.extraData ?? {}) as Record<string, unknown>;
       if (type === "destroy") return { ...base, delete_data: extra.delete_data === true };
-      if (type === "backup" || type === "restore") return { ...base, backup_id: String(extra.backup_id) };
+      if (type === "backup") {
+        const upload = await deps.backups?.uploadParams(String(extra.backup_id));
+        return { ...base, backup_id: String(extra.backup_id), ...(upload ? { upload } : {}) };
+      }
+      if (type === "restore") {
+        const source = await deps.backups?.restoreSource(String(extra.backup_id));
+        return { ...base, backup_id: String(extra.backup_id), ...(source ? { source } : {}) };
+      }
       return base;
     }
     const row = await deps.repo.environmentWithProject(d.environmentId);
