@@ -3,68 +3,46 @@
 // bytes behind them match), deletes it; a project member sees the list without the buttons.
 import { createHash, randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import { createObjectStore, type DemoOrganization } from "@berth/control-plane";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import { beforeAll, expect, it } from "vitest";
+import { createObjectStore } from "@berth/control-plane";
 import { addPerson, type Person } from "../support/people.ts";
-import { urlOf } from "../support/sse.ts";
-import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
 
-let cp: TestControlPlane;
-let base: string;
-let d: DemoOrganization;
-let stopAgent: () => void;
-let browser: Browser;
 let admin: Person;
-let member: Person;
-const pages: (Page & { scriptErrors: string[] })[] = [];
 const backupId = randomUUID();
 const content = { "db.dump": Buffer.from("PGDMP a database dump"), "manifest.json": Buffer.from('{"format":"berth-backup-1"}\n') };
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+const s = dashboardSuite();
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: null });
-  base = urlOf(cp);
-  ({ d, stop: stopAgent } = await demoOrganizationWithAgent(cp, base));
-  admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId: d.project_id });
-  member = await addPerson(cp.app, "project_member", { organizationId: d.organization_id, projectId: d.project_id });
+  admin = await addPerson(s.cp.app, "project_admin", { organizationId: s.d.organization_id, projectId: s.d.project_id });
   // A completed backup whose files are in the control plane's store, as its agent left it.
-  const env = d.environments.running;
-  const key = `backups/${d.organization_id}/${env}/${backupId}`;
-  const store = createObjectStore({ kind: "local", dir: cp.backupDir });
+  const env = s.d.environments.running;
+  const key = `backups/${s.d.organization_id}/${env}/${backupId}`;
+  const store = createObjectStore({ kind: "local", dir: s.cp.backupDir });
   const stored = [];
   for (const [name, bytes] of Object.entries(content)) {
-    const s = await store.put(`${key}/${name}`, Readable.from([bytes]));
-    stored.push({ name, size: s.size_bytes, sha256: s.sha256 });
+    const put = await store.put(`${key}/${name}`, Readable.from([bytes]));
+    stored.push({ name, size: put.size_bytes, sha256: put.sha256 });
   }
-  await cp.database.pool.query(
+  await s.cp.database.pool.query(
     `insert into backups (id, organization_id, environment_id, deployment_id, comment, status, size_bytes, files, storage, storage_key, stored_files, completed_at)
      values ($1, $2, $3, $4, 'before the upgrade', 'completed', $5, $6, 'local', $7, $8, now())`,
-    [backupId, d.organization_id, env, randomUUID(), content["db.dump"].length, JSON.stringify(stored.slice(0, 1)), key, JSON.stringify(stored)],
+    [backupId, s.d.organization_id, env, randomUUID(), content["db.dump"].length, JSON.stringify(stored.slice(0, 1)), key, JSON.stringify(stored)],
   );
-  browser = await launchBrowser();
 }, 120_000);
 
-afterAll(async () => {
-  for (const p of pages) expect(p.scriptErrors).toEqual([]);
-  stopAgent?.();
-  await browser?.close();
-  await cp?.close();
-});
-
-async function pageFor(person: Person) {
-  const page = await openPage(browser);
-  pages.push(page);
-  await signIn(page, base, person.email);
-  await page.goto(`${base}/#/environments/${d.environments.running}`);
+/** The environment's page, signed in as `person`, once its backup is listed. */
+async function backupsPageFor(person: Person) {
+  const page = await s.pageFor(person);
+  await page.goto(`${s.base}/#/environments/${s.d.environments.running}`);
   await page.locator(`tr[data-backup-id="${backupId}"]`).waitFor();
   return page;
 }
 
 it("an admin downloads a backup: a link to each file with its SHA-256, whose bytes match", { timeout: 60_000 }, async () => {
-  const page = await pageFor(admin);
+  const page = await backupsPageFor(admin);
   const row = page.locator(`tr[data-backup-id="${backupId}"]`);
   await expect(row.textContent()).resolves.toMatch(/completed.*control plane/s);
   await row.getByRole("button", { name: /^Download/ }).click();
@@ -83,17 +61,17 @@ it("an admin downloads a backup: a link to each file with its SHA-256, whose byt
 });
 
 it("a project member sees the backups without Download or Delete", { timeout: 60_000 }, async () => {
-  const page = await pageFor(member);
+  const page = await backupsPageFor(s.member);
   const row = page.locator(`tr[data-backup-id="${backupId}"]`);
   expect(await row.getByRole("button").count()).toBe(0);
 });
 
 it("an admin deletes the backup: gone from the list and from the store", { timeout: 60_000 }, async () => {
-  const page = await pageFor(admin);
+  const page = await backupsPageFor(admin);
   page.once("dialog", (dialog) => void dialog.accept());
   await page.locator(`tr[data-backup-id="${backupId}"]`).getByRole("button", { name: /^Delete/ }).click();
   await page.locator(`tr[data-backup-id="${backupId}"]`).waitFor({ state: "detached" });
   await expect(page.getByText("No backups yet.")).toBeDefined();
-  const { rows } = await cp.database.pool.query("select 1 from backups where id = $1", [backupId]);
+  const { rows } = await s.cp.database.pool.query("select 1 from backups where id = $1", [backupId]);
   expect(rows).toEqual([]);
 });

@@ -3,28 +3,15 @@
 // page (a member sees it but cannot change it); a backup that fails puts a red mark on the
 // environment (its page and the project list) with the agent's reason, and a later backup
 // that succeeds clears it.
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DemoOrganization } from "@berth/control-plane";
+import { expect, it } from "vitest";
 import type { SignedCommand } from "@berth/protocol";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
 import { publicClient } from "../support/http.ts";
-import { addPerson, type Person } from "../support/people.ts";
 import type { SimAgent } from "../support/sim-agent.ts";
 import { uploadBackupFiles } from "../support/backup-uploads.ts";
-import { urlOf } from "../support/sse.ts";
 import { waitFor } from "../support/wait.ts";
-import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
 
-let cp: TestControlPlane;
-let base: string;
-let d: DemoOrganization;
-let stopAgent: () => void;
-let browser: Browser;
-let owner: Person;
-let member: Person;
-const pages: (Page & { scriptErrors: string[] })[] = [];
 /** The agent's answer to the next backup: ok, or a failure with this message. */
 let failWith: string | null = null;
 
@@ -35,45 +22,24 @@ function answer(cmd: SignedCommand, agent: SimAgent) {
     return;
   }
   // As an agent does: the files to the backup store, then the result.
-  void uploadBackupFiles(base, cmd).then((files) => agent.sendEvents([agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files } })]));
+  void uploadBackupFiles(s.base, cmd).then((files) => agent.sendEvents([agent.event({ kind: "command.result", command_id: cmd.command_id, ok: true, result: { files } })]));
 }
 
-beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: null });
-  base = urlOf(cp);
-  ({ d, stop: stopAgent } = await demoOrganizationWithAgent(cp, base, answer));
-  owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
-  member = await addPerson(cp.app, "project_member", { organizationId: d.organization_id, projectId: d.project_id });
-  browser = await launchBrowser();
-}, 120_000);
-
-afterAll(async () => {
-  for (const p of pages) expect(p.scriptErrors).toEqual([]);
-  stopAgent?.();
-  await browser?.close();
-  await cp?.close();
-});
-
-async function pageFor(person: Person) {
-  const page = await openPage(browser);
-  pages.push(page);
-  await signIn(page, base, person.email);
-  return page;
-}
+const s = dashboardSuite(answer);
 
 async function backUp(environmentId: string) {
-  const res = await publicClient(cp.app, d.api_keys.org_rw).post(`/environments/${environmentId}/backups`, {});
+  const res = await publicClient(s.cp.app, s.d.api_keys.org_rw).post(`/environments/${environmentId}/backups`, {});
   expect(res.status).toBe(202);
   await waitFor(async () => {
-    const { rows } = await cp.database.pool.query<{ status: string }>("select status from backups where id = $1", [res.body.backup_id]);
+    const { rows } = await s.cp.database.pool.query<{ status: string }>("select status from backups where id = $1", [res.body.backup_id]);
     return rows[0]?.status !== "pending";
   }, 10_000);
 }
 
 it("an admin changes the backup schedule on the environment page; a member only reads it", { timeout: 60_000 }, async () => {
-  const env = d.environments.running;
-  const page = await pageFor(owner);
-  await page.goto(`${base}/#/environments/${env}`);
+  const env = s.d.environments.running;
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/environments/${env}`);
   const section = page.locator("section.backup-schedule");
   await section.getByText(/^Daily at \d\d:\d\d UTC; next .*Keeps 7 daily, 4 weekly, 3 monthly\.$/).waitFor();
 
@@ -84,7 +50,7 @@ it("an admin changes the backup schedule on the environment page; a member only 
   await section.getByLabel("Monthly").fill("12");
   await section.getByRole("button", { name: "Save schedule" }).click();
   await section.getByText(/^Weekly on Wednesday at 04:30 UTC; next .*Keeps 5 daily, 4 weekly, 12 monthly\.$/).waitFor();
-  const stored = await publicClient(cp.app, d.api_keys.org_ro).get(`/environments/${env}/backup-schedule`);
+  const stored = await publicClient(s.cp.app, s.d.api_keys.org_ro).get(`/environments/${env}/backup-schedule`);
   expect(stored.body).toMatchObject({ enabled: true, frequency: "weekly", weekday: 3, time: "04:30", retention: { daily: 5, weekly: 4, monthly: 12 } });
   await screenshot(page, "backup-schedule");
 
@@ -101,19 +67,19 @@ it("an admin changes the backup schedule on the environment page; a member only 
   await section.getByRole("button", { name: "Save schedule" }).click();
   await section.getByText("Scheduled backups are off.").waitFor();
 
-  const memberPage = await pageFor(member);
-  await memberPage.goto(`${base}/#/environments/${env}`);
+  const memberPage = await s.pageFor(s.member);
+  await memberPage.goto(`${s.base}/#/environments/${env}`);
   await memberPage.locator("section.backup-schedule").getByText("Scheduled backups are off.").waitFor();
   expect(await memberPage.getByRole("button", { name: "Save schedule" }).count()).toBe(0);
 });
 
 it("a failed backup puts a red mark on the environment until a later backup succeeds", { timeout: 60_000 }, async () => {
-  const env = d.environments.running;
+  const env = s.d.environments.running;
   failWith = "pg_dump: disk full";
   await backUp(env);
 
-  const page = await pageFor(owner);
-  await page.goto(`${base}/#/environments/${env}`);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/environments/${env}`);
   const mark = page.locator("#last-backup .last-backup");
   await mark.waitFor();
   expect(await mark.getAttribute("data-last-backup")).toBe("failed");
@@ -123,18 +89,18 @@ it("a failed backup puts a red mark on the environment until a later backup succ
   expect(await page.locator("#last-backup").textContent()).toContain("pg_dump: disk full");
   await screenshot(page, "backup-failed-mark");
 
-  await page.goto(`${base}/#/projects`);
+  await page.goto(`${s.base}/#/projects`);
   const row = page.locator(`tr[data-environment-id="${env}"]`);
   await row.waitFor();
   expect(await row.locator(".last-backup").textContent()).toBe("backup failed");
-  expect(await page.locator(`tr[data-environment-id="${d.environments.stopped}"] .last-backup`).count()).toBe(0);
+  expect(await page.locator(`tr[data-environment-id="${s.d.environments.stopped}"] .last-backup`).count()).toBe(0);
 
   failWith = null;
   await backUp(env);
   await page.reload();
   await row.waitFor();
   expect(await row.locator(".last-backup").count()).toBe(0);
-  await page.goto(`${base}/#/environments/${env}`);
+  await page.goto(`${s.base}/#/environments/${env}`);
   await page.locator("#last-backup .last-backup").waitFor();
   expect(await page.locator("#last-backup .last-backup").getAttribute("data-last-backup")).toBe("completed");
   expect(await page.locator("#last-backup").textContent()).not.toContain("disk full");

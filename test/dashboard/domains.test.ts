@@ -4,73 +4,36 @@
 // proxy.state live; an admin sets the domain from the environment page; the server card
 // shows its proxy. The environment page also holds its variables: added, updated and deleted
 // by an admin, only ever shown masked, not shown to a project member.
-import type { Browser, Page } from "playwright-core";
-import { afterAll, beforeAll, expect, it } from "vitest";
-import type { DemoOrganization } from "@berth/control-plane";
-import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
-import { addPerson, type Person } from "../support/people.ts";
-import type { SimAgent } from "../support/sim-agent.ts";
-import { urlOf } from "../support/sse.ts";
-import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+import { expect, it } from "vitest";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
 
-let cp: TestControlPlane;
-let base: string;
-let d: DemoOrganization;
-let agent: SimAgent;
-let stopAgent: () => void;
-let browser: Browser;
-let owner: Person;
-let member: Person;
-const pages: (Page & { scriptErrors: string[] })[] = [];
-
-beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: null });
-  base = urlOf(cp);
-  ({ d, agent, stop: stopAgent } = await demoOrganizationWithAgent(cp, base));
-  owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
-  member = await addPerson(cp.app, "project_member", { organizationId: d.organization_id, projectId: d.project_id });
-  browser = await launchBrowser();
-}, 120_000);
-
-afterAll(async () => {
-  for (const p of pages) expect(p.scriptErrors).toEqual([]);
-  stopAgent?.();
-  await browser?.close();
-  await cp?.close();
-});
-
-async function pageFor(person: Person) {
-  const page = await openPage(browser);
-  pages.push(page);
-  await signIn(page, base, person.email);
-  return page;
-}
+const s = dashboardSuite();
 
 async function domainOf(envId: string): Promise<string> {
-  const { rows } = await cp.database.pool.query<{ domain: string }>("select domain from environments where id = $1", [envId]);
+  const { rows } = await s.cp.database.pool.query<{ domain: string }>("select domain from environments where id = $1", [envId]);
   return rows[0]!.domain;
 }
 
 it("the project page opens an environment's URL in a new tab and shows its certificate, live", { timeout: 60_000 }, async () => {
-  const page = await pageFor(owner);
-  await page.goto(`${base}/#/projects`);
-  const running = page.locator(`tr[data-environment-id="${d.environments.running}"]`);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/projects`);
+  const running = page.locator(`tr[data-environment-id="${s.d.environments.running}"]`);
   await running.waitFor();
-  const domain = await domainOf(d.environments.running);
+  const domain = await domainOf(s.d.environments.running);
   const open = running.getByRole("link", { name: /^Open production at/ });
   expect(await open.getAttribute("href")).toBe(`https://${domain}`);
   expect(await open.getAttribute("target")).toBe("_blank");
   expect((await open.getAttribute("rel"))?.split(" ")).toContain("noopener");
   expect(await running.locator(".certificate").textContent()).toBe("no certificate");
   // Staging has no domain and the installation no base domain: nothing to open.
-  const staging = page.locator(`tr[data-environment-id="${d.environments.stopped}"]`);
+  const staging = page.locator(`tr[data-environment-id="${s.d.environments.stopped}"]`);
   expect(await staging.getByRole("link", { name: /^Open/ }).count()).toBe(0);
   expect(await staging.textContent()).toContain("no address");
 
   // The agent reports the certificate issued: the row follows without a reload.
-  await agent.sendAcked([
-    agent.event({
+  await s.agent.sendAcked([
+    s.agent.event({
       kind: "proxy.state",
       running: true,
       image: "caddy:2",
@@ -78,7 +41,7 @@ it("the project page opens an environment's URL in a new tab and shows its certi
       error: null,
       routes: [
         {
-          environment_id: d.environments.running,
+          environment_id: s.d.environments.running,
           mode: "serving",
           domains: [
             {
@@ -96,15 +59,15 @@ it("the project page opens an environment's URL in a new tab and shows its certi
   await screenshot(page, "projects-addresses");
 
   // The server card shows the proxy and where domains must point.
-  await page.goto(`${base}/#/servers`);
-  const card = page.locator(`li.server-card[data-server-id="${d.server_id}"]`);
+  await page.goto(`${s.base}/#/servers`);
+  const card = page.locator(`li.server-card[data-server-id="${s.d.server_id}"]`);
   await card.waitFor();
   expect(await card.locator(".proxy").textContent()).toBe("Proxy: running (caddy:2) · point domains to 203.0.113.5");
 });
 
 it("an owner sets the domain from the environment page; a project member sees no form", { timeout: 60_000 }, async () => {
-  const page = await pageFor(owner);
-  await page.goto(`${base}/#/environments/${d.environments.stopped}`);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
   await page.getByLabel("Domain", { exact: true }).fill("Staging.Shop.Example.com");
   await page.getByLabel("Aliases").fill("www.staging.shop.example.com, old.shop.example.com");
   await page.getByRole("button", { name: "Save domain" }).click();
@@ -117,8 +80,8 @@ it("an owner sets the domain from the environment page; a project member sees no
   await page.getByRole("button", { name: "Save domain" }).click();
   await expect.poll(() => page.getByRole("alert").textContent()).toContain("not an IP address");
 
-  const memberPage = await pageFor(member);
-  await memberPage.goto(`${base}/#/environments/${d.environments.stopped}`);
+  const memberPage = await s.pageFor(s.member);
+  await memberPage.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
   await memberPage.getByRole("link", { name: /^Open staging at/ }).waitFor();
   expect(await memberPage.getByRole("button", { name: "Save domain" }).count()).toBe(0);
   expect(await memberPage.locator("section.variables").count()).toBe(0);
@@ -126,13 +89,13 @@ it("an owner sets the domain from the environment page; a project member sees no
 
 const SECRET = "smtp-secret-never-shown";
 const storedValue = async (name: string) => {
-  const { rows } = await cp.database.pool.query<{ v: string | null }>("select variables -> $2 ->> 'value_enc' as v from environments where id = $1", [d.environments.stopped, name]);
+  const { rows } = await s.cp.database.pool.query<{ v: string | null }>("select variables -> $2 ->> 'value_enc' as v from environments where id = $1", [s.d.environments.stopped, name]);
   return rows[0]?.v ?? null;
 };
 
 it("an owner adds, updates and deletes a variable, shown masked only", { timeout: 60_000 }, async () => {
-  const page = await pageFor(owner);
-  await page.goto(`${base}/#/environments/${d.environments.stopped}`);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
   const section = page.locator("section.variables");
   await section.getByText("No variables.").waitFor();
 
