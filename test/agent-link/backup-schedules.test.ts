@@ -192,6 +192,8 @@ describe("the scheduler", () => {
     // The agent ran it as a manual one, and the environment shows it.
     const listed = await ro().get(`/environments/${env}/backups`);
     expect(listed.body.data[0]).toMatchObject({ backup_type: "scheduled", status: "completed", size_bytes: 6144 });
+    const op = await a.database.pool.query<{ trigger: string }>("select trigger from deployments where id = $1", [listed.body.data[0].task_id]);
+    expect(op.rows[0]!.trigger).toBe("scheduled");
     const view = await ro().get(`/environments/${env}`);
     expect(view.body.last_backup).toMatchObject({ status: "completed", error: null, backup_type: "scheduled" });
 

@@ -118,7 +118,9 @@ export function createBackupsService(deps: {
         storageKey: storageKeyOf({ organizationId: env.organizationId, environmentId: env.id, id: backupId }),
       });
       try {
-        const op = await deps.deployments.requestOperation(scope, env.id, "backup", actor, { id: taskId, extraData: { backup_id: backupId } });
+        // A scheduled backup's operation says so (trigger "scheduled"); any other is the caller's.
+        const trigger = input.backup_type === "scheduled" ? { trigger: "scheduled" } : {};
+        const op = await deps.deployments.requestOperation(scope, env.id, "backup", actor, { id: taskId, extraData: { backup_id: backupId }, ...trigger });
         return { op, backupId };
       } catch (err) {
         await deps.backups.delete(backupId);
