@@ -41,8 +41,10 @@ describe("preconditions", () => {
         status: "queued",
         environment_id: d.environments.running,
         poll_url: `/api/public/v1/deployments/${res.body.task_id}`,
-        // The environment's first deploy shows its new ERP master password once.
-        ...(action.endsWith("deploy") ? { admin_password: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) } : {}),
+        // The environment's first deploy shows its new ERP master and administrator passwords once.
+        ...(action.endsWith("deploy")
+          ? { admin_password: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/), admin_login_password: expect.stringMatching(/^[A-Za-z0-9_-]{32}$/) }
+          : {}),
       });
     }
   });

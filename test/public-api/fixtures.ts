@@ -329,10 +329,11 @@ export function expectApiKey(body: unknown): void {
 }
 
 export function expectActionResponse(body: unknown, environmentId: string): string {
-  const { admin_password: password, ...rest } = body as Record<string, unknown>;
+  const { admin_password: password, admin_login_password: login, ...rest } = body as Record<string, unknown>;
   expect(rest).toEqual({ task_id: uuid, status: "queued", environment_id: environmentId, poll_url: expect.any(String) });
-  // deploy and redeploy also answer the master password their environment got now (or null).
+  // deploy and redeploy also answer the master and administrator passwords their environment got now (or null).
   if (password !== undefined && password !== null) expect(password).toMatch(/^[A-Za-z0-9_-]{32}$/);
+  if (login !== undefined && login !== null) expect(login).toMatch(/^[A-Za-z0-9_-]{32}$/);
   const taskId = (body as { task_id: string }).task_id;
   expect((body as { poll_url: string }).poll_url).toBe(`${PREFIX}/deployments/${taskId}`);
   return taskId;
