@@ -7,10 +7,11 @@
 // the spec, and initializing_database comes after starting_container, so starting_container
 // first prepares the database (a new one is initialised with -i base; otherwise the modules
 // to install or upgrade are computed, a pre-deploy snapshot taken and the modules run), each
-// in a one-off container of the new image with --stop-after-init while the old ERP keeps
-// serving, and only then replaces the container. initializing_database reports what was done.
-import { chown, chmod, mkdir, readFile, rename, stat } from "node:fs/promises";
-import { join } from "node:path";
+// in a one-off container of the new image with --stop-after-init, and only then replaces the
+// container. The old ERP keeps serving, except while modules are upgraded after a snapshot
+// (previous-erp.ts: no write may be lost by a rollback). initializing_database reports what
+// was done.
+import { mkdir, readFile } from "node:fs/promises";
 import { environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
@@ -20,18 +21,16 @@ import {
   ERP_DB_PORT,
   ERP_DB_USER,
   ERP_HTTP_PORT,
-  ERP_UID,
   environmentLayout,
   type EnvironmentLayout,
 } from "../environment/environment-layout.ts";
 import { randomBytes } from "node:crypto";
 import type { DeployParams } from "@berth/protocol";
-import { ensureImage, findErpContainer, hostPortOf, parkedErpContainers, putBackPrevious, replaceErpContainer } from "../environment/erp-container.ts";
+import { ensureImage, findErpContainer, hostPortOf, parkedErpContainers, replaceErpContainer } from "../environment/erp-container.ts";
 import {
   DEFAULT_PRE_DEPLOY_RETENTION,
   listSnapshots,
   pruneSnapshots,
-  rollbackToSnapshot,
   takeSnapshot,
   type PreDeploySnapshot,
 } from "../environment/pre-deploy-snapshot.ts";
@@ -53,14 +52,14 @@ import {
 } from "./erp-modules.ts";
 import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { setAdministratorPassword } from "./erp-login.ts";
+import { adminPassword, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
+import { createPreviousErp } from "./previous-erp.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
 import {
   checkoutRepository,
   dropPreviousCheckout,
   emptyCheckout,
-  previousCheckout,
   redactUrl,
-  restorePreviousCheckout,
 } from "./git-checkout.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { ADDON_REPOS_MOUNT, addonReposDir, knownHostsDir, stageAddonRepositories, type AddonCheckout, type AddonStaging } from "./addon-repositories.ts";
@@ -152,115 +151,10 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         return result;
       };
 
-      /** The proxy's page for the environment; a proxy that fails is a warning (the deploy goes on). */
-      const proxyMode = async (mode: "serving" | "maintenance", log: StepScope["log"]) => {
-        try {
-          const changed = await deps.proxy.setMode(docker, layout.environmentId, mode, (level, message) => log(level, message));
-          if (changed) log("info", mode === "maintenance" ? "The proxy shows a maintenance page while the modules are upgraded" : "The proxy routes the environment's address to the ERP again");
-        } catch (error) {
-          log("warning", `The proxy was not updated: ${error instanceof Error ? error.message : String(error)}`);
-        }
-      };
-
-      /**
-       * Writes during an upgrade: none. The old ERP stops for the snapshot and stays stopped,
-       * behind the maintenance page, until the upgrade's outcome: a write it accepted after
-       * the snapshot would be lost by a rollback to it. A failed copy starts it again.
-       */
-      const stopOldErp = (log: StepScope["log"]) => async () => {
-        const erp = await findErpContainer(docker, layout);
-        if (erp === null || erp.state !== "running") return async () => undefined;
-        await proxyMode("maintenance", log);
-        await docker.stopContainer(erp.id, timing.stopGraceSeconds);
-        log("info", `The ERP is stopped until the upgrade's outcome: no write can be made after the snapshot`);
-        s.stoppedOldErp = erp.id;
-        return async (copied: boolean) => {
-          if (!copied) await resumeOldErp(log);
-        };
-      };
-
-      /** The old ERP serves again (a deploy that fails before its upgrade ran, after it stopped it). */
-      const resumeOldErp = async (log: StepScope["log"]) => {
-        const id = s.stoppedOldErp;
-        if (id == null) return;
-        s.stoppedOldErp = null;
-        await withPreviousMounts(() => docker.startContainer(id));
-        log("warning", "The previous ERP container serves again");
-        await proxyMode("serving", log);
-      };
-
-      /**
-       * The old ERP started again (a deploy that fails before its upgrade ran) must mount the
-       * code and configuration it ran with, not this deploy's: Docker resolves bind mounts at start,
-       * so both are put back at their paths for the start, then this deploy's again. The
-       * running container keeps the folder and file it was started with.
-       */
-      const withPreviousMounts = async (start: () => Promise<void>) => {
-        // The project's checkout and the add-on repositories: each swapped when it has a previous one.
-        const swaps: { live: string; previous: string; next: string }[] = [];
-        for (const live of [layout.addonsDir, addonReposDir(layout.dir)]) {
-          const previous = previousCheckout(live);
-          if (await exists(previous)) swaps.push({ live, previous, next: `${live}.next` });
-        }
-        const nextConf = `${layout.configFile}.next`;
-        const swapConf = s.previousConf != null;
-        for (const { live, previous, next } of swaps) {
-          await rename(live, next);
-          await rename(previous, live);
-        }
-        if (swapConf) {
-          await rename(layout.configFile, nextConf);
-          writeFileAtomic(layout.configFile, need(s.previousConf ?? undefined), SECRET_FILE_MODE);
-          await readableByErp(layout.configFile, { log: () => undefined });
-        }
-        try {
-          await start();
-        } finally {
-          for (const { live, previous, next } of swaps) {
-            await rename(live, previous);
-            await rename(next, live);
-          }
-          if (swapConf) await rename(nextConf, layout.configFile);
-        }
-      };
-
-      /** Code, configuration, database and file store back to the snapshot; the previous ERP runs again. */
-      const rollback = async (step: StepScope, newContainerId: string | null) => {
-        const snapshot = s.snapshot;
-        if (snapshot == null || s.rolledBack === true) return;
-        s.rolledBack = true;
-        let previousId: string | null;
-        if (newContainerId !== null) previousId = await putBackPrevious(docker, layout, newContainerId, step, timing.stopGraceSeconds);
-        else {
-          const erp = await findErpContainer(docker, layout);
-          previousId = erp?.id ?? null;
-          if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, timing.stopGraceSeconds);
-        }
-        if (await restorePreviousCheckout(layout.addonsDir)) step.log("warning", "Code: the previous add-ons checkout is back");
-        if (await restorePreviousCheckout(addonReposDir(layout.dir))) step.log("warning", "Code: the previous add-on repositories are back");
-        if (s.previousConf != null) {
-          writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
-          await readableByErp(layout.configFile, step);
-          step.log("warning", "Configuration: the previous odoo.conf is back");
-        }
-        const finish = await rollbackToSnapshot(docker, need(s.dbContainerId), layout, snapshot, {
-          now: deps.clock.now(),
-          deadlineMs: timing.dataTransferMs,
-          log: step.log,
-        });
-        if (previousId !== null) {
-          await docker.startContainer(previousId);
-          s.containerId = previousId;
-          s.hostPort = await hostPortOf(docker, previousId);
-          step.log("warning", "The previous ERP container serves again");
-        }
-        if (s.stoppedOldErp != null) {
-          s.stoppedOldErp = null;
-          await proxyMode("serving", step.log);
-        }
-        // The failed database and data dir, once the previous version serves.
-        await finish();
-      };
+      const previous = createPreviousErp(
+        { docker, layout, proxy: deps.proxy, clock: deps.clock, stopGraceSeconds: timing.stopGraceSeconds, dataTransferMs: timing.dataTransferMs },
+        s,
+      );
 
       /** Before the switch: a new database is initialised; an existing one gets its modules installed and upgraded. */
       const prepareDatabase = async (step: StepScope) => {
@@ -304,7 +198,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             modules,
             deadlineMs: timing.dataTransferMs,
             log: step.log,
-            hooks: { stopErp: stopOldErp(step.log) },
+            hooks: { stopErp: previous.stopForSnapshot(step.log) },
           });
           await pruneSnapshots(docker, dbId, layout, deps.preDeploy?.retention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
         }
@@ -325,7 +219,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           }
           const snapshot = s.snapshot;
           step.log("error", `Module ${failed ?? "install/upgrade"} failed (${why}): rolling code, configuration, database and file store back to ${snapshot.backup_id}`);
-          await rollback(step, null);
+          await previous.rollback(step, null);
           throw new CommandError("module_update_failed", `module ${failed ?? "install/upgrade"} failed (${why}): rolled back to ${snapshot.backup_id}; last lines:\n${tail}`);
         }
       };
@@ -530,10 +424,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8), keepPrevious: s.snapshot != null },
               );
               s.hostPort = await hostPortOf(docker, s.containerId);
-              if (s.stoppedOldErp != null) {
-                s.stoppedOldErp = null;
-                await proxyMode("serving", step.log);
-              }
+              await previous.switched(step.log);
               return `ERP container ${layout.erpContainer} started; port 8069 on 127.0.0.1:${s.hostPort ?? "?"}`;
             },
 
@@ -593,7 +484,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 if (!s.healthy) {
                   const snapshot = s.snapshot;
                   step.log("error", "The ERP is not healthy after the module upgrade: rolling code, configuration, database and file store back");
-                  await rollback(step, need(s.containerId));
+                  await previous.rollback(step, need(s.containerId));
                   const again = await checkHealth(docker, need(s.containerId), s.hostPort ?? null, step, deps.clock, timing);
                   step.log(again ? "info" : "warning", again ? "The previous version is healthy again" : "The previous version is not healthy either");
                   throw new CommandError("health_check_failed", `the ERP was not healthy after the module upgrade: rolled back to ${snapshot.backup_id}`);
@@ -622,14 +513,14 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         // proxy) leaves the database upgraded: back to the snapshot, as for a failed upgrade.
         const log: StepScope["log"] = (level, message, data) => ctx.emit.log(level, message, { step: null, ...(data ? { data } : {}) });
         if (s.snapshot == null || s.modulesRan !== true || s.rolledBack === true) {
-          if (s.rolledBack !== true) await resumeOldErp(log);
+          if (s.rolledBack !== true) await previous.resume(log);
           throw error;
         }
         const snapshot = s.snapshot;
         log("error", `The deployment failed after its module upgrade: rolling back to ${snapshot.backup_id}`);
         const current = await findErpContainer(docker, layout);
         const isNew = current !== null && current.id !== s.oldErpId;
-        await rollback({ step: "completed", signal: new AbortController().signal, log }, isNew ? current.id : null);
+        await previous.rollback({ step: "completed", signal: new AbortController().signal, log }, isNew ? current.id : null);
         const reason = error instanceof Error ? error.message : String(error);
         const code = error instanceof CommandError ? error.code : "deploy_failed";
         throw new CommandError(code, `${reason}; rolled back to ${snapshot.backup_id}`);
@@ -723,50 +614,7 @@ function withoutDemo(params: DeployParams): boolean {
   return params.init?.without_demo ?? true;
 }
 
-/** The ERP's master password when the control plane sends none: made once per environment, 0600, never logged. */
-async function adminPassword(layout: EnvironmentLayout): Promise<string> {
-  const file = join(layout.dir, "admin-password");
-  const stored = (await readFile(file, "utf8").catch(() => "")).trim();
-  if (stored !== "") return stored;
-  const password = randomBytes(24).toString("base64url");
-  writeFileAtomic(file, `${password}\n`, SECRET_FILE_MODE);
-  return password;
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
-  );
-}
-
 function need<T>(value: T | undefined): T {
   if (value === undefined) throw new Error("a step ran before the step that prepares its input");
   return value;
-}
-
-async function readPassword(layout: EnvironmentLayout): Promise<string> {
-  return (await readFile(layout.dbPasswordFile, "utf8")).trim();
-}
-
-/** The data dir belongs to the ERP's user, as /var/lib/odoo does in the official image. */
-async function prepareDataDir(dir: string, step: StepScope): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o750 });
-  try {
-    await chown(dir, ERP_UID, ERP_UID);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error;
-    step.log("warning", `Cannot give ${dir} to the ERP's user (uid ${ERP_UID}) without root: the file store may not be writable`);
-  }
-}
-
-/** odoo.conf holds the database password: owned by the ERP's user, 0600; world-readable only without root. */
-async function readableByErp(file: string, step: Pick<StepScope, "log">): Promise<void> {
-  try {
-    await chown(file, ERP_UID, ERP_UID);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EPERM") throw error;
-    await chmod(file, 0o644);
-    step.log("warning", `Without root the agent cannot give ${file} to uid ${ERP_UID}: made it readable (0644) inside the private state dir`);
-  }
 }

@@ -1,0 +1,158 @@
+// The ERP that served before a deploy, while the deploy may still go back to it.
+//
+// Writes during an upgrade: none. The old ERP stops for the pre-deploy snapshot and stays
+// stopped, behind the proxy's maintenance page, until the upgrade's outcome: a write it
+// accepted after the snapshot would be lost by a rollback to it. A deploy that fails before
+// its upgrade ran starts it again (with the code and configuration it ran with); one that
+// fails after brings code, configuration, database and file store back to the snapshot.
+import { rename } from "node:fs/promises";
+import type { DockerClient } from "../../docker/docker-client.ts";
+import { writeFileAtomic } from "../../state/atomic-write.ts";
+import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
+import type { EnvironmentLayout } from "../environment/environment-layout.ts";
+import { findErpContainer, hostPortOf, putBackPrevious } from "../environment/erp-container.ts";
+import { rollbackToSnapshot, type PreDeploySnapshot } from "../environment/pre-deploy-snapshot.ts";
+import type { ExecutorDeps } from "../runner/executor-deps.ts";
+import type { StepScope } from "../runner/step-runner.ts";
+import { addonReposDir } from "./addon-repositories.ts";
+import { exists, readableByErp } from "./erp-files.ts";
+import { previousCheckout, restorePreviousCheckout } from "./git-checkout.ts";
+
+/** What of the deploy's state the previous ERP's handling reads and updates. */
+export interface PreviousErpState {
+  /** odoo.conf as it was before this deploy wrote it (null: there was none). */
+  previousConf?: string | null;
+  snapshot?: PreDeploySnapshot | null;
+  rolledBack?: boolean;
+  /** The old ERP, stopped for the snapshot and kept stopped until the upgrade's outcome. */
+  stoppedOldErp?: string | null;
+  dbContainerId?: string;
+  /** The ERP container serving now, and its host port (a rollback sets them to the previous one's). */
+  containerId?: string;
+  hostPort?: number | null;
+}
+
+export function createPreviousErp(
+  deps: Pick<ExecutorDeps, "proxy" | "clock"> & { docker: DockerClient; layout: EnvironmentLayout; stopGraceSeconds: number; dataTransferMs: number },
+  s: PreviousErpState,
+) {
+  const { docker, layout } = deps;
+
+  /** The proxy's page for the environment; a proxy that fails is a warning (the deploy goes on). */
+  const proxyMode = async (mode: "serving" | "maintenance", log: StepScope["log"]) => {
+    try {
+      const changed = await deps.proxy.setMode(docker, layout.environmentId, mode, (level, message) => log(level, message));
+      if (changed) log("info", mode === "maintenance" ? "The proxy shows a maintenance page while the modules are upgraded" : "The proxy routes the environment's address to the ERP again");
+    } catch (error) {
+      log("warning", `The proxy was not updated: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  };
+
+  /**
+   * The old ERP started again must mount the code and configuration it ran with, not this
+   * deploy's: Docker resolves bind mounts at start, so the project's checkout, the add-on
+   * repositories (each when it has a previous one) and odoo.conf are put back at their paths
+   * for the start, then this deploy's again. The running container keeps what it started with.
+   */
+  const withPreviousMounts = async (start: () => Promise<void>) => {
+    const swaps: { live: string; previous: string; next: string }[] = [];
+    for (const live of [layout.addonsDir, addonReposDir(layout.dir)]) {
+      const previous = previousCheckout(live);
+      if (await exists(previous)) swaps.push({ live, previous, next: `${live}.next` });
+    }
+    const nextConf = `${layout.configFile}.next`;
+    const previousConf = s.previousConf ?? null;
+    for (const { live, previous, next } of swaps) {
+      await rename(live, next);
+      await rename(previous, live);
+    }
+    if (previousConf !== null) {
+      await rename(layout.configFile, nextConf);
+      writeFileAtomic(layout.configFile, previousConf, SECRET_FILE_MODE);
+      await readableByErp(layout.configFile, { log: () => undefined });
+    }
+    try {
+      await start();
+    } finally {
+      for (const { live, previous, next } of swaps) {
+        await rename(live, previous);
+        await rename(next, live);
+      }
+      if (previousConf !== null) await rename(nextConf, layout.configFile);
+    }
+  };
+
+  /** The old ERP serves again (a deploy that fails before its upgrade ran, after it stopped it). */
+  const resume = async (log: StepScope["log"]) => {
+    const id = s.stoppedOldErp;
+    if (id == null) return;
+    s.stoppedOldErp = null;
+    await withPreviousMounts(() => docker.startContainer(id));
+    log("warning", "The previous ERP container serves again");
+    await proxyMode("serving", log);
+  };
+
+  return {
+    resume,
+
+    /** The snapshot's hook: stops the old ERP behind the maintenance page; a failed copy starts it again. */
+    stopForSnapshot: (log: StepScope["log"]) => async () => {
+      const erp = await findErpContainer(docker, layout);
+      if (erp === null || erp.state !== "running") return async () => undefined;
+      await proxyMode("maintenance", log);
+      await docker.stopContainer(erp.id, deps.stopGraceSeconds);
+      log("info", `The ERP is stopped until the upgrade's outcome: no write can be made after the snapshot`);
+      s.stoppedOldErp = erp.id;
+      return async (copied: boolean) => {
+        if (!copied) await resume(log);
+      };
+    },
+
+    /** The new ERP took over: the environment's address routes to it again. */
+    async switched(log: StepScope["log"]) {
+      if (s.stoppedOldErp == null) return;
+      s.stoppedOldErp = null;
+      await proxyMode("serving", log);
+    },
+
+    /** Code, configuration, database and file store back to the snapshot; the previous ERP runs again. */
+    async rollback(step: StepScope, newContainerId: string | null) {
+      const snapshot = s.snapshot;
+      if (snapshot == null || s.rolledBack === true) return;
+      s.rolledBack = true;
+      let previousId: string | null;
+      if (newContainerId !== null) previousId = await putBackPrevious(docker, layout, newContainerId, step, deps.stopGraceSeconds);
+      else {
+        const erp = await findErpContainer(docker, layout);
+        previousId = erp?.id ?? null;
+        if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, deps.stopGraceSeconds);
+      }
+      if (await restorePreviousCheckout(layout.addonsDir)) step.log("warning", "Code: the previous add-ons checkout is back");
+      if (await restorePreviousCheckout(addonReposDir(layout.dir))) step.log("warning", "Code: the previous add-on repositories are back");
+      if (s.previousConf != null) {
+        writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
+        await readableByErp(layout.configFile, step);
+        step.log("warning", "Configuration: the previous odoo.conf is back");
+      }
+      if (s.dbContainerId === undefined) throw new Error("a rollback before the database container was known");
+      const finish = await rollbackToSnapshot(docker, s.dbContainerId, layout, snapshot, {
+        now: deps.clock.now(),
+        deadlineMs: deps.dataTransferMs,
+        log: step.log,
+      });
+      if (previousId !== null) {
+        await docker.startContainer(previousId);
+        s.containerId = previousId;
+        s.hostPort = await hostPortOf(docker, previousId);
+        step.log("warning", "The previous ERP container serves again");
+      }
+      if (s.stoppedOldErp != null) {
+        s.stoppedOldErp = null;
+        await proxyMode("serving", step.log);
+      }
+      // The failed database and data dir, once the previous version serves.
+      await finish();
+    },
+  };
+}
+export type PreviousErp = ReturnType<typeof createPreviousErp>;
