@@ -439,7 +439,15 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           if (options.stdin !== undefined) {
             const source = options.stdin;
             input = new Promise<void>((resolve, reject) => {
+              // An input that failed before we got here, or closes without its end, fails the exec.
+              if (source.errored) {
+                reject(source.errored);
+                return;
+              }
               source.once("error", reject);
+              source.once("close", () => {
+                if (!source.readableEnded) reject(source.errored ?? new Error("the input closed before its end"));
+              });
               // The process may exit before reading everything (it failed): that is its
               // exit code's story, not a reason to hang here.
               socket.once("close", () => resolve());
