@@ -255,6 +255,13 @@ export const RestoreParams = Type.Object(
     source: Type.Optional(
       Type.Object({ environment_id: Uuid, path: ControlPlanePath, expires_at: Timestamp, files: Type.Array(BackupFileSum, { minItems: 1, maxItems: 8 }) }, strict),
     ),
+    /**
+     * Instead of a backup Berth made: an ERP backup as the vendor's tools make it (a zip with
+     * dump.sql, manifest.json and filestore/, a tar or tar.gz with a SQL dump, or a plain SQL
+     * file), one file fetched from the control plane's store at `path`/<file.name> and checked
+     * against the signed size and sha256; `backup_id` then names the upload (a migration).
+     */
+    archive: Type.Optional(Type.Object({ path: ControlPlanePath, expires_at: Timestamp, file: BackupFileSum }, strict)),
   },
   strict,
 );

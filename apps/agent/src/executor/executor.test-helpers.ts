@@ -70,6 +70,7 @@ export function createExecutorHarness(
   timing: TimingOverrides = {},
   proxyHost: Partial<ProxyHostSettings> = {},
   preDeploy: RegistryDeps["preDeploy"] = {},
+  more: Pick<RegistryDeps, "controlPlaneUrl"> = {},
 ): ExecutorHarness {
   const stateDir = mkdtempSync(join(tmpdir(), `berth-exec-${suite}-`));
   const runId = `${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
@@ -101,6 +102,7 @@ export function createExecutorHarness(
     extraLabels: labels,
     timing,
     preDeploy,
+    ...more,
   });
 
   return {

@@ -12,7 +12,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createExecutorHarness, deployParams, finishSuite, requireTestImages, addRow } from "../executor.test-helpers.ts";
+import { createServer } from "node:http";
+import { readFileSync } from "node:fs";
+import { createExecutorHarness, deployParams, finishSuite, requireTestImages, addRow, rowsOf } from "../executor.test-helpers.ts";
 import { environmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf } from "../environment/erp-container.ts";
 import { createDatabase, dropDatabase } from "../environment/database-swap.ts";
@@ -119,6 +121,42 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     await dropDatabase(h.docker, dbId, sql.database);
   }, 120_000);
 
+  it("the restore command restores an Odoo zip fetched from the store: the ERP serves its rows and file store, not what was there", async () => {
+    // The control plane's store, as a restore command's signed path serves it.
+    const body = readFileSync(join(work, "backup.zip"));
+    const server = createServer((req, res) => {
+      if (req.url !== "/store/migration/backup.zip") return void res.writeHead(404).end();
+      res.writeHead(200, { "content-length": String(body.length) }).end(body);
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as { port: number };
+    const suite = `${SUITE}-restore`;
+    const h2 = createExecutorHarness(suite, { healthTimeoutMs: 8_000, healthIntervalMs: 300 }, {}, {}, { controlPlaneUrl: `http://127.0.0.1:${String(port)}` });
+    try {
+      const target = randomUUID();
+      const deployed = await h2.run("deploy", deployParams(target));
+      expect(deployed.outcome.ok).toBe(true);
+      const t = environmentLayout(h2.stateDir, target);
+      const erpPort = async () => hostPortOf(h2.docker, (await h2.docker.inspectContainer(t.erpContainer))!.id);
+      await addRow(await erpPort(), "written before the migration");
+      const run = await h2.run("restore", {
+        deployment_id: randomUUID(),
+        environment_id: target,
+        backup_id: randomUUID(),
+        archive: { path: "/store/migration", expires_at: new Date(Date.now() + 3_600_000).toISOString(), file: { name: "backup.zip", size: body.length, sha256: sha(body) } },
+      });
+      if (!run.outcome.ok) throw new Error(run.outcome.error.message);
+      expect(run.logs.map((l) => l.message)).toContainEqual(expect.stringMatching(/^psql loaded dump\.sql \(zip\) into odoo_restore_\w+ without error; 2 file store files/));
+      const notes = (await rowsOf(await erpPort())).rows.map((r) => r.note);
+      expect(notes.join("|")).toBe((await original()).split("|").map((x) => x.slice(x.indexOf(":") + 1)).join("|"));
+      expect(notes).not.toContain("written before the migration");
+      for (const [path, bytes] of Object.entries(files)) expect(readFileSync(join(t.dataDir, "filestore", "odoo", path))).toEqual(bytes);
+    } finally {
+      server.close();
+      await finishSuite(suite, h2);
+    }
+  }, 240_000);
+
   it("refuses a dump with a psql meta-command pg_dump never writes, before psql runs it", async () => {
     const evil = join(work, "evil.sql");
     execFileSync("cp", [join(work, "dump.sql"), evil]);
@@ -151,6 +189,11 @@ function collectTar(stream: NodeJS.ReadableStream): Promise<Record<string, strin
     const out: Record<string, string> = {};
     const x = extract();
     x.on("entry", (header, body, next) => {
+      if (header.type === "directory") {
+        body.resume();
+        body.on("end", () => next());
+        return;
+      }
       const hash = createHash("sha256");
       body.on("data", (c: Buffer) => hash.update(c));
       body.on("end", () => {

@@ -138,17 +138,32 @@ async function readTar(file: string, format: "tar" | "tar.gz", handlers: Handler
 
 /**
  * A tar stream of file store entries under `prefix` (e.g. "filestore/odoo/"), fed by `add`
- * and ended by `finish`: what Docker's archive upload takes to write them with their owner.
+ * and ended by `finish`: what Docker's archive upload takes to write them. Every file and
+ * folder (each folder once, before its first file) belongs to `uid`, so the ERP can add files.
  */
 export function fileStoreTar(prefix: string, uid: number) {
   const tar = pack();
   const out = new PassThrough();
   tar.pipe(out);
+  const folders = new Set<string>();
+  const folder = (name: string) =>
+    new Promise<void>((resolve, reject) => {
+      tar.entry({ name, type: "directory", mode: 0o750, uid, gid: uid }, (error) => (error ? reject(error) : resolve()));
+    });
   return {
     stream: out as Readable,
     async add(entry: FileStoreEntry): Promise<void> {
+      const name = `${prefix}${entry.path}`;
+      const parts = name.split("/").slice(0, -1);
+      for (let i = 1; i <= parts.length; i++) {
+        const dir = `${parts.slice(0, i).join("/")}/`;
+        if (!folders.has(dir)) {
+          folders.add(dir);
+          await folder(dir);
+        }
+      }
       await new Promise<void>((resolve, reject) => {
-        const sink = tar.entry({ name: `${prefix}${entry.path}`, size: entry.size, mode: 0o640, uid, gid: uid }, (error) => (error ? reject(error) : resolve()));
+        const sink = tar.entry({ name, size: entry.size, mode: 0o640, uid, gid: uid }, (error) => (error ? reject(error) : resolve()));
         entry.stream.on("error", reject);
         entry.stream.pipe(sink);
       });

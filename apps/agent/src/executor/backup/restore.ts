@@ -18,16 +18,18 @@
 // made on another server), the files come from this server when a copy here matches the
 // signed checksums (this environment's, or the source environment's on the same server),
 // else they are fetched from the store into this environment's backups and checked against
-// the signed sizes and sha256 before anything else (fetch-backup.ts).
+// the signed sizes and sha256 before anything else (fetch-backup.ts). With `archive` (an ERP
+// backup as the vendor's tools make it: a migration's upload), the one file is fetched the same
+// way and loaded by archive-restore.ts into the same new database and data dir.
 import { createReadStream } from "node:fs";
-import { chown, mkdir } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
-import { environmentLabels } from "../../docker/labels.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { DB_DUMP_FILE, FILESTORE_FILE, pruneStoredBackups, verifyBackup, type BackupManifest } from "./backup-files.ts";
 import { localOrFetched } from "./fetch-backup.ts";
+import { archiveHere, loadArchive } from "./archive-restore.ts";
+import { writeIntoIncomingDataDir } from "./incoming-data-dir.ts";
 import { verifyRestoredDatabase } from "./restore-verification.ts";
 import {
   clearRestoreJournal,
@@ -42,7 +44,7 @@ import {
   type RestoreNames,
 } from "../environment/database-swap.ts";
 import { waitForHealth } from "../environment/health-check.ts";
-import { backupDir, ERP_DB_NAME, ERP_UID, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import { backupDir, ERP_DB_NAME, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf, requireErpContainer, stoppedReason, type ErpContainerRef } from "../environment/erp-container.ts";
 import { DEFAULT_BACKUPS_KEPT_LOCALLY, timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
@@ -73,6 +75,8 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
       const layout = environmentLayout(deps.stateDir, params.environment_id);
       let dir = backupDir(layout, params.backup_id);
       let fetched = false;
+      /** The ERP archive being restored (params.archive), once on this server. */
+      let archive: string | null = null;
       let manifest: BackupManifest | null = null;
       let erp: ErpContainerRef | null = null;
       let db: string | null = null;
@@ -144,6 +148,12 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
           ctx,
           {
             initializing: async (step) => {
+              if (params.archive !== undefined) {
+                archive = await archiveHere({ deps, layout, backupId: params.backup_id, archive: params.archive, log: step.log, signal: step.signal });
+                erp = await requireErpContainer(docker, layout);
+                wasRunning = erp.state === "running";
+                return "Backup fetched and checked";
+              }
               if (params.source !== undefined) {
                 const copy = await localOrFetched({ deps, layout, backupId: params.backup_id, source: params.source, log: step.log, signal: step.signal });
                 dir = copy.dir;
@@ -170,6 +180,13 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                   (wasRunning ? " and the ERP keeps serving" : ""),
               );
               await createDatabase(docker, db, n.incomingDb);
+              if (archive !== null) {
+                const read = await loadArchive({ docker, dbContainerId: db, layout, erp: need(erp), names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
+                step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
+                step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
+                withFiles = true;
+                return `Restored into ${n.incomingDb} and verified`;
+              }
               await restoreDump(docker, db, n.incomingDb, createReadStream(join(dir, DB_DUMP_FILE)), timing.dataTransferMs);
               step.log("info", `pg_restore loaded the dump into ${n.incomingDb} without error`);
               step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
@@ -262,11 +279,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
     });
 }
 
-/**
- * Extracts the file store archive into a new folder beside the data dir, through a helper
- * container of the ERP's image that mounts it where the ERP mounts its data dir (never
- * started): Docker writes the files with their owners, as the ERP will read them.
- */
+/** Extracts the file store archive (a tar.gz of "odoo/...", read from /var/lib/odoo) into the new data dir. */
 async function extractFileStore(
   docker: DockerClient,
   layout: EnvironmentLayout,
@@ -276,28 +289,9 @@ async function extractFileStore(
   deps: ExecutorDeps,
   timing: ExecutorTiming,
 ): Promise<void> {
-  await mkdir(names.incomingDir, { mode: 0o750 });
-  await chown(names.incomingDir, ERP_UID, ERP_UID).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== "EPERM") throw error;
-  });
-  const image = (await docker.inspectContainer(erp.id))?.image;
-  if (image === undefined) throw new CommandError("not_deployed", `the ERP container ${erp.name} vanished`);
-  const helper = await docker.createContainer({
-    name: `${layout.erpContainer}-restore-${names.id}`,
-    image,
-    // Role erp: a helper left by a crash is removed with the environment's previous ERP containers.
-    labels: environmentLabels(layout.environmentId, "erp", deps.extraLabels),
-    cmd: ["true"],
-    network: layout.network,
-    binds: [`${names.incomingDir}:/var/lib/odoo`],
-    restartPolicy: "no",
-  });
-  try {
-    // The archive holds "odoo/..." (it was read from /var/lib/odoo), so it goes into /var/lib.
+  await writeIntoIncomingDataDir(docker, layout, erp, names, deps.extraLabels, async (helper) => {
     const tar = createGunzip();
     const feeding = pipeline(createReadStream(archive), tar);
     await Promise.all([docker.writeArchive(helper, "/var/lib", tar, timing.dataTransferMs), feeding]);
-  } finally {
-    await docker.removeContainer(helper);
-  }
+  });
 }

@@ -1,0 +1,89 @@
+// A restore from an ERP backup as the vendor's tools make it (a migration's upload): the one
+// file is fetched from the control plane's store into the environment's backups (or reused
+// when a copy there matches the signed size and sha256), then read once (erp-archive.ts): its
+// SQL dump loaded with psql into the restore's new database, its file store written into the
+// new data dir as filestore/<database>/..., owned by the ERP's user. The restore around it
+// (verify, swap, health check, swap back) is the same as for a backup Berth made.
+import { mkdir, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { RestoreParams } from "@berth/protocol";
+import type { DockerClient } from "../../docker/docker-client.ts";
+import { STATE_DIR_MODE } from "../../state/state-dir.ts";
+import type { RestoreNames } from "../environment/database-swap.ts";
+import { backupDir, ERP_DB_NAME, ERP_UID, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import type { ErpContainerRef } from "../environment/erp-container.ts";
+import { loadSqlDump } from "../environment/sql-dump.ts";
+import type { ExecutorDeps } from "../runner/executor-deps.ts";
+import { CommandError } from "../runner/handler-types.ts";
+import type { StepScope } from "../runner/step-runner.ts";
+import { fileSum } from "./backup-files.ts";
+import { fetchFile } from "./backup-transfer.ts";
+import { fileStoreTar, readErpArchive, type ErpArchiveFormat } from "./erp-archive.ts";
+import { writeIntoIncomingDataDir } from "./incoming-data-dir.ts";
+
+type Archive = NonNullable<RestoreParams["archive"]>;
+
+/** The archive on this server, fetched when no matching copy is here; returns its path. */
+export async function archiveHere(input: {
+  deps: Pick<ExecutorDeps, "controlPlaneUrl">;
+  layout: EnvironmentLayout;
+  backupId: string;
+  archive: Archive;
+  log: StepScope["log"];
+  signal: AbortSignal;
+}): Promise<string> {
+  const { archive, log } = input;
+  const dir = backupDir(input.layout, input.backupId);
+  const path = join(dir, archive.file.name);
+  const local = await fileSum(dir, archive.file.name).catch(() => null);
+  if (local !== null && local.size === archive.file.size && local.sha256 === archive.file.sha256) {
+    log("info", `The backup ${archive.file.name} is on this server already: nothing to fetch`);
+    return path;
+  }
+  if (input.deps.controlPlaneUrl === undefined) throw new CommandError("backup_fetch_failed", "this agent knows no control plane URL to fetch the backup from");
+  log("info", `Fetching ${archive.file.name} (${archive.file.size} bytes) from the control plane's store`);
+  await mkdir(dir, { recursive: true, mode: STATE_DIR_MODE });
+  const fetching = `${path}.fetching`;
+  try {
+    const started = Date.now();
+    await fetchFile({ base: input.deps.controlPlaneUrl, path: archive.path, dest: fetching, sum: archive.file, signal: input.signal });
+    await rename(fetching, path);
+    const seconds = Math.max((Date.now() - started) / 1000, 0.001);
+    log("info", `Fetched in ${seconds.toFixed(1)} s (${(archive.file.size / 1e6 / seconds).toFixed(1)} MB/s); it matches its signed sha256`);
+  } catch (error) {
+    await rm(fetching, { force: true });
+    throw error;
+  }
+  return path;
+}
+
+/** Loads the archive's dump into the restore's new database and its file store into the new data dir. */
+export async function loadArchive(input: {
+  docker: DockerClient;
+  dbContainerId: string;
+  layout: EnvironmentLayout;
+  erp: ErpContainerRef;
+  names: RestoreNames;
+  path: string;
+  extraLabels: Record<string, string> | undefined;
+  deadlineMs: number;
+}): Promise<{ format: ErpArchiveFormat; dump: string; files: number }> {
+  const { docker, names } = input;
+  let read: { format: ErpArchiveFormat; dump: string; files: number } | null = null;
+  await writeIntoIncomingDataDir(docker, input.layout, input.erp, names, input.extraLabels, async (helper) => {
+    // The ERP finds its file store under filestore/<database name>: "odoo" here, whatever it was called before.
+    const tar = fileStoreTar(`filestore/${ERP_DB_NAME}/`, ERP_UID);
+    const writing = docker.writeArchive(helper, "/var/lib/odoo", tar.stream, input.deadlineMs);
+    try {
+      read = await readErpArchive(input.path, {
+        onDump: (dump) => loadSqlDump(docker, input.dbContainerId, names.incomingDb, dump, input.deadlineMs),
+        onFile: (entry) => tar.add(entry),
+      });
+    } finally {
+      tar.finish();
+      await writing;
+    }
+  });
+  if (read === null) throw new Error("the archive was not read");
+  return read;
+}
