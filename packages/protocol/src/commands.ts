@@ -260,8 +260,20 @@ export const RestoreParams = Type.Object(
      * dump.sql, manifest.json and filestore/, a tar or tar.gz with a SQL dump, or a plain SQL
      * file), one file fetched from the control plane's store at `path`/<file.name> and checked
      * against the signed size and sha256; `backup_id` then names the upload (a migration).
+     * With `neutralize`, the copy is neutralised before it is swapped in.
      */
-    archive: Type.Optional(Type.Object({ path: ControlPlanePath, expires_at: Timestamp, file: BackupFileSum }, strict)),
+    archive: Type.Optional(
+      Type.Object(
+        {
+          path: ControlPlanePath,
+          expires_at: Timestamp,
+          file: BackupFileSum,
+          /** Scheduled actions and mail servers off, database.is_neutralized set (a copy that is not production). Absent: false. */
+          neutralize: Type.Optional(Type.Boolean()),
+        },
+        strict,
+      ),
+    ),
   },
   strict,
 );

@@ -66,6 +66,17 @@ describe("ERP backup archives", () => {
     const port = await hostPortOf(h.docker, erp!.id);
     for (const note of ["a customer", "an invoice", "tab\there and a \\ backslash"]) await addRow(port, note);
     dbId = (await h.docker.inspectContainer(layout.dbContainer))!.id;
+    // What a production ERP has that a copy must not run: scheduled actions, mail servers.
+    await psql(
+      "CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar, name varchar, model varchar, res_id int);" +
+        "CREATE TABLE ir_cron (id serial PRIMARY KEY, cron_name varchar, active boolean);" +
+        "CREATE TABLE ir_mail_server (id serial PRIMARY KEY, name varchar, active boolean);" +
+        "CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar UNIQUE, value text);" +
+        "INSERT INTO ir_cron (cron_name, active) VALUES ('Base: Auto-vacuum internal data', true), ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
+        "INSERT INTO ir_model_data (module, name, model, res_id) VALUES ('base', 'autovacuum_job', 'ir.cron', 1);" +
+        "INSERT INTO ir_mail_server (name, active) VALUES ('smtp.customer.example', true);" +
+        "INSERT INTO ir_config_parameter (key, value) VALUES ('web.base.url', 'https://erp.customer.example');",
+    );
 
     // The database manager's backup: pg_dump --no-owner (plain), manifest.json, the file store.
     const dump = join(work, "dump.sql");
@@ -143,7 +154,12 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
         deployment_id: randomUUID(),
         environment_id: target,
         backup_id: randomUUID(),
-        archive: { path: "/store/migration", expires_at: new Date(Date.now() + 3_600_000).toISOString(), file: { name: "backup.zip", size: body.length, sha256: sha(body) } },
+        archive: {
+          path: "/store/migration",
+          expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+          file: { name: "backup.zip", size: body.length, sha256: sha(body) },
+          neutralize: true,
+        },
       });
       if (!run.outcome.ok) throw new Error(run.outcome.error.message);
       expect(run.logs.map((l) => l.message)).toContainEqual(expect.stringMatching(/^psql loaded dump\.sql \(zip\) into odoo_restore_\w+ without error; 2 file store files/));
@@ -151,6 +167,17 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
       expect(notes.join("|")).toBe((await original()).split("|").map((x) => x.slice(x.indexOf(":") + 1)).join("|"));
       expect(notes).not.toContain("written before the migration");
       for (const [path, bytes] of Object.entries(files)) expect(readFileSync(join(t.dataDir, "filestore", "odoo", path))).toEqual(bytes);
+      // Not production: neutralised before it ever served (the autovacuum job alone stays on).
+      const q = async (sql: string) => {
+        const r = await h2.docker.exec(t.dbContainer, ["psql", "-U", "odoo", "-d", "odoo", "-X", "-q", "-A", "-t", "-c", sql], { deadlineMs: 60_000 });
+        return r.stdout.trim();
+      };
+      expect(await q("SELECT string_agg(cron_name, ',' ORDER BY id) FROM ir_cron WHERE active")).toBe("Base: Auto-vacuum internal data");
+      expect(await q("SELECT count(*) FROM ir_mail_server WHERE active")).toBe("0");
+      expect(await q("SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("True");
+      expect(run.logs.map((l) => l.message)).toContainEqual(expect.stringMatching(/^Neutralised: 2 scheduled action\(s\) and 1 outgoing/));
+      // The original is untouched.
+      expect(await psql("SELECT count(*) FROM ir_cron WHERE active")).toBe("3");
     } finally {
       server.close();
       await finishSuite(suite, h2);

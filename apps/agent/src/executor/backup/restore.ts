@@ -30,6 +30,7 @@ import { DB_DUMP_FILE, FILESTORE_FILE, pruneStoredBackups, verifyBackup, type Ba
 import { localOrFetched } from "./fetch-backup.ts";
 import { archiveHere, loadArchive } from "./archive-restore.ts";
 import { writeIntoIncomingDataDir } from "./incoming-data-dir.ts";
+import { neutralizeDatabase } from "./neutralize.ts";
 import { verifyRestoredDatabase } from "./restore-verification.ts";
 import {
   clearRestoreJournal,
@@ -183,6 +184,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               if (archive !== null) {
                 const read = await loadArchive({ docker, dbContainerId: db, layout, erp: need(erp), names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
                 step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
+                if (params.archive?.neutralize === true) step.log("info", await neutralizeDatabase(docker, db, n.incomingDb));
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
                 withFiles = true;
                 return `Restored into ${n.incomingDb} and verified`;
