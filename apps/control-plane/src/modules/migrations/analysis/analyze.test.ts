@@ -81,6 +81,15 @@ describe("analyzeBackup on well-formed backups", () => {
     expect(source.whole).toBe(0);
   });
 
+  it("walks a central directory of thousands of file-store entries in a few ranged reads", async () => {
+    const files = Array.from({ length: 6000 }, (_, i) => ({ name: `filestore/${String(i % 256).padStart(2, "0")}/f${i}`, bytes: Buffer.from([i % 256]) }));
+    const source = bufferSource(await zipOf([{ name: "dump.sql", bytes: dump17 }, ...files]));
+    const a = await analyzeBackup(source);
+    expect(a.filestore).toEqual({ kind: "directory", path: "filestore", file_count: 6000 });
+    expect(a.filestore_size_bytes).toBe(6000);
+    expect(source.ranged).toBeLessThan(10);
+  });
+
   it("reads a tar.gz with the dump after the file store, version from the dump's base module", async () => {
     const files = fileStoreFiles([5000, 7000]);
     const a = await analyzeBackup(bufferSource(await tarOf([...files, { name: "./dump.sql", bytes: dump17 }])));

@@ -47,7 +47,9 @@ class SourceReader extends yauzl.RandomAccessReader {
     const w = this.window;
     if (length <= WINDOW && w && position >= w.start && position + length <= w.start + w.bytes.length) {
       w.bytes.copy(buffer, offset, position - w.start, position - w.start + length);
-      callback(null);
+      // Never call back synchronously: yauzl reads the next entry from inside this callback,
+      // so a cached central directory of thousands of entries would recurse past the stack.
+      process.nextTick(callback, null);
       return;
     }
     if (length > WINDOW) {
