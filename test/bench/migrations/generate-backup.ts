@@ -78,7 +78,7 @@ function* dumpParts(dumpTarget: number, facts: GeneratedBackup): Generator<Buffe
 /** Writes a zip of about `totalMb` MB to `file`: half dump (compressed), half file store. */
 export async function generateBackup(file: string, totalMb: number): Promise<GeneratedBackup> {
   const ratio = BLOCK / deflateRawSync(messageBlock(9)).length;
-  const dumpTarget = Math.round(((totalMb / 2) << 20) * ratio);
+  const dumpTarget = Math.round((totalMb / 2) * 2 ** 20 * ratio);
   const facts: GeneratedBackup = { dumpBytes: 0, filestoreBytes: 0, internalUsers: 0, partners: 0, modules: 0 };
   const zip = new yazl.ZipFile();
   const done = pipeline(zip.outputStream as Readable, createWriteStream(file, { highWaterMark: 1 << 20 }));

@@ -2,7 +2,12 @@
 // pg_dump dumps them, and the tests pack them as the vendor's tools do (zip with manifest and
 // file store, tar.gz, plain SQL, custom format), plus bad files. Each result is compared with
 // the facts the fixture was made with.
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Readable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLocalObjectStore } from "../../../lib/object-store/local-store.ts";
 import { analyzeBackup, BackupAnalysisError } from "./analyze.ts";
 import {
   bufferSource,
@@ -79,6 +84,22 @@ describe("analyzeBackup on well-formed backups", () => {
     expect(a.monthly_savings).toBeCloseTo(a.vendor_equivalent_cost - a.estimated_monthly_cost, 2);
     // The zip is read through ranges: never opened whole.
     expect(source.whole).toBe(0);
+  });
+
+  it("reads a zip straight from the backup store (local), through its ranged gets", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "berth-analysis-store-"));
+    try {
+      const store = createLocalObjectStore(dir);
+      const bytes = await zipOf([{ name: "dump.sql", bytes: dump17 }, { name: "manifest.json", bytes: manifestOf("acme_prod", "17.0", v17.installed) }, ...fileStoreFiles([10, 20])]);
+      const stored = await store.put("migrations/m1/backup", Readable.from([bytes]));
+      const a = await analyzeBackup({
+        size: stored.size_bytes,
+        open: async (range) => (await store.get("migrations/m1/backup", range ? { range } : {})) as Readable,
+      });
+      expect(a).toMatchObject({ format: "zip", erp_version: "17.0", database_name: "acme_prod", filestore_size_bytes: 30, user_count: 4 });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("walks a central directory of thousands of file-store entries in a few ranged reads", async () => {
