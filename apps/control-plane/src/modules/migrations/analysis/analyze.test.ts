@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
+import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocalObjectStore } from "../../../lib/object-store/local-store.ts";
 import { analyzeBackup, BackupAnalysisError } from "./analyze.ts";
@@ -183,6 +184,12 @@ describe("analyzeBackup refuses what cannot be migrated", () => {
     expect((await failure(await zipOf([{ name: "dump.sql", bytes: Buffer.from([0, 1, 2, 3]) }]))).code).toBe("not_a_backup");
     const other = await failure(Buffer.from("--\n-- PostgreSQL database dump\n--\nCREATE TABLE t (a int);\n"));
     expect(other.message).toMatch(/no ir_module_module table/);
+  });
+
+  it("a gzip file that holds no tar archive", async () => {
+    const err = await failure(gzipSync(dump17));
+    expect(err.code).toBe("not_a_backup");
+    expect(err.message).toMatch(/does not hold a tar archive/);
   });
 
   it("a truncated tar.gz and a truncated zip", async () => {

@@ -29,7 +29,9 @@ export async function walkTar(
   signal?: AbortSignal,
 ): Promise<void> {
   const extract = tar.extract();
+  let entries = 0;
   extract.on("entry", (header, body, next) => {
+    entries++;
     const done = (err?: unknown) => (err ? extract.destroy(err as Error) : next());
     const drain = () => {
       body.on("end", () => done());
@@ -75,6 +77,12 @@ export async function walkTar(
     if (err instanceof BackupAnalysisError || (err as Error).name === "AbortError") throw err;
     const message = (err as Error).message;
     const truncated = /unexpected end|unexpected eof/i.test(message);
+    if (entries === 0 && gzipped && !truncated) {
+      throw new BackupAnalysisError(
+        "not_a_backup",
+        "not a backup: the gzip file does not hold a tar archive (a compressed SQL dump? upload dump.sql as is, or inside a zip or tar.gz)",
+      );
+    }
     throw new BackupAnalysisError(
       "corrupt_archive",
       truncated ? `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is truncated (${message})` : `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is damaged (${message})`,
