@@ -99,8 +99,8 @@ export interface ZipArchive {
 }
 
 /**
- * Opens the zip and walks its central directory. `keep` decides which members stay listed
- * (the file store's thousands of entries are only summed by the caller's `onEntry`).
+ * Opens the zip and walks its central directory. `onEntry` sees every safe member and says
+ * whether to keep it for openMember (the file store's thousands of entries are only summed).
  */
 export async function openZip(
   source: BackupSource,
