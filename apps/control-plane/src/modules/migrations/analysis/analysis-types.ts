@@ -1,0 +1,78 @@
+// What analysing an uploaded ERP backup produces (the platform spec's analysis result, §2.5,
+// plus what the migration run needs later), the source it reads, and its one error type.
+import type { Readable } from "node:stream";
+
+/** A stored backup: its size and a way to stream all of it, or bytes start..end (both included). */
+export interface BackupSource {
+  size: number;
+  open(range?: { start: number; end: number }): Promise<Readable>;
+}
+
+export type BackupFormat = "zip" | "tar" | "tar.gz" | "sql" | "pg_custom";
+
+/** Where the file store sits inside the archive, if anywhere. */
+export interface FilestoreLocation {
+  /** "directory": members under `path/`; "archive": one compressed member (e.g. filestore.tar.gz). */
+  kind: "directory" | "archive";
+  path: string;
+  file_count: number;
+}
+
+export interface BackupAnalysis {
+  /** major.minor, e.g. "17.0". */
+  erp_version: string;
+  /** Where erp_version came from. */
+  erp_version_source: "manifest" | "dump";
+  /** From the manifest (db_name) or the dump (CREATE DATABASE / \connect); null when neither says. */
+  database_name: string | null;
+  /** Bytes of the SQL dump as restored (uncompressed); the restored database adds its indexes. */
+  database_size_bytes: number;
+  filestore_size_bytes: number;
+  total_size_bytes: number;
+  total_modules: number;
+  standard_modules: string[];
+  custom_modules: string[];
+  partner_count: number;
+  user_count: number;
+  recommended_cpu: number;
+  recommended_ram_mb: number;
+  recommended_disk_gb: number;
+  estimated_monthly_cost: number;
+  vendor_equivalent_cost: number;
+  monthly_savings: number;
+
+  format: BackupFormat;
+  /** The dump's member path inside the archive; null for a bare SQL file. */
+  dump_path: string | null;
+  filestore: FilestoreLocation | null;
+  /** PostgreSQL versions from the dump header (and the manifest's pg_version). */
+  postgres: { server_version: string | null; pg_dump_version: string | null; manifest_pg_version: string | null };
+  has_manifest: boolean;
+  /** Things the user should know that do not stop the migration. */
+  warnings: string[];
+}
+
+export type BackupAnalysisErrorCode =
+  | "empty_file"
+  | "not_a_backup"
+  | "empty_archive"
+  | "no_database_dump"
+  | "corrupt_archive"
+  | "archive_too_large"
+  | "unsupported_dump_format"
+  | "erp_version_unknown"
+  | "erp_version_deprecated"
+  | "erp_version_unsupported"
+  | "saas_version"
+  | "aborted";
+
+/** A backup that cannot be used, with a message meant for the person who uploaded it. */
+export class BackupAnalysisError extends Error {
+  constructor(
+    readonly code: BackupAnalysisErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = "BackupAnalysisError";
+  }
+}

@@ -1,0 +1,224 @@
+// The reading half of the analysis: detects the format from the first bytes, then streams
+// the parts that matter (manifest.json, the SQL dump) through the dump scanner and sums the
+// file store from member sizes. Each format's reader returns the same ReadBackup.
+import type { Readable } from "node:stream";
+import { Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { BackupAnalysisError, type BackupFormat, type BackupSource, type FilestoreLocation } from "./analysis-types.ts";
+import { detectFormat, HEAD_BYTES, looksLikeSql } from "./detect-format.ts";
+import { displayName, memberRole } from "./member-names.ts";
+import { MAX_MANIFEST_BYTES, parseManifest, type BackupManifest } from "./manifest.ts";
+import { SqlDumpScanner, type DumpFacts } from "./sql-dump-scanner.ts";
+import { walkTar } from "./tar-archive.ts";
+import { openZip, type InflateLimits, type ZipMember } from "./zip-archive.ts";
+
+export interface ReadBackup {
+  format: BackupFormat;
+  dumpPath: string | null;
+  dump: DumpFacts;
+  manifest: BackupManifest | null;
+  hasManifest: boolean;
+  filestore: (FilestoreLocation & { bytes: number }) | null;
+  warnings: string[];
+}
+
+const PG_CUSTOM_MESSAGE =
+  "the backup is a custom-format pg_dump (the vendor's \"dump\" format), which is not analysed: download the backup in the zip format (database dump with file store) instead";
+
+/** Reads the backup once (zip: the central directory, then manifest and dump) and returns what it holds. */
+export async function readBackup(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
+  if (source.size === 0) throw new BackupAnalysisError("empty_file", "not a backup: the file is empty");
+  const head = await readSome(await source.open({ start: 0, end: Math.min(source.size, HEAD_BYTES) - 1 }), HEAD_BYTES);
+  const kind = detectFormat(head);
+  switch (kind) {
+    case "zip":
+      return readZip(source, limits, signal);
+    case "gzip":
+    case "tar":
+      return readTar(source, kind === "gzip", limits, signal);
+    case "sql": {
+      const dump = await scanDump(await source.open(), signal);
+      return { format: "sql", dumpPath: null, dump, manifest: null, hasManifest: false, filestore: null, warnings: [] };
+    }
+    case "pg_custom":
+      throw new BackupAnalysisError("unsupported_dump_format", PG_CUSTOM_MESSAGE);
+    default:
+      throw new BackupAnalysisError("not_a_backup", "not a backup: the file is neither a zip or tar archive nor a PostgreSQL dump");
+  }
+}
+
+/** Up to `max` bytes from the start of a stream, then closes it. */
+async function readSome(stream: Readable, max: number): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of stream) {
+    parts.push(chunk as Buffer);
+    n += (chunk as Buffer).length;
+    if (n >= max) break;
+  }
+  stream.destroy();
+  return Buffer.concat(parts).subarray(0, max);
+}
+
+/** Streams a dump through the scanner; refuses a custom-format dump and bytes that are not SQL. */
+async function scanDump(stream: Readable, signal?: AbortSignal): Promise<DumpFacts> {
+  const scanner = new SqlDumpScanner();
+  // The first HEAD_BYTES are looked at before anything is scanned.
+  let head: Buffer[] | null = [];
+  let headBytes = 0;
+  const check = (): Error | null => {
+    const first = Buffer.concat(head ?? []);
+    head = null;
+    if (first.toString("latin1", 0, 5) === "PGDMP") return new BackupAnalysisError("unsupported_dump_format", PG_CUSTOM_MESSAGE);
+    if (!looksLikeSql(first.subarray(0, HEAD_BYTES))) return new BackupAnalysisError("not_a_backup", "not a backup: the database dump is not a PostgreSQL SQL dump");
+    scanner.push(first);
+    return null;
+  };
+  await pipeline(
+    stream,
+    new Writable({
+      highWaterMark: 1 << 20,
+      write(chunk: Buffer, _e, cb) {
+        if (head === null) {
+          scanner.push(chunk);
+          return cb();
+        }
+        head.push(chunk);
+        headBytes += chunk.length;
+        cb(headBytes >= HEAD_BYTES ? check() : null);
+      },
+      final(cb) {
+        cb(head === null ? null : check());
+      },
+    }),
+    { signal },
+  );
+  return scanner.facts();
+}
+
+function manifestFrom(text: string, warnings: string[]): BackupManifest | null {
+  const manifest = parseManifest(text);
+  if (!manifest) warnings.push("manifest.json is not a JSON object; it was ignored");
+  return manifest;
+}
+
+/** Picks the dump among candidates: dump.sql at the top, then one folder down, then any *.sql or *.dump. */
+function dumpRank(name: string): number {
+  if (name === "dump.sql") return 0;
+  if (name.endsWith("/dump.sql")) return 1;
+  return name.includes("/") ? 3 : 2;
+}
+
+async function readZip(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
+  const warnings: string[] = [];
+  let files = 0;
+  let fileBytes = 0;
+  let fsRoot = "filestore";
+  let members = 0;
+  const zip = await openZip(
+    source,
+    (m: ZipMember) => {
+      members++;
+      const role = memberRole(m.name);
+      if (role === "filestore_file") {
+        files++;
+        fileBytes += m.size;
+        fsRoot = m.name.slice(0, m.name.indexOf("filestore") + "filestore".length);
+        return false;
+      }
+      return role !== "other";
+    },
+    limits,
+  );
+  try {
+    for (const name of zip.unsafeNames) warnings.push(`member ${displayName(name)} has an unsafe name and was ignored`);
+    if (members === 0 && zip.unsafeNames.length === 0) throw new BackupAnalysisError("empty_archive", "not a backup: the zip archive is empty");
+    const dumps = zip.members.filter((m) => memberRole(m.name) === "dump").sort((a, b) => dumpRank(a.name) - dumpRank(b.name));
+    if (dumps.length === 0) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
+    const manifestMember = zip.members.find((m) => memberRole(m.name) === "manifest");
+    let manifest: BackupManifest | null = null;
+    if (manifestMember) {
+      if (manifestMember.size > MAX_MANIFEST_BYTES) warnings.push("manifest.json is too large; it was ignored");
+      else manifest = manifestFrom((await readSome(await zip.openMember(manifestMember.name), MAX_MANIFEST_BYTES)).toString("utf8"), warnings);
+    }
+    const dump = await scanDump(await zip.openMember(dumps[0]!.name), signal);
+    const archive = zip.members.find((m) => memberRole(m.name) === "filestore_archive");
+    return {
+      format: "zip",
+      dumpPath: dumps[0]!.name,
+      dump,
+      manifest,
+      hasManifest: manifestMember !== undefined,
+      filestore: fileStoreOf(files, fileBytes, fsRoot, archive, warnings),
+      warnings,
+    };
+  } finally {
+    zip.close();
+  }
+}
+
+function fileStoreOf(
+  files: number,
+  bytes: number,
+  root: string,
+  archive: { name: string; size: number } | undefined,
+  warnings: string[],
+): ReadBackup["filestore"] {
+  if (files > 0) return { kind: "directory", path: root, file_count: files, bytes };
+  if (!archive) return null;
+  warnings.push(`the file store is a compressed archive (${archive.name}); its size is the compressed size`);
+  return { kind: "archive", path: archive.name, file_count: 0, bytes: archive.size };
+}
+
+async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
+  const warnings: string[] = [];
+  let files = 0;
+  let fileBytes = 0;
+  let fsRoot = "filestore";
+  let members = 0;
+  let dump: DumpFacts | null = null;
+  let dumpPath: string | null = null;
+  let manifest: BackupManifest | null = null;
+  let hasManifest = false;
+  let archive: { name: string; size: number } | undefined;
+  const drain = (body: Readable) =>
+    new Promise<void>((resolve, reject) => {
+      body.on("end", resolve).on("error", reject);
+      body.resume();
+    });
+  await walkTar(
+    await source.open(),
+    gzipped,
+    limits,
+    async (m, body) => {
+      members++;
+      const role = memberRole(m.name);
+      if (role === "filestore_file") {
+        files++;
+        fileBytes += m.size;
+        fsRoot = m.name.slice(0, m.name.indexOf("filestore") + "filestore".length);
+      } else if (role === "dump" && dump === null) {
+        dumpPath = m.name;
+        dump = await scanDump(body, signal);
+        return;
+      } else if (role === "dump") warnings.push(`a second dump ${displayName(m.name)} was ignored`);
+      else if (role === "manifest" && !hasManifest) {
+        hasManifest = true;
+        if (m.size > MAX_MANIFEST_BYTES) warnings.push("manifest.json is too large; it was ignored");
+        else {
+          const parts: Buffer[] = [];
+          for await (const chunk of body) parts.push(chunk as Buffer);
+          const text = Buffer.concat(parts).toString("utf8");
+          manifest = manifestFrom(text, warnings);
+          return;
+        }
+      } else if (role === "filestore_archive") archive ??= m;
+      await drain(body);
+    },
+    (name) => warnings.push(`member ${displayName(name)} has an unsafe name and was ignored`),
+    signal,
+  );
+  if (members === 0 && warnings.length === 0) throw new BackupAnalysisError("empty_archive", `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is empty`);
+  if (dump === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
+  return { format: gzipped ? "tar.gz" : "tar", dumpPath, dump, manifest, hasManifest, filestore: fileStoreOf(files, fileBytes, fsRoot, archive, warnings), warnings };
+}
