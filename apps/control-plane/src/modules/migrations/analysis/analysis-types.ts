@@ -1,6 +1,7 @@
 // What analysing an uploaded ERP backup produces (the platform spec's analysis result, §2.5,
 // plus what the migration run needs later), the source it reads, and its one error type.
 import type { Readable } from "node:stream";
+import type { Recommendation } from "./sizing.ts";
 
 /** A stored backup: its size and a way to stream all of it, or bytes start..end (both included). */
 export interface BackupSource {
@@ -18,7 +19,8 @@ export interface FilestoreLocation {
   file_count: number;
 }
 
-export interface BackupAnalysis {
+/** The spec's analysis result (§2.5; the sizing and cost figures are sizing.ts's Recommendation), and what a run needs. */
+export interface BackupAnalysis extends Recommendation {
   /** major.minor, e.g. "17.0". */
   erp_version: string;
   /** Where erp_version came from. */
@@ -34,12 +36,6 @@ export interface BackupAnalysis {
   custom_modules: string[];
   partner_count: number;
   user_count: number;
-  recommended_cpu: number;
-  recommended_ram_mb: number;
-  recommended_disk_gb: number;
-  estimated_monthly_cost: number;
-  vendor_equivalent_cost: number;
-  monthly_savings: number;
 
   format: BackupFormat;
   /** The dump's member path inside the archive; null for a bare SQL file. */
