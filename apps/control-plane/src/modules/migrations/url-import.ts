@@ -11,7 +11,7 @@ import { mkdir, rm } from "node:fs/promises";
 import path from "node:path";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
+import { OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
 import type { MigrationsService } from "./migrations.service.ts";
 
@@ -99,7 +99,9 @@ export function createUrlImport(deps: {
             throw new Error(`the connection ended after ${received} of ${total} bytes`);
           } catch (error) {
             if (signal.aborted) throw error;
-            if (attempt >= MAX_TRIES || (error as Error).message.startsWith("the server answered") || (error as Error).message.startsWith("more than")) throw error;
+            // A refused address, a wrong answer or too many bytes will not change by trying again.
+            const final = error instanceof OutboundRefused || /^(the server answered|more than|too many redirects|a redirect)/.test((error as Error).message);
+            if (attempt >= MAX_TRIES || final) throw error;
             await new Promise((r) => setTimeout(r, (deps.retryDelayMs ?? 1000) * attempt));
           }
         }
