@@ -55,6 +55,7 @@ import { startBackgroundWork } from "./modules/jobs/background.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
 import type { AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
+import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
 export interface AppOptions {
   database: DbHandle;
@@ -98,6 +99,8 @@ export interface AppOptions {
   migrationUploadDir?: string;
   /** Import-URL downloads: deadline (default 600 s) and extra trusted CA certificates (tests' local HTTPS servers). */
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
+  /** Where upload tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB); tests lower them to send real parts of small files. */
+  migrationTiers?: TierLimits;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
@@ -146,6 +149,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ...(opts.backupStore ? { backupStore: opts.backupStore } : {}),
     ...(opts.analyzeBackup ? { analyzeBackup: opts.analyzeBackup } : {}),
     ...(opts.migrationUploadDir ? { migrationUploadDir: opts.migrationUploadDir } : {}),
+    ...(opts.migrationTiers ? { migrationTiers: opts.migrationTiers } : {}),
   });
   const gateway = await createAgentGateway({
     pool,

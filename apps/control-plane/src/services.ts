@@ -73,6 +73,7 @@ import { createMigrationsService, type AnalyzeBackup } from "./modules/migration
 import { createTusUploads } from "./modules/migrations/tus-uploads.ts";
 import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
 import { migrationUploadDir } from "./config.ts";
+import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -99,6 +100,8 @@ export function createServices(deps: {
   analyzeBackup?: AnalyzeBackup;
   /** Where resumable uploads are assembled before they move into the backup store (default: <data dir>/migration-uploads). */
   migrationUploadDir?: string;
+  /** Where upload tiers begin (default: platform spec 4.3); tests lower them. */
+  migrationTiers?: TierLimits;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -155,6 +158,7 @@ export function createServices(deps: {
     clock,
     analyze: deps.analyzeBackup ?? (async () => Promise.reject(new Error("the backup analysis is not available in this build"))),
     discardUpload: (uploadId) => tusUploads.discard(uploadId),
+    ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
   });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);

@@ -127,6 +127,8 @@ export const ERROR_STATUS = {
   migration_not_uploadable: 409,
   /** An upload chunk or file before upload/init. */
   upload_not_initialized: 409,
+  /** Completing a parallel-part upload the bucket cannot assemble (a part missing, a wrong ETag). */
+  upload_incomplete: 409,
   /** An upload sent to the endpoint of another tier than upload/init gave. */
   wrong_upload_tier: 409,
   /** The migration has no analysis yet (GET analysis, available-vms). */

@@ -99,9 +99,12 @@ export const UploadInit = Type.Object({
   migration_id: Uuid,
   upload_tier: StringEnum(["tier_1", "tier_2", "tier_3", "tier_4"] as const),
   upload_url: Type.String({ description: "Absolute URL to send the backup to" }),
-  method: Type.String({ description: "POST (tier_1: multipart/form-data, field file; tiers 2-4: tus creation request)" }),
-  protocol: StringEnum(["multipart", "tus"] as const),
+  method: Type.String({ description: "POST (tier_1: multipart/form-data, field file; tus: the creation request; s3_multipart: asks for part URLs)" }),
+  protocol: StringEnum(["multipart", "tus", "s3_multipart"] as const),
   chunk_size_bytes: Nullable(Type.Integer({ description: "Bytes per PATCH of the resumable tiers (10 MiB)" })),
+  part_size_bytes: Nullable(Type.Integer({ description: "s3_multipart: bytes of every part but the last" })),
+  part_count: Nullable(Type.Integer({ description: "s3_multipart: number of parts" })),
+  complete_url: Nullable(Type.String({ description: "s3_multipart: POST {parts: [{part_number, etag}]} once every part is in" })),
   max_size_bytes: Type.Integer(),
 });
 

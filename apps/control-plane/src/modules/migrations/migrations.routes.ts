@@ -26,7 +26,8 @@ const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and re
 - **tier_2** (50 to 500 MB), **tier_3** (500 MB to 5 GB), **tier_4** (over 5 GB): the [tus 1.0 protocol](https://tus.io/protocols/resumable-upload) at \`upload_url\` (…/upload/tus), in chunks of \`chunk_size_bytes\` (10 MiB):
   \`POST\` with \`Tus-Resumable: 1.0.0\`, \`Upload-Length\` (the size declared here) and \`Upload-Metadata\` (\`filename\`, and \`sha256\` unless given here) creates the upload and answers its URL in \`Location\`;
   \`PATCH\` that URL with \`Content-Type: application/offset+octet-stream\` and \`Upload-Offset\`; after a cut connection, \`HEAD\` answers \`Upload-Offset\` and the client continues from there.
-  **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, \`HEAD\` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again. Parallel parts (S3 multipart part URLs) are not offered yet: tiers 3 and 4 use the same resumable protocol.
+  **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, \`HEAD\` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again.
+- **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again. On a local backup store, tiers 3 and 4 use tus as above (one upload, resumable; parts joined on the server are not offered).
 Every tier ends with the integrity check (declared size and SHA-256) before the analysis; a mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.`;
 
 export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pick<MigrationsRepo, "byId">; access: Access; tus: TusUploads }): FastifyPluginAsyncTypebox {
@@ -144,16 +145,19 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
       },
       async (request) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
-        const { row, tier } = await migrations.initUpload(org, request.params.migration_id, request.query);
+        const { row, tier, parts } = await migrations.initUpload(org, request.params.migration_id, request.query);
         const base = `${originOf(request)}/api/v1/migrations/${row.id}`;
         const direct = tier === "tier_1";
         return {
           migration_id: row.id,
           upload_tier: tier,
-          upload_url: direct ? `${base}/upload/direct` : `${base}/upload/tus`,
+          upload_url: direct ? `${base}/upload/direct` : parts ? `${base}/upload/parts` : `${base}/upload/tus`,
           method: "POST",
-          protocol: direct ? ("multipart" as const) : ("tus" as const),
-          chunk_size_bytes: direct ? null : CHUNK_BYTES,
+          protocol: direct ? ("multipart" as const) : parts ? ("s3_multipart" as const) : ("tus" as const),
+          chunk_size_bytes: direct || parts ? null : CHUNK_BYTES,
+          part_size_bytes: parts?.partSize ?? null,
+          part_count: parts?.partCount ?? null,
+          complete_url: parts ? `${base}/upload/complete` : null,
           max_size_bytes: request.query.file_size,
         };
       },
@@ -210,6 +214,45 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
     app.head("/migrations/:migration_id/upload/tus/:upload_id", { schema: tusSchema("Offset of a resumable upload (tus)", true) }, tusRoute);
     app.patch("/migrations/:migration_id/upload/tus/:upload_id", { bodyLimit: Number.MAX_SAFE_INTEGER, schema: tusSchema("Send a chunk (tus)", true) }, tusRoute);
     app.delete("/migrations/:migration_id/upload/tus/:upload_id", { schema: tusSchema("Abandon a resumable upload (tus)", true) }, tusRoute);
+
+    app.post(
+      "/migrations/:migration_id/upload/parts",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Presigned part URLs (tiers 3 and 4, S3)",
+          description:
+            "For an upload/init that answered protocol s3_multipart: presigned PUT URLs (valid 1 hour) of the parts asked for, numbered from 1 to part_count, each part_size_bytes but the last. PUT each part's bytes to its URL (in parallel) and keep the ETag header of each answer; ask again for any part whose URL expired.",
+          params: Params,
+          body: Type.Object({ part_numbers: Type.Array(Type.Integer({ minimum: 1, maximum: 10_000 }), { minItems: 1, maxItems: 1000, uniqueItems: true }) }, { additionalProperties: false }),
+          response: { 200: Type.Object({ parts: Type.Array(Type.Object({ part_number: Type.Integer(), url: Type.String(), expires_at: Type.String() })) }), ...errors(404, 409) },
+        },
+      },
+      async (request) => {
+        const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
+        return { parts: await migrations.partUrls(org, request.params.migration_id, request.body.part_numbers) };
+      },
+    );
+
+    app.post(
+      "/migrations/:migration_id/upload/complete",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Complete a parallel-part upload (tiers 3 and 4, S3)",
+          description:
+            "Assembles the parts in the bucket from their ETags (409 upload_incomplete when one is missing or wrong: send it and complete again), then reads the object back for the integrity check against upload/init's size and sha256 (422 upload_checksum_mismatch: nothing kept, migration failed) and starts the analysis.",
+          params: Params,
+          body: Type.Object({ parts: Type.Array(Type.Object({ part_number: Type.Integer({ minimum: 1, maximum: 10_000 }), etag: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
+          response: { 200: UploadResult, ...errors(404, 409, 422) },
+        },
+      },
+      async (request) => {
+        const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
+        const row = await migrations.completeParts(org, request.params.migration_id, request.body.parts);
+        return { migration_id: row.id, status: row.status, file_name: row.fileName ?? "backup", size_bytes: row.storedSizeBytes!, sha256: row.storedSha256!, message: "Backup assembled and verified; analysis started" };
+      },
+    );
 
     app.post(
       "/migrations/:migration_id/import-url",

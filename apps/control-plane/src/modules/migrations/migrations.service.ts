@@ -3,6 +3,7 @@
 // ending with the integrity check), the analysis of the stored backup, the configuration,
 // and the cleanup of bytes nobody will use. Executing the 12 steps on an agent is not here
 // yet: start answers 409 migration_execution_unavailable.
+import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { Clock } from "../../lib/clock.ts";
@@ -16,8 +17,12 @@ import {
   CONFIGURABLE,
   MAX_UPLOAD_BYTES,
   NOT_CANCELLABLE,
+  PART_URL_TTL_SECONDS,
+  partSizeFor,
   retryTarget,
   RUNNING,
+  TIER_LIMITS,
+  type TierLimits,
   STEPS,
   tierOf,
   type MigrationStatus,
@@ -95,6 +100,8 @@ export function createMigrationsService(deps: {
   discardUpload?: (uploadId: string) => Promise<void>;
   /** How long a failed migration's bytes are kept for a retry before the cleanup job removes them (default 7 days). */
   failedRetentionMs?: number;
+  /** Where tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB). */
+  tierLimits?: TierLimits;
 }) {
   const { repo, store } = deps;
   let queue: MigrationQueue | null = null;
@@ -115,9 +122,40 @@ export function createMigrationsService(deps: {
     return repo.update(id, { status: "failed", errorMessage: message }, { from: ["pending", "uploading", "importing", "analyzed", "ready", "processing"] });
   }
 
+  const S3_UPLOAD = "s3:";
+
   async function removeBytes(m: MigrationRow): Promise<void> {
     if (m.storageKey) await store.delete(m.storageKey);
-    if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId);
+    if (m.uploadId?.startsWith(S3_UPLOAD)) await store.parts?.abort(storageKeyOf(m), m.uploadId.slice(S3_UPLOAD.length));
+    else if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId);
+  }
+
+  /** The integrity check of bytes already in the store (parts completed in the bucket): read back, measured, removed if wrong. */
+  async function verifyStored(m: MigrationRow, key: string): Promise<MigrationRow> {
+    const hash = createHash("sha256");
+    let size = 0;
+    for await (const chunk of await store.get(key)) {
+      size += (chunk as Buffer).length;
+      hash.update(chunk as Buffer);
+    }
+    const sha256 = hash.digest("hex");
+    if (size !== m.declaredSizeBytes || sha256 !== m.declaredSha256) {
+      await store.delete(key);
+      const message = `Integrity check failed: received ${size} bytes with sha256 ${sha256}, but ${m.declaredSizeBytes} bytes with sha256 ${m.declaredSha256} were declared; nothing was kept, upload the backup again`;
+      await repo.update(m.id, { status: "failed", errorMessage: message, currentStep: STEPS.verifying, uploadId: null }, { from: ["uploading"] });
+      throw new DomainError("upload_checksum_mismatch", message);
+    }
+    const row = await repo.update(
+      m.id,
+      { storage: store.kind, storageKey: key, storedSha256: sha256, storedSizeBytes: size, receivedBytes: size, currentStep: STEPS.analyzing, uploadId: null },
+      { from: ["uploading"] },
+    );
+    if (!row) {
+      await store.delete(key).catch(() => undefined);
+      throw new DomainError("migration_not_uploadable", `Migration ${m.id} was cancelled while its backup arrived; nothing was kept`);
+    }
+    await requireQueue().analyze(m.id);
+    return row;
   }
 
   return {
@@ -166,7 +204,9 @@ export function createMigrationsService(deps: {
       }
       if (input.file_size > MAX_UPLOAD_BYTES) throw new DomainError("validation_error", `A backup may be at most ${MAX_UPLOAD_BYTES} bytes`);
       await removeBytes(m);
-      const tier = tierOf(input.file_size);
+      const tier = tierOf(input.file_size, deps.tierLimits ?? TIER_LIMITS);
+      // Tiers 3 and 4 on a bucket: parallel parts straight to it (presigned part URLs).
+      const parts = (tier === "tier_3" || tier === "tier_4") && store.parts ? { uploadId: await store.parts.start(storageKeyOf(m)), partSize: partSizeFor(input.file_size) } : null;
       const row = await repo.update(
         id,
         {
@@ -179,7 +219,7 @@ export function createMigrationsService(deps: {
           declaredSizeBytes: input.file_size,
           declaredSha256: input.sha256?.toLowerCase() ?? null,
           receivedBytes: 0,
-          uploadId: null,
+          uploadId: parts ? `${S3_UPLOAD}${parts.uploadId}` : null,
           importUrl: null,
           storage: null,
           storageKey: null,
@@ -191,7 +231,39 @@ export function createMigrationsService(deps: {
         { from: ACCEPTS_BACKUP },
       );
       if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
-      return { row, tier };
+      return { row, tier, parts: parts ? { partSize: parts.partSize, partCount: Math.ceil(input.file_size / parts.partSize) } : null };
+    },
+
+    /** Presigned URLs of parts of a bucket multipart upload (tiers 3 and 4 on S3), valid 1 hour. */
+    async partUrls(organizationId: string, id: string, partNumbers: number[]) {
+      const m = await get(organizationId, id);
+      if (m.status !== "uploading" || !m.uploadId?.startsWith(S3_UPLOAD) || !store.parts) {
+        throw new DomainError("upload_not_initialized", `Migration ${id} has no parallel-part upload: call upload/init (tiers 3 and 4 on an S3 backup store)`);
+      }
+      const count = Math.ceil(m.declaredSizeBytes! / partSizeFor(m.declaredSizeBytes!));
+      const bad = partNumbers.find((n) => n < 1 || n > count);
+      if (bad !== undefined) throw new DomainError("validation_error", `Part numbers go from 1 to ${count}; ${bad} is not one`);
+      const expiresAt = new Date(deps.clock.now().getTime() + PART_URL_TTL_SECONDS * 1000).toISOString();
+      const uploadId = m.uploadId.slice(S3_UPLOAD.length);
+      return Promise.all(partNumbers.map(async (n) => ({ part_number: n, url: await store.parts!.partUrl(storageKeyOf(m), uploadId, n, PART_URL_TTL_SECONDS), expires_at: expiresAt })));
+    },
+
+    /** Completes a bucket multipart upload from its parts' ETags, then the integrity check and the analysis. */
+    async completeParts(organizationId: string, id: string, parts: { part_number: number; etag: string }[]): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (m.status !== "uploading" || !m.uploadId?.startsWith(S3_UPLOAD) || !store.parts) {
+        throw new DomainError("upload_not_initialized", `Migration ${id} has no parallel-part upload: call upload/init (tiers 3 and 4 on an S3 backup store)`);
+      }
+      if (m.declaredSha256 === null) throw new DomainError("checksum_required", "Parallel-part uploads declare the SHA-256 at upload/init");
+      const key = storageKeyOf(m);
+      await repo.update(m.id, { currentStep: STEPS.verifying }, { from: ["uploading"] });
+      try {
+        await store.parts.complete(key, m.uploadId.slice(S3_UPLOAD.length), parts);
+      } catch (error) {
+        await repo.update(m.id, { currentStep: STEPS.uploading }, { from: ["uploading"] });
+        throw new DomainError("upload_incomplete", `The bucket refused to complete the upload (${(error as Error).name}): send every part, then complete with each part's ETag`);
+      }
+      return verifyStored(m, key);
     },
 
     /** The migration a chunk or file of an upload belongs to, checked for the tier it was given. */
