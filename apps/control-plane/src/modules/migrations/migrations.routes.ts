@@ -201,7 +201,7 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
         throw new DomainError("validation_error", `Upload-Length must be ${m.declaredSizeBytes}, the size given to upload/init`);
       }
       reply.hijack();
-      await deps.tus.server.handle(request.raw, reply.raw);
+      await deps.tus.handle(request.raw, reply.raw);
     };
     const tusSchema = (summary: string, withId: boolean) => ({
       tags: TAG,
