@@ -23,7 +23,7 @@ export interface TestControlPlane {
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
 export async function startControlPlane(
-  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "mail" | "registration" | "baseDomain" | "proxy" | "backupStore"> = {},
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "mail" | "registration" | "baseDomain" | "proxy" | "backupStore" | "analyzeBackup" | "migrationImport" | "migrationTiers"> = {},
 ): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
@@ -31,6 +31,8 @@ export async function startControlPlane(
   const { listen, url: _url, port, ...appOptions } = opts;
   const clock = liveClock();
   const backupDir = mkdtempSync(path.join(os.tmpdir(), "berth-cp-backups-"));
+  // Resumable migration uploads are assembled beside the store, in the test's own folder.
+  const migrationUploadDir = mkdtempSync(path.join(os.tmpdir(), "berth-cp-uploads-"));
   const app = await buildApp({
     database,
     clock,
@@ -38,6 +40,7 @@ export async function startControlPlane(
     outboundAllow: [],
     ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}),
     backupStore: createObjectStore({ kind: "local", dir: backupDir }),
+    migrationUploadDir,
     ...appOptions,
   });
   let stopped = false;
@@ -59,6 +62,7 @@ export async function startControlPlane(
       await stop();
       await testDb?.drop();
       rmSync(backupDir, { recursive: true, force: true });
+      rmSync(migrationUploadDir, { recursive: true, force: true });
     },
   };
 }

@@ -54,6 +54,8 @@ import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
+import type { AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
+import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
 export interface AppOptions {
   database: DbHandle;
@@ -91,6 +93,14 @@ export interface AppOptions {
   proxy?: ProxySettings;
   /** Where uploaded backups are kept (default: BERTH_BACKUP_S3_* when set, else BERTH_BACKUP_DIR, else <data dir>/backups). */
   backupStore?: ObjectStore;
+  /** Reads a stored migration backup (modules/migrations/analysis); tests of the upload flow give a fixed one. */
+  analyzeBackup?: AnalyzeBackup;
+  /** Where resumable migration uploads are assembled (default: BERTH_MIGRATION_UPLOAD_DIR, else <data dir>/migration-uploads). */
+  migrationUploadDir?: string;
+  /** Import-URL downloads: deadline (default 600 s) and extra trusted CA certificates (tests' local HTTPS servers). */
+  migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
+  /** Where upload tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB); tests lower them to send real parts of small files. */
+  migrationTiers?: TierLimits;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
@@ -137,6 +147,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     baseDomain: opts.baseDomain !== undefined ? opts.baseDomain : baseDomainSetting(),
     proxy: opts.proxy ?? proxySettings(),
     ...(opts.backupStore ? { backupStore: opts.backupStore } : {}),
+    ...(opts.analyzeBackup ? { analyzeBackup: opts.analyzeBackup } : {}),
+    ...(opts.migrationUploadDir ? { migrationUploadDir: opts.migrationUploadDir } : {}),
+    ...(opts.migrationTiers ? { migrationTiers: opts.migrationTiers } : {}),
   });
   const gateway = await createAgentGateway({
     pool,
@@ -154,7 +167,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await gateway.close();
     await relaxed.close();
   });
-  const background = await startBackgroundWork({ pool, clock, services, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
+  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
   app.addHook("onClose", async () => background.stop());
 
   const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });

@@ -222,3 +222,9 @@ export function backupStoreSettings(env: NodeJS.ProcessEnv = process.env, dataDi
     ...(pathStyle === "" ? {} : { forcePathStyle: pathStyle === "true" }),
   };
 }
+
+/** Where resumable migration uploads are assembled before they move into the backup store: BERTH_MIGRATION_UPLOAD_DIR, default <data dir>/migration-uploads. */
+export function migrationUploadDir(env: NodeJS.ProcessEnv = process.env, dataDir = loadConfig().dataDir): string {
+  const dir = (env.BERTH_MIGRATION_UPLOAD_DIR ?? "").trim();
+  return dir === "" ? path.join(dataDir, "migration-uploads") : path.resolve(env.INIT_CWD ?? process.cwd(), dir);
+}

@@ -1,5 +1,6 @@
 // Builds every repo and service once from their dependencies (no globals), so the HTTP
 // layer, scripts and tests share one wiring.
+import { analyzeMigrationBackup } from "./modules/migrations/migration-analysis.ts";
 import type { Database } from "@berth/db";
 import type { ProxySettings } from "@berth/protocol";
 import type { Clock } from "./lib/clock.ts";
@@ -68,6 +69,12 @@ import { createBackupSchedules } from "./modules/backups/backup-schedules.servic
 import { createBackupScheduler, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
 import { createAddonRepositoriesRepo } from "./modules/addon-repositories/addon-repositories.repo.ts";
 import { createAddonRepositoriesService } from "./modules/addon-repositories/addon-repositories.service.ts";
+import { createMigrationsRepo } from "./modules/migrations/migrations.repo.ts";
+import { createMigrationsService, type AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
+import { createTusUploads } from "./modules/migrations/tus-uploads.ts";
+import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
+import { migrationUploadDir } from "./config.ts";
+import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -90,6 +97,12 @@ export function createServices(deps: {
   backupMissedGraceMs?: number;
   /** Where backups are kept once their server uploaded them (default: the settings, config.ts backupStoreSettings). */
   backupStore?: ObjectStore;
+  /** Reads a stored migration backup (modules/migrations/analysis); default: none, so analyses fail saying so. */
+  analyzeBackup?: AnalyzeBackup;
+  /** Where resumable uploads are assembled before they move into the backup store (default: <data dir>/migration-uploads). */
+  migrationUploadDir?: string;
+  /** Where upload tiers begin (default: platform spec 4.3); tests lower them. */
+  migrationTiers?: TierLimits;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -130,7 +143,24 @@ export function createServices(deps: {
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
-  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: deps.backupStore ?? createObjectStore(backupStoreSettings()), links: backupLinks });
+  const backupStore = deps.backupStore ?? createObjectStore(backupStoreSettings());
+  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: backupStore, links: backupLinks });
+  const migrationsRepo = createMigrationsRepo(db);
+  const tusUploads = createTusUploads({
+    dir: deps.migrationUploadDir ?? migrationUploadDir(),
+    prefix: `${PLATFORM_PREFIX_PATH}/migrations`,
+    migrations: () => migrations,
+    byId: (id) => migrationsRepo.byId(id),
+  });
+  const migrations = createMigrationsService({
+    repo: migrationsRepo,
+    servers: repos.servers,
+    store: backupStore,
+    clock,
+    analyze: deps.analyzeBackup ?? analyzeMigrationBackup,
+    discardUpload: (uploadId) => tusUploads.discard(uploadId),
+    ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
+  });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
   const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
@@ -195,6 +225,9 @@ export function createServices(deps: {
     backupSchedules: createBackupSchedules({ schedules: backupSchedulesRepo, environments: repos.environments, clock }),
     backupScheduler,
     addonRepositories: createAddonRepositoriesService({ repo: addonRepositoriesRepo, masterKey: deps.masterKey, clock }),
+    migrations,
+    migrationsRepo,
+    tusUploads,
   };
 }
 export type Services = ReturnType<typeof createServices>;

@@ -44,6 +44,12 @@ export const ERROR_STATUS = {
   addon_access_mismatch: 400,
   addon_token_required: 400,
   addon_token_invalid: 400,
+  /** A migration created without data_processing_consent true. */
+  consent_required: 400,
+  /** An upload that never declared the backup's SHA-256 (upload/init, header, form field or tus metadata). */
+  checksum_required: 400,
+  /** An import URL that is not an https URL (or carries credentials). */
+  invalid_import_url: 400,
   // 401: who is calling is unknown
   authentication_required: 401,
   invalid_authorization_header: 401,
@@ -117,6 +123,27 @@ export const ERROR_STATUS = {
   variable_limit_reached: 409,
   /** The platform, organisation or environment holds as many add-on repositories as allowed (50). */
   addon_repository_limit_reached: 409,
+  /** A migration that takes no backup now (already analysed, running, completed, cancelled). */
+  migration_not_uploadable: 409,
+  /** An upload chunk or file before upload/init. */
+  upload_not_initialized: 409,
+  /** Completing a parallel-part upload the bucket cannot assemble (a part missing, a wrong ETag). */
+  upload_incomplete: 409,
+  /** An upload sent to the endpoint of another tier than upload/init gave. */
+  wrong_upload_tier: 409,
+  /** The migration has no analysis yet (GET analysis, available-vms). */
+  migration_not_analyzed: 409,
+  migration_not_configurable: 409,
+  /** start before configure (status ready with a target server). */
+  migration_not_ready: 409,
+  /** start of a ready migration: running the 12 steps on an agent is not in this version yet. */
+  migration_execution_unavailable: 409,
+  migration_not_cancellable: 409,
+  migration_not_retryable: 409,
+  /** DELETE while the migration runs on a server. */
+  migration_in_progress: 409,
+  /** unlink-environment of a migration that created no environment. */
+  migration_not_linked: 409,
   // others
   payload_too_large: 413,
   /** A download link past its expiry (15 minutes): ask for a new one. */

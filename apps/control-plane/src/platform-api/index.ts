@@ -26,6 +26,7 @@ import { platformErpCredentialsRoutes } from "../modules/environments/erp-creden
 import { backupSchedulesPlatformRoutes } from "../modules/backups/backup-schedules.routes.ts";
 import { personOf } from "../modules/auth/session-principal.ts";
 import { addonRepositoriesPlatformRoutes } from "../modules/addon-repositories/addon-repositories.routes.ts";
+import { migrationsRoutes } from "../modules/migrations/migrations.routes.ts";
 
 export const PLATFORM_PREFIX = "/api/v1";
 
@@ -65,5 +66,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
     await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
     await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
+    await api.register(migrationsRoutes({ migrations: s.migrations, repo: s.migrationsRepo, access: s.access, tus: s.tusUploads }));
   };
 }

@@ -12,4 +12,4 @@ export function createObjectStore(settings: ObjectStoreSettings): ObjectStore {
   return createS3ObjectStore(s3);
 }
 
-export { ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type StoredObject } from "./object-store.ts";
+export { ObjectStoreError, type ByteRange, type ObjectInfo, type ObjectStore, type PartUploads, type StoredObject } from "./object-store.ts";

@@ -32,8 +32,23 @@ export interface PutOptions {
   expect?: StoredObject;
 }
 
+/**
+ * Multipart uploads straight from a client to the bucket (S3 stores only): the control plane
+ * starts one, hands out presigned URLs of its parts, and completes it from the parts' ETags.
+ */
+export interface PartUploads {
+  start(key: string): Promise<string>;
+  /** A presigned PUT URL for part `partNumber` (1-based), valid `expiresInSeconds`. */
+  partUrl(key: string, uploadId: string, partNumber: number, expiresInSeconds: number): Promise<string>;
+  complete(key: string, uploadId: string, parts: { part_number: number; etag: string }[]): Promise<void>;
+  /** Drops the parts sent so far; an upload already gone is no error. */
+  abort(key: string, uploadId: string): Promise<void>;
+}
+
 export interface ObjectStore {
   readonly kind: "local" | "s3";
+  /** Client-side parallel multipart uploads, where the store has them (S3). */
+  readonly parts?: PartUploads;
   /** Where the objects are, for logs and messages: a folder, or s3://bucket/prefix. */
   readonly location: string;
   /** Streams `body` to `key` (replacing what was there once it is complete); its size and SHA-256. */

@@ -4,7 +4,18 @@
 // `queueSize` of them in flight. The endpoint is the operator's setting, never a user's, so
 // these requests do not go through the SSRF guard (lib/outbound).
 import { pipeline } from "node:stream";
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, S3Client, S3ServiceException } from "@aws-sdk/client-s3";
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+} from "@aws-sdk/client-s3";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { Upload } from "@aws-sdk/lib-storage";
 import { checkExpected, checkKey, measuring, ObjectStoreError, type ObjectStore } from "./object-store.ts";
 
@@ -95,6 +106,22 @@ export function createS3ObjectStore(settings: S3StoreSettings): ObjectStore & { 
 
     async delete(key) {
       await client.send(new DeleteObjectCommand({ Bucket, Key: keyOf(key) }));
+    },
+
+    parts: {
+      async start(key) {
+        const res = await client.send(new CreateMultipartUploadCommand({ Bucket, Key: keyOf(key), ContentType: "application/octet-stream" }));
+        if (!res.UploadId) throw new Error("the bucket answered no UploadId");
+        return res.UploadId;
+      },
+      partUrl: (key, uploadId, partNumber, expiresIn) => getSignedUrl(client, new UploadPartCommand({ Bucket, Key: keyOf(key), UploadId: uploadId, PartNumber: partNumber }), { expiresIn }),
+      async complete(key, uploadId, parts) {
+        const sorted = [...parts].sort((a, b) => a.part_number - b.part_number).map((p) => ({ PartNumber: p.part_number, ETag: p.etag }));
+        await client.send(new CompleteMultipartUploadCommand({ Bucket, Key: keyOf(key), UploadId: uploadId, MultipartUpload: { Parts: sorted } }));
+      },
+      async abort(key, uploadId) {
+        await client.send(new AbortMultipartUploadCommand({ Bucket, Key: keyOf(key), UploadId: uploadId })).catch(() => undefined);
+      },
     },
   };
 }

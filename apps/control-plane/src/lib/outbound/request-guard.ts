@@ -117,6 +117,25 @@ export interface RequestGuard {
   check(url: string | URL): Promise<void>;
   /** One request, to a checked address only; throws OutboundRefused or OutboundFailure, never a low-level error. */
   request(url: string | URL, init?: OutboundRequest): Promise<OutboundResponse>;
+  /**
+   * A GET whose answer's body is handed over as a stream (large downloads: import URLs), to a
+   * checked address only. Resolves at the answer's headers; `signal` aborts the request and
+   * the body. Throws OutboundRefused or OutboundFailure before the answer.
+   */
+  stream(url: string | URL, init?: OutboundStreamRequest): Promise<OutboundStream>;
+}
+
+export interface OutboundStreamRequest {
+  headers?: Record<string, string>;
+  signal?: AbortSignal;
+  /** Extra trusted CA certificates (tests' local HTTPS servers). */
+  ca?: string | Buffer;
+}
+
+export interface OutboundStream {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: http.IncomingMessage;
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
@@ -233,8 +252,41 @@ export function createRequestGuard(opts: RequestGuardOptions = {}): RequestGuard
     });
   }
 
+  function openStream(url: URL, init: OutboundStreamRequest): Promise<OutboundStream> {
+    const transport = url.protocol === "https:" ? https : http;
+    return new Promise<OutboundStream>((resolvePromise, reject) => {
+      let req: http.ClientRequest;
+      try {
+        req = transport.request({
+          protocol: url.protocol,
+          host: normalizeHost(url.hostname),
+          port: url.port || undefined,
+          path: `${url.pathname}${url.search}`,
+          method: "GET",
+          headers: init.headers ?? {},
+          // With extra CAs, an agent of its own (the shared one trusts the system's only).
+          agent: init.ca ? new https.Agent({ keepAlive: false, ca: init.ca }) : agents[url.protocol as "http:" | "https:"],
+          lookup,
+          ...(init.signal ? { signal: init.signal } : {}),
+        });
+      } catch (err) {
+        reject(new OutboundFailure("other", err));
+        return;
+      }
+      req.on("error", (err) => reject(err instanceof OutboundRefused || err instanceof OutboundFailure ? err : new OutboundFailure(failureKind(err), err)));
+      req.on("response", (res) => resolvePromise({ status: res.statusCode ?? 0, headers: res.headers, body: res }));
+      req.end();
+    });
+  }
+
   return {
     refusalWithoutLookup: (url) => staticRefusal(parseUrl(url)),
+    async stream(url, init = {}) {
+      const u = parseUrl(url);
+      const refusal = staticRefusal(u);
+      if (refusal !== null) throw new OutboundRefused(refusal);
+      return openStream(u!, init);
+    },
     isListed(url) {
       const u = parseUrl(url);
       if (!u) return false;

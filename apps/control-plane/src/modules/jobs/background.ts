@@ -8,6 +8,9 @@ import { startJobs, type Jobs, type JobsOptions } from "../../db/jobs.ts";
 import type { Services } from "../../services.ts";
 import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
 import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup-scheduler.ts";
+import { startMigrationJobs } from "../migrations/migration-jobs.ts";
+import { createUrlImport } from "../migrations/url-import.ts";
+import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
 
 export interface BackgroundWork {
   jobs: Jobs;
@@ -17,7 +20,10 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks" | "backupScheduler">;
+  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks" | "backupScheduler" | "migrations" | "migrationsRepo" | "tusUploads">;
+  /** The SSRF guard import URLs go through, and the imports' deadline (default 600 s) and extra CAs. */
+  outbound?: RequestGuard;
+  migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
   options?: JobsOptions | undefined;
   onError: (err: unknown) => void;
 }): Promise<BackgroundWork> {
@@ -36,6 +42,11 @@ export async function startBackgroundWork(deps: {
   });
   await jobs.schedule(BACKUP_SCHEDULER_QUEUE, BACKUP_SCHEDULER_CRON);
   await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
+  // Migrations: analysis, import-url downloads, and the cleanup of abandoned bytes.
+  const urlImport = deps.outbound
+    ? createUrlImport({ guard: deps.outbound, repo: deps.services.migrationsRepo, migrations: deps.services.migrations, dir: deps.services.tusUploads.dir, ...deps.migrationImport })
+    : undefined;
+  await startMigrationJobs({ jobs, migrations: deps.services.migrations, ...(urlImport ? { runImport: (id) => urlImport.run(id) } : {}), onError: deps.onError });
   return {
     jobs,
     async stop() {

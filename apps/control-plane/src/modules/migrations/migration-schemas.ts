@@ -1,0 +1,130 @@
+// Request and response schemas of the migrations API (platform spec 2.5, 4.3), with the
+// parts the spec leaves "not shown" described for the OpenAPI document.
+import { Type, type Static } from "@sinclair/typebox";
+import { Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { MIGRATION_STATUSES, SOURCE_TYPES } from "./migration-states.ts";
+
+export const Sha256 = Type.String({ pattern: "^[0-9a-fA-F]{64}$", description: "SHA-256 of the whole backup, hex" });
+
+/** The analysis of a stored backup as the analysis returns it (everything but migration_id). */
+export const AnalysisFields = Type.Object({
+  erp_version: Type.String({ description: "major.minor, e.g. 17.0" }),
+  postgres_version: Nullable(Type.String({ description: "The PostgreSQL version the dump was made from, when the dump says" })),
+  database_name: Nullable(Type.String()),
+  database_size_bytes: Type.Integer({ minimum: 0 }),
+  filestore_size_bytes: Type.Integer({ minimum: 0 }),
+  total_size_bytes: Type.Integer({ minimum: 0 }),
+  total_modules: Type.Integer({ minimum: 0 }),
+  standard_modules: Type.Array(Type.String()),
+  custom_modules: Type.Array(Type.String()),
+  partner_count: Type.Integer({ minimum: 0 }),
+  user_count: Type.Integer({ minimum: 0, description: "Internal (non-portal, active) users" }),
+  recommended_cpu: Type.Number({ minimum: 0 }),
+  recommended_ram_mb: Type.Integer({ minimum: 0 }),
+  recommended_disk_gb: Type.Integer({ minimum: 0 }),
+  estimated_monthly_cost: Type.Number(),
+  vendor_equivalent_cost: Type.Number(),
+  monthly_savings: Type.Number(),
+});
+export type AnalysisFields = Static<typeof AnalysisFields>;
+
+export const Analysis = Type.Composite([Type.Object({ migration_id: Uuid }), AnalysisFields], { $id: "MigrationAnalysis", title: "MigrationAnalysis" });
+
+export const Migration = Type.Object(
+  {
+    id: Uuid,
+    organization_id: Uuid,
+    source_type: StringEnum(SOURCE_TYPES),
+    status: StringEnum(MIGRATION_STATUSES),
+    progress_percent: Type.Integer({ minimum: 0, maximum: 100 }),
+    current_step: Nullable(Type.String({ description: "uploading, downloading, verifying, analyzing, or one of the 12 execution steps" })),
+    project_name: Type.String(),
+    vendor_project_name: Nullable(Type.String()),
+    vendor_branch: Nullable(Type.String()),
+    git_repo_url: Nullable(Type.String()),
+    git_branch: Nullable(Type.String()),
+    file_name: Nullable(Type.String()),
+    file_size_bytes: Nullable(Type.Integer({ description: "The declared size of the backup" })),
+    upload_tier: Nullable(StringEnum(["tier_1", "tier_2", "tier_3", "tier_4", "import"] as const)),
+    bytes_received: Type.Integer({ description: "Bytes of the backup received so far (upload or import)" }),
+    sha256: Nullable(Type.String({ description: "SHA-256 of the stored backup, once it arrived and passed the integrity check" })),
+    erp_version_detected: Nullable(Type.String()),
+    database_size_bytes: Nullable(Type.Integer()),
+    filestore_size_bytes: Nullable(Type.Integer()),
+    recommended_cpu: Nullable(Type.Number()),
+    recommended_ram_mb: Nullable(Type.Integer()),
+    recommended_disk_gb: Nullable(Type.Integer()),
+    estimated_monthly_cost: Nullable(Type.Number()),
+    vendor_equivalent_cost: Nullable(Type.Number()),
+    monthly_savings: Nullable(Type.Number()),
+    target_vm_id: Nullable(Uuid),
+    target_domain: Nullable(Type.String()),
+    environment_id: Nullable(Uuid),
+    error_message: Nullable(Type.String()),
+    retry_count: Type.Integer(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: "Migration", title: "Migration" },
+);
+
+export const CreateMigrationBody = Type.Object(
+  {
+    organization_id: Uuid,
+    source_type: StringEnum(SOURCE_TYPES),
+    project_name: Type.String({ minLength: 1, maxLength: 100 }),
+    vendor_project_name: Type.Optional(Type.String({ maxLength: 200 })),
+    vendor_branch: Type.Optional(Type.String({ maxLength: 200 })),
+    git_repo_url: Type.Optional(Type.String({ maxLength: 500 })),
+    git_branch: Type.Optional(Type.String({ maxLength: 200 })),
+    data_processing_consent: Type.Boolean({ description: "Must be true: the backup holds personal data the platform will process" }),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigureBody = Type.Object(
+  {
+    target_vm_id: Uuid,
+    project_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
+    target_domain: Type.Optional(Nullable(Type.String({ maxLength: 253 }))),
+    git_repo_url: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
+    git_branch: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+  },
+  { additionalProperties: false },
+);
+
+export const StatusAnswer = Type.Object({ status: Type.String(), migration_id: Uuid, message: Type.String() });
+
+export const UploadInit = Type.Object({
+  migration_id: Uuid,
+  upload_tier: StringEnum(["tier_1", "tier_2", "tier_3", "tier_4"] as const),
+  upload_url: Type.String({ description: "Absolute URL to send the backup to" }),
+  method: Type.String({ description: "POST (tier_1: multipart/form-data, field file; tus: the creation request; s3_multipart: asks for part URLs)" }),
+  protocol: StringEnum(["multipart", "tus", "s3_multipart"] as const),
+  chunk_size_bytes: Nullable(Type.Integer({ description: "Bytes per PATCH of the resumable tiers (10 MiB)" })),
+  part_size_bytes: Nullable(Type.Integer({ description: "s3_multipart: bytes of every part but the last" })),
+  part_count: Nullable(Type.Integer({ description: "s3_multipart: number of parts" })),
+  complete_url: Nullable(Type.String({ description: "s3_multipart: POST {parts: [{part_number, etag}]} once every part is in" })),
+  max_size_bytes: Type.Integer(),
+});
+
+export const UploadResult = Type.Object({
+  migration_id: Uuid,
+  status: Type.String(),
+  file_name: Type.String(),
+  size_bytes: Type.Integer(),
+  sha256: Type.String(),
+  message: Type.String(),
+});
+
+export const AvailableServer = Type.Object({
+  id: Uuid,
+  name: Type.String(),
+  hostname: Nullable(Type.String()),
+  cpu_cores: Type.Number(),
+  memory_gb: Type.Number(),
+  disk_gb: Type.Number(),
+  available_cpu: Type.Number(),
+  available_memory_gb: Type.Number(),
+  available_disk_gb: Type.Number(),
+});

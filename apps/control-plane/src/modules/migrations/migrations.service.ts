@@ -1,0 +1,539 @@
+// Migrations of an ERP backup from elsewhere (platform spec 4.3): the record and its state
+// machine, the backup's arrival in the backup store (upload tiers, import from a URL, each
+// ending with the integrity check), the analysis of the stored backup, the configuration,
+// and the cleanup of bytes nobody will use. Executing the 12 steps on an agent is not here
+// yet: start answers 409 migration_execution_unavailable.
+import { createHash } from "node:crypto";
+import type { Readable } from "node:stream";
+import { DomainError, notFound } from "../../lib/errors.ts";
+import type { Clock } from "../../lib/clock.ts";
+import { ObjectStoreError, type ObjectStore } from "../../lib/object-store/index.ts";
+import { capacityOf } from "../servers/capacity.ts";
+import type { ServersRepo } from "../servers/servers.repo.ts";
+import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
+import type { AnalysisFields } from "./migration-schemas.ts";
+import {
+  ACCEPTS_BACKUP,
+  CONFIGURABLE,
+  MAX_UPLOAD_BYTES,
+  NOT_CANCELLABLE,
+  PART_URL_TTL_SECONDS,
+  partSizeFor,
+  retryTarget,
+  RUNNING,
+  TIER_LIMITS,
+  type TierLimits,
+  STEPS,
+  tierOf,
+  type MigrationStatus,
+  type UploadTier,
+} from "./migration-states.ts";
+
+/** What the analysis reads: the stored backup's size, and its bytes whole or by range. */
+export interface BackupSource {
+  size: number;
+  open(range?: { start: number; end: number }): Promise<Readable>;
+}
+/**
+ * The analysis of a stored backup (modules/migrations/analysis, wired at merge): resolves
+ * with the fields of the analysis result, rejects with { code, message } when the file is not
+ * a backup it can read (its message becomes the migration's error_message).
+ */
+export type AnalyzeBackup = (source: BackupSource, options?: { signal?: AbortSignal }) => Promise<AnalysisFields>;
+
+export interface Caller {
+  userId: string;
+}
+
+export const storageKeyOf = (m: { organizationId: string; id: string }) => `migrations/${m.organizationId}/${m.id}/backup`;
+
+export function migrationView(m: MigrationRow) {
+  return {
+    id: m.id,
+    organization_id: m.organizationId,
+    source_type: m.sourceType as "vendor_paas",
+    status: m.status as MigrationStatus,
+    progress_percent: m.progressPercent,
+    current_step: m.currentStep,
+    project_name: m.projectName,
+    vendor_project_name: m.vendorProjectName,
+    vendor_branch: m.vendorBranch,
+    git_repo_url: m.gitRepoUrl,
+    git_branch: m.gitBranch,
+    file_name: m.fileName,
+    file_size_bytes: m.declaredSizeBytes,
+    upload_tier: m.uploadTier as UploadTier | "import" | null,
+    bytes_received: m.receivedBytes,
+    sha256: m.storedSha256,
+    erp_version_detected: m.erpVersionDetected,
+    database_size_bytes: m.databaseSizeBytes,
+    filestore_size_bytes: m.filestoreSizeBytes,
+    recommended_cpu: m.recommendedCpu,
+    recommended_ram_mb: m.recommendedRamMb,
+    recommended_disk_gb: m.recommendedDiskGb,
+    estimated_monthly_cost: m.estimatedMonthlyCost,
+    vendor_equivalent_cost: m.vendorEquivalentCost,
+    monthly_savings: m.monthlySavings,
+    target_vm_id: m.targetServerId,
+    target_domain: m.targetDomain,
+    environment_id: m.environmentId,
+    error_message: m.errorMessage,
+    retry_count: m.retryCount,
+    created_at: m.createdAt.toISOString(),
+    updated_at: m.updatedAt.toISOString(),
+  };
+}
+
+/** Queues background work (pg-boss, see migration-jobs.ts). */
+export interface MigrationQueue {
+  analyze(migrationId: string): Promise<void>;
+  importUrl(migrationId: string): Promise<void>;
+}
+
+export function createMigrationsService(deps: {
+  repo: MigrationsRepo;
+  servers: Pick<ServersRepo, "exists" | "withFigures" | "placedEnvironments">;
+  store: ObjectStore;
+  clock: Clock;
+  analyze: AnalyzeBackup;
+  /** Removes what a resumable upload left (tus-uploads.ts); nothing there is no error. */
+  discardUpload?: (uploadId: string) => Promise<void>;
+  /** How long a failed migration's bytes are kept for a retry before the cleanup job removes them (default 7 days). */
+  failedRetentionMs?: number;
+  /** Where tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB). */
+  tierLimits?: TierLimits;
+}) {
+  const { repo, store } = deps;
+  let queue: MigrationQueue | null = null;
+
+  async function get(organizationId: string, id: string): Promise<MigrationRow> {
+    const row = await repo.get(organizationId, id);
+    if (!row) throw notFound("Migration");
+    return row;
+  }
+
+  function requireQueue(): MigrationQueue {
+    if (!queue) throw new DomainError("jobs_unavailable", "Background jobs are not running on this replica; try again shortly");
+    return queue;
+  }
+
+  /** Marks a migration failed with a message for the person (error_message) and its event. */
+  async function fail(id: string, message: string): Promise<MigrationRow | undefined> {
+    return repo.update(id, { status: "failed", errorMessage: message }, { from: ["pending", "uploading", "importing", "analyzed", "ready", "processing"] });
+  }
+
+  const S3_UPLOAD = "s3:";
+
+  async function removeBytes(m: MigrationRow): Promise<void> {
+    if (m.storageKey) await store.delete(m.storageKey);
+    if (m.uploadId?.startsWith(S3_UPLOAD)) await store.parts?.abort(storageKeyOf(m), m.uploadId.slice(S3_UPLOAD.length));
+    else if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId);
+  }
+
+  /** The integrity check of bytes already in the store (parts completed in the bucket): read back, measured, removed if wrong. */
+  async function verifyStored(m: MigrationRow, key: string): Promise<MigrationRow> {
+    const hash = createHash("sha256");
+    let size = 0;
+    for await (const chunk of await store.get(key)) {
+      size += (chunk as Buffer).length;
+      hash.update(chunk as Buffer);
+    }
+    const sha256 = hash.digest("hex");
+    if (size !== m.declaredSizeBytes || sha256 !== m.declaredSha256) {
+      await store.delete(key);
+      const message = `Integrity check failed: received ${size} bytes with sha256 ${sha256}, but ${m.declaredSizeBytes} bytes with sha256 ${m.declaredSha256} were declared; nothing was kept, upload the backup again`;
+      await repo.update(m.id, { status: "failed", errorMessage: message, currentStep: STEPS.verifying, uploadId: null }, { from: ["uploading"] });
+      throw new DomainError("upload_checksum_mismatch", message);
+    }
+    const row = await repo.update(
+      m.id,
+      { storage: store.kind, storageKey: key, storedSha256: sha256, storedSizeBytes: size, receivedBytes: size, currentStep: STEPS.analyzing, uploadId: null },
+      { from: ["uploading"] },
+    );
+    if (!row) {
+      await store.delete(key).catch(() => undefined);
+      throw new DomainError("migration_not_uploadable", `Migration ${m.id} was cancelled while its backup arrived; nothing was kept`);
+    }
+    await requireQueue().analyze(m.id);
+    return row;
+  }
+
+  return {
+    /** Wired once the replica's jobs run (migration-jobs.ts). */
+    setQueue(q: MigrationQueue) {
+      queue = q;
+    },
+
+    get,
+
+    async create(
+      organizationId: string,
+      input: { source_type: string; project_name: string; vendor_project_name?: string | undefined; vendor_branch?: string | undefined; git_repo_url?: string | undefined; git_branch?: string | undefined; data_processing_consent: boolean },
+      caller: Caller,
+    ): Promise<MigrationRow> {
+      if (input.data_processing_consent !== true) {
+        throw new DomainError("consent_required", "data_processing_consent must be true: the backup holds personal data Berth will store and process for this migration");
+      }
+      return repo.insert({
+        organizationId,
+        sourceType: input.source_type,
+        projectName: input.project_name.trim(),
+        vendorProjectName: input.vendor_project_name ?? null,
+        vendorBranch: input.vendor_branch ?? null,
+        gitRepoUrl: input.git_repo_url ?? null,
+        gitBranch: input.git_branch ?? null,
+        dataProcessingConsentAt: deps.clock.now(),
+        createdBy: caller.userId,
+      });
+    },
+
+    async list(organizationId: string, q: { status?: string | undefined; page: number; page_size: number }) {
+      const { rows, total } = await repo.list(organizationId, { status: q.status, limit: q.page_size, offset: (q.page - 1) * q.page_size });
+      return { items: rows.map(migrationView), total, page: q.page, page_size: q.page_size, pages: Math.ceil(total / q.page_size) };
+    },
+
+    /**
+     * upload/init: the tier for the declared size, and the upload's expectations recorded
+     * (size, and SHA-256 when given here; else the upload itself declares it). A new init
+     * replaces an unfinished upload (its bytes are discarded).
+     */
+    async initUpload(organizationId: string, id: string, input: { file_name: string; file_size: number; sha256?: string | undefined }) {
+      const m = await get(organizationId, id);
+      if (!ACCEPTS_BACKUP.includes(m.status as MigrationStatus)) {
+        throw new DomainError("migration_not_uploadable", `Migration ${id} is ${m.status}: a backup can be uploaded while it is pending, uploading or failed`);
+      }
+      if (input.file_size > MAX_UPLOAD_BYTES) throw new DomainError("validation_error", `A backup may be at most ${MAX_UPLOAD_BYTES} bytes`);
+      await removeBytes(m);
+      const tier = tierOf(input.file_size, deps.tierLimits ?? TIER_LIMITS);
+      // Tiers 3 and 4 on a bucket: parallel parts straight to it (presigned part URLs).
+      const parts = (tier === "tier_3" || tier === "tier_4") && store.parts ? { uploadId: await store.parts.start(storageKeyOf(m)), partSize: partSizeFor(input.file_size) } : null;
+      const row = await repo.update(
+        id,
+        {
+          status: "uploading",
+          currentStep: STEPS.uploading,
+          progressPercent: 0,
+          errorMessage: null,
+          fileName: input.file_name,
+          uploadTier: tier,
+          declaredSizeBytes: input.file_size,
+          declaredSha256: input.sha256?.toLowerCase() ?? null,
+          receivedBytes: 0,
+          uploadId: parts ? `${S3_UPLOAD}${parts.uploadId}` : null,
+          importUrl: null,
+          storage: null,
+          storageKey: null,
+          storedSha256: null,
+          storedSizeBytes: null,
+          analysis: null,
+          bytesRemovedAt: null,
+        },
+        { from: ACCEPTS_BACKUP },
+      );
+      if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
+      return { row, tier, parts: parts ? { partSize: parts.partSize, partCount: Math.ceil(input.file_size / parts.partSize) } : null };
+    },
+
+    /** Presigned URLs of parts of a bucket multipart upload (tiers 3 and 4 on S3), valid 1 hour. */
+    async partUrls(organizationId: string, id: string, partNumbers: number[]) {
+      const m = await get(organizationId, id);
+      if (m.status !== "uploading" || !m.uploadId?.startsWith(S3_UPLOAD) || !store.parts) {
+        throw new DomainError("upload_not_initialized", `Migration ${id} has no parallel-part upload: call upload/init (tiers 3 and 4 on an S3 backup store)`);
+      }
+      const count = Math.ceil(m.declaredSizeBytes! / partSizeFor(m.declaredSizeBytes!));
+      const bad = partNumbers.find((n) => n < 1 || n > count);
+      if (bad !== undefined) throw new DomainError("validation_error", `Part numbers go from 1 to ${count}; ${bad} is not one`);
+      const expiresAt = new Date(deps.clock.now().getTime() + PART_URL_TTL_SECONDS * 1000).toISOString();
+      const uploadId = m.uploadId.slice(S3_UPLOAD.length);
+      return Promise.all(partNumbers.map(async (n) => ({ part_number: n, url: await store.parts!.partUrl(storageKeyOf(m), uploadId, n, PART_URL_TTL_SECONDS), expires_at: expiresAt })));
+    },
+
+    /** Completes a bucket multipart upload from its parts' ETags, then the integrity check and the analysis. */
+    async completeParts(organizationId: string, id: string, parts: { part_number: number; etag: string }[]): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (m.status !== "uploading" || !m.uploadId?.startsWith(S3_UPLOAD) || !store.parts) {
+        throw new DomainError("upload_not_initialized", `Migration ${id} has no parallel-part upload: call upload/init (tiers 3 and 4 on an S3 backup store)`);
+      }
+      if (m.declaredSha256 === null) throw new DomainError("checksum_required", "Parallel-part uploads declare the SHA-256 at upload/init");
+      const key = storageKeyOf(m);
+      await repo.update(m.id, { currentStep: STEPS.verifying }, { from: ["uploading"] });
+      try {
+        await store.parts.complete(key, m.uploadId.slice(S3_UPLOAD.length), parts);
+      } catch (error) {
+        await repo.update(m.id, { currentStep: STEPS.uploading }, { from: ["uploading"] });
+        throw new DomainError("upload_incomplete", `The bucket refused to complete the upload (${(error as Error).name}): send every part, then complete with each part's ETag`);
+      }
+      return verifyStored(m, key);
+    },
+
+    /** The migration a chunk or file of an upload belongs to, checked for the tier it was given. */
+    async uploading(organizationId: string, id: string, tiers: readonly UploadTier[]): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (m.status !== "uploading" || m.uploadTier === null || m.declaredSizeBytes === null) {
+        throw new DomainError("upload_not_initialized", `Migration ${id} is ${m.status}: call upload/init first`);
+      }
+      if (!tiers.includes(m.uploadTier as UploadTier)) {
+        throw new DomainError("wrong_upload_tier", `Migration ${id} was given ${m.uploadTier} for ${m.declaredSizeBytes} bytes; this endpoint takes ${tiers.join(" or ")}`);
+      }
+      return m;
+    },
+
+    async noteUploadId(id: string, uploadId: string): Promise<void> {
+      await repo.update(id, { uploadId }, { from: ["uploading"], event: false });
+    },
+
+    async noteProgress(id: string, receivedBytes: number): Promise<void> {
+      await repo.update(id, { receivedBytes }, { from: ["uploading", "importing"] });
+    },
+
+    /**
+     * Streams a backup into the store with the integrity check (declared size and SHA-256):
+     * kept and queued for analysis when both match, else removed, the migration failed with
+     * the reason, and upload_checksum_mismatch thrown. `sha256` is what the sender declared
+     * now when init did not.
+     */
+    async receive(m: MigrationRow, body: NodeJS.ReadableStream, declared: { size: number; sha256: string | null }): Promise<MigrationRow> {
+      const sha256 = (m.declaredSha256 ?? declared.sha256)?.toLowerCase() ?? null;
+      if (sha256 === null) {
+        throw new DomainError("checksum_required", "Declare the backup's SHA-256 (upload/init's sha256, the X-Checksum-Sha256 header, or the tus metadata sha256): every upload is checked against it");
+      }
+      const key = storageKeyOf(m);
+      await repo.update(m.id, { currentStep: STEPS.verifying, declaredSha256: sha256 }, { from: ["uploading", "importing"] });
+      let stored;
+      try {
+        stored = await store.put(key, body, { expect: { size_bytes: declared.size, sha256 } });
+      } catch (error) {
+        if (error instanceof ObjectStoreError && error.code === "object_mismatch") {
+          const message = `Integrity check failed: ${error.message.replace(/^[^:]*: /, "")}; nothing was kept, upload the backup again`;
+          await repo.update(m.id, { status: "failed", errorMessage: message, currentStep: STEPS.verifying, uploadId: null }, { from: ["uploading", "importing"] });
+          throw new DomainError("upload_checksum_mismatch", message);
+        }
+        throw error;
+      }
+      const row = await repo.update(
+        m.id,
+        { storage: store.kind, storageKey: key, storedSha256: stored.sha256, storedSizeBytes: stored.size_bytes, receivedBytes: stored.size_bytes, currentStep: STEPS.analyzing, uploadId: null },
+        { from: ["uploading", "importing"] },
+      );
+      if (!row) {
+        // Cancelled (or deleted) while the bytes arrived: they belong to nothing.
+        await store.delete(key).catch(() => undefined);
+        throw new DomainError("migration_not_uploadable", `Migration ${m.id} was cancelled while its backup arrived; nothing was kept`);
+      }
+      await requireQueue().analyze(m.id);
+      return row;
+    },
+
+    /** The analysis job: reads the stored backup and records what it found (or why it could not). */
+    async runAnalysis(id: string, signal?: AbortSignal): Promise<void> {
+      const m = await repo.byId(id);
+      if (!m || m.storageKey === null || m.currentStep !== STEPS.analyzing || !["uploading", "importing"].includes(m.status)) return;
+      const key = m.storageKey;
+      const size = m.storedSizeBytes ?? 0;
+      const source: BackupSource = {
+        size,
+        open: async (range) => (await store.get(key, range ? { range } : {})) as Readable,
+      };
+      let a: AnalysisFields;
+      try {
+        a = await deps.analyze(source, signal ? { signal } : {});
+      } catch (error) {
+        const message = (error as { message?: string } | null)?.message ?? String(error);
+        await fail(id, `Analysis failed: ${message}`);
+        return;
+      }
+      await repo.update(
+        id,
+        {
+          status: "analyzed",
+          currentStep: null,
+          analysis: a,
+          erpVersionDetected: a.erp_version,
+          databaseSizeBytes: a.database_size_bytes,
+          filestoreSizeBytes: a.filestore_size_bytes,
+          recommendedCpu: a.recommended_cpu,
+          recommendedRamMb: a.recommended_ram_mb,
+          recommendedDiskGb: a.recommended_disk_gb,
+          estimatedMonthlyCost: a.estimated_monthly_cost,
+          vendorEquivalentCost: a.vendor_equivalent_cost,
+          monthlySavings: a.monthly_savings,
+          errorMessage: null,
+        },
+        { from: ["uploading", "importing"] },
+      );
+    },
+
+    async analysis(organizationId: string, id: string) {
+      const m = await get(organizationId, id);
+      if (m.analysis === null) throw new DomainError("migration_not_analyzed", `Migration ${id} has no analysis yet (it is ${m.status}${m.currentStep ? `, ${m.currentStep}` : ""})`);
+      return { migration_id: m.id, ...(m.analysis as AnalysisFields) };
+    },
+
+    /** import-url: records the URL and queues the download (migration-jobs.ts, url-import.ts). */
+    async importUrl(organizationId: string, id: string, input: { cloud_url: string; sha256?: string | undefined; file_size?: number | undefined }) {
+      const m = await get(organizationId, id);
+      if (!ACCEPTS_BACKUP.includes(m.status as MigrationStatus)) {
+        throw new DomainError("migration_not_uploadable", `Migration ${id} is ${m.status}: a backup can be imported while it is pending, uploading or failed`);
+      }
+      await removeBytes(m);
+      const name = decodeURIComponent(new URL(input.cloud_url).pathname.split("/").pop() ?? "") || "backup";
+      const row = await repo.update(
+        id,
+        {
+          status: "importing",
+          currentStep: STEPS.importing,
+          progressPercent: 0,
+          errorMessage: null,
+          fileName: name.slice(0, 255),
+          uploadTier: "import",
+          importUrl: input.cloud_url,
+          declaredSizeBytes: input.file_size ?? null,
+          declaredSha256: input.sha256?.toLowerCase() ?? null,
+          receivedBytes: 0,
+          uploadId: null,
+          storage: null,
+          storageKey: null,
+          storedSha256: null,
+          storedSizeBytes: null,
+          analysis: null,
+          bytesRemovedAt: null,
+        },
+        { from: ACCEPTS_BACKUP },
+      );
+      if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
+      await requireQueue().importUrl(id);
+      return row;
+    },
+
+    fail,
+
+    async configure(
+      organizationId: string,
+      id: string,
+      input: { target_vm_id: string; project_name?: string | undefined; target_domain?: string | null | undefined; git_repo_url?: string | null | undefined; git_branch?: string | null | undefined },
+    ): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (!CONFIGURABLE.includes(m.status as MigrationStatus)) {
+        throw new DomainError("migration_not_configurable", `Migration ${id} is ${m.status}: it can be configured once its backup has been analysed, and until it starts`);
+      }
+      if (!(await deps.servers.exists(organizationId, input.target_vm_id))) throw new DomainError("server_not_found", `Server ${input.target_vm_id} not found in this organisation`);
+      const domain = input.target_domain?.trim().toLowerCase() || null;
+      if (domain !== null && !/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/.test(domain)) {
+        throw new DomainError("invalid_domain", `${JSON.stringify(domain)} is not a host name of two labels or more`);
+      }
+      const row = await repo.update(
+        id,
+        {
+          status: "ready",
+          targetServerId: input.target_vm_id,
+          targetDomain: domain,
+          configuredAt: deps.clock.now(),
+          ...(input.project_name !== undefined ? { projectName: input.project_name.trim() } : {}),
+          ...(input.git_repo_url !== undefined ? { gitRepoUrl: input.git_repo_url } : {}),
+          ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+        },
+        { from: CONFIGURABLE },
+      );
+      if (!row) throw new DomainError("migration_not_configurable", `Migration ${id} changed state; ask again`);
+      return row;
+    },
+
+    /** start: checked, then refused until the agent's execution of the 12 steps exists. */
+    async start(organizationId: string, id: string): Promise<never> {
+      const m = await get(organizationId, id);
+      if (m.status !== "ready" || m.targetServerId === null) {
+        throw new DomainError("migration_not_ready", `Migration ${id} is ${m.status}: configure it (target server) after its analysis, then start it`);
+      }
+      throw new DomainError(
+        "migration_execution_unavailable",
+        "Running a migration on a server is not available in this version yet: the backup is stored, analysed and configured, and will be started once execution is",
+      );
+    },
+
+    async cancel(organizationId: string, id: string): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (NOT_CANCELLABLE.includes(m.status as MigrationStatus)) throw new DomainError("migration_not_cancellable", `Migration ${id} is ${m.status}: there is nothing to cancel`);
+      const row = await repo.update(id, { status: "cancelled", currentStep: null }, { from: [m.status] });
+      if (!row) throw new DomainError("migration_not_cancellable", `Migration ${id} changed state; ask again`);
+      // An unfinished upload goes now; stored bytes are the cleanup job's (migration-jobs.ts).
+      if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId).catch(() => undefined);
+      return row;
+    },
+
+    async retry(organizationId: string, id: string): Promise<MigrationRow> {
+      const m = await get(organizationId, id);
+      if (m.status !== "failed") throw new DomainError("migration_not_retryable", `Migration ${id} is ${m.status}: only a failed migration can be retried`);
+      const target = retryTarget(m);
+      const row = await repo.update(
+        id,
+        { status: target.status, retryCount: m.retryCount + 1, errorMessage: null, currentStep: target.reanalyze ? STEPS.analyzing : null, bytesRemovedAt: null },
+        { from: ["failed"] },
+      );
+      if (!row) throw new DomainError("migration_not_retryable", `Migration ${id} changed state; ask again`);
+      if (target.reanalyze) await requireQueue().analyze(id);
+      return row;
+    },
+
+    /** Deletes the record and the backup's bytes (stored or half-uploaded); refused while running on a server. */
+    async delete(organizationId: string, id: string): Promise<{ storage_deleted: boolean }> {
+      const m = await get(organizationId, id);
+      if (RUNNING.includes(m.status as MigrationStatus)) throw new DomainError("migration_in_progress", `Migration ${id} is running: cancel it first`);
+      await removeBytes(m);
+      await repo.delete(id);
+      return { storage_deleted: m.storageKey !== null || m.uploadId !== null };
+    },
+
+    /** unlink-environment: the environment the migration created goes, the migration returns to analyzed. */
+    async unlinkEnvironment(organizationId: string, id: string): Promise<never> {
+      const m = await get(organizationId, id);
+      // No migration creates an environment before execution exists (start answers 409).
+      throw new DomainError("migration_not_linked", `Migration ${m.id} has no linked environment`);
+    },
+
+    /** The organisation's servers with room for the recommendation, from their live figures. */
+    async availableServers(organizationId: string, id: string) {
+      const m = await get(organizationId, id);
+      if (m.recommendedCpu === null || m.recommendedRamMb === null) {
+        throw new DomainError("migration_not_analyzed", `Migration ${id} has no analysis yet: available servers follow its recommendation`);
+      }
+      const [servers, placed] = await Promise.all([deps.servers.withFigures(organizationId), deps.servers.placedEnvironments(organizationId)]);
+      const needDisk = m.recommendedDiskGb ?? 0;
+      const out = [];
+      for (const s of servers) {
+        const on = placed.filter((e) => e.server_id === s.id);
+        const allocated = on.reduce((a, e) => ({ cpuCores: a.cpuCores + e.cpu_cores, ramMb: a.ramMb + e.ram_mb, diskGb: a.diskGb + e.disk_gb }), { cpuCores: 0, ramMb: 0, diskGb: 0 });
+        const live = s.sampled_at ? { ramUsedMb: s.ram_used_mb!, ramTotalMb: s.ram_total_mb!, diskUsedGb: s.disk_used_gb!, diskTotalGb: s.disk_total_gb! } : null;
+        const c = capacityOf({ cpuCores: s.cpu_cores, ramMb: s.ram_mb, diskGb: s.disk_gb }, allocated, live);
+        if (c.room === "unknown" || c.free_cpu_cores < m.recommendedCpu || c.free_ram_mb < m.recommendedRamMb || c.free_disk_gb < needDisk) continue;
+        out.push({
+          id: s.id,
+          name: s.name,
+          hostname: s.hostname,
+          cpu_cores: s.cpu_cores,
+          memory_gb: Math.round((live ? live.ramTotalMb : s.ram_mb) / 102.4) / 10,
+          disk_gb: live ? live.diskTotalGb : s.disk_gb,
+          available_cpu: c.free_cpu_cores,
+          available_memory_gb: Math.round(c.free_ram_mb / 102.4) / 10,
+          available_disk_gb: c.free_disk_gb,
+        });
+      }
+      return out;
+    },
+
+    /**
+     * The cleanup job: the bytes of cancelled migrations, and of failed ones older than the
+     * retention (kept that long for a retry), are removed; the records stay. How many.
+     */
+    async cleanup(): Promise<number> {
+      const before = new Date(deps.clock.now().getTime() - (deps.failedRetentionMs ?? 7 * 24 * 3600_000));
+      let n = 0;
+      for (const m of await repo.withBytesToRemove(before)) {
+        await removeBytes(m);
+        await repo.markBytesRemoved(m.id);
+        n++;
+      }
+      return n;
+    },
+  };
+}
+export type MigrationsService = ReturnType<typeof createMigrationsService>;

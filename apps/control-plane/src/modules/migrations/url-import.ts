@@ -1,0 +1,126 @@
+// import-url (platform spec 4.3): the backup is downloaded from an HTTPS URL through the SSRF
+// guard (lib/outbound: no private, loopback or link-local address unless the operator
+// allows it), streamed to a file of this replica while it is hashed, with progress events.
+// A cut connection resumes with Range when the server said Accept-Ranges: bytes (else it
+// starts again), up to 5 tries. At the deadline (600 s) the migration fails with "Download
+// timed out after 600s". Then the file goes into the backup store through the same
+// integrity check as an upload, and is removed.
+import { createHash } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import path from "node:path";
+import { Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
+import type { MigrationsRepo } from "./migrations.repo.ts";
+import type { MigrationsService } from "./migrations.service.ts";
+
+const MAX_TRIES = 5;
+const MAX_REDIRECTS = 5;
+
+class Stopped extends Error {}
+
+export function createUrlImport(deps: {
+  guard: RequestGuard;
+  repo: Pick<MigrationsRepo, "byId">;
+  migrations: Pick<MigrationsService, "noteProgress" | "receive" | "fail">;
+  dir: string;
+  timeoutMs?: number;
+  ca?: string | Buffer;
+  /** Pause between tries after a cut (default 1 s × try). */
+  retryDelayMs?: number;
+}) {
+  const timeoutMs = deps.timeoutMs ?? 600_000;
+
+  /** The answer to a GET, following redirects (each hop checked by the guard, HTTPS only). */
+  async function open(url: string, headers: Record<string, string>, signal: AbortSignal) {
+    for (let hop = 0; ; hop++) {
+      const res = await deps.guard.stream(url, { headers, signal, ...(deps.ca ? { ca: deps.ca } : {}) });
+      const location = res.headers.location;
+      if (res.status < 300 || res.status >= 400 || !location) return res;
+      res.body.resume();
+      if (hop >= MAX_REDIRECTS) throw new Error("too many redirects");
+      url = new URL(location, url).toString();
+      if (!url.startsWith("https:")) throw new Error("a redirect left HTTPS");
+    }
+  }
+
+  return {
+    async run(migrationId: string): Promise<void> {
+      const m = await deps.repo.byId(migrationId);
+      if (!m || m.status !== "importing" || !m.importUrl) return;
+      await mkdir(deps.dir, { recursive: true, mode: 0o700 });
+      const file = path.join(deps.dir, `import-${m.id}.part`);
+      const deadline = AbortSignal.timeout(timeoutMs);
+      const stop = new AbortController();
+      const signal = AbortSignal.any([deadline, stop.signal]);
+      // A cancel (or a newer upload) stops the download at the next look.
+      const watch = setInterval(() => {
+        void deps.repo.byId(m.id).then((now) => {
+          if (!now || now.status !== "importing" || now.importUrl !== m.importUrl) stop.abort(new Stopped());
+        });
+      }, 2000);
+      let received = 0;
+      let total: number | null = m.declaredSizeBytes;
+      let ranges = false;
+      let hash = createHash("sha256");
+      try {
+        for (let attempt = 1; ; attempt++) {
+          try {
+            const resuming = received > 0 && ranges;
+            const res = await open(m.importUrl, resuming ? { range: `bytes=${received}-` } : {}, signal);
+            if (res.status === 206 && resuming && new RegExp(`^bytes ${received}-`).test(String(res.headers["content-range"] ?? ""))) {
+              // Continues where the cut left it.
+            } else if (res.status === 200) {
+              received = 0;
+              hash = createHash("sha256");
+              const length = Number(res.headers["content-length"]);
+              if (total === null && Number.isSafeInteger(length) && length > 0) total = length;
+              ranges = res.headers["accept-ranges"] === "bytes";
+            } else {
+              res.body.resume();
+              throw new Error(`the server answered HTTP ${res.status}, not 200 with the file`);
+            }
+            let lastNote = Date.now();
+            const count = new Transform({
+              transform(chunk: Buffer, _e, cb) {
+                received += chunk.length;
+                hash.update(chunk);
+                if (total !== null && received > total) return cb(new Error(`more than the announced ${total} bytes arrived`));
+                if (Date.now() - lastNote >= 1000) {
+                  lastNote = Date.now();
+                  void deps.migrations.noteProgress(m.id, received).catch(() => undefined);
+                }
+                cb(null, chunk);
+              },
+            });
+            await pipeline(res.body, count, createWriteStream(file, { flags: received > 0 && res.status === 206 ? "a" : "w", highWaterMark: 1 << 20 }), { signal });
+            if (total === null || received === total) break;
+            throw new Error(`the connection ended after ${received} of ${total} bytes`);
+          } catch (error) {
+            if (signal.aborted) throw error;
+            // A refused address, a wrong answer or too many bytes will not change by trying again.
+            const final = error instanceof OutboundRefused || /^(the server answered|more than|too many redirects|a redirect)/.test((error as Error).message);
+            if (attempt >= MAX_TRIES || final) throw error;
+            await new Promise((r) => setTimeout(r, (deps.retryDelayMs ?? 1000) * attempt));
+          }
+        }
+        const size = total ?? received;
+        await deps.migrations.noteProgress(m.id, received);
+        const current = await deps.repo.byId(m.id);
+        if (!current || current.status !== "importing") return;
+        await deps.migrations.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 ?? hash.digest("hex") }).catch((error: unknown) => {
+          // The integrity check already failed the migration with its message.
+          if ((error as { code?: string }).code !== "upload_checksum_mismatch") throw error;
+        });
+      } catch (error) {
+        if (stop.signal.aborted) return;
+        if (deadline.aborted) await deps.migrations.fail(m.id, `Download timed out after ${Math.round(timeoutMs / 1000)}s`);
+        else await deps.migrations.fail(m.id, `Download failed: ${(error as Error).message}`);
+      } finally {
+        clearInterval(watch);
+        await rm(file, { force: true });
+      }
+    },
+  };
+}

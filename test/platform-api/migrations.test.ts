@@ -1,0 +1,309 @@
+// Migrations API (platform spec 4.3) over real HTTP against a control plane on a real
+// PostgreSQL: create/list/get with permissions per role, the upload tiers into the backup
+// store (tier 1 multipart, tier 2 tus with a cut connection resumed, a 20 GB declaration
+// with 1 MB sent), the integrity check, configure/available-vms/start/cancel/retry/DELETE,
+// and the cleanup job.
+//
+// The analysis is injected here as a function returning a fixed result: these tests are of
+// the upload flow and the state machine around the analysis, not of the analysis itself (its
+// HTTP test with real backups is test/platform-api/migration-analysis.test.ts).
+import { createHash, randomBytes } from "node:crypto";
+import http from "node:http";
+import { readdir } from "node:fs/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createDemoOrganization, createObjectStore, type DemoOrganization } from "@berth/control-plane";
+import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { addPerson, type Person } from "../support/people.ts";
+import { waitUntil } from "../support/wait.ts";
+
+const waitFor = (check: () => Promise<boolean>, what: string, timeoutMs: number) => waitUntil(what, check, { timeoutMs, intervalMs: 100 });
+
+const FIXED_ANALYSIS = {
+  erp_version: "17.0",
+  postgres_version: "16.4",
+  database_name: "acme",
+  database_size_bytes: 123_456,
+  filestore_size_bytes: 7_890,
+  total_size_bytes: 131_346,
+  total_modules: 3,
+  standard_modules: ["base", "sale"],
+  custom_modules: ["acme_custom"],
+  partner_count: 42,
+  user_count: 5,
+  recommended_cpu: 1,
+  recommended_ram_mb: 2048,
+  recommended_disk_gb: 20,
+  estimated_monthly_cost: 20,
+  vendor_equivalent_cost: 90,
+  monthly_savings: 70,
+};
+
+let cp: TestControlPlane;
+let base: string;
+let demo: DemoOrganization;
+let owner: Person;
+let admin: Person;
+let member: Person;
+let outsider: Person;
+const analysed: number[] = [];
+
+beforeAll(async () => {
+  cp = await startControlPlane({
+    listen: true,
+    jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+    analyzeBackup: async (source) => {
+      // Reads the stored backup's first bytes, as the real analysis does, to prove the source opens.
+      const head = await source.open({ start: 0, end: Math.min(15, source.size - 1) });
+      for await (const _ of head) void _;
+      analysed.push(source.size);
+      return FIXED_ANALYSIS;
+    },
+  });
+  const addr = cp.app.server.address() as { port: number };
+  base = `http://127.0.0.1:${addr.port}/api/v1`;
+  demo = await createDemoOrganization(cp.database.db, cp.app.services);
+  const where = { organizationId: demo.organization_id, projectId: demo.project_id };
+  [owner, admin, member, outsider] = await Promise.all([addPerson(cp.app, "org_owner", where), addPerson(cp.app, "org_admin", where), addPerson(cp.app, "org_member", where), addPerson(cp.app, "outsider", where)]);
+}, 60_000);
+
+afterAll(async () => {
+  await cp?.close();
+});
+
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+async function createMigration(p: Person = owner, name = "Acme ERP") {
+  const res = await p.api.post("/migrations", { organization_id: demo.organization_id, source_type: "vendor_paas", project_name: name, data_processing_consent: true });
+  expect(res.status).toBe(201);
+  return res.body as { id: string; status: string };
+}
+
+async function storedFiles(): Promise<string[]> {
+  return (await readdir(cp.backupDir, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => e.name);
+}
+
+/** A raw HTTP request on the listening server; body written in pieces, optionally cut after `cutAfter` bytes. */
+function raw(method: string, url: string, headers: Record<string, string | number>, body?: Buffer, cutAfter?: number): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string } | "cut"> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (c: Buffer) => parts.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString() }));
+    });
+    req.on("error", (err) => (cutAfter !== undefined ? resolve("cut") : reject(err)));
+    if (body && cutAfter !== undefined) {
+      req.write(body.subarray(0, cutAfter), () => setTimeout(() => req.destroy(), 300));
+      return;
+    }
+    req.end(body);
+  });
+}
+
+/** upload_url answered through app.inject names its Host; the same path on the listening server. */
+const onServer = (url: string) => `${base}${new URL(url).pathname.replace(/^\/api\/v1/, "")}`;
+
+async function directUpload(id: string, data: Buffer, declaredSha: string, token = owner.token) {
+  const form = new FormData();
+  form.append("sha256", declaredSha);
+  form.append("file", new Blob([new Uint8Array(data)]), "backup.zip");
+  const res = await fetch(`${base}/migrations/${id}/upload/direct`, { method: "POST", headers: { authorization: `Bearer ${token}` }, body: form });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe("records and permissions", () => {
+  it("create needs data_processing_consent true; list pages and filters; get", async () => {
+    const refused = await owner.api.post("/migrations", { organization_id: demo.organization_id, source_type: "on_premise", project_name: "X", data_processing_consent: false });
+    expect(refused).toMatchObject({ status: 400, body: { error: "consent_required" } });
+    const a = await createMigration(owner, "List A");
+    await createMigration(admin, "List B");
+    expect(a).toMatchObject({ status: "pending", progress_percent: 0, project_name: "List A", organization_id: demo.organization_id });
+    const page = await member.api.get(`/migrations?organization_id=${demo.organization_id}&page=1&page_size=1&status=pending`);
+    expect(page.status).toBe(200);
+    expect(page.body.items).toHaveLength(1);
+    expect(page.body.total).toBeGreaterThanOrEqual(2);
+    expect(page.body.pages).toBe(page.body.total);
+    expect((await member.api.get(`/migrations?organization_id=${demo.organization_id}&page_size=101`)).status).toBe(400);
+    expect((await member.api.get(`/migrations/${a.id}`)).body).toMatchObject({ id: a.id, status: "pending" });
+  });
+
+  it("members list and read; only owners and admins create, upload, configure, start, delete; outsiders see nothing (404)", async () => {
+    const m = await createMigration();
+    expect((await member.api.post("/migrations", { organization_id: demo.organization_id, source_type: "vendor_paas", project_name: "N", data_processing_consent: true })).status).toBe(403);
+    expect((await member.api.post(`/migrations/${m.id}/upload/init?file_name=a.zip&file_size=10`)).status).toBe(403);
+    expect((await member.api.post(`/migrations/${m.id}/start`)).status).toBe(403);
+    expect((await member.api.delete(`/migrations/${m.id}`)).status).toBe(403);
+    expect((await member.api.post(`/migrations/${m.id}/cancel`)).status).toBe(403);
+    expect((await outsider.api.get(`/migrations/${m.id}`))).toMatchObject({ status: 404, body: { message: "Migration not found" } });
+    expect((await outsider.api.get(`/migrations?organization_id=${demo.organization_id}`)).status).toBe(404);
+    expect((await outsider.api.post("/migrations", { organization_id: demo.organization_id, source_type: "vendor_paas", project_name: "N", data_processing_consent: true })).status).toBe(404);
+    expect((await admin.api.post(`/migrations/${m.id}/upload/init?file_name=a.zip&file_size=10`)).status).toBe(200);
+  });
+});
+
+describe("upload tiers", () => {
+  it("upload/init answers the tier by size", async () => {
+    const m = await createMigration();
+    const tierOf = async (size: number) => (await owner.api.post(`/migrations/${m.id}/upload/init?file_name=b.zip&file_size=${size}`)).body;
+    expect(await tierOf(1000)).toMatchObject({ upload_tier: "tier_1", method: "POST", protocol: "multipart", upload_url: expect.stringMatching(/\/upload\/direct$/) });
+    expect(await tierOf(60 * 1024 * 1024)).toMatchObject({ upload_tier: "tier_2", protocol: "tus", chunk_size_bytes: 10 * 1024 * 1024, upload_url: expect.stringMatching(/\/upload\/tus$/) });
+    expect(await tierOf(2 * 1024 ** 3)).toMatchObject({ upload_tier: "tier_3", protocol: "tus" });
+    expect(await tierOf(20 * 1024 ** 3)).toMatchObject({ upload_tier: "tier_4", protocol: "tus" });
+  });
+
+  it("tier 1: a multipart POST is streamed into the store, verified, analysed; progress events follow the states", async () => {
+    const m = await createMigration();
+    const data = randomBytes(3 * 1024 * 1024 + 17);
+    expect((await owner.api.post(`/migrations/${m.id}/upload/init?file_name=acme.zip&file_size=${data.length}`)).body.upload_tier).toBe("tier_1");
+    const up = await directUpload(m.id, data, sha(data));
+    expect(up).toMatchObject({ status: 200, body: { size_bytes: data.length, sha256: sha(data) } });
+    await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
+    const got = (await owner.api.get(`/migrations/${m.id}`)).body;
+    expect(got).toMatchObject({ erp_version_detected: "17.0", recommended_cpu: 1, recommended_ram_mb: 2048, sha256: sha(data), file_name: "acme.zip", upload_tier: "tier_1", monthly_savings: 70 });
+    expect((await member.api.get(`/migrations/${m.id}/analysis`)).body).toEqual({ migration_id: m.id, ...FIXED_ANALYSIS });
+    const { rows } = await cp.database.pool.query<{ data: { status: string; current_step: string | null } }>("select data from org_events where type = 'migration_progress' and data->>'migration_id' = $1 order by id", [m.id]);
+    const seen = rows.map((r) => `${r.data.status}/${r.data.current_step}`);
+    expect(seen).toEqual(expect.arrayContaining(["pending/null", "uploading/uploading", "uploading/verifying", "uploading/analyzing", "analyzed/null"]));
+    expect(rows.every((r) => "progress_percent" in r.data && "error_message" in r.data)).toBe(true);
+  }, 30_000);
+
+  it("an integrity mismatch fails the migration with a clear error_message and keeps nothing", async () => {
+    const before = await storedFiles();
+    const m = await createMigration();
+    const data = randomBytes(200_000);
+    await owner.api.post(`/migrations/${m.id}/upload/init?file_name=x.zip&file_size=${data.length}`);
+    const up = await directUpload(m.id, data, sha(Buffer.from("something else")));
+    expect(up).toMatchObject({ status: 422, body: { error: "upload_checksum_mismatch" } });
+    const got = (await owner.api.get(`/migrations/${m.id}`)).body;
+    expect(got.status).toBe("failed");
+    expect(got.error_message).toMatch(/^Integrity check failed: received 200000 bytes with sha256 [0-9a-f]{64}, but 200000 bytes with sha256 [0-9a-f]{64} were declared; nothing was kept/);
+    expect(await storedFiles()).toEqual(before);
+  });
+
+  it("tier 2: tus chunks, a cut connection resumed from HEAD's Upload-Offset, then verified and analysed", async () => {
+    const m = await createMigration();
+    const data = randomBytes(52 * 1024 * 1024);
+    const init = (await owner.api.post(`/migrations/${m.id}/upload/init?file_name=big.zip&file_size=${data.length}`)).body;
+    expect(init.upload_tier).toBe("tier_2");
+    const auth = { authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" };
+    const meta = `filename ${Buffer.from("big.zip").toString("base64")},sha256 ${Buffer.from(sha(data)).toString("base64")}`;
+    const created = await raw("POST", onServer(init.upload_url), { ...auth, "upload-length": data.length, "upload-metadata": meta });
+    if (created === "cut") throw new Error("cut");
+    expect(created.status).toBe(201);
+    const uploadUrl = String(created.headers.location);
+    expect(uploadUrl).toMatch(/\/upload\/tus\/[0-9a-f-]{36}\.[0-9a-f]{32}$/);
+    const chunk = init.chunk_size_bytes as number;
+    // First chunk whole, the second one cut half-way.
+    const first = await raw("PATCH", uploadUrl, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": 0 }, data.subarray(0, chunk));
+    expect(first !== "cut" && first.status).toBe(204);
+    expect(await raw("PATCH", uploadUrl, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": chunk, "content-length": chunk }, data.subarray(chunk, 2 * chunk), chunk / 2)).toBe("cut");
+    // The client asks where to continue.
+    let offset = 0;
+    await waitFor(async () => {
+      const head = await raw("HEAD", uploadUrl, auth);
+      offset = head === "cut" ? 0 : Number(head.headers["upload-offset"]);
+      return offset > chunk;
+    }, "the cut chunk's bytes to be kept", 10_000);
+    expect(offset).toBeLessThan(2 * chunk);
+    let last: Awaited<ReturnType<typeof raw>> = "cut";
+    while (offset < data.length) {
+      const end = Math.min(data.length, offset + chunk);
+      last = await raw("PATCH", uploadUrl, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": offset }, data.subarray(offset, end));
+      if (last === "cut") throw new Error("cut");
+      expect(last.status).toBe(204);
+      offset = Number(last.headers["upload-offset"]);
+    }
+    expect(last !== "cut" && last.headers["x-checksum-sha256"]).toBe(sha(data));
+    await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
+    expect(analysed).toContain(data.length);
+    // The tus folder keeps nothing of a finished upload.
+    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+  }, 60_000);
+
+  it("a 20 GB declaration with 1 MB sent stays an unfinished upload: nothing stored, nothing analysed, resumable", async () => {
+    const m = await createMigration();
+    const declared = 20 * 1024 ** 3;
+    const init = (await owner.api.post(`/migrations/${m.id}/upload/init?file_name=huge.zip&file_size=${declared}&sha256=${"a".repeat(64)}`)).body;
+    expect(init.upload_tier).toBe("tier_4");
+    // The direct endpoint refuses it: wrong tier.
+    expect((await directUpload(m.id, randomBytes(10), "a".repeat(64))).body.error).toBe("wrong_upload_tier");
+    const auth = { authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" };
+    expect(await raw("POST", onServer(init.upload_url), { ...auth, "upload-length": 1000 })).toMatchObject({ status: 400 });
+    const created = await raw("POST", onServer(init.upload_url), { ...auth, "upload-length": declared });
+    if (created === "cut") throw new Error("cut");
+    const url = String(created.headers.location);
+    const res = await raw("PATCH", url, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": 0 }, randomBytes(1024 * 1024));
+    expect(res !== "cut" && res.headers["upload-offset"]).toBe(String(1024 * 1024));
+    const head = await raw("HEAD", url, auth);
+    expect(head !== "cut" && head.headers["upload-offset"]).toBe(String(1024 * 1024));
+    const got = (await owner.api.get(`/migrations/${m.id}`)).body;
+    expect(got).toMatchObject({ status: "uploading", current_step: "uploading", file_size_bytes: declared, sha256: null });
+    expect(await storeHead(`migrations/${demo.organization_id}/${m.id}/backup`)).toBeNull();
+    // Cancel discards the half-upload at once.
+    expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body).toMatchObject({ status: "cancelled" });
+    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+  }, 30_000);
+});
+
+describe("after the analysis", () => {
+  async function analysedMigration() {
+    const m = await createMigration();
+    const data = randomBytes(100_000);
+    await owner.api.post(`/migrations/${m.id}/upload/init?file_name=a.zip&file_size=${data.length}&sha256=${sha(data)}`);
+    const form = new FormData();
+    form.append("file", new Blob([new Uint8Array(data)]), "a.zip");
+    expect((await fetch(`${base}/migrations/${m.id}/upload/direct`, { method: "POST", headers: { authorization: `Bearer ${owner.token}` }, body: form })).status).toBe(200);
+    await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
+    return m;
+  }
+
+  it("available-vms, configure (own servers only), start answers that execution is not available, cancel", async () => {
+    const m = await analysedMigration();
+    const vms = await member.api.get(`/migrations/${m.id}/available-vms`);
+    expect(vms.status).toBe(200);
+    expect(vms.body).toEqual([expect.objectContaining({ id: demo.server_id, cpu_cores: 4, available_cpu: 2, available_memory_gb: 4 })]);
+    expect((await owner.api.post(`/migrations/${m.id}/start`)).body.error).toBe("migration_not_ready");
+    const other = await createDemoOrganization(cp.database.db, cp.app.services);
+    expect((await owner.api.post(`/migrations/${m.id}/configure`, { target_vm_id: other.server_id })).body.error).toBe("server_not_found");
+    const conf = await owner.api.post(`/migrations/${m.id}/configure`, { target_vm_id: demo.server_id, target_domain: "erp.acme.example", git_branch: "main" });
+    expect(conf).toMatchObject({ status: 200, body: { status: "ready", target_vm_id: demo.server_id, target_domain: "erp.acme.example", git_branch: "main" } });
+    expect((await owner.api.post(`/migrations/${m.id}/start`))).toMatchObject({ status: 409, body: { error: "migration_execution_unavailable" } });
+    expect((await owner.api.post(`/migrations/${m.id}/unlink-environment`)).body.error).toBe("migration_not_linked");
+    expect((await owner.api.post(`/migrations/${m.id}/retry`)).body.error).toBe("migration_not_retryable");
+    expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body).toMatchObject({ status: "cancelled", migration_id: m.id });
+    expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body.error).toBe("migration_not_cancellable");
+  }, 30_000);
+
+  it("DELETE removes the record and the stored bytes", async () => {
+    const m = await analysedMigration();
+    const key = `migrations/${demo.organization_id}/${m.id}/backup`;
+    expect(await storeHead(key)).not.toBeNull();
+    const del = await owner.api.delete(`/migrations/${m.id}`);
+    expect(del).toMatchObject({ status: 200, body: { deleted: true, storage_deleted: true } });
+    expect(await storeHead(key)).toBeNull();
+    expect((await owner.api.get(`/migrations/${m.id}`)).status).toBe(404);
+  }, 30_000);
+
+  it("a failed analysis is retried: retry_count goes up and the analysis runs again", async () => {
+    const m = await analysedMigration();
+    await cp.app.services.migrationsRepo.update(m.id, { status: "failed", analysis: null, errorMessage: "Analysis failed: x", currentStep: "analyzing" });
+    const r = await owner.api.post(`/migrations/${m.id}/retry`);
+    expect(r.body).toMatchObject({ status: "uploading", retry_count: 1 });
+    await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis again", 15_000);
+  }, 30_000);
+
+  it("the cleanup job removes the bytes of cancelled migrations, and of failed ones past their retention", async () => {
+    const m = await analysedMigration();
+    const key = `migrations/${demo.organization_id}/${m.id}/backup`;
+    await owner.api.post(`/migrations/${m.id}/cancel`);
+    expect(await storeHead(key)).not.toBeNull();
+    expect(await cp.app.services.migrations.cleanup()).toBeGreaterThanOrEqual(1);
+    expect(await storeHead(key)).toBeNull();
+    expect((await owner.api.get(`/migrations/${m.id}`)).body.status).toBe("cancelled");
+    const { rows } = await cp.database.pool.query("select name from pgboss.schedule where name = 'migrations.cleanup'");
+    expect(rows).toHaveLength(1);
+  }, 30_000);
+});
+
+function storeHead(key: string) {
+  return createObjectStore({ kind: "local", dir: cp.backupDir }).head(key);
+}
