@@ -13,10 +13,9 @@
 // Environment: BENCH_UPLOAD_MB (1024), BENCH_UPLOAD_RUNS (3; the median is reported),
 // DATABASE_URL (else an embedded PostgreSQL).
 import { execFileSync } from "node:child_process";
-import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdtemp, open, rm, stat } from "node:fs/promises";
-import http from "node:http";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -26,73 +25,18 @@ import { uploadFile } from "../../apps/agent/src/executor/backup/backup-transfer
 import { instanceSecret } from "../../apps/control-plane/src/db/instance-secrets.ts";
 import { createBackupLinks } from "../../apps/control-plane/src/modules/backups/backup-links.ts";
 import { startBenchDatabase } from "./database.ts";
+import { median } from "./median.ts";
 import { setting } from "./settings.ts";
+import { fsyncFile, makeFile, rawPut, rawServer } from "./upload-baseline.ts";
 
 const MB = Math.round(setting("BENCH_UPLOAD_MB", 1024, 1));
 const RUNS = Math.round(setting("BENCH_UPLOAD_RUNS", 3, 1));
 const GOAL_MB_S = 100;
 const log = (line = "") => process.stdout.write(`${line}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-
 async function timed(work: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();
   await work();
   return performance.now() - t0;
-}
-
-/** N MiB of incompressible bytes (a random 4 MiB block, each copy with its own first bytes), and its sha256. */
-async function makeFile(file: string, mb: number): Promise<string> {
-  const block = randomBytes(4 << 20);
-  const hash = createHash("sha256");
-  const out = createWriteStream(file);
-  for (let written = 0; written < mb << 20; written += block.length) {
-    const chunk = block.subarray(0, Math.min(block.length, (mb << 20) - written));
-    chunk.writeUInt32BE(written / block.length, 0);
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest("hex");
-}
-
-async function fsyncFile(file: string): Promise<void> {
-  const h = await open(file, "r+");
-  await h.sync();
-  await h.close();
-}
-
-/** The baseline server: PUT body to a file, fsync, 200. */
-function rawServer(dir: string): Promise<{ port: number; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(dir, `raw-${randomUUID()}`);
-    pipeline(req, createWriteStream(file, { highWaterMark: 1 << 20 }))
-      .then(() => fsyncFile(file))
-      .then(() => rm(file, { force: true }))
-      .then(
-        () => res.end("ok"),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () =>
-      resolve({ port: (server.address() as { port: number }).port, close: () => new Promise<void>((r) => server.close(() => r())) }),
-    ),
-  );
-}
-
-function rawPut(port: number, file: string, size: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const req = http.request({ host: "127.0.0.1", port, method: "PUT", path: "/", headers: { "content-length": size } }, (res) => {
-      res.resume();
-      res.on("end", () => (res.statusCode === 200 ? resolve() : reject(new Error(`raw PUT answered ${res.statusCode}`))));
-    });
-    req.on("error", reject);
-    pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), req).catch(reject);
-  });
 }
 
 async function main(): Promise<void> {

@@ -36,6 +36,7 @@ import { directDeploy, type DirectDeployResult, type Inside } from "./deploy/dir
 import { dockerClient, leftovers, removeEnvironmentObjects } from "./deploy/docker-objects.ts";
 import { POLL_MS, startFullStack, type FullDeployResult } from "./deploy/full.ts";
 import { cpuDelta, cpuSnapshot } from "./deploy/proc.ts";
+import { median } from "./median.ts";
 import { setting } from "./settings.ts";
 
 const ROUNDS = Math.round(setting("BENCH_ROUNDS", 3, 1));
@@ -53,11 +54,6 @@ const CLEANUP_STEP_MS = 20_000;
 
 const log = (line = "") => process.stdout.write(`${line}\n`);
 const s = (ms: number, digits = 2) => (ms / 1000).toFixed(digits);
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 // ---- clean-up: everything started is undone, last first, once --------------------------
 

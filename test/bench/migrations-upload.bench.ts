@@ -10,9 +10,9 @@
 // Environment: BENCH_MIGRATION_UPLOAD_MB (400, within tier 2), BENCH_MIGRATION_UPLOAD_RUNS (3;
 // the median is reported), DATABASE_URL (else an embedded PostgreSQL).
 import { execFileSync } from "node:child_process";
-import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { mkdtemp, open, rm, stat } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm, stat } from "node:fs/promises";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -20,38 +20,14 @@ import { pipeline } from "node:stream/promises";
 import { createDb, runMigrations } from "@berth/db";
 import { buildApp, createDemoOrganization, createObjectStore } from "@berth/control-plane";
 import { startBenchDatabase } from "./database.ts";
+import { median } from "./median.ts";
 import { setting } from "./settings.ts";
+import { makeFile, rawPut, rawServer } from "./upload-baseline.ts";
 
 const MB = Math.round(setting("BENCH_MIGRATION_UPLOAD_MB", 400, 51));
 const RUNS = Math.round(setting("BENCH_MIGRATION_UPLOAD_RUNS", 3, 1));
 const GOAL_MB_S = 150;
 const log = (line = "") => process.stdout.write(`${line}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-
-async function makeFile(file: string, mb: number): Promise<string> {
-  const block = randomBytes(4 << 20);
-  const hash = createHash("sha256");
-  const out = createWriteStream(file);
-  for (let written = 0; written < mb << 20; written += block.length) {
-    const chunk = block.subarray(0, Math.min(block.length, (mb << 20) - written));
-    chunk.writeUInt32BE(written / block.length, 0);
-    hash.update(chunk);
-    if (!out.write(chunk)) await new Promise<void>((r) => out.once("drain", () => r()));
-  }
-  await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())));
-  return hash.digest("hex");
-}
-
-async function fsyncFile(file: string): Promise<void> {
-  const h = await open(file, "r+");
-  await h.sync();
-  await h.close();
-}
-
 /** One request with a body streamed from part of a file; the answer's status and headers. */
 function send(url: string, method: string, headers: Record<string, string | number>, body?: { file: string; start: number; end: number }): Promise<{ status: number; headers: http.IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
@@ -64,20 +40,6 @@ function send(url: string, method: string, headers: Record<string, string | numb
     if (body) pipeline(createReadStream(body.file, { start: body.start, end: body.end, highWaterMark: 1 << 20 }), req).catch(reject);
     else req.end();
   });
-}
-
-function rawServer(dir: string): Promise<{ port: number; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const file = path.join(dir, `raw-${randomUUID()}`);
-    pipeline(req, createWriteStream(file, { highWaterMark: 1 << 20 }))
-      .then(() => fsyncFile(file))
-      .then(() => rm(file, { force: true }))
-      .then(
-        () => res.end("ok"),
-        (err: unknown) => res.writeHead(500).end(String(err)),
-      );
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve({ port: (server.address() as { port: number }).port, close: () => new Promise<void>((r) => server.close(() => r())) })));
 }
 
 async function main(): Promise<void> {
@@ -145,16 +107,7 @@ async function main(): Promise<void> {
           execFileSync("sync");
           const t0 = performance.now();
           if (kind === "upload") ids.push(await uploadOnce());
-          else {
-            await new Promise<void>((resolve, reject) => {
-              const req = http.request({ host: "127.0.0.1", port: raw.port, method: "PUT", path: "/", headers: { "content-length": size } }, (r) => {
-                r.resume();
-                r.on("end", () => resolve());
-              });
-              req.on("error", reject);
-              pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), req).catch(reject);
-            });
-          }
+          else await rawPut(raw.port, file, size);
           (kind === "upload" ? upload : put).push(performance.now() - t0);
         }
         // Each stored backup goes before the next run: the disk holds one at a time.

@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { generateBackup } from "./migrations/generate-backup.ts";
+import { median } from "./median.ts";
 import { setting } from "./settings.ts";
 
 const MB = Math.round(setting("BENCH_BACKUP_MB", 2048, 1));
@@ -21,11 +22,6 @@ const RUNS = Math.round(setting("BENCH_ANALYSIS_RUNS", 3, 1));
 const GOAL_RATIO = 0.7;
 const GOAL_RSS_MB = 64;
 const log = (line = "") => process.stdout.write(`${line}\n`);
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
 const here = path.dirname(fileURLToPath(import.meta.url));
 
 function plainRead(file: string): { ms: number; bytes: number } {

@@ -40,6 +40,7 @@ import { findErpContainer } from "../../apps/agent/src/executor/environment/erp-
 import { pruneSnapshots, rollbackToSnapshot, takeSnapshot } from "../../apps/agent/src/executor/environment/pre-deploy-snapshot.ts";
 import { copyDatabase, dropDatabase } from "../../apps/agent/src/executor/environment/database-swap.ts";
 import type { PreDeploySettings } from "../../apps/agent/src/executor/runner/executor-deps.ts";
+import { median } from "./median.ts";
 import { setting } from "./settings.ts";
 
 const DB_MB = Math.round(setting("BENCH_DB_MB", 1024, 1));
@@ -48,11 +49,6 @@ const DEPLOYS = Math.round(setting("BENCH_DEPLOYS", 2, 1));
 const SUITE = "bench-snapshot";
 const log = (line = "") => process.stdout.write(`${line}\n`);
 const sec = (ms: number) => (ms / 1000).toFixed(2);
-const median = (xs: number[]) => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const T0 = performance.now();
 /** BENCH_VERBOSE=1 prints the agent's log lines with the time since start. */
 const noLog = (_level: string, message: string) => {
