@@ -1,4 +1,4 @@
-// s3rver ships no types; what the object store's test uses of it.
+// s3rver ships no types; what the tests use of it (the object store test here, and test/, whose tsconfig includes this file).
 declare module "s3rver" {
   interface S3rverOptions {
     address?: string;
