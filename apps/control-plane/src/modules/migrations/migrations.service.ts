@@ -45,6 +45,19 @@ export interface Caller {
   userId: string;
 }
 
+/** A migration about to receive a backup: nothing of an earlier one is left on its record. */
+const NO_BACKUP_YET = {
+  progressPercent: 0,
+  errorMessage: null,
+  receivedBytes: 0,
+  storage: null,
+  storageKey: null,
+  storedSha256: null,
+  storedSizeBytes: null,
+  analysis: null,
+  bytesRemovedAt: null,
+} as const;
+
 export const storageKeyOf = (m: { organizationId: string; id: string }) => `migrations/${m.organizationId}/${m.id}/backup`;
 
 export function migrationView(m: MigrationRow) {
@@ -130,6 +143,15 @@ export function createMigrationsService(deps: {
     else if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId);
   }
 
+  /** The migration, if it may take a (new) backup now; the caller then removes the bytes of any earlier one. */
+  async function acceptingBackup(organizationId: string, id: string, how: "uploaded" | "imported"): Promise<MigrationRow> {
+    const m = await get(organizationId, id);
+    if (!ACCEPTS_BACKUP.includes(m.status as MigrationStatus)) {
+      throw new DomainError("migration_not_uploadable", `Migration ${id} is ${m.status}: a backup can be ${how} while it is pending, uploading or failed`);
+    }
+    return m;
+  }
+
   /** The integrity check of bytes already in the store (parts completed in the bucket): read back, measured, removed if wrong. */
   async function verifyStored(m: MigrationRow, key: string): Promise<MigrationRow> {
     const hash = createHash("sha256");
@@ -198,10 +220,7 @@ export function createMigrationsService(deps: {
      * replaces an unfinished upload (its bytes are discarded).
      */
     async initUpload(organizationId: string, id: string, input: { file_name: string; file_size: number; sha256?: string | undefined }) {
-      const m = await get(organizationId, id);
-      if (!ACCEPTS_BACKUP.includes(m.status as MigrationStatus)) {
-        throw new DomainError("migration_not_uploadable", `Migration ${id} is ${m.status}: a backup can be uploaded while it is pending, uploading or failed`);
-      }
+      const m = await acceptingBackup(organizationId, id, "uploaded");
       if (input.file_size > MAX_UPLOAD_BYTES) throw new DomainError("validation_error", `A backup may be at most ${MAX_UPLOAD_BYTES} bytes`);
       await removeBytes(m);
       const tier = tierOf(input.file_size, deps.tierLimits ?? TIER_LIMITS);
@@ -210,23 +229,15 @@ export function createMigrationsService(deps: {
       const row = await repo.update(
         id,
         {
+          ...NO_BACKUP_YET,
           status: "uploading",
           currentStep: STEPS.uploading,
-          progressPercent: 0,
-          errorMessage: null,
           fileName: input.file_name,
           uploadTier: tier,
           declaredSizeBytes: input.file_size,
           declaredSha256: input.sha256?.toLowerCase() ?? null,
-          receivedBytes: 0,
           uploadId: parts ? `${S3_UPLOAD}${parts.uploadId}` : null,
           importUrl: null,
-          storage: null,
-          storageKey: null,
-          storedSha256: null,
-          storedSizeBytes: null,
-          analysis: null,
-          bytesRemovedAt: null,
         },
         { from: ACCEPTS_BACKUP },
       );
@@ -371,32 +382,21 @@ export function createMigrationsService(deps: {
 
     /** import-url: records the URL and queues the download (migration-jobs.ts, url-import.ts). */
     async importUrl(organizationId: string, id: string, input: { cloud_url: string; sha256?: string | undefined; file_size?: number | undefined }) {
-      const m = await get(organizationId, id);
-      if (!ACCEPTS_BACKUP.includes(m.status as MigrationStatus)) {
-        throw new DomainError("migration_not_uploadable", `Migration ${id} is ${m.status}: a backup can be imported while it is pending, uploading or failed`);
-      }
+      const m = await acceptingBackup(organizationId, id, "imported");
       await removeBytes(m);
       const name = decodeURIComponent(new URL(input.cloud_url).pathname.split("/").pop() ?? "") || "backup";
       const row = await repo.update(
         id,
         {
+          ...NO_BACKUP_YET,
           status: "importing",
           currentStep: STEPS.importing,
-          progressPercent: 0,
-          errorMessage: null,
           fileName: name.slice(0, 255),
           uploadTier: "import",
           importUrl: input.cloud_url,
           declaredSizeBytes: input.file_size ?? null,
           declaredSha256: input.sha256?.toLowerCase() ?? null,
-          receivedBytes: 0,
           uploadId: null,
-          storage: null,
-          storageKey: null,
-          storedSha256: null,
-          storedSizeBytes: null,
-          analysis: null,
-          bytesRemovedAt: null,
         },
         { from: ACCEPTS_BACKUP },
       );
