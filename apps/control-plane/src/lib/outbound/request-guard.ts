@@ -198,21 +198,28 @@ export function createRequestGuard(opts: RequestGuardOptions = {}): RequestGuard
     );
   };
 
+  /** A request to `url` whose every address is resolved (and checked) by `lookup`. */
+  function request(url: URL, options: Pick<http.RequestOptions, "method" | "headers" | "agent" | "signal">): http.ClientRequest {
+    const transport = url.protocol === "https:" ? https : http;
+    return transport.request({
+      protocol: url.protocol,
+      host: normalizeHost(url.hostname),
+      port: url.port || undefined,
+      path: `${url.pathname}${url.search}`,
+      lookup,
+      ...options,
+    });
+  }
+
   function send(url: URL, init: OutboundRequest): Promise<OutboundResponse> {
     const body = init.body === undefined ? undefined : Buffer.isBuffer(init.body) ? init.body : Buffer.from(init.body, "utf8");
     const limit = init.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    const transport = url.protocol === "https:" ? https : http;
     let req: http.ClientRequest;
     try {
-      req = transport.request({
-        protocol: url.protocol,
-        host: normalizeHost(url.hostname),
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
+      req = request(url, {
         method: init.method ?? "GET",
         headers: { ...init.headers, ...(body ? { "content-length": String(body.length) } : {}) },
         agent: agents[url.protocol as "http:" | "https:"],
-        lookup,
       });
     } catch (err) {
       // A header Node refuses (bad characters): nothing was sent.
@@ -253,20 +260,14 @@ export function createRequestGuard(opts: RequestGuardOptions = {}): RequestGuard
   }
 
   function openStream(url: URL, init: OutboundStreamRequest): Promise<OutboundStream> {
-    const transport = url.protocol === "https:" ? https : http;
     return new Promise<OutboundStream>((resolvePromise, reject) => {
       let req: http.ClientRequest;
       try {
-        req = transport.request({
-          protocol: url.protocol,
-          host: normalizeHost(url.hostname),
-          port: url.port || undefined,
-          path: `${url.pathname}${url.search}`,
+        req = request(url, {
           method: "GET",
           headers: init.headers ?? {},
           // With extra CAs, an agent of its own (the shared one trusts the system's only).
           agent: init.ca ? new https.Agent({ keepAlive: false, ca: init.ca }) : agents[url.protocol as "http:" | "https:"],
-          lookup,
           ...(init.signal ? { signal: init.signal } : {}),
         });
       } catch (err) {
