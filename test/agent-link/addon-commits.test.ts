@@ -3,12 +3,12 @@
 // records it (extra_data.addons), and a rollback to that deployment sends exactly those
 // commits although the branches moved on and the repositories changed since.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SignedCommand } from "@berth/protocol";
 import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
-import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import { demoOrganizationRecordingCommands } from "../support/demo-agent.ts";
+import { waitForValue } from "../support/wait.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -21,23 +21,11 @@ beforeAll(async () => {
 });
 afterAll(async () => cp?.close());
 
-async function until<T>(read: () => T | undefined | Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 type Sent = { id: string; name: string; commit: string | null; ssh_private_key?: string };
 
 describe("add-on repository commits", () => {
   it("are recorded from the agent's result and sent again by a rollback", async () => {
-    const commands: SignedCommand[] = [];
-    const { d, stop, agent } = await demoOrganizationWithAgent(cp, base, (cmd) => commands.push(cmd));
-    const commandFor = (deploymentId: string) => until(() => commands.find((c) => (c.params as { deployment_id?: string }).deployment_id === deploymentId), `the command of ${deploymentId}`);
+    const { d, stop, agent, commandFor } = await demoOrganizationRecordingCommands(cp, base);
     try {
       const rw = publicClient(cp.app, d.api_keys.org_rw);
       const admin = await addPerson(cp.app, "project_admin", { organizationId: d.organization_id, projectId: d.project_id });
@@ -73,10 +61,10 @@ describe("add-on repository commits", () => {
           },
         }),
       ]);
-      const done = await until(async () => {
+      const done = await waitForValue("the deploy to succeed", async () => {
         const view = (await admin.api.get(`/deployments/${first.body.task_id}`)).body;
         return view.status === "success" ? view : undefined;
-      }, "the deploy to succeed");
+      });
       expect(done.extra_data.addons.map((a: { name: string; branch: string; commit: string }) => [a.name, a.branch, a.commit])).toEqual([
         ["env-addons", "main", got[own.body.id]],
         ["shared", "17.0", got[shared.body.id]],

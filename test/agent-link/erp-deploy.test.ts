@@ -11,7 +11,8 @@ import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
-import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
+import { demoOrganizationRecordingCommands } from "../support/demo-agent.ts";
+import { waitForValue } from "../support/wait.ts";
 import type { SimAgent } from "../support/sim-agent.ts";
 
 let cp: TestControlPlane;
@@ -25,26 +26,11 @@ beforeAll(async () => {
 });
 afterAll(async () => cp?.close());
 
-async function until<T>(read: () => T | undefined | Promise<T | undefined>, what: string): Promise<T> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const v = await read();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** A demo organisation with a simulated agent that records every command it receives. */
-async function withCommands(answer?: (cmd: SignedCommand, a: SimAgent) => void) {
-  const commands: SignedCommand[] = [];
-  const org = await demoOrganizationWithAgent(cp, base, (cmd, a) => {
-    commands.push(cmd);
-    answer?.(cmd, a);
-  });
-  const commandFor = (deploymentId: string) => until(() => commands.find((c) => (c.params as { deployment_id?: string }).deployment_id === deploymentId), `the command of ${deploymentId}`);
-  return { ...org, commands, commandFor };
-}
+const withCommands = (answer?: (cmd: SignedCommand, a: SimAgent) => void) => demoOrganizationRecordingCommands(cp, base, answer);
+
+/** Polls `read` until it gives a value (10 s). */
+const until = <T>(read: () => T | undefined | Promise<T | undefined>, what: string) => waitForValue(what, read);
 
 const finish = (a: SimAgent, cmd: SignedCommand, outcome: { ok: true; result: Record<string, unknown> } | { ok: false; message: string }) =>
   a.sendEvents([

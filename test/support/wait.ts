@@ -18,3 +18,10 @@ export async function waitUntil(what: string, check: () => Promise<boolean> | bo
     await new Promise((r) => setTimeout(r, opts.intervalMs));
   }
 }
+
+/** Polls `read` until it gives a value (not undefined), within 10 s unless told otherwise; returns it. */
+export async function waitForValue<T>(what: string, read: () => T | undefined | Promise<T | undefined>, opts: WaitOptions = { timeoutMs: 10_000, intervalMs: 50 }): Promise<T> {
+  let value: T | undefined;
+  await waitUntil(what, async () => (value = await read()) !== undefined, opts);
+  return value as T;
+}
