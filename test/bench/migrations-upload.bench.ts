@@ -20,6 +20,7 @@ import { pipeline } from "node:stream/promises";
 import { createDb, runMigrations } from "@berth/db";
 import { buildApp, createDemoOrganization, createObjectStore } from "@berth/control-plane";
 import { startBenchDatabase } from "./database.ts";
+import { fixedAnalysis } from "../support/fixed-analysis.ts";
 import { median } from "./median.ts";
 import { setting } from "./settings.ts";
 import { makeFile, rawPut, rawServer } from "./upload-baseline.ts";
@@ -61,11 +62,7 @@ async function main(): Promise<void> {
       backupStore: createObjectStore({ kind: "local", dir: storeDir }),
       migrationUploadDir: path.join(work, "tus"),
       // The bench measures the upload; the analysis is a fixed answer.
-      analyzeBackup: async () => ({
-        erp_version: "17.0", postgres_version: null, database_name: "bench", database_size_bytes: 0, filestore_size_bytes: 0, total_size_bytes: 0, total_modules: 0,
-        standard_modules: [], custom_modules: [], partner_count: 0, user_count: 0, recommended_cpu: 1, recommended_ram_mb: 1024, recommended_disk_gb: 10,
-        estimated_monthly_cost: 0, vendor_equivalent_cost: 0, monthly_savings: 0,
-      }),
+      analyzeBackup: fixedAnalysis({ database_name: "bench", database_size_bytes: 0, total_size_bytes: 0, total_modules: 0, standard_modules: [], partner_count: 0, user_count: 0, estimated_monthly_cost: 0, vendor_equivalent_cost: 0, monthly_savings: 0 }),
     });
     await app.listen({ port: 0, host: "127.0.0.1" });
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/v1`;

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { fixedAnalysis } from "../support/fixed-analysis.ts";
 import { waitUntil } from "../support/wait.ts";
 
 const exec = promisify(execFile);
@@ -61,11 +62,7 @@ beforeAll(async () => {
     outboundAllow: ["127.0.0.1"],
     migrationImport: { timeoutMs: 4000, ca: cert },
     jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
-    analyzeBackup: async () => ({
-      erp_version: "16.0", postgres_version: null, database_name: "x", database_size_bytes: 1, filestore_size_bytes: 0, total_size_bytes: 1, total_modules: 1,
-      standard_modules: ["base"], custom_modules: [], partner_count: 1, user_count: 1, recommended_cpu: 1, recommended_ram_mb: 1024, recommended_disk_gb: 10,
-      estimated_monthly_cost: 1, vendor_equivalent_cost: 2, monthly_savings: 1,
-    }),
+    analyzeBackup: fixedAnalysis({ erp_version: "16.0" }),
   });
   demo = await createDemoOrganization(cp.database.db, cp.app.services);
   owner = await addPerson(cp.app, "org_owner", { organizationId: demo.organization_id });

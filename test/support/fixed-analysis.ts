@@ -1,0 +1,27 @@
+// A fixed backup analysis, for tests and benchmarks of the migration flow around the analysis
+// (uploads, imports, the state machine) that inject it instead of reading a real backup.
+import type { AnalysisFields } from "../../apps/control-plane/src/modules/migrations/migration-schemas.ts";
+
+export function fixedAnalysis(overrides: Partial<AnalysisFields> = {}): () => Promise<AnalysisFields> {
+  const analysis: AnalysisFields = {
+    erp_version: "17.0",
+    postgres_version: null,
+    database_name: "x",
+    database_size_bytes: 1,
+    filestore_size_bytes: 0,
+    total_size_bytes: 1,
+    total_modules: 1,
+    standard_modules: ["base"],
+    custom_modules: [],
+    partner_count: 1,
+    user_count: 1,
+    recommended_cpu: 1,
+    recommended_ram_mb: 1024,
+    recommended_disk_gb: 10,
+    estimated_monthly_cost: 1,
+    vendor_equivalent_cost: 2,
+    monthly_savings: 1,
+    ...overrides,
+  };
+  return async () => analysis;
+}
