@@ -28,42 +28,58 @@ export function generateAdminPassword(): string {
 }
 
 export function createErpCredentials(deps: { repo: ErpCredentialsRepo; environments: Pick<EnvironmentsRepo, "get">; masterKey: Buffer; clock: Clock }) {
+  /**
+   * A password kept sealed, generated and stored now when there is none (`store` writes it only
+   * if still absent). `created`: this call made it (the caller shows it once); false: it existed
+   * (never shown again). Null: no such environment.
+   */
+  async function ensureSealed(
+    read: () => Promise<string | null | undefined>,
+    store: (sealed: string, at: Date) => Promise<boolean>,
+  ): Promise<{ password: string; created: boolean } | null> {
+    const existing = await read();
+    if (existing === undefined) return null;
+    if (existing !== null) return { password: open(deps.masterKey, existing), created: false };
+    const password = generateAdminPassword();
+    if (await store(seal(deps.masterKey, password), deps.clock.now())) return { password, created: true };
+    const raced = await read();
+    return raced ? { password: open(deps.masterKey, raced), created: false } : null;
+  }
+
+  /** A new password for an environment of the scope, stored sealed by `replace`; returned once with the environment. */
+  async function rotated(scope: Scope, environmentId: string, replace: (id: string, sealed: string, at: Date) => Promise<void>) {
+    const env = await deps.environments.get(scope, environmentId);
+    if (!env) throw notFound("Environment");
+    const password = generateAdminPassword();
+    const setAt = deps.clock.now();
+    await replace(env.id, seal(deps.masterKey, password), setAt);
+    return {
+      environment_id: env.id,
+      password,
+      rotated_at: setAt.toISOString(),
+      applies_at: "next_deploy" as const,
+      // Deployed with the previous one: the ERP keeps it until the next deploy applies the new one.
+      deploy_needed: env.status !== "pending",
+    };
+  }
+
   return {
-    /**
-     * The environment's master password, generated and stored now when it has none. `created`:
-     * this call made it (the caller shows it once); false: it existed (never shown again).
-     */
-    async ensure(environmentId: string): Promise<{ password: string; created: boolean } | null> {
-      const existing = await deps.repo.sealed(environmentId);
-      if (existing === undefined) return null;
-      if (existing !== null) return { password: open(deps.masterKey, existing), created: false };
-      const password = generateAdminPassword();
-      if (await deps.repo.setIfAbsent(environmentId, seal(deps.masterKey, password), deps.clock.now())) return { password, created: true };
-      const raced = await deps.repo.sealed(environmentId);
-      return raced ? { password: open(deps.masterKey, raced), created: false } : null;
-    },
+    /** The environment's master password, generated and stored now when it has none. */
+    ensure: (environmentId: string) =>
+      ensureSealed(
+        () => deps.repo.sealed(environmentId),
+        (sealed, at) => deps.repo.setIfAbsent(environmentId, sealed, at),
+      ),
 
-    /** The master password a deploy sends; null when none was generated or it does not open (another master key). */
-    async current(environmentId: string): Promise<string | null> {
-      const sealed = await deps.repo.sealed(environmentId);
-      if (!sealed) return null;
-      try {
-        return open(deps.masterKey, sealed);
-      } catch {
-        return null;
-      }
-    },
-
-    /** The administrator's login password, generated now when it has none; `created` as for ensure. */
-    async ensureLogin(environmentId: string): Promise<{ password: string; created: boolean } | null> {
-      const existing = await deps.repo.login(environmentId);
-      if (existing === undefined) return null;
-      if (existing.enc !== null) return { password: open(deps.masterKey, existing.enc), created: false };
-      const password = generateAdminPassword();
-      if (await deps.repo.setLoginIfAbsent(environmentId, seal(deps.masterKey, password), deps.clock.now())) return { password, created: true };
-      const raced = await deps.repo.login(environmentId);
-      return raced?.enc ? { password: open(deps.masterKey, raced.enc), created: false } : null;
-    },
+    /** The administrator's login password, generated now when it has none. */
+    ensureLogin: (environmentId: string) =>
+      ensureSealed(
+        async () => {
+          const row = await deps.repo.login(environmentId);
+          return row === undefined ? undefined : row.enc;
+        },
+        (sealed, at) => deps.repo.setLoginIfAbsent(environmentId, sealed, at),
+      ),
 
     /**
      * The login password a deploy must set, with its version (when it was made), while the
@@ -82,36 +98,14 @@ export function createErpCredentials(deps: { repo: ErpCredentialsRepo; environme
 
     /** A new administrator login password, returned once; the environment's next deploy sets it in the database. */
     async rotateLogin(scope: Scope, environmentId: string) {
-      const env = await deps.environments.get(scope, environmentId);
-      if (!env) throw notFound("Environment");
-      const password = generateAdminPassword();
-      const setAt = deps.clock.now();
-      await deps.repo.replaceLogin(env.id, seal(deps.masterKey, password), setAt);
-      return {
-        environment_id: env.id,
-        login: ADMIN_LOGIN,
-        admin_login_password: password,
-        rotated_at: setAt.toISOString(),
-        applies_at: "next_deploy" as const,
-        deploy_needed: env.status !== "pending",
-      };
+      const { password, ...rest } = await rotated(scope, environmentId, (id, sealed, at) => deps.repo.replaceLogin(id, sealed, at));
+      return { ...rest, login: ADMIN_LOGIN, admin_login_password: password };
     },
 
     /** A new master password for an environment of the scope, returned once; the environment's next deploy sends it. */
     async rotate(scope: Scope, environmentId: string) {
-      const env = await deps.environments.get(scope, environmentId);
-      if (!env) throw notFound("Environment");
-      const password = generateAdminPassword();
-      const setAt = deps.clock.now();
-      await deps.repo.replace(env.id, seal(deps.masterKey, password), setAt);
-      return {
-        environment_id: env.id,
-        admin_password: password,
-        rotated_at: setAt.toISOString(),
-        applies_at: "next_deploy" as const,
-        // Deployed with the previous one: the ERP keeps it until the next deploy writes the new one.
-        deploy_needed: env.status !== "pending",
-      };
+      const { password, ...rest } = await rotated(scope, environmentId, (id, sealed, at) => deps.repo.replace(id, sealed, at));
+      return { ...rest, admin_password: password };
     },
   };
 }
