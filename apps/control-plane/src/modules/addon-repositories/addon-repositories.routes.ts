@@ -72,31 +72,24 @@ const fields = {
   token: Type.String({ maxLength: 8192, description: "Sealed at rest, never shown again" }),
   auto_deploy: Type.Boolean({ description: "Environment level: a push to this repository and branch deploys the environment (default true)" }),
 };
-const CreateBody = Type.Object(
-  {
-    git_url: Type.String({ maxLength: 4096 }),
-    branch: Type.String({ maxLength: 300 }),
-    name: Type.Optional(fields.name),
-    commit: Type.Optional(fields.commit),
-    submodules: Type.Optional(fields.submodules),
-    sub_paths: Type.Optional(fields.sub_paths),
-    access: Type.Optional(fields.access),
-    token: Type.Optional(fields.token),
-    auto_deploy: Type.Optional(fields.auto_deploy),
-  },
-  { additionalProperties: false, title: "AddonRepositoryCreate" },
-);
+/** What both create and update may set beyond the URL and branch. */
+const optionalFields = {
+  name: Type.Optional(fields.name),
+  commit: Type.Optional(fields.commit),
+  submodules: Type.Optional(fields.submodules),
+  sub_paths: Type.Optional(fields.sub_paths),
+  access: Type.Optional(fields.access),
+  token: Type.Optional(fields.token),
+  auto_deploy: Type.Optional(fields.auto_deploy),
+};
+const GitUrl = Type.String({ maxLength: 4096 });
+const Branch = Type.String({ maxLength: 300 });
+const CreateBody = Type.Object({ git_url: GitUrl, branch: Branch, ...optionalFields }, { additionalProperties: false, title: "AddonRepositoryCreate" });
 const PatchBody = Type.Object(
   {
-    git_url: Type.Optional(Type.String({ maxLength: 4096 })),
-    branch: Type.Optional(Type.String({ maxLength: 300 })),
-    name: Type.Optional(fields.name),
-    commit: Type.Optional(fields.commit),
-    submodules: Type.Optional(fields.submodules),
-    sub_paths: Type.Optional(fields.sub_paths),
-    access: Type.Optional(fields.access),
-    token: Type.Optional(fields.token),
-    auto_deploy: Type.Optional(fields.auto_deploy),
+    git_url: Type.Optional(GitUrl),
+    branch: Type.Optional(Branch),
+    ...optionalFields,
     regenerate_deploy_key: Type.Optional(Type.Boolean({ description: "Replace the deploy key with a new one (access deploy_key)" })),
   },
   { additionalProperties: false, title: "AddonRepositoryUpdate" },
