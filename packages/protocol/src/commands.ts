@@ -143,6 +143,32 @@ export type AddonRepository = Static<typeof AddonRepository>;
 /** Most add-on repositories one deploy carries (all levels together). */
 export const MAX_DEPLOY_ADDON_REPOSITORIES = 60;
 
+/** A path on the control plane's origin (the agent's own control plane URL), never another host. */
+const ControlPlanePath = Type.String({ pattern: "^/(?!/)[A-Za-z0-9_.~/-]*$", maxLength: 1024 });
+
+const BackupFileSum = Type.Object(
+  { name: Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" }), size: Type.Integer({ minimum: 0 }), sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }) },
+  strict,
+);
+
+/**
+ * An ERP backup as the vendor's tools make it (a zip with dump.sql, manifest.json and
+ * filestore/, a tar or tar.gz with a SQL dump, or a plain SQL file): one file the agent
+ * fetches from the control plane's store at GET <control plane URL>`path`/<file.name> and
+ * checks against the signed size and sha256. With `neutralize`, the copy is neutralised
+ * (scheduled actions and mail servers off, database.is_neutralized set) before it is served.
+ */
+const ErpArchive = Type.Object(
+  {
+    path: ControlPlanePath,
+    expires_at: Timestamp,
+    file: BackupFileSum,
+    /** A copy that is not production. Absent: false. */
+    neutralize: Type.Optional(Type.Boolean()),
+  },
+  strict,
+);
+
 export const DeployParams = Type.Object(
   {
     deployment_id: Uuid,
@@ -186,6 +212,15 @@ export const DeployParams = Type.Object(
     ),
     /** Add-on repositories, environment level first; absent: none (see AddonRepository). */
     addon_repositories: Type.Optional(Type.Array(AddonRepository, { maxItems: MAX_DEPLOY_ADDON_REPOSITORIES })),
+    /**
+     * A migration's backup to restore as the environment's database and file store in this
+     * deploy (platform spec 4.3 and 4.1's restore-once rule), instead of initialising a new
+     * database; an existing database is replaced (force_restore) only once the copy is loaded
+     * and verified, and put back if the deploy fails. The result then carries
+     * `migration_restore`; logs of step starting_container carry data.migration_step (see
+     * MIGRATION_RESTORE_PHASES) as each phase begins.
+     */
+    archive: Type.Optional(Type.Object({ migration_id: Uuid, ...ErpArchive.properties }, strict)),
   },
   strict,
 );
@@ -218,13 +253,6 @@ export const DestroyParams = Type.Object(
 );
 export type DestroyParams = Static<typeof DestroyParams>;
 
-/** A path on the control plane's origin (the agent's own control plane URL), never another host. */
-const ControlPlanePath = Type.String({ pattern: "^/(?!/)[A-Za-z0-9_.~/-]*$", maxLength: 1024 });
-const BackupFileSum = Type.Object(
-  { name: Type.String({ pattern: "^[a-z0-9][a-z0-9._-]{0,63}$" }), size: Type.Integer({ minimum: 0 }), sha256: Type.String({ pattern: "^[0-9a-f]{64}$" }) },
-  strict,
-);
-
 /**
  * backup: which backup to write; with `upload`, each file goes to the control plane's backup
  * store as soon as it is written: PUT <control plane URL><path>/<name>, Authorization: Bearer
@@ -256,24 +284,10 @@ export const RestoreParams = Type.Object(
       Type.Object({ environment_id: Uuid, path: ControlPlanePath, expires_at: Timestamp, files: Type.Array(BackupFileSum, { minItems: 1, maxItems: 8 }) }, strict),
     ),
     /**
-     * Instead of a backup Berth made: an ERP backup as the vendor's tools make it (a zip with
-     * dump.sql, manifest.json and filestore/, a tar or tar.gz with a SQL dump, or a plain SQL
-     * file), one file fetched from the control plane's store at `path`/<file.name> and checked
-     * against the signed size and sha256; `backup_id` then names the upload (a migration).
-     * With `neutralize`, the copy is neutralised before it is swapped in.
+     * Instead of a backup Berth made: an ERP backup as the vendor's tools make it (see
+     * ErpArchive); `backup_id` then names the upload (a migration).
      */
-    archive: Type.Optional(
-      Type.Object(
-        {
-          path: ControlPlanePath,
-          expires_at: Timestamp,
-          file: BackupFileSum,
-          /** Scheduled actions and mail servers off, database.is_neutralized set (a copy that is not production). Absent: false. */
-          neutralize: Type.Optional(Type.Boolean()),
-        },
-        strict,
-      ),
-    ),
+    archive: Type.Optional(ErpArchive),
   },
   strict,
 );

@@ -74,3 +74,13 @@ export function stepsForKind(kind: OperationKind): readonly StepId[] {
   if (kind === "deploy" || kind === "redeploy" || kind === "rollback") return DEPLOY_STEP_IDS;
   return LIFECYCLE_STEPS[kind];
 }
+
+/**
+ * A deploy that restores a migration's backup (DeployParams.archive) reports, inside step
+ * starting_container, each phase of the restore as it begins: a log line whose
+ * data.migration_step is one of these (data.skipped true for a phase with nothing to do,
+ * e.g. a backup without a file store). The control plane maps them onto the 12 steps of a
+ * migration (platform spec 4.3).
+ */
+export const MIGRATION_RESTORE_PHASES = ["downloading_backup", "extracting_backup", "restoring_database", "restoring_filestore", "restarting_container"] as const;
+export type MigrationRestorePhase = (typeof MIGRATION_RESTORE_PHASES)[number];
