@@ -4,18 +4,7 @@
 import { del, get, post } from "./api.js";
 import { badge, clear, fmt, h, onSubmit, table } from "./dom.js";
 
-function bytes(n) {
-  if (n === null || n === undefined) return "–";
-  if (n < 1024) return `${n} B`;
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let v = n / 1024;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
-}
+const bytes = fmt.bytes;
 
 const STORAGE_LABEL = { local: "control plane", s3: "object storage" };
 

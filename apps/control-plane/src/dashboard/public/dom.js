@@ -33,6 +33,19 @@ export const fmt = {
   pct: (n) => (n === null || n === undefined ? "–" : `${n.toFixed(1)} %`),
   gbFromMb: (mb) => (mb === null || mb === undefined ? "–" : (mb / 1024).toFixed(1)),
   gb: (gb) => (gb === null || gb === undefined ? "–" : gb >= 100 ? gb.toFixed(0) : gb.toFixed(1)),
+  /** Bytes in binary units (KiB, MiB, GiB, TiB). */
+  bytes(n) {
+    if (n === null || n === undefined) return "–";
+    if (n < 1024) return `${n} B`;
+    const units = ["KiB", "MiB", "GiB", "TiB"];
+    let v = n / 1024;
+    let i = 0;
+    while (v >= 1024 && i < units.length - 1) {
+      v /= 1024;
+      i++;
+    }
+    return `${v.toFixed(v >= 100 ? 0 : 1)} ${units[i]}`;
+  },
   load: (n) => (n === null || n === undefined ? "–" : n.toFixed(2)),
   time: (iso) => (iso ? new Date(iso).toLocaleString() : "–"),
   clock: (iso) => (iso ? new Date(iso).toLocaleTimeString() : ""),
