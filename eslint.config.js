@@ -37,7 +37,9 @@ export default tseslint.config(
       globals: Object.fromEntries(
         ["window", "document", "sessionStorage", "fetch", "EventSource", "requestAnimationFrame", "cancelAnimationFrame", "IntersectionObserver",
           "URLSearchParams", "location", "history", "navigator", "getSelection", "confirm", "setTimeout", "clearTimeout", "setInterval",
-          "clearInterval", "performance", "Node", "Element", "console"].map((name) => [name, "readonly"]),
+          "clearInterval", "performance", "Node", "Element", "console",
+          // Migration uploads: upload progress, resumable uploads kept across reloads, streamed hashing.
+          "XMLHttpRequest", "FormData", "localStorage", "AbortController", "DOMException", "TextEncoder", "URL", "btoa"].map((name) => [name, "readonly"]),
       ),
     },
   },
