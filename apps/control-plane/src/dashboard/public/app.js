@@ -7,6 +7,7 @@ import { deploymentPage, environmentPage, projectsPage } from "./projects.js";
 import { settingsPage } from "./settings.js";
 import { membersPage } from "./members.js";
 import { invitePage } from "./invite.js";
+import { migrationPage, migrationsPage } from "./migrations.js";
 import { auditPage, supportAuditPage, supportPage, supportServerPage } from "./support.js";
 
 const main = document.getElementById("main");
@@ -23,6 +24,8 @@ const ROUTES = [
   [/^#\/projects$/, projectsPage],
   [/^#\/environments\/([0-9a-f-]{36})$/, environmentPage],
   [/^#\/deployments\/([0-9a-f-]{36})$/, deploymentPage],
+  [/^#\/migrations$/, migrationsPage],
+  [/^#\/migrations\/([0-9a-f-]{36})$/, migrationPage],
   [/^#\/settings$/, settingsPage],
   [/^#\/members$/, membersPage],
   [/^#\/audit$/, auditPage],
@@ -44,7 +47,7 @@ export function announce(message) {
 
 // ---- live events ------------------------------------------------------------------------
 
-const EVENT_TYPES = ["server.stats", "server.status", "deployment.log", "deployment.status", "environment.status", "environment.routing", "server.proxy", "reset"];
+const EVENT_TYPES = ["server.stats", "server.status", "deployment.log", "deployment.status", "environment.status", "environment.routing", "server.proxy", "migration_progress", "reset"];
 
 /** Wait before reconnecting a stream that ended (the server's retry: is the same). */
 const RECONNECT_MS = 2000;
@@ -161,6 +164,7 @@ function renderNav() {
   const can = (code) => !!org && org.permissions.includes(code);
   const links = [];
   if (org) links.push(["#/servers", "Servers"], ["#/projects", "Projects"], ["#/members", "Members"]);
+  if (can("org.migrations.list")) links.push(["#/migrations", "Migrations"]);
   if (can("org.api_keys.manage") || can("org.webhooks.manage")) links.push(["#/settings", "API keys & webhooks"]);
   if (can("org.audit.read")) links.push(["#/audit", "Audit log"]);
   if (state.me?.user.is_portal_admin) links.push(["#/support", "Support console"]);
@@ -281,7 +285,7 @@ orgSwitch.addEventListener("change", () => {
   sessionStorage.setItem("berth.org", state.orgId);
   openStream(state.orgId);
   const section = location.hash.split("/")[1];
-  const next = ["servers", "projects", "members", "settings", "audit"].includes(section) ? `#/${section}` : "#/servers";
+  const next = ["servers", "projects", "members", "migrations", "settings", "audit"].includes(section) ? `#/${section}` : "#/servers";
   if (location.hash === next) void route();
   else location.hash = next;
 });
