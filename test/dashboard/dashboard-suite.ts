@@ -24,8 +24,11 @@ export interface DashboardSuite {
   pageFor(person: Person): Promise<Page & { scriptErrors: string[] }>;
 }
 
+/** Options of the control plane a suite starts, beyond the ones every suite uses. */
+export type SuiteControlPlaneOptions = Omit<Parameters<typeof startControlPlane>[0], "listen" | "heartbeatMs" | "baseDomain">;
+
 /** Registers the suite's beforeAll and afterAll; its fields are set once beforeAll has run. */
-export function dashboardSuite(onCommand?: (cmd: SignedCommand, agent: SimAgent) => void): DashboardSuite {
+export function dashboardSuite(onCommand?: (cmd: SignedCommand, agent: SimAgent) => void, controlPlane: SuiteControlPlaneOptions = {}): DashboardSuite {
   const pages: (Page & { scriptErrors: string[] })[] = [];
   let stopAgent: (() => void) | undefined;
   const suite = {
@@ -38,7 +41,7 @@ export function dashboardSuite(onCommand?: (cmd: SignedCommand, agent: SimAgent)
   } as DashboardSuite;
 
   beforeAll(async () => {
-    suite.cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: null });
+    suite.cp = await startControlPlane({ ...controlPlane, listen: true, heartbeatMs: 1000, baseDomain: null });
     suite.base = urlOf(suite.cp);
     const org = await demoOrganizationWithAgent(suite.cp, suite.base, onCommand);
     ({ d: suite.d, agent: suite.agent, stop: stopAgent } = org);

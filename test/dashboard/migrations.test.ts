@@ -1,0 +1,244 @@
+// Migrations on the dashboard, in headless Chromium against a real control plane: an owner
+// creates one in the form (refused without consent, in the API's words), uploads a small
+// backup (tier 1) and reads the analysis report, chooses the server and configures; a larger
+// backup (tier 2 with lowered limits, tus) is paused and resumed, and resumed again after a
+// page reload from the server's offset, and the stored SHA-256 is the file's; a member reads
+// but sees no way to act. The analysis is a fixed one (the upload flow is under test here).
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import type { Page } from "playwright-core";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { fixedAnalysis } from "../support/fixed-analysis.ts";
+import { waitUntil } from "../support/wait.ts";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
+
+const MB = 1024 * 1024;
+const ANALYSIS = {
+  erp_version: "17.0",
+  postgres_version: "16.4",
+  database_name: "acme",
+  database_size_bytes: 123_456_789,
+  filestore_size_bytes: 5 * 1024 ** 3,
+  total_size_bytes: 123_456_789 + 5 * 1024 ** 3,
+  total_modules: 3,
+  standard_modules: ["base", "sale"],
+  custom_modules: ["acme_custom"],
+  partner_count: 42,
+  user_count: 5,
+  recommended_cpu: 1,
+  recommended_ram_mb: 2048,
+  recommended_disk_gb: 20,
+  estimated_monthly_cost: 20,
+  vendor_equivalent_cost: 90.5,
+  monthly_savings: 70.5,
+};
+
+const s = dashboardSuite(undefined, {
+  // Above 1 MiB is tier 2 (tus, 10 MiB chunks): a file of a few chunks is resumable.
+  migrationTiers: { tier_1: 1 * MB, tier_2: 500 * MB, tier_3: 5000 * MB },
+  jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+  analyzeBackup: fixedAnalysis(ANALYSIS),
+});
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "berth-dash-migrations-"));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
+
+/** A backup file on disk (a path keeps its lastModified across page reloads, as a user's file does). */
+async function backupFile(name: string, size: number) {
+  const data = randomBytes(size);
+  const file = path.join(dir, name);
+  await writeFile(file, data);
+  return { file, data };
+}
+
+async function createMigration(name: string): Promise<string> {
+  const res = await s.owner.api.post("/migrations", { organization_id: s.d.organization_id, source_type: "vendor_paas", project_name: name, data_processing_consent: true });
+  expect(res.status).toBe(201);
+  return res.body.id as string;
+}
+
+const record = async (id: string) => (await s.owner.api.get(`/migrations/${id}`)).body as Record<string, unknown>;
+
+async function waitForStatus(id: string, status: string, timeoutMs = 20_000) {
+  await waitUntil(`migration ${status}`, async () => (await record(id)).status === status, { timeoutMs, intervalMs: 100 });
+}
+
+/** The server's offset of the page's remembered tus upload (HEAD, as a client resuming asks). */
+async function serverOffset(page: Page, id: string): Promise<number> {
+  const saved = await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`);
+  expect(saved).not.toBeNull();
+  const url = (JSON.parse(saved!) as { url: string }).url;
+  const res = await fetch(url, { method: "HEAD", headers: { authorization: `Bearer ${s.owner.token}`, "tus-resumable": "1.0.0" } });
+  expect(res.status).toBe(200);
+  return Number(res.headers.get("upload-offset"));
+}
+
+/** The server's offset once it stopped moving (a request cut by a reload may still be landing). */
+async function settledOffset(page: Page, id: string): Promise<number> {
+  let last = -1;
+  for (;;) {
+    const now = await serverOffset(page, id);
+    if (now === last) return now;
+    last = now;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/** Slows the page's uploads so a test can pause in the middle of one (Chromium's own throttling). */
+async function throttleUploads(page: Page, bytesPerSecond: number) {
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: bytesPerSecond });
+}
+
+it("an owner creates a migration in the form; without consent the API's refusal is shown", { timeout: 60_000 }, async () => {
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/migrations`);
+  await page.getByRole("link", { name: "Migrations", exact: true }).waitFor();
+  const form = page.locator("form.migration-form");
+  await form.getByLabel("Project name").fill("Acme ERP");
+  await form.getByLabel("Where it runs now").selectOption({ label: "Our own servers (on premise)" });
+  await form.getByLabel("Git repository of custom modules").fill("https://git.example.com/acme/addons.git");
+  await form.getByLabel("Branch").fill("17.0");
+  await form.getByRole("button", { name: "Create migration" }).click();
+  await expect.poll(() => page.getByRole("alert").textContent()).toContain("data_processing_consent must be true");
+
+  await form.getByLabel(/I agree that Berth stores and processes the backup/).check();
+  await form.getByRole("button", { name: "Create migration" }).click();
+  await page.getByRole("heading", { name: "Migration of Acme ERP" }).waitFor();
+  const id = /#\/migrations\/([0-9a-f-]{36})$/.exec(page.url())?.[1];
+  expect(id).toBeDefined();
+  expect(await record(id!)).toMatchObject({ status: "pending", source_type: "on_premise", project_name: "Acme ERP", git_repo_url: "https://git.example.com/acme/addons.git", git_branch: "17.0" });
+  expect(await page.locator("#migration-status").textContent()).toContain("waiting for backup");
+
+  await page.goto(`${s.base}/#/migrations`);
+  const row = page.locator(`tr[data-migration-id="${id}"]`);
+  await row.waitFor();
+  expect(await row.textContent()).toContain("Acme ERP");
+  expect(await row.textContent()).toContain("0 %");
+  await screenshot(page, "migrations-list");
+});
+
+it("a small backup is uploaded in one request (tier 1) and its analysis read as a report; then a server is chosen", { timeout: 60_000 }, async () => {
+  const id = await createMigration("Small ERP");
+  const { file, data } = await backupFile("small.zip", 300_000);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+
+  const report = page.locator("section.analysis-report");
+  await report.waitFor({ timeout: 20_000 });
+  const stored = await record(id);
+  expect(stored).toMatchObject({ status: "analyzed", upload_tier: "tier_1", file_name: "small.zip", sha256: sha(data) });
+  const text = (await report.textContent())!;
+  for (const shown of ["ERP version17.0", "Database size118 MiB", "File store size5.0 GiB", "Users5", "Partners42", "Modules3", "CPU1 core", "RAM2.0 GB", "Disk20 GB", "Vendor equivalent90.50", "Savings70.50"]) {
+    expect(text).toContain(shown);
+  }
+  expect(await report.locator(".modules-standard li").allTextContents()).toEqual(["base", "sale"]);
+  expect(await report.locator(".modules-custom li").allTextContents()).toEqual(["acme_custom"]);
+  // Nothing is left to upload once the backup is analysed.
+  expect(await page.locator("section.migration-upload").isHidden()).toBe(true);
+  await screenshot(page, "migration-analysis");
+
+  // The demo server has room for the recommendation (1 core, 2 GB RAM, 20 GB disk).
+  const serverForm = page.locator("form.server-form");
+  const choice = serverForm.getByRole("radio");
+  expect(await choice.count()).toBe(1);
+  expect(await choice.first().getAttribute("value")).toBe(s.d.server_id);
+  await choice.first().check();
+  await serverForm.getByLabel("Domain").fill("erp.acme.example");
+  await serverForm.getByRole("button", { name: "Use this server" }).click();
+  await page.getByRole("button", { name: "Start migration" }).waitFor();
+  expect(await record(id)).toMatchObject({ status: "ready", target_vm_id: s.d.server_id, target_domain: "erp.acme.example" });
+  expect(await page.locator("#migration-status").textContent()).toContain("ready to start");
+  await screenshot(page, "migration-configured");
+});
+
+it("a tier-2 backup goes by tus: paused and resumed, then resumed after a page reload from the server's offset", { timeout: 120_000 }, async () => {
+  const id = await createMigration("Big ERP");
+  const size = 34 * MB + 123;
+  const { file, data } = await backupFile("big.zip", size);
+  const page = await s.pageFor(s.owner);
+  // 10 MiB a second: each 10 MiB chunk takes about a second, room to pause inside the upload.
+  await throttleUploads(page, 10 * MB);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+  const pause = page.getByRole("button", { name: "Pause" });
+  await pause.waitFor();
+
+  // Pause once the first chunk is on the server.
+  await waitUntil("the first chunk", async () => (await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)) !== null && (await serverOffset(page, id)) >= 10 * MB, { timeoutMs: 30_000, intervalMs: 100 });
+  await pause.click();
+  await page.getByText(/^Paused at /).waitFor();
+  const paused = await serverOffset(page, id);
+  expect(paused).toBeGreaterThan(0);
+  expect(paused).toBeLessThan(size);
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await serverOffset(page, id)).toBe(paused);
+  expect((await record(id)).status).toBe("uploading");
+  await screenshot(page, "migration-upload-paused");
+
+  await page.getByRole("button", { name: "Resume" }).click();
+  await waitUntil("the upload to go on", async () => (await serverOffset(page, id)) > paused, { timeoutMs: 30_000, intervalMs: 100 });
+
+  // A reload in the middle of the upload: the page remembers it, and the same file continues.
+  await page.reload();
+  const beforeReload = await settledOffset(page, id);
+  expect(beforeReload).toBeGreaterThan(paused);
+  expect(beforeReload).toBeLessThan(size);
+  await page.getByText("An upload of big.zip was interrupted").waitFor();
+  const patches: number[] = [];
+  const inits: string[] = [];
+  page.on("request", (req) => {
+    if (req.method() === "PATCH") patches.push(Number(req.headers()["upload-offset"]));
+    if (req.url().includes("/upload/init")) inits.push(req.url());
+  });
+  await throttleUploads(page, 20 * MB);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+
+  await waitForStatus(id, "analyzed", 60_000);
+  // It continued where the server stood, without a new upload (no init, first PATCH at that offset).
+  expect(inits).toEqual([]);
+  expect(patches[0]).toBe(beforeReload);
+  expect(await record(id)).toMatchObject({ upload_tier: "tier_2", sha256: sha(data), file_size_bytes: size });
+  await page.locator("section.analysis-report").waitFor();
+  expect(await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)).toBeNull();
+});
+
+it("an import URL must be HTTPS: the API's words are shown", { timeout: 30_000 }, async () => {
+  const id = await createMigration("Imported ERP");
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup URL").fill("http://backups.example.com/acme.zip");
+  await page.getByRole("button", { name: "Import from URL" }).click();
+  await expect.poll(() => page.getByRole("alert").textContent()).toContain("cloud_url must use HTTPS");
+  expect((await record(id)).status).toBe("pending");
+});
+
+it("a member sees the migrations but no way to create, upload, configure or start", { timeout: 30_000 }, async () => {
+  const id = await createMigration("Seen by members");
+  const page = await s.pageFor(s.member);
+  await page.goto(`${s.base}/#/migrations`);
+  await page.locator(`tr[data-migration-id="${id}"]`).waitFor();
+  expect(await page.locator("form.migration-form").count()).toBe(0);
+  expect(await page.getByRole("button", { name: "Create migration" }).count()).toBe(0);
+
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByRole("heading", { name: "Migration of Seen by members" }).waitFor();
+  expect(await page.locator("section.migration-upload").count()).toBe(0);
+  expect(await page.locator(".migration-actions button").count()).toBe(0);
+  await screenshot(page, "migration-member");
+});
