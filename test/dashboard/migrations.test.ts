@@ -147,6 +147,7 @@ it("a small backup is uploaded in one request (tier 1) and its analysis read as 
   }
   expect(await report.locator(".modules-standard li").allTextContents()).toEqual(["base", "sale"]);
   expect(await report.locator(".modules-custom li").allTextContents()).toEqual(["acme_custom"]);
+  expect(await page.locator("#migration-status").textContent()).toBe("analysed");
   // Nothing is left to upload once the backup is analysed.
   expect(await page.locator("section.migration-upload").isHidden()).toBe(true);
   await screenshot(page, "migration-analysis");
@@ -188,6 +189,8 @@ it("a tier-2 backup goes by tus: paused and resumed, then resumed after a page r
   await new Promise((r) => setTimeout(r, 1500));
   expect(await serverOffset(page, id)).toBe(paused);
   expect((await record(id)).status).toBe("uploading");
+  // Paused, the form takes no other file: Resume goes on with this one.
+  expect(await page.getByRole("button", { name: "Upload backup" }).isDisabled()).toBe(true);
   await screenshot(page, "migration-upload-paused");
 
   await page.getByRole("button", { name: "Resume" }).click();

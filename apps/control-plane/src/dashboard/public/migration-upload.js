@@ -38,14 +38,17 @@ export function uploadSection(ctx, m, after) {
   const state = h("p", { class: "upload-state", role: "status" });
   const hashing = progressRow("Checksum progress");
   const sending = progressRow("Upload progress");
+  const section = h("section", { class: "card migration-upload", "aria-labelledby": "upload-h" });
   let tus = null;
 
   const waiting = resumable.fileName(id);
   if (waiting) state.textContent = `An upload of ${waiting} was interrupted: choose the same file again to continue where it stopped.`;
 
+  /** While a file is being hashed or sent (or paused), the form takes no other. */
   function setBusy(busy) {
     send.disabled = busy;
     file.disabled = busy;
+    section.dataset.busy = String(busy);
   }
 
   /** Sends chunks until done or paused; a pause leaves Resume, a failure the API's message. */
@@ -60,12 +63,14 @@ export function uploadSection(ctx, m, after) {
       state.textContent = "Backup received and verified; the analysis started.";
       ctx.announce("Backup uploaded.");
       tus = null;
+      setBusy(false);
       after();
     } catch (err) {
       if (!ctx.current()) return;
       pause.hidden = true;
       if (err.name === "AbortError") {
         resume.hidden = false;
+        sending.show(tus.offset, tus.file.size);
         state.textContent = `Paused at ${fmt.bytes(tus.offset)}.`;
         return;
       }
@@ -89,56 +94,61 @@ export function uploadSection(ctx, m, after) {
     sending.row,
     state,
   );
-  form.addEventListener(
-    "submit",
-    onSubmit(send, ctx.showError, async () => {
-      const f = file.files?.[0];
-      if (!f) throw new Error("Choose the backup file first.");
-      const saved = resumable.find(id, f);
-      if (saved) {
-        // The same file as an interrupted upload: ask the server where it stopped, no new init
-        // (a new init would replace that upload).
-        state.textContent = `Continuing the upload of ${f.name}…`;
-        tus = new TusUpload({ migrationId: id, file: f, url: saved.url, sha256: saved.sha256, chunkSize: 10 * 1024 * 1024, onProgress: (n) => sending.show(n, f.size), onRetry: retried });
-        try {
-          await tus.head();
-          return void runTus();
-        } catch (err) {
-          if (err.code !== "upload_gone") throw err;
-          tus = null;
-        }
-      }
-      setBusy(true);
+  // Not onSubmit(): that enables the button again when the handler returns, while a
+  // resumable upload goes on (runTus) after it.
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    void begin().catch((err) => {
+      setBusy(false);
+      state.textContent = "";
+      ctx.showError(err);
+    });
+  });
+  async function begin() {
+    const f = file.files?.[0];
+    if (!f) throw new Error("Choose the backup file first.");
+    setBusy(true);
+    const saved = resumable.find(id, f);
+    if (saved) {
+      // The same file as an interrupted upload: ask the server where it stopped, no new init
+      // (a new init would replace that upload).
+      state.textContent = `Continuing the upload of ${f.name}…`;
+      tus = new TusUpload({ migrationId: id, file: f, url: saved.url, sha256: saved.sha256, chunkSize: 10 * 1024 * 1024, onProgress: (n) => sending.show(n, f.size), onRetry: retried });
       try {
-        state.textContent = "Computing the SHA-256 of the file…";
-        const sha256 = await sha256OfFile(f, (n) => hashing.show(n, f.size, "Checksum: "));
-        if (!ctx.current()) return;
-        const q = new URLSearchParams({ file_name: f.name, file_size: String(f.size), sha256 });
-        const init = await post(`/migrations/${id}/upload/init?${q}`);
-        if (init.protocol === "multipart") {
-          state.textContent = `Uploading ${f.name}…`;
-          const out = await directUpload(init.upload_url, f, sha256, { onProgress: (n) => sending.show(n, f.size) });
-          if (!ctx.current()) return;
-          state.textContent = `Backup received and verified (SHA-256 ${out.sha256}); the analysis started.`;
-          ctx.announce("Backup uploaded.");
-          after();
-          return;
-        }
-        if (init.protocol !== "tus") throw new Error("This backup store takes large backups in parallel parts, which the dashboard does not send: use Import from URL or the API.");
-        state.textContent = `Uploading ${f.name} in ${fmt.bytes(init.chunk_size_bytes)} chunks…`;
-        tus = new TusUpload({ migrationId: id, file: f, endpoint: init.upload_url, sha256, chunkSize: init.chunk_size_bytes, onProgress: (n) => sending.show(n, f.size), onRetry: retried });
-      } finally {
-        if (!tus) setBusy(false);
+        await tus.head();
+        return void runTus();
+      } catch (err) {
+        tus = null;
+        if (err.code !== "upload_gone") throw err;
       }
-      void runTus();
-    }),
-  );
+    }
+    state.textContent = "Computing the SHA-256 of the file…";
+    const sha256 = await sha256OfFile(f, (n) => hashing.show(n, f.size, "Checksum: "));
+    if (!ctx.current()) return;
+    const q = new URLSearchParams({ file_name: f.name, file_size: String(f.size), sha256 });
+    const init = await post(`/migrations/${id}/upload/init?${q}`);
+    if (init.protocol === "multipart") {
+      state.textContent = `Uploading ${f.name}…`;
+      const out = await directUpload(init.upload_url, f, sha256, { onProgress: (n) => sending.show(n, f.size) });
+      if (!ctx.current()) return;
+      state.textContent = `Backup received and verified (SHA-256 ${out.sha256}); the analysis started.`;
+      ctx.announce("Backup uploaded.");
+      setBusy(false);
+      after();
+      return;
+    }
+    if (init.protocol !== "tus") throw new Error("This backup store takes large backups in parallel parts, which the dashboard does not send yet: use Import from URL or the API.");
+    state.textContent = `Uploading ${f.name} in ${fmt.bytes(init.chunk_size_bytes)} chunks…`;
+    tus = new TusUpload({ migrationId: id, file: f, endpoint: init.upload_url, sha256, chunkSize: init.chunk_size_bytes, onProgress: (n) => sending.show(n, f.size), onRetry: retried });
+    void runTus();
+  }
 
   function retried(err, wait) {
     if (ctx.current()) state.textContent = `${err.message} Trying again in ${Math.round(wait / 1000)} s…`;
   }
 
-  return h("section", { class: "card migration-upload", "aria-labelledby": "upload-h" }, h("h2", { id: "upload-h" }, "Upload the backup"), form, importForm(ctx, id, after));
+  section.append(h("h2", { id: "upload-h" }, "Upload the backup"), form, importForm(ctx, id, after));
+  return section;
 }
 
 /** Import from URL: the control plane downloads the backup itself (progress comes as events). */

@@ -226,7 +226,8 @@ export async function migrationPage(main, ctx, id) {
   }
 
   function paint() {
-    clear(statusEl).append(statusBadge(m.status), m.current_step && m.status !== "processing" ? h("span", { class: "muted" }, ` (${m.current_step})`) : null);
+    clear(statusEl).append(statusBadge(m.status));
+    if (m.current_step && m.status !== "processing") statusEl.append(h("span", { class: "muted" }, ` (${m.current_step})`));
     const receiving = m.status === "uploading" || m.status === "importing";
     clear(factsEl).append(
       ...[
@@ -245,7 +246,7 @@ export async function migrationPage(main, ctx, id) {
     errorEl.textContent = m.error_message ? `Error: ${m.error_message}` : "";
     // Shown until a backup arrived (then verified and analysed), and while this page sends one.
     const waiting = m.status === "pending" || (m.status === "uploading" && m.current_step === "uploading") || (m.status === "failed" && !m.sha256);
-    if (upload) upload.hidden = !(waiting || upload.querySelector(".upload-form button[type=submit]:disabled"));
+    if (upload) upload.hidden = !(waiting || upload.dataset.busy === "true");
     const running = m.status === "processing" || (Array.isArray(m.steps) && m.steps.some((s) => s.status !== "pending"));
     clear(steps).append(running ? stepsSection(m) : "");
     paintActions();
