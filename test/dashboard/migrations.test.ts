@@ -2,10 +2,13 @@
 // creates one in the form (refused without consent, in the API's words), uploads a small
 // backup (tier 1) and reads the analysis report, chooses the server and configures; a larger
 // backup (tier 2 with lowered limits, tus) is paused and resumed, and resumed again after a
-// page reload from the server's offset, and the stored SHA-256 is the file's; a member reads
-// but sees no way to act. The analysis is a fixed one (the upload flow is under test here).
+// page reload from the server's offset, and the stored SHA-256 is the file's; an import from
+// an HTTPS URL shows its bytes as they arrive; a member reads but sees no way to act. The analysis is a fixed one (the upload flow is under test here).
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { writeFile } from "node:fs/promises";
+import https from "node:https";
 import os from "node:os";
 import path from "node:path";
 import type { Page } from "playwright-core";
@@ -36,19 +39,44 @@ const ANALYSIS = {
   monthly_savings: 70.5,
 };
 
+// An HTTPS server of this test (self-signed, trusted through migrationImport.ca; 127.0.0.1 on
+// the operator's allow-list, as the import's API test does) serves a backup to import: half of
+// it, then more after a second (so a progress event is written), then the rest when released.
+const dir = mkdtempSync(path.join(os.tmpdir(), "berth-dash-migrations-"));
+execFileSync("openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-keyout", path.join(dir, "k.pem"), "-out", path.join(dir, "c.pem"), "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], { stdio: "ignore" });
+const cert = readFileSync(path.join(dir, "c.pem"));
+const imported = randomBytes(3 * MB);
+let releaseImport: () => void = () => {};
+const importHeld = new Promise<void>((r) => (releaseImport = r));
+const importServer = https.createServer({ key: readFileSync(path.join(dir, "k.pem")), cert }, (req, res) => {
+  if (req.url !== "/exports/acme-erp.zip") return void res.writeHead(404).end();
+  res.writeHead(200, { "content-length": imported.length });
+  res.write(imported.subarray(0, MB));
+  setTimeout(() => {
+    res.write(imported.subarray(MB, MB + 1000));
+    void importHeld.then(() => res.end(imported.subarray(MB + 1000)));
+  }, 1200);
+});
+
 const s = dashboardSuite(undefined, {
   // Above 1 MiB is tier 2 (tus, 10 MiB chunks): a file of a few chunks is resumable.
   migrationTiers: { tier_1: 1 * MB, tier_2: 500 * MB, tier_3: 5000 * MB },
   jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
   analyzeBackup: fixedAnalysis(ANALYSIS),
+  outboundAllow: ["127.0.0.1"],
+  migrationImport: { ca: cert },
 });
 
-let dir: string;
+let importOrigin: string;
 beforeAll(async () => {
-  dir = await mkdtemp(path.join(os.tmpdir(), "berth-dash-migrations-"));
+  await new Promise<void>((r) => importServer.listen(0, "127.0.0.1", r));
+  importOrigin = `https://127.0.0.1:${(importServer.address() as { port: number }).port}`;
 });
-afterAll(async () => {
-  await rm(dir, { recursive: true, force: true });
+afterAll(() => {
+  releaseImport();
+  importServer.closeAllConnections();
+  importServer.close();
+  rmSync(dir, { recursive: true, force: true });
 });
 
 const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
@@ -221,7 +249,7 @@ it("a tier-2 backup goes by tus: paused and resumed, then resumed after a page r
   expect(await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)).toBeNull();
 });
 
-it("an import URL must be HTTPS: the API's words are shown", { timeout: 30_000 }, async () => {
+it("an import from an HTTPS URL shows the bytes received as they arrive, then the analysis; an HTTP URL is refused in the API's words", { timeout: 60_000 }, async () => {
   const id = await createMigration("Imported ERP");
   const page = await s.pageFor(s.owner);
   await page.goto(`${s.base}/#/migrations/${id}`);
@@ -229,6 +257,19 @@ it("an import URL must be HTTPS: the API's words are shown", { timeout: 30_000 }
   await page.getByRole("button", { name: "Import from URL" }).click();
   await expect.poll(() => page.getByRole("alert").textContent()).toContain("cloud_url must use HTTPS");
   expect((await record(id)).status).toBe("pending");
+
+  await page.getByLabel("Backup URL").fill(`${importOrigin}/exports/acme-erp.zip`);
+  await page.getByRole("button", { name: "Import from URL" }).click();
+  await page.locator("#migration-status").getByText("importing").waitFor();
+  // Held after the first MiB and a bit: what the events said arrived is on the page.
+  const received = page.locator("#migration-received");
+  await expect.poll(() => received.textContent(), { timeout: 15_000 }).toMatch(/^1\.0 MiB received$/);
+  expect(await record(id)).toMatchObject({ status: "importing", file_name: "acme-erp.zip", bytes_received: MB + 1000 });
+  await screenshot(page, "migration-importing");
+
+  releaseImport();
+  await page.locator("section.analysis-report").waitFor({ timeout: 20_000 });
+  expect(await record(id)).toMatchObject({ status: "analyzed", upload_tier: "import", sha256: sha(imported) });
 });
 
 it("a member sees the migrations but no way to create, upload, configure or start", { timeout: 30_000 }, async () => {
