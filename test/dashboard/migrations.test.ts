@@ -39,6 +39,9 @@ const ANALYSIS = {
   monthly_savings: 70.5,
 };
 
+const analysis = fixedAnalysis(ANALYSIS);
+const NOT_A_BACKUP = 4242;
+
 // An HTTPS server of this test (self-signed, trusted through migrationImport.ca; 127.0.0.1 on
 // the operator's allow-list, as the import's API test does) serves a backup to import: half of
 // it, then more after a second (so a progress event is written), then the rest when released.
@@ -62,7 +65,11 @@ const s = dashboardSuite(undefined, {
   // Above 1 MiB is tier 2 (tus, 10 MiB chunks): a file of a few chunks is resumable.
   migrationTiers: { tier_1: 1 * MB, tier_2: 500 * MB, tier_3: 5000 * MB },
   jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
-  analyzeBackup: fixedAnalysis(ANALYSIS),
+  // A backup of exactly NOT_A_BACKUP bytes fails its analysis, as a file that is no ERP backup does.
+  analyzeBackup: async (source) => {
+    if (source.size === NOT_A_BACKUP) throw new Error("no database dump found in the archive");
+    return analysis();
+  },
   outboundAllow: ["127.0.0.1"],
   migrationImport: { ca: cert },
 });
@@ -270,6 +277,26 @@ it("an import from an HTTPS URL shows the bytes received as they arrive, then th
   releaseImport();
   await page.locator("section.analysis-report").waitFor({ timeout: 20_000 });
   expect(await record(id)).toMatchObject({ status: "analyzed", upload_tier: "import", sha256: sha(imported) });
+});
+
+it("a failed analysis shows its error_message; Retry analyses the backup again", { timeout: 60_000 }, async () => {
+  const id = await createMigration("Broken ERP");
+  const { file } = await backupFile("broken.zip", NOT_A_BACKUP);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+  const error = page.locator("p.error-text");
+  await error.waitFor({ timeout: 20_000 });
+  expect(await error.textContent()).toBe("Error: Analysis failed: no database dump found in the archive");
+  expect(await page.locator("#migration-status").textContent()).toContain("failed");
+  expect(await page.locator("section.analysis-report").count()).toBe(0);
+  await screenshot(page, "migration-analysis-failed");
+
+  await page.getByRole("button", { name: "Retry" }).click();
+  await waitUntil("the analysis again", async () => (await record(id)).retry_count === 1 && (await record(id)).status === "failed", { timeoutMs: 20_000, intervalMs: 100 });
+  await page.getByRole("button", { name: "Retry" }).waitFor();
+  expect(await error.textContent()).toBe("Error: Analysis failed: no database dump found in the archive");
 });
 
 it("a member sees the migrations but no way to create, upload, configure or start", { timeout: 30_000 }, async () => {

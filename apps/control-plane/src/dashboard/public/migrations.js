@@ -4,7 +4,7 @@
 import { del, get, post } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 import { receivedText, uploadSection } from "./migration-upload.js";
-import { analysisReport, stepsSection } from "./migration-report.js";
+import { analysisReport, STEP_NAMES, stepsSection } from "./migration-report.js";
 
 const SOURCE_LABEL = {
   vendor_paas: "The ERP vendor's platform (PaaS)",
@@ -20,6 +20,10 @@ const CONFIGURABLE = new Set(["analyzed", "ready"]);
 const FINISHED = new Set(["completed", "cancelled", "unlinked"]);
 /** Statuses whose backup has an analysis to read. */
 const ANALYSED = new Set(["analyzed", "ready", "processing", "completed"]);
+
+/** current_step in words: the steps before the run, or one of the 12. */
+const BEFORE_RUN = { uploading: "receiving the upload", downloading: "downloading from the URL", verifying: "checking size and SHA-256", analyzing: "analysing the backup" };
+const stepLabel = (step) => BEFORE_RUN[step] ?? STEP_NAMES.find(([id]) => id === step)?.[1].toLowerCase() ?? step;
 
 const statusBadge = (status) => badge(STATUS_BADGE[status] ?? status, STATUS_LABEL[status] ?? status);
 
@@ -227,7 +231,7 @@ export async function migrationPage(main, ctx, id) {
 
   function paint() {
     clear(statusEl).append(statusBadge(m.status));
-    if (m.current_step && m.status !== "processing") statusEl.append(h("span", { class: "muted" }, ` (${m.current_step})`));
+    if (m.current_step && m.status !== "processing") statusEl.append(h("span", { class: "muted" }, ` — ${stepLabel(m.current_step)}`));
     const receiving = m.status === "uploading" || m.status === "importing";
     clear(factsEl).append(
       ...[
