@@ -25,7 +25,7 @@ export interface DashboardSuite {
 }
 
 /** Options of the control plane a suite starts, beyond the ones every suite uses. */
-export type SuiteControlPlaneOptions = Omit<Parameters<typeof startControlPlane>[0], "listen" | "heartbeatMs" | "baseDomain">;
+export type SuiteControlPlaneOptions = Omit<NonNullable<Parameters<typeof startControlPlane>[0]>, "listen" | "heartbeatMs" | "baseDomain">;
 
 /** Registers the suite's beforeAll and afterAll; its fields are set once beforeAll has run. */
 export function dashboardSuite(onCommand?: (cmd: SignedCommand, agent: SimAgent) => void, controlPlane: SuiteControlPlaneOptions = {}): DashboardSuite {
