@@ -137,7 +137,6 @@ export const ERROR_STATUS = {
   /** start before configure (status ready with a target server). */
   migration_not_ready: 409,
   /** start of a ready migration: running the 12 steps on an agent is not in this version yet. */
-  migration_execution_unavailable: 409,
   migration_not_cancellable: 409,
   migration_not_retryable: 409,
   /** DELETE while the migration runs on a server. */
