@@ -194,6 +194,13 @@ it("a step that fails fails the migration with its name; retry and start again r
   expect(done.deployment_id).not.toBe(failed.deployment_id);
   const { rows } = await cp.database.pool.query("select count(*)::int as n from environments where migration_id = $1", [id]);
   expect(rows[0].n).toBe(1);
+
+  // Once the migration and its backup are deleted, force_restore has nothing to restore: refused, nothing changed.
+  expect((await owner.api.delete(`/migrations/${id}`)).body).toMatchObject({ deleted: true, storage_deleted: true });
+  const forced = await owner.api.post(`/projects/${done.project_id}/environments/${done.environment_id}/deploy?force_restore=true`);
+  expect(forced).toMatchObject({ status: 409, body: { error: "migration_backup_unavailable" } });
+  const { rows: env } = await cp.database.pool.query("select migration_restore_completed from environments where id = $1", [done.environment_id]);
+  expect(env[0].migration_restore_completed).toBe(true);
 }, 60_000);
 
 it("a production migration is not neutralised; cancel reaches its deployment; unlink destroys the environment", async () => {

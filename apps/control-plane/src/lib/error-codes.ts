@@ -143,6 +143,7 @@ export const ERROR_STATUS = {
   migration_in_progress: 409,
   /** unlink-environment of a migration that created no environment. */
   migration_not_linked: 409,
+  migration_backup_unavailable: 409,
   // others
   payload_too_large: 413,
   /** A download link past its expiry (15 minutes): ask for a new one. */
