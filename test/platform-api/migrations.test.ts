@@ -256,7 +256,7 @@ describe("after the analysis", () => {
     return m;
   }
 
-  it("available-vms, configure (own servers only), start answers that execution is not available, cancel", async () => {
+  it("available-vms, configure (own servers only), start only once ready, unlink only once linked, cancel", async () => {
     const m = await analysedMigration();
     const vms = await member.api.get(`/migrations/${m.id}/available-vms`);
     expect(vms.status).toBe(200);
@@ -266,7 +266,6 @@ describe("after the analysis", () => {
     expect((await owner.api.post(`/migrations/${m.id}/configure`, { target_vm_id: other.server_id })).body.error).toBe("server_not_found");
     const conf = await owner.api.post(`/migrations/${m.id}/configure`, { target_vm_id: demo.server_id, target_domain: "erp.acme.example", git_branch: "main" });
     expect(conf).toMatchObject({ status: 200, body: { status: "ready", target_vm_id: demo.server_id, target_domain: "erp.acme.example", git_branch: "main" } });
-    expect((await owner.api.post(`/migrations/${m.id}/start`))).toMatchObject({ status: 409, body: { error: "migration_execution_unavailable" } });
     expect((await owner.api.post(`/migrations/${m.id}/unlink-environment`)).body.error).toBe("migration_not_linked");
     expect((await owner.api.post(`/migrations/${m.id}/retry`)).body.error).toBe("migration_not_retryable");
     expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body).toMatchObject({ status: "cancelled", migration_id: m.id });

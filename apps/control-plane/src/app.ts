@@ -54,6 +54,8 @@ import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
+import { migrationArchiveRoutes } from "./modules/migrations/migration-archive.routes.ts";
+import { applyMigrationProgress } from "./modules/migrations/migration-progress.ts";
 import type { AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
 import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
@@ -155,7 +157,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     pool,
     repo: createLinkRepo(pool, relaxed.pool),
     commands: services.agentCommands,
-    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents, applyProxyState] }),
+    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents, applyMigrationProgress, applyProxyState] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
@@ -184,6 +186,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   // Agents' uploads and the signed download links: each request carries its own token.
   await app.register(backupTransferRoutes({ backups: services.backups }));
+  await app.register(migrationArchiveRoutes({ archives: services.migrationArchives }));
   await app.register(publicApi({ pool, clock, services }), { prefix: PUBLIC_PREFIX });
   await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps), registration: opts.registration ?? registrationMode() }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);

@@ -72,6 +72,8 @@ import { createAddonRepositoriesService } from "./modules/addon-repositories/add
 import { createMigrationsRepo } from "./modules/migrations/migrations.repo.ts";
 import { createMigrationsService, type AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
 import { createTusUploads } from "./modules/migrations/tus-uploads.ts";
+import { createMigrationArchives } from "./modules/migrations/migration-archive.ts";
+import { createMigrationExecution } from "./modules/migrations/migration-execution.ts";
 import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
 import { migrationUploadDir } from "./config.ts";
 import type { TierLimits } from "./modules/migrations/migration-states.ts";
@@ -114,6 +116,9 @@ export function createServices(deps: {
   const backupsRepo = createBackupsRepo(db);
   // Signed with the cursor secret under its own label (an instance secret every replica shares).
   const backupLinks = createBackupLinks({ secret: deps.cursorSecret, clock });
+  const backupStore = deps.backupStore ?? createObjectStore(backupStoreSettings());
+  const migrationsRepo = createMigrationsRepo(db);
+  const migrationArchives = createMigrationArchives({ repo: migrationsRepo, links: backupLinks, store: backupStore });
   const dispatcher = createDispatcher({
     repo: createDispatchRepo(db),
     commands: agentCommands,
@@ -124,6 +129,7 @@ export function createServices(deps: {
     ...(deps.proxy ? { proxy: deps.proxy } : {}),
     addonRepositories: addonRepositoriesRepo,
     backups: createBackupTransfers({ repo: backupsRepo, links: backupLinks }),
+    migrationArchives,
   });
   const cursors = createCursorCodec(deps.cursorSecret);
   const keyCache = createKeyCache();
@@ -143,9 +149,7 @@ export function createServices(deps: {
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
-  const backupStore = deps.backupStore ?? createObjectStore(backupStoreSettings());
   const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: backupStore, links: backupLinks });
-  const migrationsRepo = createMigrationsRepo(db);
   const tusUploads = createTusUploads({
     dir: deps.migrationUploadDir ?? migrationUploadDir(),
     prefix: `${PLATFORM_PREFIX_PATH}/migrations`,
@@ -159,6 +163,11 @@ export function createServices(deps: {
     clock,
     analyze: deps.analyzeBackup ?? analyzeMigrationBackup,
     discardUpload: (uploadId) => tusUploads.discard(uploadId),
+    environmentUrl: async (organizationId, environmentId) => {
+      const env = await repos.environments.get({ organizationId, projectId: null }, environmentId);
+      return env ? addresses.url(env) : null;
+    },
+    cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
     ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
   });
   const audit = createAuditLogRepo({ db, cursors });
@@ -181,6 +190,7 @@ export function createServices(deps: {
     addresses,
     onNamesChanged: (row) => dispatcher.routeUpdate(row),
   });
+  const projectsService = createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey });
   const backupSchedulesRepo = createBackupSchedulesRepo(db);
   const backupScheduler = createBackupScheduler({
     schedules: backupSchedulesRepo,
@@ -194,7 +204,7 @@ export function createServices(deps: {
     repos,
     cursors,
     addresses,
-    projects: createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey }),
+    projects: projectsService,
     environments,
     variables: createVariablesService({ environments: repos.environments, masterKey: deps.masterKey, clock }),
     deployments,
@@ -202,7 +212,14 @@ export function createServices(deps: {
     erpCredentials,
     audit,
     platformDeployments,
-    environmentOperations: createEnvironmentOperations({ ops: platformDeployments.operations, repo: platformRepo, access, clock, environments }),
+    environmentOperations: createEnvironmentOperations({
+      ops: platformDeployments.operations,
+      repo: platformRepo,
+      access,
+      clock,
+      environments,
+      migrationBackupStored: async (migrationId) => (await migrationArchives.archiveFor(migrationId)) !== null,
+    }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),
@@ -227,6 +244,16 @@ export function createServices(deps: {
     addonRepositories: createAddonRepositoriesService({ repo: addonRepositoriesRepo, masterKey: deps.masterKey, clock }),
     migrations,
     migrationsRepo,
+    migrationArchives,
+    migrationExecution: createMigrationExecution({
+      repo: migrationsRepo,
+      projects: projectsService,
+      projectsRepo: repos.projects,
+      environments,
+      environmentsRepo: repos.environments,
+      operations: platformDeployments.operations,
+      clock,
+    }),
     tusUploads,
   };
 }

@@ -754,8 +754,16 @@ export const migrations = pgTable(
     targetServerId: uuid("target_server_id").references(() => servers.id),
     targetDomain: text("target_domain"),
     configuredAt: ts("configured_at"),
+    /** A production copy is served as it came; any other is neutralised (no mail out, no scheduled actions). */
+    production: boolean("production").notNull().default(false),
+    /** The project the migration created (step 1); kept by unlink-environment. */
+    projectId: uuid("project_id"),
     /** The environment the migration created (step 2); cleared by unlink-environment. */
     environmentId: uuid("environment_id"),
+    /** The deployment that runs steps 3 to 12 (the environment's first, which restores the backup). */
+    deploymentId: uuid("deployment_id"),
+    /** The 12 steps' states while and after it runs: [{id, status}] (migration-steps.ts). */
+    steps: jsonb("steps"),
     errorMessage: text("error_message"),
     retryCount: integer("retry_count").notNull().default(0),
     createdAt: ts("created_at").notNull().defaultNow(),

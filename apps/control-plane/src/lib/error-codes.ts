@@ -137,13 +137,13 @@ export const ERROR_STATUS = {
   /** start before configure (status ready with a target server). */
   migration_not_ready: 409,
   /** start of a ready migration: running the 12 steps on an agent is not in this version yet. */
-  migration_execution_unavailable: 409,
   migration_not_cancellable: 409,
   migration_not_retryable: 409,
   /** DELETE while the migration runs on a server. */
   migration_in_progress: 409,
   /** unlink-environment of a migration that created no environment. */
   migration_not_linked: 409,
+  migration_backup_unavailable: 409,
   // others
   payload_too_large: 413,
   /** A download link past its expiry (15 minutes): ask for a new one. */

@@ -6,6 +6,8 @@
 //                    a restore command carries it to the agent of another server.
 //   upload   bku_…  PUT /agent/v1/backups/<id>/files/<name>: the files of one pending backup,
 //                    from the agent its backup command went to, for that command's life.
+//   migration mgd_…  GET /downloads/migrations/<token>/<file>: a migration's stored backup,
+//                    for the agent whose deploy restores it (modules/migrations).
 //
 // A token is base64url(backup id, 16 bytes; expiry, 4 bytes of epoch seconds) "." base64url
 // (the first 16 bytes of an HMAC-SHA256 of kind and body), signed with the instance's cursor
@@ -21,9 +23,10 @@ export const DOWNLOAD_LINK_TTL_MS = 15 * 60_000;
 export const DOWNLOAD_PATH = "/downloads/backups";
 export const DOWNLOAD_PREFIX = "bkd_";
 export const UPLOAD_PREFIX = "bku_";
+export const MIGRATION_PREFIX = "mgd_";
 
-type Kind = typeof DOWNLOAD_PREFIX | typeof UPLOAD_PREFIX;
-const TOKEN = /^(bkd_|bku_)([A-Za-z0-9_-]{27})\.([A-Za-z0-9_-]{22})$/;
+type Kind = typeof DOWNLOAD_PREFIX | typeof UPLOAD_PREFIX | typeof MIGRATION_PREFIX;
+const TOKEN = /^(bkd_|bku_|mgd_)([A-Za-z0-9_-]{27})\.([A-Za-z0-9_-]{22})$/;
 
 const uuidBytes = (id: string) => Buffer.from(id.replace(/-/g, ""), "hex");
 const uuidOf = (b: Buffer) => {
@@ -60,6 +63,18 @@ export function createBackupLinks(deps: { secret: string; clock: Clock }) {
   return {
     issueDownload: (backup: { id: string }, ttlMs = DOWNLOAD_LINK_TTL_MS) => issue(DOWNLOAD_PREFIX, backup, ttlMs),
     issueUpload: (backup: { id: string }, ttlMs: number) => issue(UPLOAD_PREFIX, backup, ttlMs),
+    issueMigrationDownload: (migration: { id: string }, ttlMs: number) => issue(MIGRATION_PREFIX, migration, ttlMs),
+
+    /** The migration whose backup a migration link opens; download_link_invalid (403) or download_link_expired (410). */
+    checkMigrationDownload(token: string): { migrationId: string } {
+      const r = check(MIGRATION_PREFIX, token);
+      if ("refused" in r) {
+        throw r.refused === "expired"
+          ? new DomainError("download_link_expired", "This link to a migration's backup has expired: the next deploy command carries a new one")
+          : new DomainError("download_link_invalid", "This link to a migration's backup is not valid (altered or incomplete)");
+      }
+      return { migrationId: r.backupId };
+    },
 
     /** The backup a download link opens; download_link_invalid (403) or download_link_expired (410). */
     checkDownload(token: string): { backupId: string } {

@@ -157,6 +157,14 @@ export async function adminLoginApplied(client: Client, environmentId: string, v
   ]);
 }
 
+/** The restore-once rule (platform spec 4.3): a deploy restored the migration's backup; later ones keep the data. */
+export async function migrationRestored(client: Client, environmentId: string, ts: string): Promise<void> {
+  await client.query(`update environments set migration_restore_completed = true, migration_restore_completed_at = $2::timestamptz where id = $1 and migration_id is not null`, [
+    environmentId,
+    ts,
+  ]);
+}
+
 /** A deploy's module results as its agent reported them. */
 export async function setModulesResult(client: Client, deploymentId: string, modules: unknown[]): Promise<void> {
   await client.query(`update deployments set modules_result = $2::jsonb where id = $1`, [deploymentId, JSON.stringify(modules)]);

@@ -164,7 +164,8 @@ export function rolledBackTo(message: string | undefined): string | null {
  * to removed (it is the live database now).
  */
 async function applyErpResult(client: pg.PoolClient, op: { id: string; environment_id: string; organization_id: string }, r: CommandResultEvent) {
-  const result = (r.result ?? {}) as { modules?: unknown; backups?: unknown; admin_login?: unknown };
+  const result = (r.result ?? {}) as { modules?: unknown; backups?: unknown; admin_login?: unknown; migration_restore?: unknown };
+  if (r.ok && result.migration_restore) await writes.migrationRestored(client, op.environment_id, r.ts);
   // The administrator's login password the database now has (the version the deploy sent).
   const login = (result.admin_login ?? null) as { version?: unknown } | null;
   if (r.ok && login && typeof login.version === "string" && !Number.isNaN(Date.parse(login.version))) {

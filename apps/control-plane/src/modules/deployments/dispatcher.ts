@@ -16,6 +16,7 @@ import type { ErpCredentials } from "../environments/erp-credentials.ts";
 import type { AddonRepositoriesRepo, AddonSnapshotEntry } from "../addon-repositories/addon-repositories.repo.ts";
 import { commandEntries, snapshotEntry, snapshotOf } from "../addon-repositories/addon-snapshots.ts";
 import type { BackupTransfers } from "../backups/backup-transfers.ts";
+import type { MigrationArchives } from "../migrations/migration-archive.ts";
 
 /** How long a task may wait for an offline server before it fails (platform spec 8: 1800 s). */
 export const DISPATCH_TTL_MS = 30 * 60 * 1000;
@@ -48,6 +49,8 @@ export function createDispatcher(deps: {
   addonRepositories?: Pick<AddonRepositoriesRepo, "forDeploy" | "secrets" | "recordSnapshot">;
   /** Where a backup's files go and come from (the backup store); absent: they stay on the server. */
   backups?: Pick<BackupTransfers, "uploadParams" | "restoreSource">;
+  /** A migration's backup for the deploy that restores it (the restore-once rule); absent: none sent. */
+  migrationArchives?: Pick<MigrationArchives, "archiveFor">;
 }) {
   /**
    * The deploy's add-on repositories: a retry's or rollback's are those of the deployment it
@@ -120,10 +123,13 @@ export function createDispatcher(deps: {
     const config = ((d.extraData ?? {}) as { config?: { cpu_cores: number; ram_mb: number; disk_gb: number; workers: number; variables?: Record<string, string> } }).config;
     const erp = await erpParams(d);
     const addons = await addonParams(d);
+    // The restore-once rule (platform spec 4.3): until a deploy restored the migration's backup, every deploy restores it.
+    const archive = env.migrationId !== null && !env.migrationRestoreCompleted ? await deps.migrationArchives?.archiveFor(env.migrationId) : null;
     return {
       ...base,
       ...erp,
       ...addons,
+      ...(archive ? { archive } : {}),
       erp_version: image.version,
       image: d.imageTag ?? image.image,
       db_image: image.db,

@@ -17,6 +17,8 @@ export function createEnvironmentOperations(deps: {
   access: Pick<Access, "requireProject">;
   clock: Clock;
   environments: Pick<EnvironmentsService, "updateDomains" | "view">;
+  /** Whether a migration's backup is still in the backup store (force_restore needs it); absent: assumed so. */
+  migrationBackupStored?: (migrationId: string) => Promise<boolean>;
 }) {
   const { ops, repo } = deps;
   return {
@@ -52,6 +54,9 @@ export function createEnvironmentOperations(deps: {
       const { scope, env } = await ops.deployableEnvironment(person, projectId, environmentId);
       await ops.heavy(scope.organizationId);
       const reset = forceRestore && env.migrationId !== null && env.migrationRestoreCompleted;
+      if (reset && deps.migrationBackupStored && !(await deps.migrationBackupStored(env.migrationId!))) {
+        throw new DomainError("migration_backup_unavailable", "force_restore needs the migration's backup, which is no longer in the backup store (the migration was deleted or its bytes cleaned up); nothing was changed");
+      }
       if (reset) await repo.updateEnvironment(env.id, { migrationRestoreCompleted: false, migrationRestoreCompletedAt: null, updatedAt: deps.clock.now() });
       const op = await ops.operate(scope, env.id, "deploy", person, { extraData: { ...deployOptionsExtra(options), ...(reset ? { force_restore: true } : {}) } });
       return {

@@ -24,6 +24,8 @@ export interface CreateEnvironmentInput {
   ram_mb?: number | undefined;
   disk_gb?: number | undefined;
   workers?: number | undefined;
+  /** Set only by a migration's start (step 2): the first deployment restores its backup. */
+  migration_id?: string | undefined;
 }
 
 /** What the APIs show of where an environment is served and how its route stands. */
@@ -115,6 +117,7 @@ export function createEnvironmentsService(deps: {
           ...(input.ram_mb !== undefined ? { ramMb: input.ram_mb } : {}),
           ...(input.disk_gb !== undefined ? { diskGb: input.disk_gb } : {}),
           ...(input.workers !== undefined ? { workers: input.workers } : {}),
+          ...(input.migration_id !== undefined ? { migrationId: input.migration_id } : {}),
           createdAt: now,
           updatedAt: now,
         });

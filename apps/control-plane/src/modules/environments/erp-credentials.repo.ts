@@ -27,9 +27,9 @@ export function createErpCredentialsRepo(db: Database) {
     },
 
     /** The sealed administrator login password, when it was set and when the database got it; undefined: no such environment. */
-    async login(environmentId: string): Promise<{ enc: string | null; setAt: Date | null; appliedAt: Date | null } | undefined> {
+    async login(environmentId: string): Promise<{ enc: string | null; setAt: Date | null; appliedAt: Date | null; migrationId: string | null } | undefined> {
       const [row] = await db
-        .select({ enc: environments.adminLoginEnc, setAt: environments.adminLoginSetAt, appliedAt: environments.adminLoginAppliedAt })
+        .select({ enc: environments.adminLoginEnc, setAt: environments.adminLoginSetAt, appliedAt: environments.adminLoginAppliedAt, migrationId: environments.migrationId })
         .from(environments)
         .where(eq(environments.id, environmentId));
       return row;

@@ -71,11 +71,16 @@ export function createErpCredentials(deps: { repo: ErpCredentialsRepo; environme
         (sealed, at) => deps.repo.setIfAbsent(environmentId, sealed, at),
       ),
 
-    /** The administrator's login password, generated now when it has none. */
+    /**
+     * The administrator's login password, generated now when it has none. Not for an
+     * environment a migration created: its database keeps the users and passwords of the
+     * backup (a rotation still sets a new one).
+     */
     ensureLogin: (environmentId: string) =>
       ensureSealed(
         async () => {
           const row = await deps.repo.login(environmentId);
+          if (row?.migrationId && row.enc === null) return undefined;
           return row === undefined ? undefined : row.enc;
         },
         (sealed, at) => deps.repo.setLoginIfAbsent(environmentId, sealed, at),

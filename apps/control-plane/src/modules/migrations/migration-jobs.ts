@@ -1,6 +1,7 @@
 // The migrations' background work on pg-boss (db/jobs.ts policy: retries 5 s, 15 s, 45 s,
 // 600 s timeout, 10 jobs at once system-wide): the analysis of a stored backup, the download
-// of an import URL, and every 15 minutes the cleanup of cancelled and failed migrations' bytes.
+// of an import URL, every 15 minutes the cleanup of cancelled and failed migrations' bytes, and
+// every minute the reconcile of running migrations whose deployment ended unseen.
 import type { Jobs } from "../../db/jobs.ts";
 import type { MigrationsService } from "./migrations.service.ts";
 
@@ -8,6 +9,8 @@ export const ANALYZE_QUEUE = "migrations.analyze";
 export const IMPORT_QUEUE = "migrations.import";
 export const CLEANUP_QUEUE = "migrations.cleanup";
 export const CLEANUP_CRON = "*/15 * * * *";
+export const RECONCILE_QUEUE = "migrations.reconcile";
+export const RECONCILE_CRON = "* * * * *";
 
 export async function startMigrationJobs(deps: {
   jobs: Jobs;
@@ -34,6 +37,10 @@ export async function startMigrationJobs(deps: {
     await migrations.cleanup();
   });
   await jobs.schedule(CLEANUP_QUEUE, CLEANUP_CRON);
+  await jobs.define(RECONCILE_QUEUE, async () => {
+    await migrations.reconcile();
+  });
+  await jobs.schedule(RECONCILE_QUEUE, RECONCILE_CRON);
   migrations.setQueue({
     analyze: async (id) => void (await jobs.send(ANALYZE_QUEUE, { migration_id: id })),
     importUrl: async (id) => void (await jobs.send(IMPORT_QUEUE, { migration_id: id })),

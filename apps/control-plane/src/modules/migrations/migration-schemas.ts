@@ -3,6 +3,7 @@
 import { Type, type Static } from "@sinclair/typebox";
 import { Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { MIGRATION_STATUSES, SOURCE_TYPES } from "./migration-states.ts";
+import { MIGRATION_STEPS } from "./migration-steps.ts";
 
 export const Sha256 = Type.String({ pattern: "^[0-9a-fA-F]{64}$", description: "SHA-256 of the whole backup, hex" });
 
@@ -59,7 +60,22 @@ export const Migration = Type.Object(
     monthly_savings: Nullable(Type.Number()),
     target_vm_id: Nullable(Uuid),
     target_domain: Nullable(Type.String()),
+    production: Type.Boolean({ description: "false (default): the migrated copy is neutralised (outgoing mail servers and scheduled actions off) so a test import never e-mails real customers" }),
+    project_id: Nullable(Uuid),
     environment_id: Nullable(Uuid),
+    environment_url: Nullable(Type.String({ description: "Where the migrated ERP is served (https://…), once the environment exists" })),
+    deployment_id: Nullable(Uuid),
+    steps: Nullable(
+      Type.Array(
+        Type.Object({
+          id: StringEnum(MIGRATION_STEPS.map((st) => st.id)),
+          name: Type.String(),
+          percent: Type.Integer({ description: "progress_percent once this step and every one before it is done" }),
+          status: StringEnum(["pending", "running", "completed", "skipped", "failed"] as const),
+        }),
+        { description: "The 12 execution steps (platform spec 4.3) once started; null before" },
+      ),
+    ),
     error_message: Nullable(Type.String()),
     retry_count: Type.Integer(),
     created_at: Timestamp,
@@ -89,6 +105,7 @@ export const ConfigureBody = Type.Object(
     target_domain: Type.Optional(Nullable(Type.String({ maxLength: 253 }))),
     git_repo_url: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
     git_branch: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    production: Type.Optional(Type.Boolean({ description: "true: serve the copy as it came (mail and scheduled actions on); default false: neutralised" })),
   },
   { additionalProperties: false },
 );

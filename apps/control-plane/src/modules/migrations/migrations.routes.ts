@@ -13,7 +13,8 @@ import { personOf } from "../auth/session-principal.ts";
 import { originOf } from "../backups/backups.routes.ts";
 import { Analysis, AvailableServer, ConfigureBody, CreateMigrationBody, Migration, Sha256, StatusAnswer, UploadInit, UploadResult } from "./migration-schemas.ts";
 import { CHUNK_BYTES, MAX_UPLOAD_BYTES, MIGRATION_STATUSES, TIER_LIMITS } from "./migration-states.ts";
-import { migrationView, type MigrationsService } from "./migrations.service.ts";
+import type { MigrationsService } from "./migrations.service.ts";
+import type { MigrationExecution } from "./migration-execution.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
 import type { TusUploads } from "./tus-uploads.ts";
 
@@ -30,7 +31,13 @@ const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and re
 - **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again. On a local backup store, tiers 3 and 4 use tus as above (one upload, resumable; parts joined on the server are not offered).
 Every tier ends with the integrity check (declared size and SHA-256) before the analysis; a mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.`;
 
-export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pick<MigrationsRepo, "byId">; access: Access; tus: TusUploads }): FastifyPluginAsyncTypebox {
+export function migrationsRoutes(deps: {
+  migrations: MigrationsService;
+  execution: MigrationExecution;
+  repo: Pick<MigrationsRepo, "byId">;
+  access: Access;
+  tus: TusUploads;
+}): FastifyPluginAsyncTypebox {
   const { migrations } = deps;
 
   /** The migration's organisation, after the caller's role there is checked: 404 without one (or no such migration), 403 without the permission. */
@@ -69,7 +76,7 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
         const person = personOf(request);
         await deps.access.requireOrg(person, request.body.organization_id, "org.migrations.create");
         const row = await migrations.create(request.body.organization_id, { ...request.body, source_type: request.body.source_type as string }, { userId: person.userId });
-        return reply.code(201).send(migrationView(row));
+        return reply.code(201).send(await migrations.view(row));
       },
     );
 
@@ -103,7 +110,7 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
       { schema: { tags: TAG, summary: "Get a migration", params: Params, response: { 200: MigrationRef, ...errors(404) } } },
       async (request) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.list");
-        return migrationView(await migrations.get(org, request.params.migration_id));
+        return migrations.view(await migrations.get(org, request.params.migration_id));
       },
     );
 
@@ -296,7 +303,7 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
       },
       async (request) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
-        return migrationView(await migrations.configure(org, request.params.migration_id, request.body));
+        return migrations.view(await migrations.configure(org, request.params.migration_id, request.body));
       },
     );
 
@@ -307,25 +314,25 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
           tags: TAG,
           summary: "Start a migration",
           description:
-            "Runs the 12 steps on the target server. Not available in this version: a configured (ready) migration answers 409 migration_execution_unavailable; one that is not ready answers 409 migration_not_ready.",
+            "Runs the 12 steps on the target server (202): 1 a project named after the migration on the target server, with the detected ERP version and the repository; 2 an environment linked by migration_id, sized by the recommendation, at target_domain (`production` when configured so, else `staging`); 3 to 12 that environment's first deployment (trigger `migration`), which restores the backup because of the restore-once rule (platform spec 4.1 rule 9). Follow it with GET (steps, progress_percent, current_step) or the migration_progress events; a failure fails the migration with error_message (retry, then start again: the project and environment are reused). 409 migration_not_ready unless configured (ready).",
           params: Params,
-          response: { 200: StatusAnswer, ...errors(404, 409) },
+          response: { 202: StatusAnswer, ...errors(400, 404, 409) },
         },
       },
-      async (request) => {
+      async (request, reply) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.execute");
-        return migrations.start(org, request.params.migration_id);
+        return reply.code(202).send(await deps.execution.start(org, request.params.migration_id, personOf(request)));
       },
     );
 
     app.post(
       "/migrations/:migration_id/cancel",
       {
-        schema: { tags: TAG, summary: "Cancel a migration", description: "Any migration not completed, cancelled or unlinked (409 migration_not_cancellable). An unfinished upload is discarded at once; stored bytes by the cleanup job.", params: Params, response: { 200: StatusAnswer, ...errors(404, 409) } },
+        schema: { tags: TAG, summary: "Cancel a migration", description: "Any migration not completed, cancelled or unlinked (409 migration_not_cancellable). An unfinished upload is discarded at once; stored bytes by the cleanup job. A running migration's deployment is cancelled: its agent stops at the next step and puts back what the restore had replaced.", params: Params, response: { 200: StatusAnswer, ...errors(404, 409) } },
       },
       async (request) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
-        const row = await migrations.cancel(org, request.params.migration_id);
+        const row = await migrations.cancel(org, request.params.migration_id, { userId: personOf(request).userId });
         return { status: row.status, migration_id: row.id, message: "Migration cancelled" };
       },
     );
@@ -372,14 +379,15 @@ export function migrationsRoutes(deps: { migrations: MigrationsService; repo: Pi
         schema: {
           tags: TAG,
           summary: "Unlink the migrated environment",
-          description: "Deletes the environment the migration created and returns the migration to analyzed; 409 migration_not_linked when it has none.",
+          description:
+            "Destroys the environment the migration created, with its database and data (a destroy operation on its server), and returns the migration to analyzed: configure and start it again. The answer's status is `unlinked`. 409 migration_not_linked when it has none, migration_in_progress while it runs.",
           params: Params,
           response: { 200: Type.Object({ status: Type.String(), migration_id: Uuid, environment_deleted: Type.Boolean(), message: Type.String() }), ...errors(404, 409) },
         },
       },
       async (request) => {
         const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
-        return migrations.unlinkEnvironment(org, request.params.migration_id);
+        return deps.execution.unlink(org, request.params.migration_id, personOf(request));
       },
     );
 

@@ -1,8 +1,8 @@
 // Migrations of an ERP backup from elsewhere (platform spec 4.3): the record and its state
 // machine, the backup's arrival in the backup store (upload tiers, import from a URL, each
 // ending with the integrity check), the analysis of the stored backup, the configuration,
-// and the cleanup of bytes nobody will use. Executing the 12 steps on an agent is not here
-// yet: start answers 409 migration_execution_unavailable.
+// and the cleanup of bytes nobody will use. Executing the 12 steps (start, unlink) is
+// migration-execution.ts'; following them, migration-progress.ts.
 import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import { DomainError, notFound } from "../../lib/errors.ts";
@@ -12,6 +12,7 @@ import { capacityOf } from "../servers/capacity.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
 import type { AnalysisFields } from "./migration-schemas.ts";
+import { advance, stepsOf, stepsView } from "./migration-steps.ts";
 import {
   ACCEPTS_BACKUP,
   CONFIGURABLE,
@@ -60,7 +61,8 @@ const NO_BACKUP_YET = {
 
 export const storageKeyOf = (m: { organizationId: string; id: string }) => `migrations/${m.organizationId}/${m.id}/backup`;
 
-export function migrationView(m: MigrationRow) {
+/** The API's migration; `environmentUrl`: where the linked environment is served (null when none). */
+export function migrationView(m: MigrationRow, environmentUrl: string | null = null) {
   return {
     id: m.id,
     organization_id: m.organizationId,
@@ -89,7 +91,12 @@ export function migrationView(m: MigrationRow) {
     monthly_savings: m.monthlySavings,
     target_vm_id: m.targetServerId,
     target_domain: m.targetDomain,
+    production: m.production,
+    project_id: m.projectId,
     environment_id: m.environmentId,
+    environment_url: environmentUrl,
+    deployment_id: m.deploymentId,
+    steps: m.steps === null ? null : stepsView(stepsOf(m.steps, { gitRepository: m.gitRepoUrl !== null })),
     error_message: m.errorMessage,
     retry_count: m.retryCount,
     created_at: m.createdAt.toISOString(),
@@ -115,6 +122,10 @@ export function createMigrationsService(deps: {
   failedRetentionMs?: number;
   /** Where tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB). */
   tierLimits?: TierLimits;
+  /** Where an environment is served (https://…); absent: environment_url stays null. */
+  environmentUrl?: (organizationId: string, environmentId: string) => Promise<string | null>;
+  /** Cancels the deployment a running migration is (the agent is told); absent: nothing to tell. */
+  cancelDeployment?: (deploymentId: string, by: string) => Promise<void>;
 }) {
   const { repo, store } = deps;
   let queue: MigrationQueue | null = null;
@@ -180,7 +191,15 @@ export function createMigrationsService(deps: {
     return row;
   }
 
+  /** The API's migration, with where its environment is served. */
+  async function view(m: MigrationRow) {
+    const url = m.environmentId !== null && deps.environmentUrl ? await deps.environmentUrl(m.organizationId, m.environmentId) : null;
+    return migrationView(m, url);
+  }
+
   return {
+    view,
+
     /** Wired once the replica's jobs run (migration-jobs.ts). */
     setQueue(q: MigrationQueue) {
       queue = q;
@@ -211,7 +230,7 @@ export function createMigrationsService(deps: {
 
     async list(organizationId: string, q: { status?: string | undefined; page: number; page_size: number }) {
       const { rows, total } = await repo.list(organizationId, { status: q.status, limit: q.page_size, offset: (q.page - 1) * q.page_size });
-      return { items: rows.map(migrationView), total, page: q.page, page_size: q.page_size, pages: Math.ceil(total / q.page_size) };
+      return { items: await Promise.all(rows.map(view)), total, page: q.page, page_size: q.page_size, pages: Math.ceil(total / q.page_size) };
     },
 
     /**
@@ -410,7 +429,14 @@ export function createMigrationsService(deps: {
     async configure(
       organizationId: string,
       id: string,
-      input: { target_vm_id: string; project_name?: string | undefined; target_domain?: string | null | undefined; git_repo_url?: string | null | undefined; git_branch?: string | null | undefined },
+      input: {
+        target_vm_id: string;
+        project_name?: string | undefined;
+        target_domain?: string | null | undefined;
+        git_repo_url?: string | null | undefined;
+        git_branch?: string | null | undefined;
+        production?: boolean | undefined;
+      },
     ): Promise<MigrationRow> {
       const m = await get(organizationId, id);
       if (!CONFIGURABLE.includes(m.status as MigrationStatus)) {
@@ -431,6 +457,7 @@ export function createMigrationsService(deps: {
           ...(input.project_name !== undefined ? { projectName: input.project_name.trim() } : {}),
           ...(input.git_repo_url !== undefined ? { gitRepoUrl: input.git_repo_url } : {}),
           ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+          ...(input.production !== undefined ? { production: input.production } : {}),
         },
         { from: CONFIGURABLE },
       );
@@ -438,23 +465,13 @@ export function createMigrationsService(deps: {
       return row;
     },
 
-    /** start: checked, then refused until the agent's execution of the 12 steps exists. */
-    async start(organizationId: string, id: string): Promise<never> {
-      const m = await get(organizationId, id);
-      if (m.status !== "ready" || m.targetServerId === null) {
-        throw new DomainError("migration_not_ready", `Migration ${id} is ${m.status}: configure it (target server) after its analysis, then start it`);
-      }
-      throw new DomainError(
-        "migration_execution_unavailable",
-        "Running a migration on a server is not available in this version yet: the backup is stored, analysed and configured, and will be started once execution is",
-      );
-    },
-
-    async cancel(organizationId: string, id: string): Promise<MigrationRow> {
+    /** Cancels; a running migration's deployment is cancelled too (its agent stops and puts back what the restore touched). */
+    async cancel(organizationId: string, id: string, caller: Caller): Promise<MigrationRow> {
       const m = await get(organizationId, id);
       if (NOT_CANCELLABLE.includes(m.status as MigrationStatus)) throw new DomainError("migration_not_cancellable", `Migration ${id} is ${m.status}: there is nothing to cancel`);
       const row = await repo.update(id, { status: "cancelled", currentStep: null }, { from: [m.status] });
       if (!row) throw new DomainError("migration_not_cancellable", `Migration ${id} changed state; ask again`);
+      if (m.status === "processing" && m.deploymentId && deps.cancelDeployment) await deps.cancelDeployment(m.deploymentId, `user:${caller.userId}`);
       // An unfinished upload goes now; stored bytes are the cleanup job's (migration-jobs.ts).
       if (m.uploadId && deps.discardUpload) await deps.discardUpload(m.uploadId).catch(() => undefined);
       return row;
@@ -481,13 +498,6 @@ export function createMigrationsService(deps: {
       await removeBytes(m);
       await repo.delete(id);
       return { storage_deleted: m.storageKey !== null || m.uploadId !== null };
-    },
-
-    /** unlink-environment: the environment the migration created goes, the migration returns to analyzed. */
-    async unlinkEnvironment(organizationId: string, id: string): Promise<never> {
-      const m = await get(organizationId, id);
-      // No migration creates an environment before execution exists (start answers 409).
-      throw new DomainError("migration_not_linked", `Migration ${m.id} has no linked environment`);
     },
 
     /** The organisation's servers with room for the recommendation, from their live figures. */
@@ -518,6 +528,24 @@ export function createMigrationsService(deps: {
         });
       }
       return out;
+    },
+
+    /** The reconcile job: running migrations whose deployment ended unseen end as it did. How many. */
+    async reconcile(): Promise<number> {
+      let n = 0;
+      for (const { m, deploymentStatus, deploymentError } of await repo.stalled()) {
+        const gitRepository = m.gitRepoUrl !== null;
+        if (deploymentStatus === "success") {
+          const steps = advance(stepsOf(m.steps, { gitRepository }), { kind: "succeeded" });
+          await repo.update(m.id, { status: "completed", steps, progressPercent: 100, currentStep: "completed" }, { from: ["processing"] });
+        } else {
+          const steps = advance(stepsOf(m.steps, { gitRepository }), { kind: "failed" });
+          const why = deploymentError ?? `the deployment was ${deploymentStatus}`;
+          await repo.update(m.id, { status: "failed", steps, errorMessage: `The migration's deployment ended without finishing: ${why}` }, { from: ["processing"] });
+        }
+        n++;
+      }
+      return n;
     },
 
     /**
