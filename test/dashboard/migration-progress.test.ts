@@ -5,14 +5,12 @@
 // Open link to environment_url and the environment's page; a run that fails shows its
 // error_message and Retry makes it ready to start again.
 //
-// Needs POST start and the record's steps/environment_url (the control-plane side of the
-// migration run); until those land, start answers 409 migration_execution_unavailable and
-// this file fails at its first Start.
 import { createHash, randomBytes } from "node:crypto";
 import type { Page } from "playwright-core";
-import { expect, it } from "vitest";
+import { beforeAll, expect, it } from "vitest";
 import { DEPLOY_STEP_IDS, MIGRATION_RESTORE_PHASES, type SignedCommand } from "@berth/protocol";
 import { fixedAnalysis } from "../support/fixed-analysis.ts";
+import { useTestImages } from "../support/real-agent.ts";
 import type { SimAgent } from "../support/sim-agent.ts";
 import { waitUntil } from "../support/wait.ts";
 import { screenshot } from "./browser.ts";
@@ -64,10 +62,15 @@ async function runDeploy(cmd: SignedCommand, a: SimAgent, deployment_id: string)
     }
     send({ kind: "step.finished", deployment_id, step });
   }
-  send({ kind: "command.result", ok: true, result: { container_id: "c0ffee", container_name: "berth-erp", image: "berth-test/erp:17.0", commit: "abc1234" } });
+  send({ kind: "command.result", ok: true, result: { container_id: "c0ffee", container_name: "berth-erp", image: "berth-test/erp:17.0", healthy: true, migration_restore: { format: "zip", files: 3 } } });
 }
 
 const s = dashboardSuite(answer, { jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] }, analyzeBackup: fixedAnalysis({ recommended_cpu: 1, recommended_ram_mb: 1024, recommended_disk_gb: 10 }) });
+
+// The ERP images the run deploys (the suite's beforeAll has started the control plane).
+beforeAll(async () => {
+  await useTestImages(s.cp);
+});
 
 const record = async (id: string) => (await s.owner.api.get(`/migrations/${id}`)).body as Record<string, unknown> & { steps?: { id: string; status: string }[] };
 
@@ -132,6 +135,7 @@ it("Start runs the 12 steps, followed live on the page, and a completed migratio
   const open = page.getByRole("link", { name: /^Open/ });
   await open.waitFor();
   expect(await open.getAttribute("href")).toBe(done.environment_url);
+  expect(await open.textContent()).toContain((done.environment_url as string).replace(/^https:\/\//, ""));
   expect(await page.getByRole("link", { name: "Environment page" }).getAttribute("href")).toBe(`#/environments/${done.environment_id as string}`);
   expect(await page.getByRole("button", { name: "Cancel migration" }).count()).toBe(0);
   await screenshot(page, "migration-completed");
