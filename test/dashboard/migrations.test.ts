@@ -194,9 +194,14 @@ it("a small backup is uploaded in one request (tier 1) and its analysis read as 
   expect(await choice.first().getAttribute("value")).toBe(s.d.server_id);
   await choice.first().check();
   await serverForm.getByLabel("Domain").fill("erp.acme.example");
+  // A trial copy by default: mail and scheduled actions off.
+  expect(await serverForm.getByLabel("Serve it as production").isChecked()).toBe(false);
   await serverForm.getByRole("button", { name: "Use this server" }).click();
   await page.getByRole("button", { name: "Start migration" }).waitFor();
-  expect(await record(id)).toMatchObject({ status: "ready", target_vm_id: s.d.server_id, target_domain: "erp.acme.example" });
+  expect(await record(id)).toMatchObject({ status: "ready", target_vm_id: s.d.server_id, target_domain: "erp.acme.example", production: false });
+  await page.locator("form.server-form").getByLabel("Serve it as production").check();
+  await page.getByRole("button", { name: "Save server and domain" }).click();
+  await waitUntil("production", async () => (await record(id)).production === true, { timeoutMs: 10_000, intervalMs: 100 });
   expect(await page.locator("#migration-status").textContent()).toContain("ready to start");
   await screenshot(page, "migration-configured");
 });

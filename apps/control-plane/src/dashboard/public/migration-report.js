@@ -103,7 +103,7 @@ export function stepsSection(m) {
               { class: `step step-${s.status}`, dataset: { step: s.id } },
               h("span", { class: "step-mark", "aria-hidden": "true" }, MARK[s.status] ?? "·"),
               ` ${s.name} `,
-              h("span", { class: "step-status" }, `(${s.status}${s.status === "running" && s.percent ? `, ${s.percent} %` : ""})`),
+              h("span", { class: "step-status" }, `(${s.status})`),
             ),
           ),
         )

@@ -135,14 +135,22 @@ async function serverSection(ctx, m, after) {
     ),
   );
   const domain = h("input", { type: "text", name: "target_domain", value: m.target_domain ?? "", placeholder: "erp.example.com", autocomplete: "off" });
+  const production = h("input", { type: "checkbox", name: "production", checked: m.production === true });
   const submit = h("button", { type: "submit" }, m.status === "ready" ? "Save server and domain" : "Use this server");
-  const form = h("form", { class: "server-form" }, h("fieldset", {}, h("legend", {}, "Servers with room"), radios), field("Domain", domain, "Optional: the address the ERP is served at"), submit);
+  const form = h(
+    "form",
+    { class: "server-form" },
+    h("fieldset", {}, h("legend", {}, "Servers with room"), radios),
+    field("Domain", domain, "Optional: the address the ERP is served at"),
+    h("div", { class: "field" }, h("label", { class: "check" }, production, " Serve it as production"), h("span", { class: "hint" }, "Off (advised for a trial): the copy's outgoing mail servers and scheduled actions are turned off, so it e-mails no real customer.")),
+    submit,
+  );
   form.addEventListener(
     "submit",
     onSubmit(submit, ctx.showError, async () => {
       const chosen = form.querySelector('input[name="target_vm_id"]:checked');
       if (!chosen) throw new Error("Choose a server first.");
-      const body = { target_vm_id: chosen.value };
+      const body = { target_vm_id: chosen.value, production: production.checked };
       if (domain.value.trim()) body.target_domain = domain.value.trim();
       await post(`/migrations/${m.id}/configure`, body);
       ctx.announce("Target server saved; the migration is ready to start.");
@@ -186,7 +194,18 @@ export async function migrationPage(main, ctx, id) {
 
   function paintActions() {
     const list = [];
-    if (m.status === "completed" && m.environment_url) list.push(h("a", { class: "button open-link", href: m.environment_url, target: "_blank", rel: "noopener noreferrer" }, "Open", h("span", { class: "visually-hidden" }, ` ${m.project_name}`)));
+    if (m.status === "completed" && m.environment_url) {
+      list.push(
+        h(
+          "a",
+          { class: "button open-link", href: m.environment_url, target: "_blank", rel: "noopener noreferrer" },
+          "Open",
+          h("span", { class: "visually-hidden" }, ` ${m.project_name} at`),
+          " ",
+          h("span", { class: "host" }, m.environment_url.replace(/^https?:\/\//, "")),
+        ),
+      );
+    }
     if (m.environment_id) list.push(h("a", { class: "environment-link", href: `#/environments/${m.environment_id}` }, "Environment page"));
     if (ctx.can("org.migrations.execute") && m.status === "ready") {
       list.push(
@@ -231,7 +250,8 @@ export async function migrationPage(main, ctx, id) {
 
   function paint() {
     clear(statusEl).append(statusBadge(m.status));
-    if (m.current_step && m.status !== "processing") statusEl.append(h("span", { class: "muted" }, ` — ${stepLabel(m.current_step)}`));
+    // Where it is before the run (upload, import, analysis), or where it stopped.
+    if (m.current_step && !["processing", "completed", "analyzed", "ready"].includes(m.status)) statusEl.append(h("span", { class: "muted" }, ` — ${stepLabel(m.current_step)}`));
     const receiving = m.status === "uploading" || m.status === "importing";
     clear(factsEl).append(
       ...[
