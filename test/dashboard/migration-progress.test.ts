@@ -3,8 +3,8 @@
 // with their states and the progress bar moving on migration_progress events while the agent
 // restores the backup (held at restoring_database so the running state can be seen), then the
 // Open link to environment_url and the environment's page; a run that fails shows its
-// error_message and Retry makes it ready to start again.
-//
+// error_message and Retry makes it ready to start again; Cancel stops a run and Delete
+// removes the migration.
 import { createHash, randomBytes } from "node:crypto";
 import type { Page } from "playwright-core";
 import { beforeAll, expect, it } from "vitest";
@@ -160,4 +160,27 @@ it("a run that fails shows its error_message; Retry makes it ready to start agai
   await page.getByRole("button", { name: "Retry" }).click();
   await page.getByRole("button", { name: "Start migration" }).waitFor();
   expect(await record(id)).toMatchObject({ status: "ready", retry_count: 1 });
+});
+
+it("Cancel stops a running migration; Delete then removes it from the list", { timeout: 120_000 }, async () => {
+  failAt = null;
+  gate = new Promise((r) => (release = r));
+  const id = await readyMigration("Cancelled ERP");
+  const page = await s.pageFor(s.owner);
+  page.on("dialog", (dialog) => void dialog.accept());
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await start(page, id);
+  await page.locator('li[data-step="restoring_database"].step-running').waitFor({ timeout: 30_000 });
+
+  await page.getByRole("button", { name: "Cancel migration" }).click();
+  await page.locator("#migration-status").getByText("cancelled").waitFor({ timeout: 15_000 });
+  expect((await record(id)).status).toBe("cancelled");
+  expect(await page.getByRole("button", { name: "Cancel migration" }).count()).toBe(0);
+  release();
+
+  await page.getByRole("button", { name: "Delete" }).click();
+  await page.getByRole("heading", { name: "Migrations", exact: true }).waitFor();
+  expect((await s.owner.api.get(`/migrations/${id}`)).status).toBe(404);
+  await page.locator("table").waitFor();
+  expect(await page.locator(`tr[data-migration-id="${id}"]`).count()).toBe(0);
 });
