@@ -83,7 +83,12 @@ export function uploadSection(ctx, m, after) {
 
   pause.addEventListener("click", () => tus?.pause());
   resume.addEventListener("click", () => void runTus());
-  ctx.onCleanup(() => tus?.pause());
+  // Leaving the page stops the work (a resumable upload continues when the file is chosen again here).
+  const leaving = new AbortController();
+  ctx.onCleanup(() => {
+    leaving.abort();
+    tus?.pause();
+  });
 
   const form = h(
     "form",
@@ -99,6 +104,7 @@ export function uploadSection(ctx, m, after) {
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     void begin().catch((err) => {
+      if (!ctx.current()) return;
       setBusy(false);
       state.textContent = "";
       ctx.showError(err);
@@ -123,13 +129,13 @@ export function uploadSection(ctx, m, after) {
       }
     }
     state.textContent = "Computing the SHA-256 of the file…";
-    const sha256 = await sha256OfFile(f, (n) => hashing.show(n, f.size, "Checksum: "));
+    const sha256 = await sha256OfFile(f, (n) => hashing.show(n, f.size, "Checksum: "), leaving.signal);
     if (!ctx.current()) return;
     const q = new URLSearchParams({ file_name: f.name, file_size: String(f.size), sha256 });
     const init = await post(`/migrations/${id}/upload/init?${q}`);
     if (init.protocol === "multipart") {
       state.textContent = `Uploading ${f.name}…`;
-      const out = await directUpload(init.upload_url, f, sha256, { onProgress: (n) => sending.show(n, f.size) });
+      const out = await directUpload(init.upload_url, f, sha256, { onProgress: (n) => sending.show(n, f.size), signal: leaving.signal });
       if (!ctx.current()) return;
       state.textContent = `Backup received and verified (SHA-256 ${out.sha256}); the analysis started.`;
       ctx.announce("Backup uploaded.");
