@@ -304,7 +304,7 @@ it("a failed analysis shows its error_message; Retry analyses the backup again",
   expect(await error.textContent()).toBe("Error: Analysis failed: no database dump found in the archive");
 });
 
-it("a member sees the migrations but no way to create, upload, configure or start", { timeout: 30_000 }, async () => {
+it("a member sees the migrations and their analysis but no way to create, upload, configure or start", { timeout: 60_000 }, async () => {
   const id = await createMigration("Seen by members");
   const page = await s.pageFor(s.member);
   await page.goto(`${s.base}/#/migrations`);
@@ -315,6 +315,18 @@ it("a member sees the migrations but no way to create, upload, configure or star
   await page.goto(`${s.base}/#/migrations/${id}`);
   await page.getByRole("heading", { name: "Migration of Seen by members" }).waitFor();
   expect(await page.locator("section.migration-upload").count()).toBe(0);
+  expect(await page.locator(".migration-actions button").count()).toBe(0);
+
+  // Analysed meanwhile (the owner uploaded it): the open page follows the live events to the
+  // report, which the member reads; no server to choose.
+  const data = randomBytes(10_000);
+  expect((await s.owner.api.post(`/migrations/${id}/upload/init?file_name=erp.zip&file_size=${data.length}&sha256=${sha(data)}`)).status).toBe(200);
+  const form = new FormData();
+  form.append("file", new Blob([new Uint8Array(data)]), "erp.zip");
+  expect((await fetch(`${s.base}/api/v1/migrations/${id}/upload/direct`, { method: "POST", headers: { authorization: `Bearer ${s.owner.token}` }, body: form })).status).toBe(200);
+  await page.locator("section.analysis-report").waitFor({ timeout: 20_000 });
+  expect(await page.locator("section.analysis-report").textContent()).toContain("ERP version17.0");
+  expect(await page.locator("form.server-form").count()).toBe(0);
   expect(await page.locator(".migration-actions button").count()).toBe(0);
   await screenshot(page, "migration-member");
 });
