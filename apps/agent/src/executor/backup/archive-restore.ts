@@ -3,7 +3,8 @@
 // when a copy there matches the signed size and sha256), then read once (erp-archive.ts): its
 // SQL dump loaded with psql into the restore's new database, its file store written into the
 // new data dir as filestore/<database>/..., owned by the ERP's user. The restore around it
-// (verify, swap, health check, swap back) is the same as for a backup Berth made.
+// (verify, swap, health check, swap back) is the same as for a backup Berth made. A deploy
+// that carries a migration's backup uses both too (../deploy/migration-restore.ts).
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { RestoreParams } from "@berth/protocol";
@@ -11,7 +12,6 @@ import type { DockerClient } from "../../docker/docker-client.ts";
 import { STATE_DIR_MODE } from "../../state/state-dir.ts";
 import type { RestoreNames } from "../environment/database-swap.ts";
 import { backupDir, ERP_DB_NAME, ERP_UID, type EnvironmentLayout } from "../environment/environment-layout.ts";
-import type { ErpContainerRef } from "../environment/erp-container.ts";
 import { loadSqlDump } from "../environment/sql-dump.ts";
 import type { ExecutorDeps } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
@@ -57,27 +57,43 @@ export async function archiveHere(input: {
   return path;
 }
 
+/** Told as the archive is read, for progress: the dump starts and finishes loading, a file store member starts. */
+export interface ArchiveProgress {
+  dumpStarted?(): void;
+  dumpLoaded?(): void;
+  fileStarted?(): void;
+}
+
 /** Loads the archive's dump into the restore's new database and its file store into the new data dir. */
 export async function loadArchive(input: {
   docker: DockerClient;
   dbContainerId: string;
   layout: EnvironmentLayout;
-  erp: ErpContainerRef;
+  /** The ERP image the file store's helper container is made from. */
+  image: string;
   names: RestoreNames;
   path: string;
   extraLabels: Record<string, string> | undefined;
   deadlineMs: number;
+  progress?: ArchiveProgress;
 }): Promise<{ format: ErpArchiveFormat; dump: string; files: number }> {
-  const { docker, names } = input;
+  const { docker, names, progress } = input;
   let read: { format: ErpArchiveFormat; dump: string; files: number } | null = null;
-  await writeIntoIncomingDataDir(docker, input.layout, input.erp, names, input.extraLabels, async (helper) => {
+  await writeIntoIncomingDataDir(docker, input.layout, input.image, names, input.extraLabels, async (helper) => {
     // The ERP finds its file store under filestore/<database name>: "odoo" here, whatever it was called before.
     const tar = fileStoreTar(`filestore/${ERP_DB_NAME}/`, ERP_UID);
     const writing = docker.writeArchive(helper, "/var/lib/odoo", tar.stream, input.deadlineMs);
     try {
       read = await readErpArchive(input.path, {
-        onDump: (dump) => loadSqlDump(docker, input.dbContainerId, names.incomingDb, dump, input.deadlineMs),
-        onFile: (entry) => tar.add(entry),
+        onDump: async (dump) => {
+          progress?.dumpStarted?.();
+          await loadSqlDump(docker, input.dbContainerId, names.incomingDb, dump, input.deadlineMs);
+          progress?.dumpLoaded?.();
+        },
+        onFile: (entry) => {
+          progress?.fileStarted?.();
+          return tar.add(entry);
+        },
       });
     } finally {
       tar.finish();

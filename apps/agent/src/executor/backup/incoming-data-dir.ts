@@ -1,20 +1,19 @@
 // A restore's new data dir (data-restore-<id>, beside the live one) is written through a
 // helper container of the ERP's image that mounts it where the ERP mounts its data dir and is
 // never started: Docker writes the files with the owners their archive gives them, as the ERP
-// will read them.
+// will read them. The image is named by the caller: a restore takes the running ERP's, a
+// deploy its own (it may have no ERP container yet).
 import { chown, mkdir } from "node:fs/promises";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels } from "../../docker/labels.ts";
 import type { RestoreNames } from "../environment/database-swap.ts";
 import { ERP_UID, type EnvironmentLayout } from "../environment/environment-layout.ts";
-import type { ErpContainerRef } from "../environment/erp-container.ts";
-import { CommandError } from "../runner/handler-types.ts";
 
 /** Creates the new data dir and the helper mounting it at /var/lib/odoo, runs `write` with the helper's id, removes the helper. */
 export async function writeIntoIncomingDataDir(
   docker: DockerClient,
   layout: EnvironmentLayout,
-  erp: ErpContainerRef,
+  image: string,
   names: RestoreNames,
   extraLabels: Record<string, string> | undefined,
   write: (helperId: string) => Promise<void>,
@@ -23,8 +22,6 @@ export async function writeIntoIncomingDataDir(
   await chown(names.incomingDir, ERP_UID, ERP_UID).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EPERM") throw error;
   });
-  const image = (await docker.inspectContainer(erp.id))?.image;
-  if (image === undefined) throw new CommandError("not_deployed", `the ERP container ${erp.name} vanished`);
   const helper = await docker.createContainer({
     name: `${layout.erpContainer}-restore-${names.id}`,
     image,

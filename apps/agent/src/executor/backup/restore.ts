@@ -182,7 +182,8 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               );
               await createDatabase(docker, db, n.incomingDb);
               if (archive !== null) {
-                const read = await loadArchive({ docker, dbContainerId: db, layout, erp: need(erp), names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
+                const image = await erpImage(docker, need(erp));
+                const read = await loadArchive({ docker, dbContainerId: db, layout, image, names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
                 step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
                 if (params.archive?.neutralize === true) step.log("info", await neutralizeDatabase(docker, db, n.incomingDb));
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
@@ -291,9 +292,16 @@ async function extractFileStore(
   deps: ExecutorDeps,
   timing: ExecutorTiming,
 ): Promise<void> {
-  await writeIntoIncomingDataDir(docker, layout, erp, names, deps.extraLabels, async (helper) => {
+  await writeIntoIncomingDataDir(docker, layout, await erpImage(docker, erp), names, deps.extraLabels, async (helper) => {
     const tar = createGunzip();
     const feeding = pipeline(createReadStream(archive), tar);
     await Promise.all([docker.writeArchive(helper, "/var/lib", tar, timing.dataTransferMs), feeding]);
   });
+}
+
+/** The image the ERP container runs: the new data dir's helper is made from it. */
+async function erpImage(docker: DockerClient, erp: ErpContainerRef): Promise<string> {
+  const image = (await docker.inspectContainer(erp.id))?.image;
+  if (image === undefined) throw new CommandError("not_deployed", `the ERP container ${erp.name} vanished`);
+  return image;
 }

@@ -10,7 +10,9 @@
 // in a one-off container of the new image with --stop-after-init, and only then replaces the
 // container. The old ERP keeps serving, except while modules are upgraded after a snapshot
 // (previous-erp.ts: no write may be lost by a rollback). initializing_database reports what
-// was done.
+// was done. A deploy that carries a migration's backup (params.archive) restores it there
+// instead of initialising a new database (migration-restore.ts), then plans modules as for
+// an existing database.
 import { mkdir, readFile } from "node:fs/promises";
 import { environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
@@ -54,6 +56,7 @@ import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { setAdministratorPassword } from "./erp-login.ts";
 import { adminPassword, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
 import { createPreviousErp } from "./previous-erp.ts";
+import { createMigrationRestore } from "./migration-restore.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
 import {
   checkoutRepository,
@@ -155,6 +158,13 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         { docker, layout, proxy: deps.proxy, clock: deps.clock, stopGraceSeconds: timing.stopGraceSeconds, dataTransferMs: timing.dataTransferMs },
         s,
       );
+      const migration =
+        params.archive === undefined
+          ? null
+          : createMigrationRestore(
+              { ...deps, docker, layout, image: params.image, previous, dataTransferMs: timing.dataTransferMs, stopGraceSeconds: timing.stopGraceSeconds },
+              params.archive,
+            );
 
       /** Before the switch: a new database is initialised; an existing one gets its modules installed and upgraded. */
       const prepareDatabase = async (step: StepScope) => {
@@ -164,7 +174,13 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         s.addons = s.addonsFolders ? await scanAddonFolders(s.addonsFolders, series) : await scanAddons(layout.addonsDir, series);
         s.modules = [];
         s.snapshot = null;
+        if (migration !== null) await migration.restore(step, dbId, s.oldErpId);
         let before = await readDbModules(docker, dbId);
+        if (before === null && migration?.restored === true) {
+          // Never -i base on a restored database: it is the migrated ERP's, as it was.
+          step.log("warning", "The restored database has no installed base module: modules are left as they are");
+          before = [];
+        }
         if (before === null) {
           const language = params.init?.language;
           step.log("info", `New database: initialising "${ERP_DB_NAME}" (-i base${withoutDemo(params) ? ", without demo data" : ""}${language ? `, language ${language}` : ""}) before the ERP serves`);
@@ -190,7 +206,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           return;
         }
         for (const [name, reason] of Object.entries(plan.reasons)) step.log("info", `Module ${name}: ${plan.install.includes(name) ? "install" : "upgrade"} (${reason})`);
-        if (s.initialized !== true && deps.preDeploy?.snapshots !== false) {
+        // A database this deploy just restored has nothing a snapshot would keep: a failure swaps back.
+        if (s.initialized !== true && migration?.restored !== true && deps.preDeploy?.snapshots !== false) {
           const modules = Object.fromEntries(before.filter((m) => m.state === "installed").map((m) => [m.name, m.latest_version]));
           s.snapshot = await takeSnapshot(docker, dbId, layout, {
             deploymentId: params.deployment_id,
@@ -221,6 +238,14 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           step.log("error", `Module ${failed ?? "install/upgrade"} failed (${why}): rolling code, configuration, database and file store back to ${snapshot.backup_id}`);
           await previous.rollback(step, null);
           throw new CommandError("module_update_failed", `module ${failed ?? "install/upgrade"} failed (${why}): rolled back to ${snapshot.backup_id}; last lines:\n${tail}`);
+        }
+      };
+
+      /** The previous ERP containers, kept by the switch while this deploy could still go back to them. */
+      const removeParkedErps = async (step: StepScope) => {
+        for (const id of await parkedErpContainers(docker, layout, need(s.containerId))) {
+          await docker.removeContainer(id);
+          step.log("info", `Removed the previous ERP container ${id.slice(0, 12)}`);
         }
       };
 
@@ -393,7 +418,10 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             starting_container: async (step) => {
               const sizing = need(s.sizing);
               await prepareDatabase(step);
-              if (params.admin_login !== undefined) {
+              if (params.admin_login !== undefined && migration !== null) {
+                // A migrated database has its own users; the control plane sends none for it anyway.
+                step.log("info", "The administrator's password was not set: the database was restored from a migration's backup and keeps its own users");
+              } else if (params.admin_login !== undefined) {
                 const login = await setAdministratorPassword(docker, need(s.dbContainerId), params.admin_login.password);
                 if (login === null) step.log("warning", "The database has no administrator (user 2): the administrator's password was not set");
                 else {
@@ -401,6 +429,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                   step.log("info", `The administrator's password (login ${login}) was set in the database`);
                 }
               }
+              migration?.markRestarting(step);
               s.containerId = await replaceErpContainer(
                 docker,
                 layout,
@@ -421,7 +450,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                   restartPolicy: "unless-stopped",
                 },
                 step,
-                { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8), keepPrevious: s.snapshot != null },
+                { graceSeconds: timing.stopGraceSeconds, suffix: params.deployment_id.slice(0, 8), keepPrevious: s.snapshot != null || migration?.keepsPreviousErp === true },
               );
               s.hostPort = await hostPortOf(docker, s.containerId);
               await previous.switched(step.log);
@@ -440,12 +469,14 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
 
             initializing_database: async (step) => {
               const done = (s.modules ?? []).map((m) => `${m.name} ${m.action}${m.to_version ? ` (${m.to_version})` : ""}`);
-              if (s.initialized === true) {
+              if (migration?.restored === true) {
+                step.log("info", `Database "${ERP_DB_NAME}" was restored from migration ${params.archive?.migration_id ?? ""}'s backup before the ERP started`);
+              } else if (s.initialized === true) {
                 step.log("info", `Database "${ERP_DB_NAME}" was initialised before the ERP started (base${withoutDemo(params) ? ", no demo data" : ", demo data"})`);
               } else step.log("info", "Existing database kept (volume reused)");
               if (s.snapshot) step.log("info", `Pre-deploy snapshot ${s.snapshot.backup_id}`, { backup_id: s.snapshot.backup_id });
               if (done.length > 0) step.log("info", `Modules: ${done.join(", ")}`, { modules: s.modules ?? [] });
-              const head = s.initialized === true ? "Database initialised" : "Existing database kept";
+              const head = migration?.restored === true ? "Database restored" : s.initialized === true ? "Database initialised" : "Existing database kept";
               return done.length > 0 ? `${head}; ${done.length} module(s) installed or upgraded` : head;
             },
 
@@ -480,6 +511,10 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
 
             health_check: async (step) => {
               s.healthy = await checkHealth(docker, need(s.containerId), s.hostPort ?? null, step, deps.clock, timing);
+              // Replaced data is at stake, as after an upgrade: unhealthy fails, and the catch swaps back.
+              if (migration?.replacesExisting === true && !s.healthy) {
+                throw new CommandError("restore_unhealthy", "the ERP was not healthy on the restored database");
+              }
               if (s.snapshot != null) {
                 if (!s.healthy) {
                   const snapshot = s.snapshot;
@@ -489,10 +524,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                   step.log(again ? "info" : "warning", again ? "The previous version is healthy again" : "The previous version is not healthy either");
                   throw new CommandError("health_check_failed", `the ERP was not healthy after the module upgrade: rolled back to ${snapshot.backup_id}`);
                 }
-                for (const id of await parkedErpContainers(docker, layout, need(s.containerId))) {
-                  await docker.removeContainer(id);
-                  step.log("info", `Removed the previous ERP container ${id.slice(0, 12)}`);
-                }
+                await removeParkedErps(step);
               }
               return s.healthy ? "ERP healthy" : "ERP not healthy (non-fatal)";
             },
@@ -502,16 +534,20 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
               await dropPreviousCheckout(addonReposDir(layout.dir));
               const after = await readDbModules(docker, need(s.dbContainerId)).catch(() => null);
               if (after !== null) writeModuleState(layout, s.addons ?? [], after);
+              // The old ERP stays parked until the restore is committed: until then a failure swaps back to it.
+              if (migration !== null && (await migration.commit(step.log))) await removeParkedErps(step);
               step.log("info", `${kind === "redeploy" ? "Redeployment" : "Deployment"} finished`);
               return "Done";
             },
           },
           timing.steps.deploy,
         );
-      } catch (error) {
+      } catch (caught) {
         // Anything that fails after the modules ran (a cancel, a deadline, the switch, the
         // proxy) leaves the database upgraded: back to the snapshot, as for a failed upgrade.
         const log: StepScope["log"] = (level, message, data) => ctx.emit.log(level, message, { step: null, ...(data ? { data } : {}) });
+        // A restore's copy is dropped, or swapped back, before the old ERP resumes on it.
+        const error = migration === null ? caught : await migration.undo(caught, log);
         if (s.snapshot == null || s.modulesRan !== true || s.rolledBack === true) {
           if (s.rolledBack !== true) await previous.resume(log);
           throw error;
@@ -552,6 +588,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           size_bytes,
         })),
         rolled_back_to: null,
+        ...(migration === null ? {} : { migration_restore: migration.result() }),
       };
     });
 }

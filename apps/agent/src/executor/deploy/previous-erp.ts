@@ -5,6 +5,8 @@
 // accepted after the snapshot would be lost by a rollback to it. A deploy that fails before
 // its upgrade ran starts it again (with the code and configuration it ran with); one that
 // fails after brings code, configuration, database and file store back to the snapshot.
+// Likewise a deploy that restores a migration's backup over a serving environment stops it
+// only for the swap, and starts it again if the swap is undone (migration-restore.ts).
 import { rename } from "node:fs/promises";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
@@ -42,7 +44,7 @@ export function createPreviousErp(
   const proxyMode = async (mode: "serving" | "maintenance", log: StepScope["log"]) => {
     try {
       const changed = await deps.proxy.setMode(docker, layout.environmentId, mode, (level, message) => log(level, message));
-      if (changed) log("info", mode === "maintenance" ? "The proxy shows a maintenance page while the modules are upgraded" : "The proxy routes the environment's address to the ERP again");
+      if (changed) log("info", mode === "maintenance" ? "The proxy shows a maintenance page until the new version serves" : "The proxy routes the environment's address to the ERP again");
     } catch (error) {
       log("warning", `The proxy was not updated: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -92,20 +94,55 @@ export function createPreviousErp(
     await proxyMode("serving", log);
   };
 
+  /**
+   * Code and configuration as the previous ERP ran with them are live again (a rollback): the
+   * previous checkouts and odoo.conf, so that a later deploy's "previous" is still theirs.
+   */
+  const putBackCode = async (log: StepScope["log"]) => {
+    if (await restorePreviousCheckout(layout.addonsDir)) log("warning", "Code: the previous add-ons checkout is back");
+    if (await restorePreviousCheckout(addonReposDir(layout.dir))) log("warning", "Code: the previous add-on repositories are back");
+    if (s.previousConf != null) {
+      writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
+      await readableByErp(layout.configFile, { log });
+      log("warning", "Configuration: the previous odoo.conf is back");
+    }
+  };
+
+  /** Stops the old ERP, if it runs, behind the maintenance page until this deploy's outcome; returns its id. */
+  const stop = async (log: StepScope["log"], why: string): Promise<string | null> => {
+    const erp = await findErpContainer(docker, layout);
+    if (erp === null || erp.state !== "running") return null;
+    await proxyMode("maintenance", log);
+    await docker.stopContainer(erp.id, deps.stopGraceSeconds);
+    log("info", why);
+    s.stoppedOldErp = erp.id;
+    return erp.id;
+  };
+
   return {
     resume,
 
     /** The snapshot's hook: stops the old ERP behind the maintenance page; a failed copy starts it again. */
     stopForSnapshot: (log: StepScope["log"]) => async () => {
-      const erp = await findErpContainer(docker, layout);
-      if (erp === null || erp.state !== "running") return async () => undefined;
-      await proxyMode("maintenance", log);
-      await docker.stopContainer(erp.id, deps.stopGraceSeconds);
-      log("info", `The ERP is stopped until the upgrade's outcome: no write can be made after the snapshot`);
-      s.stoppedOldErp = erp.id;
+      const stopped = await stop(log, "The ERP is stopped until the upgrade's outcome: no write can be made after the snapshot");
+      if (stopped === null) return async () => undefined;
       return async (copied: boolean) => {
         if (!copied) await resume(log);
       };
+    },
+
+    /**
+     * A restored database is about to replace the live one (migration-restore.ts): the old
+     * ERP stops behind the maintenance page; returns its id, or null when it was not running.
+     */
+    stopForSwap: (log: StepScope["log"]) => stop(log, "The ERP is stopped for the swap to the restored database"),
+
+    putBackCode,
+
+    /** The old ERP, put back after this deploy's swap was undone, serves again, though the new ERP had taken over. */
+    async resumeAfterSwapBack(id: string, log: StepScope["log"]) {
+      s.stoppedOldErp = id;
+      await resume(log);
     },
 
     /** The new ERP took over: the environment's address routes to it again. */
@@ -127,13 +164,7 @@ export function createPreviousErp(
         previousId = erp?.id ?? null;
         if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, deps.stopGraceSeconds);
       }
-      if (await restorePreviousCheckout(layout.addonsDir)) step.log("warning", "Code: the previous add-ons checkout is back");
-      if (await restorePreviousCheckout(addonReposDir(layout.dir))) step.log("warning", "Code: the previous add-on repositories are back");
-      if (s.previousConf != null) {
-        writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
-        await readableByErp(layout.configFile, step);
-        step.log("warning", "Configuration: the previous odoo.conf is back");
-      }
+      await putBackCode(step.log);
       if (s.dbContainerId === undefined) throw new Error("a rollback before the database container was known");
       const finish = await rollbackToSnapshot(docker, s.dbContainerId, layout, snapshot, {
         now: deps.clock.now(),

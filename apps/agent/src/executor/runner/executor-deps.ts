@@ -55,8 +55,9 @@ export const DEFAULT_TIMING: ExecutorTiming = {
       cloning_repo: 15 * MINUTE,
       pulling_image: 20 * MINUTE,
       generating_config: 30_000,
-      // Initialises a new database, or snapshots and upgrades modules, before the switch
-      // (erpInitTimeoutMs, dataTransferMs, moduleUpdateTimeoutMs), and may roll back.
+      // Initialises a new database (or restores a migration's backup), or snapshots and
+      // upgrades modules, before the switch (erpInitTimeoutMs, dataTransferMs,
+      // moduleUpdateTimeoutMs), and may roll back.
       starting_container: 3 * 60 * MINUTE,
       installing_dependencies: 15 * MINUTE,
       initializing_database: 30_000,

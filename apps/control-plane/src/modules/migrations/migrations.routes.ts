@@ -16,7 +16,7 @@ import { CHUNK_BYTES, MAX_UPLOAD_BYTES, MIGRATION_STATUSES, TIER_LIMITS } from "
 import type { MigrationsService } from "./migrations.service.ts";
 import type { MigrationExecution } from "./migration-execution.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
-import type { TusUploads } from "./tus-uploads.ts";
+import { isPart, type TusUploads } from "./tus-uploads.ts";
 
 const TAG = ["Migrations"];
 const MigrationRef = Type.Ref(Migration) as unknown as typeof Migration;
@@ -28,7 +28,8 @@ const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and re
   \`POST\` with \`Tus-Resumable: 1.0.0\`, \`Upload-Length\` (the size declared here) and \`Upload-Metadata\` (\`filename\`, and \`sha256\` unless given here) creates the upload and answers its URL in \`Location\`;
   \`PATCH\` that URL with \`Content-Type: application/offset+octet-stream\` and \`Upload-Offset\`; after a cut connection, \`HEAD\` answers \`Upload-Offset\` and the client continues from there.
   **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, \`HEAD\` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again.
-- **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again. On a local backup store, tiers 3 and 4 use tus as above (one upload, resumable; parts joined on the server are not offered).
+- **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again.
+- **parallel parts with tus** (tiers 3 and 4 on a local backup store; any tus tier may use it): the tus concatenation extension. \`POST upload_url\` with \`Upload-Concat: partial\` and the part's own \`Upload-Length\` creates a part (send and resume each as above, in parallel); once every part is complete, \`POST upload_url\` with \`Upload-Concat: final;<part URL> <part URL> …\` (in order; \`Upload-Metadata\` may carry sha256) joins them through the integrity check into the store and answers 201 with X-Checksum-Sha256 (409 upload_incomplete while a part misses bytes or the parts do not add up to the declared size).
 Every tier ends with the integrity check (declared size and SHA-256) before the analysis; a mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.`;
 
 export function migrationsRoutes(deps: {
@@ -201,10 +202,29 @@ export function migrationsRoutes(deps: {
     const tusRoute = async (request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
       const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
       const m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
-      if (request.params.upload_id !== undefined && request.params.upload_id !== m.uploadId) {
+      const id = request.params.upload_id;
+      // The current upload, or one of its parts (a new upload/init removes every earlier file of the migration).
+      if (id !== undefined && id !== m.uploadId && !(isPart(id) && deps.tus.migrationOf(id) === m.id)) {
         throw new DomainError("not_found", "Upload not found: it was replaced by a newer upload/init, or finished");
       }
-      if (request.method === "POST" && request.headers["upload-length"] !== String(m.declaredSizeBytes)) {
+      const concat = String(request.headers["upload-concat"] ?? "").trim();
+      if (request.method === "POST" && concat.startsWith("final;")) {
+        const metaSha = /(?:^|,)\s*sha256 ([A-Za-z0-9+/=]+)/.exec(String(request.headers["upload-metadata"] ?? ""))?.[1];
+        const row = await deps.tus.concatenate(m, concat.slice("final;".length).trim().split(/\s+/), metaSha ? Buffer.from(metaSha, "base64").toString() : null);
+        return reply
+          .code(201)
+          .header("tus-resumable", "1.0.0")
+          .header("upload-concat", concat)
+          .header("location", `${originOf(request)}/api/v1/migrations/${m.id}/upload/tus/${m.id}.${"0".repeat(32)}`)
+          .header("x-migration-status", row.status)
+          .header("x-checksum-sha256", row.storedSha256 ?? "")
+          .send();
+      }
+      const length = Number(request.headers["upload-length"]);
+      if (request.method === "POST" && concat === "partial" && !(Number.isSafeInteger(length) && length > 0 && length <= m.declaredSizeBytes!)) {
+        throw new DomainError("validation_error", `A part's Upload-Length is between 1 and ${m.declaredSizeBytes}, the size given to upload/init`);
+      }
+      if (request.method === "POST" && concat !== "partial" && request.headers["upload-length"] !== String(m.declaredSizeBytes)) {
         throw new DomainError("validation_error", `Upload-Length must be ${m.declaredSizeBytes}, the size given to upload/init`);
       }
       reply.hijack();
@@ -215,7 +235,7 @@ export function migrationsRoutes(deps: {
       summary,
       description: "tus 1.0 resumable upload (tiers 2 to 4); see upload/init for the whole exchange and the client's retry contract.",
       params: withId ? Type.Object({ migration_id: Uuid, upload_id: Type.String({ maxLength: 80 }) }) : Params,
-      response: { 201: Type.Null(), 204: Type.Null(), 200: Type.Null(), ...errors(404, 409, 413, 422) },
+      response: { 201: Type.Null(), 204: Type.Null(), 200: Type.Null(), ...errors(400, 404, 409, 413, 422) },
     });
     app.post("/migrations/:migration_id/upload/tus", { bodyLimit: Number.MAX_SAFE_INTEGER, schema: tusSchema("Create a resumable upload (tus)", false) }, tusRoute);
     app.head("/migrations/:migration_id/upload/tus/:upload_id", { schema: tusSchema("Offset of a resumable upload (tus)", true) }, tusRoute);

@@ -1,18 +1,27 @@
-// The resumable upload tiers (tier_2 and up): the tus protocol 1.0 (creation, termination)
-// through @tus/server, its chunks written to a folder of this replica (@tus/file-store). A
-// client that loses its connection asks HEAD for Upload-Offset and sends PATCH from there.
-// When the last byte arrives, the file is streamed into the backup store through the
-// integrity check (migrations.service receive) and the tus file removed; a mismatch answers
-// 422 with the error body and keeps nothing.
+// The resumable upload tiers (tier_2 and up): the tus protocol 1.0 (creation, termination,
+// concatenation) through @tus/server, its chunks written to a folder of this replica
+// (@tus/file-store). A client that loses its connection asks HEAD for Upload-Offset and sends
+// PATCH from there. When the last byte arrives, the file is streamed into the backup store
+// through the integrity check (migrations.service receive) and the tus file removed; a
+// mismatch answers 422 with the error body and keeps nothing.
+//
+// Parallel parts (tiers 3 and 4 on a local backup store, any resumable tier really): tus's
+// concatenation extension, which @tus/server does not implement, is done here around it.
+// `Upload-Concat: partial` creates a part (its own Upload-Length; id "<migration>.p<32 hex>"),
+// each part is sent and resumed like any upload, in parallel; `Upload-Concat: final;<url>
+// <url>…` joins the complete parts in the order given, streamed through the same integrity
+// check into the store, and removes them.
 //
 // URLs: POST {prefix}/{migration_id}/upload/tus creates the upload (Upload-Length must be the
 // size given to upload/init; Upload-Metadata may carry filename and sha256); the upload is
 // {prefix}/{migration_id}/upload/tus/{upload_id} (HEAD, PATCH, DELETE). Upload ids are
-// "<migration id>.<32 hex>". The lock between concurrent PATCHes of one upload is in
-// memory: one replica serves an upload (uploads are sticky to the replica holding the file).
+// "<migration id>.<32 hex>" (parts: ".p<32 hex>"). The lock between concurrent PATCHes of one
+// upload is in memory: one replica serves an upload (uploads are sticky to the replica
+// holding the file).
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { rm } from "node:fs/promises";
+import { readdir, rm } from "node:fs/promises";
+import { Readable } from "node:stream";
 import path from "node:path";
 import { Server, EVENTS } from "@tus/server";
 import { FileStore } from "@tus/file-store";
@@ -23,7 +32,10 @@ import type { MigrationsService } from "./migrations.service.ts";
 type IncomingMessage = import("node:http").IncomingMessage;
 type ServerResponse = import("node:http").ServerResponse;
 
-export const UPLOAD_ID = /^[0-9a-f-]{36}\.[0-9a-f]{32}$/;
+export const UPLOAD_ID = /^[0-9a-f-]{36}\.p?[0-9a-f]{32}$/;
+/** The header a partial creation is marked with on its way to @tus/server (which refuses Upload-Concat). */
+const PART_MARK = "x-berth-upload-part";
+export const isPart = (uploadId: string) => uploadId.charAt(37) === "p";
 
 export function createTusUploads(deps: { dir: string; prefix: string; migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive">; byId: (id: string) => Promise<Parameters<MigrationsService["receive"]>[0] | undefined> }) {
   // Made on first use: the file store creates its folder, which a control plane that never
@@ -32,6 +44,14 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
   const tus = () => (made ??= make());
   const migrationOf = (uploadId: string) => uploadId.slice(0, 36);
   const idFromUrl = (url: string) => /\/upload\/tus\/([^/?#]+)/.exec(url)?.[1];
+  /** Bytes each part of a migration has received, for its progress (this replica's parts). */
+  const partOffsets = new Map<string, Map<string, number>>();
+  /** Notes a part's offset; what all the parts of its migration have received together. */
+  const partsReceived = (uploadId: string, offset: number) => {
+    const parts = partOffsets.get(migrationOf(uploadId)) ?? new Map<string, number>();
+    partOffsets.set(migrationOf(uploadId), parts.set(uploadId, offset));
+    return [...parts.values()].reduce((a, b) => a + b, 0);
+  };
 
   function make() {
     const datastore = new FileStore({ directory: deps.dir });
@@ -49,13 +69,18 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
       namingFunction: (req) => {
         const m = /\/([0-9a-f-]{36})\/upload\/tus\/?(?:[?#]|$)/.exec(req.url);
         if (!m) throw { status_code: 404, body: JSON.stringify({ error: "not_found", message: "Migration not found" }) };
-        return `${m[1]}.${randomBytes(16).toString("hex")}`;
+        return `${m[1]}.${req.headers.get(PART_MARK) ? "p" : ""}${randomBytes(16).toString("hex")}`;
       },
       async onUploadCreate(_req, upload) {
         await deps.migrations().noteUploadId(migrationOf(upload.id), upload.id);
         return {};
       },
       async onUploadFinish(_req, upload) {
+        // A part waits for the final concatenation; the migration's progress counts it whole.
+        if (isPart(upload.id)) {
+          await deps.migrations().noteProgress(migrationOf(upload.id), partsReceived(upload.id, upload.size ?? upload.offset));
+          return {};
+        }
         const m = await deps.byId(migrationOf(upload.id));
         const file = path.join(deps.dir, upload.id);
         try {
@@ -74,22 +99,83 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
       },
     });
     server.on(EVENTS.POST_RECEIVE, (_req, upload) => {
-      void deps.migrations().noteProgress(migrationOf(upload.id), upload.offset).catch(() => undefined);
+      const received = isPart(upload.id) ? partsReceived(upload.id, upload.offset) : upload.offset;
+      void deps.migrations().noteProgress(migrationOf(upload.id), received).catch(() => undefined);
     });
     return { server, datastore };
   }
 
+  /** Every upload file (and its metadata) of a migration: a new upload/init or a cancel replaces them all. */
+  async function discardAll(migrationId: string): Promise<void> {
+    partOffsets.delete(migrationId);
+    const names = await readdir(deps.dir).catch(() => [] as string[]);
+    for (const name of names.filter((n) => n.startsWith(`${migrationId}.`))) {
+      const id = name.replace(/\.json$/, "");
+      if (made && UPLOAD_ID.test(id)) await made.datastore.remove(id).catch(() => undefined);
+      await rm(path.join(deps.dir, name), { force: true });
+    }
+  }
+
   return {
-    /** Hands a tus request (already authorised by the route) to the tus server. */
-    handle: (req: IncomingMessage, res: ServerResponse) => tus().server.handle(req, res),
+    /** Hands a tus request (already authorised by the route) to the tus server; a part's creation is marked for it. */
+    handle: (req: IncomingMessage, res: ServerResponse) => {
+      const concat = req.headers["upload-concat"];
+      if (req.method === "POST" && typeof concat === "string" && concat.trim() === "partial") {
+        // @tus/server reads the raw header list: the pair is replaced there too.
+        delete req.headers["upload-concat"];
+        req.headers[PART_MARK] = "1";
+        const raw = req.rawHeaders;
+        for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === "upload-concat") raw.splice(i, 2, PART_MARK, "1");
+      }
+      return tus().server.handle(req, res);
+    },
     dir: deps.dir,
     migrationOf,
-    /** Removes an unfinished upload's file and its metadata; none there is no error. */
+    idFromUrl,
+
+    /**
+     * The final upload of a concatenation: the parts (upload URLs, in order) of this
+     * migration, each complete, together exactly the declared size, streamed one after the
+     * other through the integrity check into the store; the parts are removed whatever the
+     * outcome of a check that ran (a mismatch keeps nothing, the client starts again).
+     */
+    async concatenate(m: Parameters<MigrationsService["receive"]>[0], urls: string[], declaredSha256: string | null) {
+      const ids = urls.map((u) => idFromUrl(u) ?? "");
+      const bad = ids.find((id) => !UPLOAD_ID.test(id) || !isPart(id) || migrationOf(id) !== m.id);
+      if (ids.length === 0 || bad !== undefined) {
+        throw new DomainError("validation_error", "Upload-Concat: final; lists the URLs of this migration's parts (created with Upload-Concat: partial), separated by spaces");
+      }
+      if (new Set(ids).size !== ids.length) throw new DomainError("validation_error", "Upload-Concat: final; lists each part once");
+      const { datastore } = tus();
+      const parts = [];
+      for (const id of ids) {
+        const upload = await datastore.getUpload(id).catch(() => null);
+        if (!upload) throw new DomainError("upload_incomplete", `Part ${id} does not exist (finished, replaced or never created)`);
+        if (upload.size === undefined || upload.offset !== upload.size) {
+          throw new DomainError("upload_incomplete", `Part ${id} has ${upload.offset} of ${upload.size ?? "?"} bytes: send the rest (HEAD for its offset), then the final request again`);
+        }
+        parts.push({ id, size: upload.size });
+      }
+      const total = parts.reduce((a, p) => a + p.size, 0);
+      if (total !== m.declaredSizeBytes) {
+        throw new DomainError("upload_incomplete", `The parts hold ${total} bytes together, but upload/init declared ${m.declaredSizeBytes}`);
+      }
+      const joined = Readable.from(
+        (async function* () {
+          for (const p of parts) yield* createReadStream(path.join(deps.dir, p.id), { highWaterMark: 1 << 20 });
+        })(),
+      );
+      try {
+        return await deps.migrations().receive(m, joined, { size: total, sha256: declaredSha256 });
+      } finally {
+        await discardAll(m.id);
+      }
+    },
+
+    /** Removes the unfinished upload's files (all of its migration's: parts too); none there is no error. */
     async discard(uploadId: string): Promise<void> {
       if (!UPLOAD_ID.test(uploadId)) return;
-      if (made) await made.datastore.remove(uploadId).catch(() => undefined);
-      await rm(path.join(deps.dir, uploadId), { force: true });
-      await rm(path.join(deps.dir, `${uploadId}.json`), { force: true });
+      await discardAll(migrationOf(uploadId));
     },
   };
 }
