@@ -2,8 +2,10 @@
 // creates one in the form (refused without consent, in the API's words), uploads a small
 // backup (tier 1) and reads the analysis report, chooses the server and configures; a larger
 // backup (tier 2 with lowered limits, tus) is paused and resumed, and resumed again after a
-// page reload from the server's offset, and the stored SHA-256 is the file's; an import from
-// an HTTPS URL shows its bytes as they arrive; a member reads but sees no way to act. The analysis is a fixed one (the upload flow is under test here).
+// page reload from the server's offset, and the stored SHA-256 is the file's; one whose
+// network drops goes on by itself from the server's offset; an import from an HTTPS URL
+// shows its bytes as they arrive; a failed analysis shows its error; a member reads but sees
+// no way to act. The analysis is a fixed one (the upload flow is under test here).
 import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -11,7 +13,7 @@ import { writeFile } from "node:fs/promises";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
-import type { Page } from "playwright-core";
+import type { CDPSession, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { fixedAnalysis } from "../support/fixed-analysis.ts";
 import { waitUntil } from "../support/wait.ts";
@@ -129,11 +131,16 @@ async function settledOffset(page: Page, id: string): Promise<number> {
   }
 }
 
-/** Slows the page's uploads so a test can pause in the middle of one (Chromium's own throttling). */
-async function throttleUploads(page: Page, bytesPerSecond: number) {
-  const cdp = await page.context().newCDPSession(page);
-  await cdp.send("Network.enable");
-  await cdp.send("Network.emulateNetworkConditions", { offline: false, latency: 0, downloadThroughput: -1, uploadThroughput: bytesPerSecond });
+/** Slows the page's uploads so a test can pause in the middle of one (Chromium's own throttling), or cuts its network. */
+const cdpSessions = new WeakMap<Page, CDPSession>();
+async function throttleUploads(page: Page, bytesPerSecond: number, offline = false) {
+  let cdp = cdpSessions.get(page);
+  if (!cdp) {
+    cdp = await page.context().newCDPSession(page);
+    cdpSessions.set(page, cdp);
+    await cdp.send("Network.enable");
+  }
+  await cdp.send("Network.emulateNetworkConditions", { offline, latency: 0, downloadThroughput: -1, uploadThroughput: bytesPerSecond });
 }
 
 it("an owner creates a migration in the form; without consent the API's refusal is shown", { timeout: 60_000 }, async () => {
@@ -259,6 +266,30 @@ it("a tier-2 backup goes by tus: paused and resumed, then resumed after a page r
   expect(await record(id)).toMatchObject({ upload_tier: "tier_2", sha256: sha(data), file_size_bytes: size });
   await page.locator("section.analysis-report").waitFor();
   expect(await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)).toBeNull();
+});
+
+it("a tus upload whose connection drops asks the server's offset and goes on by itself", { timeout: 120_000 }, async () => {
+  const id = await createMigration("Flaky ERP");
+  const size = 22 * MB + 7;
+  const { file, data } = await backupFile("flaky.zip", size);
+  const page = await s.pageFor(s.owner);
+  await throttleUploads(page, 10 * MB);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+  await waitUntil("the first chunk", async () => (await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)) !== null && (await serverOffset(page, id)) >= 10 * MB, { timeoutMs: 30_000, intervalMs: 100 });
+
+  // The network goes away mid-chunk: the page says it will try again, and does once it is back.
+  await throttleUploads(page, 10 * MB, true);
+  await page.getByText(/^The connection to the control plane was lost\. Trying again in \d+ s…$/).waitFor({ timeout: 15_000 });
+  const heads: string[] = [];
+  page.on("request", (req) => {
+    if (req.method() === "HEAD") heads.push(req.url());
+  });
+  await throttleUploads(page, 20 * MB);
+  await waitForStatus(id, "analyzed", 60_000);
+  expect(heads.length).toBeGreaterThan(0);
+  expect(await record(id)).toMatchObject({ upload_tier: "tier_2", sha256: sha(data), file_size_bytes: size });
 });
 
 it("an import from an HTTPS URL shows the bytes received as they arrive, then the analysis; an HTTP URL is refused in the API's words", { timeout: 60_000 }, async () => {
