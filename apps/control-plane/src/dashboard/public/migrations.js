@@ -276,19 +276,30 @@ export async function migrationPage(main, ctx, id) {
     paintActions();
   }
 
-  /** The analysis and the server choice change only with the status: loaded again then. */
+  /**
+   * The analysis and the server choice change only with the status: loaded again then (not on
+   * every event, which would also reset a server being chosen). Only the latest load paints.
+   */
   let shownFor = null;
+  let stage = 0;
   async function paintStage() {
     if (shownFor === m.status) return;
     shownFor = m.status;
-    const [a, servers] = await Promise.all([
-      // A failed migration may or may not have got as far as an analysis (409 when not).
-      ANALYSED.has(m.status) || (m.status === "failed" && m.erp_version_detected) ? get(`/migrations/${id}/analysis`).catch((err) => (err.status === 409 ? null : Promise.reject(err))) : null,
-      canUpdate && CONFIGURABLE.has(m.status) ? serverSection(ctx, m, () => void reload()) : null,
-    ]);
-    if (!ctx.current()) return;
-    clear(report).append(a ? analysisReport(a) : "");
-    clear(server).append(servers ?? "");
+    const mine = ++stage;
+    try {
+      const [a, servers] = await Promise.all([
+        // A failed migration may or may not have got as far as an analysis (409 when not).
+        ANALYSED.has(m.status) || (m.status === "failed" && m.erp_version_detected) ? get(`/migrations/${id}/analysis`).catch((err) => (err.status === 409 ? null : Promise.reject(err))) : null,
+        canUpdate && CONFIGURABLE.has(m.status) ? serverSection(ctx, m, () => void reload()) : null,
+      ]);
+      if (!ctx.current() || mine !== stage) return;
+      clear(report).append(a ? analysisReport(a) : "");
+      clear(server).append(servers ?? "");
+    } catch (err) {
+      // Loaded again at the next event or reload.
+      if (mine === stage) shownFor = null;
+      throw err;
+    }
   }
 
   async function reload() {
