@@ -292,6 +292,40 @@ it("a tus upload whose connection drops asks the server's offset and goes on by 
   expect(await record(id)).toMatchObject({ upload_tier: "tier_2", sha256: sha(data), file_size_bytes: size });
 });
 
+it("an upload of a migration cancelled meanwhile (paused, or while sending) ends in words, not in endless tries", { timeout: 60_000 }, async () => {
+  const id = await createMigration("Cancelled upload");
+  const { file } = await backupFile("cancelled.zip", 12 * MB);
+  const page = await s.pageFor(s.owner);
+  await throttleUploads(page, 5 * MB);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+  await waitUntil("the upload", async () => (await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)) !== null, { timeoutMs: 30_000, intervalMs: 100 });
+  await page.getByRole("button", { name: "Pause" }).click();
+  await page.getByText(/^Paused at /).waitFor();
+  expect((await s.owner.api.post(`/migrations/${id}/cancel`)).status).toBe(200);
+
+  await page.getByRole("button", { name: "Resume" }).click();
+  await expect.poll(() => page.locator("#alerts").textContent()).toContain("The unfinished upload is no longer on the server; start the upload again.");
+  expect(await page.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${id}`)).toBeNull();
+  expect(await page.getByText(/Trying again/).count()).toBe(0);
+  expect((await record(id)).status).toBe("cancelled");
+
+  // Cancelled while a chunk is on its way: the API's refusal of the next one is final too.
+  const other = await createMigration("Cancelled while sending");
+  const sending = await s.pageFor(s.owner);
+  await throttleUploads(sending, 2 * MB);
+  await sending.goto(`${s.base}/#/migrations/${other}`);
+  await sending.getByLabel("Backup file").setInputFiles(file);
+  await sending.getByRole("button", { name: "Upload backup" }).click();
+  await waitUntil("the upload", async () => (await sending.evaluate((key) => localStorage.getItem(key), `berth.migration-upload.${other}`)) !== null, { timeoutMs: 30_000, intervalMs: 100 });
+  expect((await s.owner.api.post(`/migrations/${other}/cancel`)).status).toBe(200);
+  await expect.poll(() => sending.locator("#alerts").textContent(), { timeout: 20_000 }).toContain("is cancelled: call upload/init first");
+  await new Promise((r) => setTimeout(r, 1500));
+  expect(await sending.getByText(/Trying again/).count()).toBe(0);
+  expect(await sending.getByRole("button", { name: "Upload backup" }).isEnabled()).toBe(true);
+});
+
 it("an import from an HTTPS URL shows the bytes received as they arrive, then the analysis; an HTTP URL is refused in the API's words", { timeout: 60_000 }, async () => {
   const id = await createMigration("Imported ERP");
   const page = await s.pageFor(s.owner);

@@ -85,6 +85,13 @@ export const resumable = {
   },
 };
 
+/**
+ * What the retry contract retries: a cut connection, a 5xx, or tus's own 409 offset conflict
+ * (no API error code); an API refusal such as 409 upload_not_initialized (the migration was
+ * cancelled or replaced) is final.
+ */
+const retryable = (err) => err instanceof ApiError && (err.status === 0 || err.status >= 500 || (err.status === 409 && err.code === "error"));
+
 const sleep = (ms, signal) =>
   new Promise((resolve, reject) => {
     const t = setTimeout(resolve, ms);
@@ -102,8 +109,9 @@ const sleep = (ms, signal) =>
  * A tus upload of `file` for one migration. start() creates it at `endpoint` (or, with
  * `url`, continues one that exists) and sends chunks until the last byte, resolving with
  * the final answer's migration status; pause() stops it at once (an AbortError from start).
- * On a network error, a 5xx or a 409 it asks HEAD for the offset and goes on from there,
- * waiting 1 s, 2 s, 4 s … (at most 60 s) between tries, as upload/init's contract says.
+ * On a network error, a 5xx or tus's 409 offset conflict it asks HEAD for the offset and
+ * goes on from there, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries, as upload/init's
+ * contract says; an upload the server no longer takes is final.
  */
 export class TusUpload {
   constructor({ migrationId, file, endpoint, url = null, sha256, chunkSize, onProgress, onRetry }) {
@@ -128,7 +136,7 @@ export class TusUpload {
         wait = 1000;
         if (done) return done;
       } catch (err) {
-        if (err.name === "AbortError" || !(err instanceof ApiError) || !(err.status === 0 || err.status >= 500 || err.status === 409)) throw err;
+        if (err.name === "AbortError" || !retryable(err)) throw err;
         this.onRetry?.(err, wait);
         await sleep(wait, signal);
         wait = Math.min(wait * 2, 60_000);
@@ -150,10 +158,11 @@ export class TusUpload {
     resumable.remember(this.migrationId, this.file, this.url, this.sha256);
   }
 
-  /** Asks the server how much it has; 404 or 410 means the upload is gone (forgotten here). */
+  /** Asks the server how much it has; the upload may be gone (replaced, finished, cancelled): then it is forgotten here. */
   async head(signal) {
     const res = await send("HEAD", this.url, { headers: TUS, signal });
-    if (res.status === 404 || res.status === 410) {
+    // A HEAD answer has no body: its 409 is the API's (upload_not_initialized: cancelled or replaced).
+    if (res.status === 404 || res.status === 410 || res.status === 409) {
       resumable.forget(this.migrationId);
       throw new ApiError(res.status, "upload_gone", "The unfinished upload is no longer on the server; start the upload again.");
     }
