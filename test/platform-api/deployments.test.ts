@@ -217,7 +217,16 @@ describe("destroy, environment deploys, settings (rules 4, 5, 9)", () => {
 
   it("force_restore clears the restore flag of a migrated environment only", async () => {
     const envId = await newEnvironment("migrated-1", "running");
+    // A migration whose backup is gone: nothing to restore again, refused and nothing changed.
     await q("update environments set migration_id = gen_random_uuid(), migration_restore_completed = true, migration_restore_completed_at = now() where id = $1", [envId]);
+    const gone = await admin.api.post(`/projects/${demo.project_id}/environments/${envId}/deploy?force_restore=true`);
+    expect(gone).toMatchObject({ status: 409, body: { error: "migration_backup_unavailable" } });
+    const [migration] = await q(
+      `insert into migrations (organization_id, source_type, project_name, data_processing_consent_at, status, storage, storage_key, stored_size_bytes, stored_sha256)
+       values ($1, 'on_premise', 'Moved in', now(), 'completed', 'local', 'migrations/x/backup', 10, repeat('a', 64)) returning id`,
+      [demo.organization_id],
+    );
+    await q("update environments set migration_id = $2 where id = $1", [envId, migration.id]);
     const res = await admin.api.post(`/projects/${demo.project_id}/environments/${envId}/deploy?force_restore=true`);
     expect(res.status).toBe(201);
     expect(res.body.migration_restore_reset).toBe(true);

@@ -275,3 +275,13 @@ export async function addRow(port: unknown, note: string): Promise<void> {
   });
   if (response.status !== 201) throw new Error(`POST /berth/rows answered ${response.status}: ${await response.text()}`);
 }
+
+/** What a production ERP has that a copy must not run (scheduled actions, a mail server), as the neutralisation tests create it. */
+export const PRODUCTION_ONLY_SQL =
+  "CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar, name varchar, model varchar, res_id int);" +
+  "CREATE TABLE ir_cron (id serial PRIMARY KEY, cron_name varchar, active boolean);" +
+  "CREATE TABLE ir_mail_server (id serial PRIMARY KEY, name varchar, active boolean);" +
+  "CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar UNIQUE, value text);" +
+  "INSERT INTO ir_cron (cron_name, active) VALUES ('Base: Auto-vacuum internal data', true), ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
+  "INSERT INTO ir_model_data (module, name, model, res_id) VALUES ('base', 'autovacuum_job', 'ir.cron', 1);" +
+  "INSERT INTO ir_mail_server (name, active) VALUES ('smtp.customer.example', true);";

@@ -14,7 +14,7 @@ import { extract } from "tar-stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServer } from "node:http";
 import { readFileSync } from "node:fs";
-import { createExecutorHarness, deployParams, finishSuite, requireTestImages, addRow, rowsOf } from "../executor.test-helpers.ts";
+import { createExecutorHarness, deployParams, finishSuite, requireTestImages, addRow, rowsOf, PRODUCTION_ONLY_SQL } from "../executor.test-helpers.ts";
 import { environmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf } from "../environment/erp-container.ts";
 import { createDatabase, dropDatabase } from "../environment/database-swap.ts";
@@ -68,13 +68,7 @@ describe("ERP backup archives", () => {
     dbId = (await h.docker.inspectContainer(layout.dbContainer))!.id;
     // What a production ERP has that a copy must not run: scheduled actions, mail servers.
     await psql(
-      "CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar, name varchar, model varchar, res_id int);" +
-        "CREATE TABLE ir_cron (id serial PRIMARY KEY, cron_name varchar, active boolean);" +
-        "CREATE TABLE ir_mail_server (id serial PRIMARY KEY, name varchar, active boolean);" +
-        "CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar UNIQUE, value text);" +
-        "INSERT INTO ir_cron (cron_name, active) VALUES ('Base: Auto-vacuum internal data', true), ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
-        "INSERT INTO ir_model_data (module, name, model, res_id) VALUES ('base', 'autovacuum_job', 'ir.cron', 1);" +
-        "INSERT INTO ir_mail_server (name, active) VALUES ('smtp.customer.example', true);" +
+      PRODUCTION_ONLY_SQL +
         "INSERT INTO ir_config_parameter (key, value) VALUES ('web.base.url', 'https://erp.customer.example');",
     );
 

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MIGRATION_RESTORE_PHASES, type DeployParams } from "@berth/protocol";
-import { addRow, createExecutorHarness, createGitRepository, deployParams, finishSuite, requireTestImages, rowsOf, type Run } from "../executor.test-helpers.ts";
+import { addRow, PRODUCTION_ONLY_SQL, createExecutorHarness, createGitRepository, deployParams, finishSuite, requireTestImages, rowsOf, type Run } from "../executor.test-helpers.ts";
 import { backupDir, environmentLayout } from "../environment/environment-layout.ts";
 import { ROLLED_BACK } from "../backup/restore.ts";
 import { DOCKER_SOCKET } from "../../agent/agent.test-helpers.ts";
@@ -111,13 +111,7 @@ describe("a deploy that restores a migration's backup", () => {
     for (const note of ["customer Acme", "invoice 2026/0001", "tab\there and a \\ backslash"]) await addRow(sourcePort, note);
     await psql(
       source,
-      "CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar, name varchar, model varchar, res_id int);" +
-        "CREATE TABLE ir_cron (id serial PRIMARY KEY, cron_name varchar, active boolean);" +
-        "CREATE TABLE ir_mail_server (id serial PRIMARY KEY, name varchar, active boolean);" +
-        "CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar UNIQUE, value text);" +
-        "INSERT INTO ir_cron (cron_name, active) VALUES ('Base: Auto-vacuum internal data', true), ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
-        "INSERT INTO ir_model_data (module, name, model, res_id) VALUES ('base', 'autovacuum_job', 'ir.cron', 1);" +
-        "INSERT INTO ir_mail_server (name, active) VALUES ('smtp.customer.example', true);",
+      PRODUCTION_ONLY_SQL,
     );
     sourceNotes = (await rowsOf(sourcePort)).rows.map((r) => r.note);
 

@@ -60,6 +60,15 @@ export function createBackupLinks(deps: { secret: string; clock: Clock }) {
     return { backupId: uuidOf(raw.subarray(0, 16)) };
   }
 
+  /** The id a download link of this kind opens, or download_link_expired / download_link_invalid in these words. */
+  function opened(kind: Kind, token: string, words: { expired: string; invalid: string }): { backupId: string } {
+    const r = check(kind, token);
+    if ("refused" in r) {
+      throw r.refused === "expired" ? new DomainError("download_link_expired", words.expired) : new DomainError("download_link_invalid", words.invalid);
+    }
+    return r;
+  }
+
   return {
     issueDownload: (backup: { id: string }, ttlMs = DOWNLOAD_LINK_TTL_MS) => issue(DOWNLOAD_PREFIX, backup, ttlMs),
     issueUpload: (backup: { id: string }, ttlMs: number) => issue(UPLOAD_PREFIX, backup, ttlMs),
@@ -67,24 +76,19 @@ export function createBackupLinks(deps: { secret: string; clock: Clock }) {
 
     /** The migration whose backup a migration link opens; download_link_invalid (403) or download_link_expired (410). */
     checkMigrationDownload(token: string): { migrationId: string } {
-      const r = check(MIGRATION_PREFIX, token);
-      if ("refused" in r) {
-        throw r.refused === "expired"
-          ? new DomainError("download_link_expired", "This link to a migration's backup has expired: the next deploy command carries a new one")
-          : new DomainError("download_link_invalid", "This link to a migration's backup is not valid (altered or incomplete)");
-      }
-      return { migrationId: r.backupId };
+      const { backupId } = opened(MIGRATION_PREFIX, token, {
+        expired: "This link to a migration's backup has expired: the next deploy command carries a new one",
+        invalid: "This link to a migration's backup is not valid (altered or incomplete)",
+      });
+      return { migrationId: backupId };
     },
 
     /** The backup a download link opens; download_link_invalid (403) or download_link_expired (410). */
     checkDownload(token: string): { backupId: string } {
-      const r = check(DOWNLOAD_PREFIX, token);
-      if ("refused" in r) {
-        throw r.refused === "expired"
-          ? new DomainError("download_link_expired", "This download link has expired; ask for a new one: POST …/backups/{id}/download")
-          : new DomainError("download_link_invalid", "This download link is not valid (altered or incomplete); ask for a new one: POST …/backups/{id}/download");
-      }
-      return { backupId: r.backupId };
+      return opened(DOWNLOAD_PREFIX, token, {
+        expired: "This download link has expired; ask for a new one: POST …/backups/{id}/download",
+        invalid: "This download link is not valid (altered or incomplete); ask for a new one: POST …/backups/{id}/download",
+      });
     },
 
     /** The upload token of this backup; upload_token_invalid (401) otherwise, expired included. */
