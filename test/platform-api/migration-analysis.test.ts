@@ -76,6 +76,8 @@ describe("a migration's analysis", () => {
       user_count: facts.internalUsers,
       partner_count: facts.activePartners,
       postgres_version: expect.stringMatching(/^15\./),
+      format: "zip",
+      warnings: expect.any(Array),
     });
     expect([...analysis.standard_modules, ...analysis.custom_modules].sort()).toEqual(facts.installed);
     expect(analysis.custom_modules).toEqual(expect.arrayContaining(facts.custom));

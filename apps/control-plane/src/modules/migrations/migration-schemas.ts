@@ -26,6 +26,8 @@ export const AnalysisFields = Type.Object({
   estimated_monthly_cost: Type.Number(),
   vendor_equivalent_cost: Type.Number(),
   monthly_savings: Type.Number(),
+  format: Type.Optional(StringEnum(["zip", "tar", "tar.gz", "sql", "pg_custom"] as const, { description: "What the backup is, read from its content (never its name)" })),
+  warnings: Type.Optional(Type.Array(Type.String(), { description: "What the person should know that does not stop the migration (e.g. a dump without a file store)" })),
 });
 export type AnalysisFields = Static<typeof AnalysisFields>;
 
