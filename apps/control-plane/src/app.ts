@@ -52,6 +52,8 @@ import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
+import { healthRoutes } from "./modules/health/health.routes.ts";
+import { STUCK_SWEEP_QUEUE } from "./modules/deployments/stuck-sweep.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
 import { migrationArchiveRoutes } from "./modules/migrations/migration-archive.routes.ts";
@@ -176,7 +178,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   // Before the server waits for open requests to finish: event streams never would.
   app.addHook("preClose", async () => hub.close());
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  await app.register(healthRoutes({ pool, jobs: background.jobs, probeQueue: STUCK_SWEEP_QUEUE }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
   await app.register(async (agentScope) => {
     // Frames of 4 MiB at most; before its handshake ends, a link reads 64 KiB at most (link/admission.ts lowers it per socket).

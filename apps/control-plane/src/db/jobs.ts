@@ -87,6 +87,7 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
   });
   boss.on("error", (err) => deps.onError?.(err));
   await boss.start();
+  let running = true;
 
   // Slot connections: one per running job of this replica, never more than the system-wide cap.
   const slotPool = new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots });
@@ -204,8 +205,15 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
       }
     },
 
+    /** Started and not stopped (pg-boss keeps its own state private). */
+    running: () => running,
+
+    /** Jobs waiting in a queue (pg-boss's queue-size query). */
+    queueSize: (name: string): Promise<number> => boss.getQueueSize(name),
+
     async stop(): Promise<void> {
       stopping = true;
+      running = false;
       await boss.stop({ graceful: true, wait: true, timeout: 10_000, close: false });
       await slotPool.end();
     },
