@@ -47,6 +47,7 @@ import {
 } from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
+import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
@@ -112,10 +113,15 @@ export type App = FastifyInstance & { services: Services; gateway: AgentGateway;
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
   const { db, pool } = opts.database;
+  const trustProxy = opts.trustProxy ?? trustProxySetting() ?? false;
   const app = Fastify({
     logger: redactingLogger(opts.logger ?? false),
     // A number (hops) is valid at runtime; the HTTP/2 overload's type leaves it out.
-    trustProxy: (opts.trustProxy ?? trustProxySetting() ?? false) as boolean,
+    trustProxy: trustProxy as boolean,
+    // X-Request-Id: believed from trusted proxies only (lib/request-id.ts), else a UUID; every
+    // log line of a request carries it as reqId (Fastify's default label).
+    requestIdHeader: false,
+    genReqId: requestIdGenerator(trustProxy),
     // strictNumbers off: with it on, Ajv lets a query value of 1e309 (Infinity) past `maximum`
     // (found by the fuzz suite: ?limit=1e309 reached SQL as LIMIT Infinity).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, strictNumbers: false } },
@@ -131,6 +137,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     return defaultJson(req, body as string, done);
   });
 
+  installRequestIdHeader(app);
   installErrorHandling(app);
   installRateLimitHook(app);
   await registerOpenApi(app);
