@@ -39,6 +39,7 @@ import {
   agentLimitSettings,
   baseDomainSetting,
   mailSettings,
+  metricsSetting,
   outboundAllowList,
   proxySettings,
   registrationMode,
@@ -48,6 +49,8 @@ import {
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
 import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
+import { createMetrics } from "./modules/metrics/metrics.ts";
+import { installRequestMetrics, metricsRoutes } from "./modules/metrics/metrics.routes.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
@@ -104,6 +107,8 @@ export interface AppOptions {
   migrationUploadDir?: string;
   /** Import-URL downloads: deadline (default 600 s) and extra trusted CA certificates (tests' local HTTPS servers). */
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
+  /** GET /metrics: off, on, or on behind a bearer token (default: BERTH_METRICS, BERTH_METRICS_TOKEN). Request and agent figures are gathered either way. */
+  metrics?: { enabled: boolean; token: string | null };
   /** Where upload tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB); tests lower them to send real parts of small files. */
   migrationTiers?: TierLimits;
 }
@@ -138,6 +143,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
 
   installRequestIdHeader(app);
+  const metrics = createMetrics();
+  installRequestMetrics(app, metrics);
   installErrorHandling(app);
   installRateLimitHook(app);
   await registerOpenApi(app);
@@ -172,18 +179,28 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
     limits: { ...agentLimitSettings(), ...opts.agentLimits },
     now: () => clock.now().getTime(),
+    observe: { commandAccepted: metrics.observe.commandAccepted, eventsIngested: metrics.observe.eventsIngested },
     log: app.log,
   });
   app.addHook("onClose", async () => {
     await gateway.close();
     await relaxed.close();
   });
-  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
+  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed });
   app.addHook("onClose", async () => background.stop());
 
   const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });
   // Before the server waits for open requests to finish: event streams never would.
   app.addHook("preClose", async () => hub.close());
+  metrics.attach({
+    agentsConnected: () => gateway.connectedCount(),
+    agentStats: () => gateway.agentStats(),
+    sseSubscribers: () => hub.subscriberCount(),
+    pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    queueDepths: async () => new Map(await Promise.all(background.jobs.queueNames().map(async (q) => [q, await background.jobs.queueSize(q)] as [string, number]))),
+  });
+  const metricsAccess = opts.metrics ?? metricsSetting();
+  if (metricsAccess.enabled) await app.register(metricsRoutes({ metrics, token: metricsAccess.token }));
 
   await app.register(healthRoutes({ pool, jobs: background.jobs, probeQueue: STUCK_SWEEP_QUEUE }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
