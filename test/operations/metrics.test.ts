@@ -3,6 +3,7 @@
 // parser, not by string matching.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import parsePrometheusTextFormat from "parse-prometheus-text-format";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
@@ -132,5 +133,14 @@ describe("/metrics", () => {
     expect(s.sample("berth_job_queue_depth", { queue: "deployments.stuck-sweep.dead" })).toBeDefined();
     expect(s.family("berth_job_failures_total").type).toBe("COUNTER");
     expect(s.family("berth_process_resident_memory_bytes").type).toBe("GAUGE");
+  });
+
+  it("the Grafana dashboard in installers/grafana queries only metrics the control plane exports", async () => {
+    const dashboard = readFileSync(new URL("../../installers/grafana/berth-control-plane.json", import.meta.url), "utf8");
+    const exprs = (JSON.parse(dashboard) as { panels: { targets?: { expr: string }[] }[] }).panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));
+    const queried = new Set(exprs.flatMap((e) => e.match(/berth_[a-z0-9_]+/g) ?? []).map((name) => name.replace(/_(bucket|count|sum)$/, "")));
+    expect(queried.size).toBeGreaterThanOrEqual(15);
+    const exported = new Set((await scrape()).families.map((f) => f.name));
+    expect([...queried].filter((name) => !exported.has(name))).toEqual([]);
   });
 });
