@@ -18,6 +18,7 @@ export interface Sources {
 }
 
 const SECONDS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const QUEUE_DEPTH_TIMEOUT_MS = 2_000;
 const LAG_SECONDS = [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600];
 
 export function createMetrics() {
@@ -95,7 +96,11 @@ export function createMetrics() {
     registers: [registry],
     async collect() {
       this.reset();
-      const depths = await sources?.queueDepths().catch(() => null);
+      if (!sources) return;
+      // A database that does not answer must not hang the scrape: the depths are then left out.
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), QUEUE_DEPTH_TIMEOUT_MS)));
+      const depths = await Promise.race([sources.queueDepths().catch(() => null), late]).finally(() => clearTimeout(timer));
       for (const [queue, n] of depths ?? []) this.set({ queue }, n);
     },
   });
