@@ -158,6 +158,6 @@ describe("task polling", () => {
     const { rw } = await fresh();
     const res = await rw.get(`/deployments/${crypto.randomUUID()}`);
     expect(res.status).toBe(404);
-    expect(res.body).toEqual({ error: "not_found", message: "Task not found" });
+    expect(res.body).toEqual({ error: "not_found", message: "Task not found", request_id: res.headers["x-request-id"] });
   });
 });

@@ -22,7 +22,7 @@ describe("error bodies", () => {
   ])("headers %o give %i %s with WWW-Authenticate", async (headers, status, code) => {
     const res = await cp.app.inject({ url: "/api/public/v1/projects", headers });
     expect(res.statusCode).toBe(status);
-    expect(res.json()).toEqual({ error: code, message: expect.any(String) });
+    expect(res.json()).toEqual({ error: code, message: expect.any(String), request_id: res.headers["x-request-id"] });
     expect(res.headers["www-authenticate"]).toContain("Bearer");
   });
 

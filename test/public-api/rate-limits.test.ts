@@ -44,7 +44,7 @@ describe.each([
     const retry = Number(over.headers["retry-after"]);
     expect(retry).toBeGreaterThanOrEqual(1);
     expect(retry).toBeLessThanOrEqual(60);
-    expect(over.body).toEqual({ error: "rate_limit_exceeded", message: expect.any(String), retry_after: retry });
+    expect(over.body).toEqual({ error: "rate_limit_exceeded", message: expect.any(String), retry_after: retry, request_id: over.headers["x-request-id"] });
 
     // Another key of the same organisation has its own budget.
     const other = await publicClient(cp.app, d.api_keys.project_ro).get("/servers");

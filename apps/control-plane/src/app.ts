@@ -39,6 +39,7 @@ import {
   agentLimitSettings,
   baseDomainSetting,
   mailSettings,
+  metricsSetting,
   outboundAllowList,
   proxySettings,
   registrationMode,
@@ -47,11 +48,16 @@ import {
 } from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
+import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
+import { createMetrics } from "./modules/metrics/metrics.ts";
+import { installRequestMetrics, metricsRoutes } from "./modules/metrics/metrics.routes.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
+import { healthRoutes } from "./modules/health/health.routes.ts";
+import { STUCK_SWEEP_QUEUE } from "./modules/deployments/stuck-sweep.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
 import { migrationArchiveRoutes } from "./modules/migrations/migration-archive.routes.ts";
@@ -101,6 +107,8 @@ export interface AppOptions {
   migrationUploadDir?: string;
   /** Import-URL downloads: deadline (default 600 s) and extra trusted CA certificates (tests' local HTTPS servers). */
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
+  /** GET /metrics: off, on, or on behind a bearer token (default: BERTH_METRICS, BERTH_METRICS_TOKEN). Request and agent figures are gathered either way. */
+  metrics?: { enabled: boolean; token: string | null };
   /** Where upload tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB); tests lower them to send real parts of small files. */
   migrationTiers?: TierLimits;
 }
@@ -110,10 +118,15 @@ export type App = FastifyInstance & { services: Services; gateway: AgentGateway;
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
   const { db, pool } = opts.database;
+  const trustProxy = opts.trustProxy ?? trustProxySetting() ?? false;
   const app = Fastify({
     logger: redactingLogger(opts.logger ?? false),
     // A number (hops) is valid at runtime; the HTTP/2 overload's type leaves it out.
-    trustProxy: (opts.trustProxy ?? trustProxySetting() ?? false) as boolean,
+    trustProxy: trustProxy as boolean,
+    // X-Request-Id: believed from trusted proxies only (lib/request-id.ts), else a UUID; every
+    // log line of a request carries it as reqId (Fastify's default label).
+    requestIdHeader: false,
+    genReqId: requestIdGenerator(trustProxy),
     // strictNumbers off: with it on, Ajv lets a query value of 1e309 (Infinity) past `maximum`
     // (found by the fuzz suite: ?limit=1e309 reached SQL as LIMIT Infinity).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, strictNumbers: false } },
@@ -129,6 +142,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     return defaultJson(req, body as string, done);
   });
 
+  installRequestIdHeader(app);
+  const metrics = createMetrics();
+  installRequestMetrics(app, metrics);
   installErrorHandling(app);
   installRateLimitHook(app);
   await registerOpenApi(app);
@@ -163,20 +179,30 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
     limits: { ...agentLimitSettings(), ...opts.agentLimits },
     now: () => clock.now().getTime(),
+    observe: { commandAccepted: metrics.observe.commandAccepted, eventsIngested: metrics.observe.eventsIngested },
     log: app.log,
   });
   app.addHook("onClose", async () => {
     await gateway.close();
     await relaxed.close();
   });
-  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed") });
+  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed });
   app.addHook("onClose", async () => background.stop());
 
   const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });
   // Before the server waits for open requests to finish: event streams never would.
   app.addHook("preClose", async () => hub.close());
+  metrics.attach({
+    agentsConnected: () => gateway.connectedCount(),
+    agentStats: () => gateway.agentStats(),
+    sseSubscribers: () => hub.subscriberCount(),
+    pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    queueDepths: async () => new Map(await Promise.all(background.jobs.queueNames().map(async (q) => [q, await background.jobs.queueSize(q)] as [string, number]))),
+  });
+  const metricsAccess = opts.metrics ?? metricsSetting();
+  if (metricsAccess.enabled) await app.register(metricsRoutes({ metrics, token: metricsAccess.token }));
 
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  await app.register(healthRoutes({ pool, jobs: background.jobs, probeQueue: STUCK_SWEEP_QUEUE }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
   await app.register(async (agentScope) => {
     // Frames of 4 MiB at most; before its handshake ends, a link reads 64 KiB at most (link/admission.ts lowers it per socket).

@@ -1,6 +1,6 @@
 // Settings read from the environment: a bad value stops the start with a clear message.
 import { describe, expect, it } from "vitest";
-import { agentLimitSettings, backupStoreSettings, baseDomainSetting, proxySettings, trustProxySetting } from "./config.ts";
+import { agentLimitSettings, backupStoreSettings, baseDomainSetting, metricsSetting, proxySettings, trustProxySetting } from "./config.ts";
 
 describe("BERTH_TRUST_PROXY", () => {
   it("takes true, a hop count or addresses and ranges, and refuses anything else", () => {
@@ -78,5 +78,18 @@ describe("the backup store settings", () => {
     expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_ACCESS_KEY_ID: "id" }, "/srv")).toThrow(/go together/);
     expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_ENDPOINT: "ftp://x" }, "/srv")).toThrow(/ENDPOINT/);
     expect(() => backupStoreSettings({ BERTH_BACKUP_S3_BUCKET: "ok-bucket", BERTH_BACKUP_S3_PREFIX: "../" }, "/srv")).toThrow(/PREFIX/);
+  });
+});
+
+describe("BERTH_METRICS and BERTH_METRICS_TOKEN", () => {
+  it("are off by default, on openly with on, on behind a bearer token with a token, and refuse nonsense", () => {
+    expect(metricsSetting({})).toEqual({ enabled: false, token: null });
+    expect(metricsSetting({ BERTH_METRICS: "off" })).toEqual({ enabled: false, token: null });
+    expect(metricsSetting({ BERTH_METRICS: "on" })).toEqual({ enabled: true, token: null });
+    expect(metricsSetting({ BERTH_METRICS_TOKEN: "s3cret-scrape-token-1" })).toEqual({ enabled: true, token: "s3cret-scrape-token-1" });
+    expect(metricsSetting({ BERTH_METRICS: "on", BERTH_METRICS_TOKEN: "s3cret-scrape-token-1" })).toEqual({ enabled: true, token: "s3cret-scrape-token-1" });
+    expect(() => metricsSetting({ BERTH_METRICS: "yes" })).toThrow(/BERTH_METRICS must be on or off/);
+    expect(() => metricsSetting({ BERTH_METRICS_TOKEN: "short" })).toThrow(/BERTH_METRICS_TOKEN/);
+    expect(() => metricsSetting({ BERTH_METRICS: "off", BERTH_METRICS_TOKEN: "s3cret-scrape-token-1" })).toThrow(/contradict/);
   });
 });

@@ -228,3 +228,17 @@ export function migrationUploadDir(env: NodeJS.ProcessEnv = process.env, dataDir
   const dir = (env.BERTH_MIGRATION_UPLOAD_DIR ?? "").trim();
   return dir === "" ? path.join(dataDir, "migration-uploads") : path.resolve(env.INIT_CWD ?? process.cwd(), dir);
 }
+
+/**
+ * GET /metrics (Prometheus text format): off unless BERTH_METRICS=on (then open to anyone who
+ * reaches the port: keep it off the public interface) or BERTH_METRICS_TOKEN is set (then on,
+ * and only with `Authorization: Bearer <token>`; at least 16 characters).
+ */
+export function metricsSetting(env: NodeJS.ProcessEnv = process.env): { enabled: boolean; token: string | null } {
+  const mode = (env.BERTH_METRICS ?? "").trim().toLowerCase();
+  if (mode !== "" && mode !== "on" && mode !== "off") throw new Error(`BERTH_METRICS must be on or off, got ${JSON.stringify(mode)}`);
+  const token = (env.BERTH_METRICS_TOKEN ?? "").trim();
+  if (token !== "" && !/^[\x21-\x7e]{16,256}$/.test(token)) throw new Error("BERTH_METRICS_TOKEN must be 16 to 256 visible ASCII characters");
+  if (token !== "" && mode === "off") throw new Error("BERTH_METRICS=off and BERTH_METRICS_TOKEN contradict each other: unset one");
+  return { enabled: mode === "on" || token !== "", token: token === "" ? null : token };
+}

@@ -70,7 +70,13 @@ const SLOT_LOCK_CLASS = 0x62657274; // "bert"
 
 export const deadLetterOf = (name: string) => `${name}.dead`;
 
-export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; onError?: (err: unknown) => void }) {
+export async function startJobs(deps: {
+  pool: pg.Pool;
+  options?: JobsOptions;
+  onError?: (err: unknown) => void;
+  /** A try of a job failed; `final`: no retry follows (it goes to the dead-letter queue). For metrics. */
+  onTryFailed?: (queue: string, final: boolean) => void;
+}) {
   const opts = deps.options ?? {};
   const delays = [...(opts.retryDelaysSeconds ?? JOB_POLICY.retryDelaysSeconds)];
   const concurrency = opts.concurrency ?? JOB_POLICY.systemConcurrency;
@@ -87,6 +93,7 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
   });
   boss.on("error", (err) => deps.onError?.(err));
   await boss.start();
+  let running = true;
 
   // Slot connections: one per running job of this replica, never more than the system-wide cap.
   const slotPool = new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots });
@@ -131,6 +138,8 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
     deadLetter: deadLetterOf(name),
   });
   const workers: string[] = [];
+  /** The queues defined on this replica and their dead-letter queues. */
+  const queues: string[] = [];
 
   async function send<T extends object>(name: string, payload: T, o: { db?: SqlRunner; startAfterSeconds?: number; attempt?: number } = {}) {
     const envelope: Envelope<T> = { payload, attempt: o.attempt ?? 1 };
@@ -153,6 +162,7 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
     async define<T extends object>(name: string, handler: JobHandler<T>): Promise<void> {
       await boss.createQueue(deadLetterOf(name), { name: deadLetterOf(name), policy: "standard", retentionDays: JOB_POLICY.deadLetterRetentionDays });
       await boss.createQueue(name, queueOptions(name));
+      queues.push(name, deadLetterOf(name));
       const worker = await boss.work<Envelope<T>>(name, { batchSize: concurrency, pollingIntervalSeconds: polling }, async (jobs) => {
         await Promise.all(
           jobs.map(async (job) => {
@@ -163,6 +173,7 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
               await withSlot(() => handler(job.data.payload, { jobId: job.id, attempt, lastAttempt }));
             } catch (err) {
               const message = err instanceof Error ? err.message : String(err);
+              deps.onTryFailed?.(name, lastAttempt);
               try {
                 if (!lastAttempt) {
                   await send(name, job.data.payload, { attempt: attempt + 1, startAfterSeconds: delays[attempt - 1] ?? 0 });
@@ -204,8 +215,18 @@ export async function startJobs(deps: { pool: pg.Pool; options?: JobsOptions; on
       }
     },
 
+    /** Started and not stopped (pg-boss keeps its own state private). */
+    running: () => running,
+
+    /** The queues this replica defined, dead-letter queues included. */
+    queueNames: (): readonly string[] => queues,
+
+    /** Jobs waiting in a queue (pg-boss's queue-size query). */
+    queueSize: (name: string): Promise<number> => boss.getQueueSize(name),
+
     async stop(): Promise<void> {
       stopping = true;
+      running = false;
       await boss.stop({ graceful: true, wait: true, timeout: 10_000, close: false });
       await slotPool.end();
     },

@@ -1,8 +1,10 @@
-// Maps every error to the body { error, message, details?, retry_after? } with a stable
-// code. 5xx details are logged, never sent.
+// Maps every error to the body { error, message, details?, retry_after?, request_id } with a
+// stable code. 5xx details are logged, never sent. request_id is the request's id (its
+// X-Request-Id, lib/request-id.ts), added to every error body whoever sends it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "./errors.ts";
 import { httpStatusOf } from "./error-codes.ts";
+import { REQUEST_ID_HEADER } from "./request-id.ts";
 
 const FASTIFY_CODES: Record<string, string> = {
   FST_ERR_CTP_INVALID_JSON_BODY: "invalid_json",
@@ -17,17 +19,28 @@ const FASTIFY_CODES: Record<string, string> = {
  * same body as every other error: a path parameter longer than any id (Fastify's default
  * would be a 414 echoing the whole path) and a path that is not valid percent-encoding.
  */
-export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+export function frameworkErrors(err: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  // Router errors come before the onRequest hooks (lib/request-id.ts): the header is set here.
+  reply.header(REQUEST_ID_HEADER, request.id);
+  const request_id = request.id;
   if (err.code === "FST_ERR_MAX_PARAM_LENGTH") {
-    void reply.code(400).send({ error: "validation_error", message: "A path parameter is longer than any id (at most 100 characters)" });
+    void reply.code(400).send({ error: "validation_error", message: "A path parameter is longer than any id (at most 100 characters)", request_id });
   } else if (err.code === "FST_ERR_BAD_URL") {
-    void reply.code(400).send({ error: "invalid_request", message: "The URL's path is not valid percent-encoding" });
+    void reply.code(400).send({ error: "invalid_request", message: "The URL's path is not valid percent-encoding", request_id });
   } else {
-    void reply.code(err.statusCode ?? 400).send({ error: "invalid_request", message: "The request could not be routed" });
+    void reply.code(err.statusCode ?? 400).send({ error: "invalid_request", message: "The request could not be routed", request_id });
   }
 }
 
+const isErrorBody = (payload: unknown): payload is { error: string; message: string; request_id?: string } =>
+  typeof payload === "object" && payload !== null && typeof (payload as { error?: unknown }).error === "string" && typeof (payload as { message?: unknown }).message === "string";
+
 export function installErrorHandling(app: FastifyInstance): void {
+  // Error bodies sent by routes themselves, as well as the handlers' below, get the request's id.
+  app.addHook("preSerialization", async (request, reply, payload: unknown) => {
+    if (reply.statusCode >= 400 && isErrorBody(payload) && payload.request_id === undefined) return { ...payload, request_id: request.id };
+    return payload;
+  });
   app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {
     if (err instanceof DomainError) {
       if (err.headers) reply.headers(err.headers);

@@ -6,6 +6,7 @@ export const ErrorBody = Type.Object(
     error: Type.String({ description: "Stable machine-readable code, e.g. task_in_progress" }),
     message: Type.String({ description: "Human-readable explanation" }),
     retry_after: Type.Optional(Type.Integer({ description: "Seconds to wait (429 only)" })),
+    request_id: Type.String({ description: "The request's id, as in the X-Request-Id response header: quote it when reporting a problem" }),
     details: Type.Optional(
       Type.Array(Type.Object({ path: Type.String(), message: Type.String() }), {
         description: "Per-field problems (validation errors only)",

@@ -24,10 +24,10 @@ const Releases = Type.Object({
 
 function sendError(reply: FastifyReply, error: unknown) {
   if (error instanceof InstallOriginError || (error instanceof AgentReleaseError && error.code === "invalid_host")) {
-    return reply.code(400).send({ error: "invalid_host", message: error.message });
+    return reply.code(400).send({ error: "invalid_host", message: error.message, request_id: reply.request.id });
   }
   if (error instanceof AgentReleaseError) {
-    return reply.code(404).send({ error: error.code, message: error.message });
+    return reply.code(404).send({ error: error.code, message: error.message, request_id: reply.request.id });
   }
   throw error;
 }

@@ -69,13 +69,14 @@ export function createAgentCommandsRepo(deps: { db: Database; relaxedDb: Databas
       return rows.rows.map((r) => r.server_id);
     },
 
-    /** A pending command of the server becomes accepted. */
-    async markAccepted(serverId: string, commandId: string, at: Date): Promise<void> {
-      await relaxedDb.$client.query({
+    /** A pending command of the server becomes accepted; the seconds from its issue (null: it was not pending). */
+    async markAccepted(serverId: string, commandId: string, at: Date): Promise<number | null> {
+      const res = await relaxedDb.$client.query<{ seconds: number }>({
         name: "command-accepted",
-        text: "update agent_commands set state = 'accepted', accepted_at = $3 where command_id = $1 and server_id = $2 and state = 'pending'",
+        text: "update agent_commands set state = 'accepted', accepted_at = $3 where command_id = $1 and server_id = $2 and state = 'pending' returning extract(epoch from (accepted_at - created_at))::float8 as seconds",
         values: [commandId, serverId, at],
       });
+      return res.rows[0]?.seconds ?? null;
     },
 
     /** A pending command of the server becomes rejected, with the agent's code and message. */

@@ -130,6 +130,9 @@ export function createEventHub(opts: HubOptions) {
       return registry.endWhere((s) => gone.has(s));
     },
 
+    /** Open streams on this replica. */
+    subscriberCount: () => registry.open().length,
+
     /** Ends every stream (on shutdown) and stops listening. */
     async close() {
       heartbeat.stop();

@@ -26,11 +26,13 @@ export async function startBackgroundWork(deps: {
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
   options?: JobsOptions | undefined;
   onError: (err: unknown) => void;
+  /** A job's try failed (final: dead-lettered), for metrics. */
+  onTryFailed?: (queue: string, final: boolean) => void;
 }): Promise<BackgroundWork> {
   // Before any delivery is signed; a failure is reported and the readers still accept the old form.
   await deps.services.projects.sealStoredCredentials().catch(deps.onError);
   await deps.services.webhooks.sealStoredSecrets().catch(deps.onError);
-  const jobs = await startJobs({ pool: deps.pool, ...(deps.options ? { options: deps.options } : {}), onError: deps.onError });
+  const jobs = await startJobs({ pool: deps.pool, ...(deps.options ? { options: deps.options } : {}), onError: deps.onError, ...(deps.onTryFailed ? { onTryFailed: deps.onTryFailed } : {}) });
   await jobs.define(STUCK_SWEEP_QUEUE, async () => {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });
   });

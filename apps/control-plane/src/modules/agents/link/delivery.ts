@@ -17,6 +17,8 @@ export interface DeliveryOptions {
   live: Map<string, Connection>;
   /** How often unsent commands are looked for (a lost announcement). */
   outboxSweepMs: number;
+  /** A command was accepted by its agent, this many seconds after its issue (metrics). */
+  accepted?: (seconds: number) => void;
   log: { warn(o: object, m: string): void };
 }
 
@@ -109,7 +111,8 @@ export function createDelivery(opts: DeliveryOptions) {
     },
 
     async onAccepted(conn: Connection, { command_id }: Payload<"command.accepted">) {
-      await commands.markAccepted(conn.serverId!, command_id);
+      const seconds = await commands.markAccepted(conn.serverId!, command_id);
+      if (seconds !== null) opts.accepted?.(seconds);
       settled(conn, command_id);
     },
 

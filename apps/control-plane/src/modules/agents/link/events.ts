@@ -15,6 +15,8 @@ export interface EventIntakeDeps {
   seen(serverId: string): void;
   /** Log lines the budget dropped, for the gateway's stats. */
   dropped(count: number): void;
+  /** Events stored (acknowledged) from this link, for metrics and the host figures it last sent. */
+  stored?(serverId: string, events: Payload<"events">["events"]): void;
   log: { warn(o: object, m: string): void };
 }
 
@@ -39,6 +41,7 @@ export function createEventIntake(deps: EventIntakeDeps) {
       const through = admitted.dropped > 0 ? events[events.length - 1]!.seq : undefined;
       const ingested = await deps.ingest.ingest(serverId, admitted.events, through);
       upTo = ingested.upTo;
+      deps.stored?.(serverId, admitted.events);
       if (ingested.refused > 0) {
         conn.refusedEvents += ingested.refused;
         deps.log.warn(

@@ -11,7 +11,7 @@
 // (budgets.ts).
 import type { WebSocket } from "ws";
 import type pg from "pg";
-import { CLOSE_CODES, type Frame, type Payload } from "@berth/protocol";
+import { CLOSE_CODES, type Event, type Frame, type Payload, type StatsEvent } from "@berth/protocol";
 import { listen, type PgListener } from "../../../db/pg-listener.ts";
 import type { AgentCommands } from "../agent-commands.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, TAKEOVER_CHANNEL } from "../channels.ts";
@@ -42,6 +42,8 @@ export interface GatewayOptions {
   /** Milliseconds, for the per-minute limits; default Date.now (the app passes its clock). */
   now?: () => number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
+  /** Metrics: a command accepted (seconds since its issue), events stored from a link. */
+  observe?: { commandAccepted(seconds: number): void; eventsIngested(events: readonly Event[], now: number): void };
 }
 
 /** What the gateway counted since it started, for its stats. */
@@ -56,6 +58,8 @@ interface Counters extends QueueStats {
 interface Link {
   live: Map<string, Connection>;
   all: Set<Connection>;
+  /** The last host figures of each server whose agent is connected here. */
+  latestStats: Map<string, StatsEvent>;
   repo: LinkRepo;
   admission: Admission;
   counters: Counters;
@@ -75,7 +79,13 @@ export async function createAgentGateway(opts: GatewayOptions) {
   const counters: Counters = { pauses: 0, peakQueued: 0, helloLookups: 0, logLinesDropped: 0 };
   const admission = createAdmission({ limits, now });
   const liveness = createLiveness({ all, repo: opts.repo, heartbeatMs: opts.heartbeatMs, log: opts.log });
-  const delivery = createDelivery({ commands: opts.commands, live, outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS, log: opts.log });
+  const delivery = createDelivery({
+    commands: opts.commands,
+    live,
+    outboxSweepMs: opts.outboxSweepMs ?? DEFAULT_OUTBOX_SWEEP_MS,
+    ...(opts.observe ? { accepted: opts.observe.commandAccepted } : {}),
+    log: opts.log,
+  });
   const handshake = createHandshake({
     repo: { ...opts.repo, helloServer: (id) => (counters.helloLookups++, opts.repo.helloServer(id)) },
     live,
@@ -86,8 +96,18 @@ export async function createAgentGateway(opts: GatewayOptions) {
     log: opts.log,
   });
   const budget = createLogBudget({ linesPerMinute: limits.logLinesPerMinute, bytesPerMinute: limits.logBytesPerMinute, now });
-  const onEvents = createEventIntake({ ingest: opts.ingest, budget, seen: liveness.seen, dropped: (n) => (counters.logLinesDropped += n), log: opts.log });
-  const link: Link = { live, all, repo: opts.repo, admission, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
+  const latestStats = new Map<string, StatsEvent>();
+  const stored = (serverId: string, events: readonly Event[]) => {
+    opts.observe?.eventsIngested(events, Date.now());
+    for (let i = events.length - 1; i >= 0; i--) {
+      const e = events[i]!;
+      if (e.kind !== "stats") continue;
+      if (live.has(serverId)) latestStats.set(serverId, e);
+      break;
+    }
+  };
+  const onEvents = createEventIntake({ ingest: opts.ingest, budget, seen: liveness.seen, dropped: (n) => (counters.logLinesDropped += n), stored, log: opts.log });
+  const link: Link = { live, all, latestStats, repo: opts.repo, admission, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
     opts.pool,
@@ -121,6 +141,8 @@ export async function createAgentGateway(opts: GatewayOptions) {
     /** The agent finished its handshake here: recorded online and ready for commands. */
     isConnected: (serverId: string) => live.get(serverId)?.ready === true,
     connectedCount: () => live.size,
+    /** The last host figures (stats event) of each server whose agent is connected here. */
+    agentStats: (): Iterable<[string, StatsEvent]> => latestStats.entries(),
     /** What the links hold and what the limits did, on this replica (tests and diagnostics). */
     linkStats() {
       let queued = 0;
@@ -195,6 +217,7 @@ async function onClose(link: Link, conn: Connection) {
   link.all.delete(conn);
   if (!conn.serverId || link.live.get(conn.serverId) !== conn) return;
   link.live.delete(conn.serverId);
+  link.latestStats.delete(conn.serverId);
   if (link.shuttingDown) return;
   await link.repo.endSession(conn.serverId, conn.id);
   link.log.info({ serverId: conn.serverId }, "agent disconnected");

@@ -1,0 +1,44 @@
+// Every request's id (Fastify's request.id): the X-Request-Id a trusted proxy sent when it is
+// sane (1-128 visible ASCII characters), else a new UUID. "Trusted" is what Fastify itself
+// believes X-Forwarded-For from (trustProxy, BERTH_TRUST_PROXY): the same rule, applied to
+// the socket's address. The id is answered in the X-Request-Id header of every response,
+// in error bodies (request_id, error-handler.ts) and in every log line (reqId).
+import { randomUUID } from "node:crypto";
+import proxyAddr from "@fastify/proxy-addr";
+import type { FastifyInstance, FastifyServerOptions } from "fastify";
+
+type RawRequest = import("node:http").IncomingMessage;
+
+export const REQUEST_ID_HEADER = "x-request-id";
+const SANE_ID = /^[\x21-\x7e]{1,128}$/;
+
+/** Whether the direct peer is a proxy trusted by `trustProxy`, as Fastify decides it for X-Forwarded-For. */
+export function trustedPeer(trustProxy: FastifyServerOptions["trustProxy"] | number): (address: string | undefined) => boolean {
+  if (trustProxy === true) return () => true;
+  // A hop count cannot vouch for the direct peer (Fastify fails closed the same way).
+  if (trustProxy === false || trustProxy === undefined || typeof trustProxy === "number") return () => false;
+  if (typeof trustProxy === "function") return (address) => address !== undefined && trustProxy(address, 0);
+  const list = typeof trustProxy === "string" ? trustProxy.split(",").map((e) => e.trim()) : trustProxy;
+  const trusts = proxyAddr.compile(list);
+  return (address) => address !== undefined && trusts(address, 0);
+}
+
+/** Fastify's genReqId for the given trustProxy setting. */
+export function requestIdGenerator(trustProxy: FastifyServerOptions["trustProxy"] | number): (req: RawRequest) => string {
+  const trusted = trustedPeer(trustProxy);
+  return (req) => {
+    const given = req.headers[REQUEST_ID_HEADER];
+    if (typeof given === "string" && SANE_ID.test(given) && trusted(req.socket?.remoteAddress)) return given;
+    return randomUUID();
+  };
+}
+
+/**
+ * Answers the id in X-Request-Id on every response, set before any handler or error can run,
+ * on the raw response so that hijacked ones (event streams, downloads) carry it too.
+ */
+export function installRequestIdHeader(app: FastifyInstance): void {
+  app.addHook("onRequest", async (request, reply) => {
+    reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+  });
+}
