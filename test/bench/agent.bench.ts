@@ -1,5 +1,5 @@
 // `npm run bench:agent`: what the agent costs a customer's server while idle: RSS and CPU of
-// the real agent, bundled as it ships (one esbuild CommonJS file run by Node 20, better-sqlite3
+// the real agent, bundled as it ships (one esbuild CommonJS file run by this Node, better-sqlite3
 // beside it), linked to a real control plane, with its stats sampler seeing 10 running
 // containers on the real Docker engine. Goals: at most 60 MB RSS and 0.5 % of one core.
 //
@@ -378,7 +378,7 @@ function report(r: {
   const num = (x: number, d = 1) => round(x, d).toFixed(d).padStart(7);
   out();
   out(`Agent at idle: ${r.runningNow} running containers, ${round(r.windowS, 0)} s window after a ${SETTLE_S} s settle`);
-  out(`Node ${process.version}, ${os.cpus().length} CPUs, CLK_TCK ${r.hz}; bundle ${round(r.bundle.sizeBytes / 1024, 0)} KB (esbuild, cjs, node20)`);
+  out(`Node ${process.version}, ${os.cpus().length} CPUs, CLK_TCK ${r.hz}; bundle ${round(r.bundle.sizeBytes / 1024, 0)} KB (esbuild, cjs, node22)`);
   if (STUBS.length > 0) out(`Bundle leaves out (stubbed): ${STUBS.join(", ")} (BENCH_AGENT_STUB to change)`);
   if (MINIFY) out("What-if bundle: minified (BENCH_AGENT_MINIFY)");
   out();

@@ -1,5 +1,5 @@
 // The agent as it would ship: apps/agent/src/cli.ts and everything it imports bundled by
-// esbuild into one CommonJS file for Node 20, with better-sqlite3 (a native addon) beside it
+// esbuild into one CommonJS file for Node 22+, with better-sqlite3 (a native addon) beside it
 // in node_modules, so what is measured is `node agent.cjs run`, not tsx.
 import { mkdir, readFile, stat, symlink } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -43,7 +43,7 @@ export async function bundleAgent(sourceRoot: string, outDir: string, options: B
     outfile: file,
     stubs,
     external: EXTERNAL,
-    target: "node20",
+    target: "node22",
     minify: options.minify === true,
   });
   // better-sqlite3 as an installer would put it: <dir>/node_modules/better-sqlite3 (its own

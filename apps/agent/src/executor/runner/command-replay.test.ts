@@ -107,6 +107,9 @@ describe("replayed commands", () => {
     sendCommand(connection, five);
     await eventually(() => runs.length === 2, "the earlier seq to run too");
     expect(runs).toEqual([six.command_id, five.command_id]);
+    // The agent starts a command before its command.accepted frame crosses the socket, so
+    // the run can be counted while the frame is still on its way.
+    await eventually(() => framesOf(connection, "command.accepted").length === 2, "both acceptances");
     expect(framesOf(connection, "command.accepted").map((f) => f.payload)).toEqual([
       { command_id: six.command_id, seq: six.seq },
       { command_id: five.command_id, seq: five.seq },

@@ -52,6 +52,10 @@ export function createBackupLinks(deps: { secret: string; clock: Clock }) {
     const m = TOKEN.exec(token);
     if (!m || m[1] !== kind) return { refused: "invalid" };
     const given = Buffer.from(m[3]!, "base64url");
+    // 22 base64url characters carry 132 bits for the signature's 128: the decoder ignores the
+    // last character's low 4 bits, so 16 spellings decode alike. Only the one issue() writes
+    // is authentic, or an altered token would pass.
+    if (given.toString("base64url") !== m[3]) return { refused: "invalid" };
     const expected = sign(kind, m[2]!);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { refused: "invalid" };
     const raw = Buffer.from(m[2]!, "base64url");
