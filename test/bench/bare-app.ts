@@ -20,7 +20,7 @@ const PROJECTS_PAGE = `select "id", "organization_id", "server_id", "name", "erp
 /** ...then the total. */
 const PROJECTS_TOTAL = `select count(*) from "projects" where ("projects"."organization_id" = $1 and "projects"."deleted_at" is null)`;
 /** DeploymentsRepo.get. */
-const TASK = `select "deployments"."id", "deployments"."organization_id", "deployments"."project_id", "deployments"."environment_id", "deployments"."server_id", "deployments"."kind", "deployments"."version", "deployments"."status", "deployments"."trigger", "deployments"."triggered_by", "deployments"."api_key_id", "deployments"."git_branch", "deployments"."git_commit", "deployments"."git_message", "deployments"."rollback_from_id", "deployments"."extra_data", "deployments"."container_id", "deployments"."image_tag", "deployments"."progress_percent", "deployments"."current_step", "deployments"."steps_completed", "deployments"."total_steps", "deployments"."error_message", "deployments"."created_at", "deployments"."started_at", "deployments"."completed_at" from "deployments" inner join "projects" on "projects"."id" = "deployments"."project_id" where ("deployments"."id" = $1 and "deployments"."organization_id" = $2 and "projects"."deleted_at" is null)`;
+const TASK = `select "deployments"."id", "deployments"."organization_id", "deployments"."project_id", "deployments"."environment_id", "deployments"."server_id", "deployments"."kind", "deployments"."version", "deployments"."status", "deployments"."trigger", "deployments"."triggered_by", "deployments"."api_key_id", "deployments"."git_branch", "deployments"."git_commit", "deployments"."git_message", "deployments"."rollback_from_id", "deployments"."extra_data", "deployments"."modules_result", "deployments"."container_id", "deployments"."image_tag", "deployments"."progress_percent", "deployments"."current_step", "deployments"."steps_completed", "deployments"."total_steps", "deployments"."error_message", "deployments"."created_at", "deployments"."started_at", "deployments"."completed_at" from "deployments" inner join "projects" on "projects"."id" = "deployments"."project_id" where ("deployments"."id" = $1 and "deployments"."organization_id" = $2 and "projects"."deleted_at" is null)`;
 
 /** What the product's repos send per route, checked against a capture before every run. */
 export const BASELINE_SQL = { projects: [PROJECTS_PAGE, PROJECTS_TOTAL], task: [TASK] };
@@ -50,6 +50,7 @@ interface TaskRow {
   error_message: string | null;
   triggered_by: string | null;
   created_at: Date;
+  modules_result: unknown;
 }
 
 /** api-key-auth.ts's AUTH_AND_METER. */
@@ -155,6 +156,7 @@ export function buildBareApp(pool: pg.Pool, opts: { meter?: boolean; cursorSecre
       error_message: d.error_message,
       triggered_by: d.triggered_by,
       created_at: d.created_at.toISOString(),
+      modules: Array.isArray(d.modules_result) ? d.modules_result : null,
     };
   });
   return app;
