@@ -218,7 +218,7 @@ export function createServices(deps: {
       access,
       clock,
       environments,
-      migrationBackupStored: async (migrationId) => (await migrationArchives.archiveFor(migrationId)) !== null,
+      migrationBackupStored: (migrationId) => migrationArchives.stored(migrationId),
     }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),

@@ -21,12 +21,23 @@ export function archiveFileName(m: Pick<MigrationRow, "analysis">): string {
   return format === "zip" || format === "tar" || format === "tar.gz" || format === "sql" ? `backup.${format}` : "backup";
 }
 
+/** The migration when its backup's bytes are recorded in the store (key, size and digest), else null. */
+function storedOf(m: MigrationRow | undefined) {
+  if (!m || m.storageKey === null || m.storedSha256 === null || m.storedSizeBytes === null) return null;
+  return { ...m, storageKey: m.storageKey, storedSha256: m.storedSha256, storedSizeBytes: m.storedSizeBytes };
+}
+
 export function createMigrationArchives(deps: { repo: Pick<MigrationsRepo, "byId">; links: Pick<BackupLinks, "issueMigrationDownload" | "checkMigrationDownload">; store: ObjectStore }) {
   return {
+    /** Whether the migration's backup is in the store (what force_restore needs). */
+    async stored(migrationId: string): Promise<boolean> {
+      return storedOf(await deps.repo.byId(migrationId)) !== null;
+    },
+
     /** The deploy command's `archive` for the migration's backup; null when its bytes are not in the store. */
     async archiveFor(migrationId: string) {
-      const m = await deps.repo.byId(migrationId);
-      if (!m || m.storageKey === null || m.storedSha256 === null || m.storedSizeBytes === null) return null;
+      const m = storedOf(await deps.repo.byId(migrationId));
+      if (!m) return null;
       const { token, expiresAt } = deps.links.issueMigrationDownload(m, ARCHIVE_LINK_TTL_MS);
       return {
         migration_id: m.id,
@@ -40,10 +51,8 @@ export function createMigrationArchives(deps: { repo: Pick<MigrationsRepo, "byId
     /** The bytes a migration link opens, whole or one range. */
     async open(token: string, name: string, rangeHeader: string | undefined): Promise<{ name: string; size: number; sha256: string; body: Readable; range: { start: number; end: number } | null }> {
       const { migrationId } = deps.links.checkMigrationDownload(token);
-      const m = await deps.repo.byId(migrationId);
-      if (!m || m.storageKey === null || m.storedSizeBytes === null || m.storedSha256 === null) {
-        throw new DomainError("backup_file_not_found", `Migration ${migrationId} has no stored backup any more`);
-      }
+      const m = storedOf(await deps.repo.byId(migrationId));
+      if (!m) throw new DomainError("backup_file_not_found", `Migration ${migrationId} has no stored backup any more`);
       if (name !== archiveFileName(m)) throw new DomainError("backup_file_not_found", `Migration ${migrationId}'s backup is ${archiveFileName(m)}`);
       const size = m.storedSizeBytes;
       const range = parseRange(rangeHeader, size);

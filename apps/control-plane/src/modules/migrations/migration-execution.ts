@@ -21,7 +21,7 @@ import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { ProjectsService } from "../projects/projects.service.ts";
 import { assertSupportedErpVersion } from "../projects/erp-versions.ts";
 import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
-import { advance, currentStep, initialSteps, MIGRATION_STEPS, percentOf, stepsOf, type MigrationStepId, type StepStates } from "./migration-steps.ts";
+import { advance, currentStep, initialSteps, MIGRATION_STEPS, percentOf, stepsOfMigration, type MigrationStepId, type StepStates } from "./migration-steps.ts";
 
 /** The name of the environment a migration creates. */
 export const environmentNameFor = (m: Pick<MigrationRow, "production">) => (m.production ? "production" : "staging");
@@ -45,7 +45,7 @@ export function createMigrationExecution(deps: {
 
   /** Moves one of the control plane's steps (started or done) and records it with its event. */
   async function step(m: MigrationRow, signal: { kind: "started" | "done"; step: MigrationStepId }, patch: Partial<MigrationRow> = {}): Promise<MigrationRow> {
-    const steps: StepStates = advance(stepsOf(m.steps, { gitRepository: m.gitRepoUrl !== null }), signal);
+    const steps: StepStates = advance(stepsOfMigration(m), signal);
     const row = await repo.update(
       m.id,
       { ...patch, steps, progressPercent: percentOf(steps), currentStep: currentStep(steps, signal, m.currentStep) },
@@ -107,7 +107,7 @@ export function createMigrationExecution(deps: {
       } catch (error) {
         const running = MIGRATION_STEPS.find((s) => s.id === m!.currentStep)?.name ?? "Starting";
         const message = error instanceof Error ? error.message : String(error);
-        const failedSteps = advance(stepsOf(m.steps, { gitRepository: m.gitRepoUrl !== null }), { kind: "failed" });
+        const failedSteps = advance(stepsOfMigration(m), { kind: "failed" });
         await repo.update(id, { status: "failed", steps: failedSteps, errorMessage: `${running} failed: ${message}` }, { from: ["processing"] });
         throw error;
       }

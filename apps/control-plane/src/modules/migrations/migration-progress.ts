@@ -8,7 +8,7 @@ import { MIGRATION_RESTORE_PHASES, type CommandResultEvent, type Event, type Mig
 import type { EventApplier } from "../agents/event-ingest.ts";
 import { appendOrgEvents, type OrgEvent } from "../events/event-log.repo.ts";
 import { deploymentsOfCommands, lockRunningByDeployments, storeProgress, type RunningMigration } from "./migrations.repo.ts";
-import { advance, currentStep, MIGRATION_STEPS, percentOf, stepsOf, type StepSignal } from "./migration-steps.ts";
+import { advance, currentStep, MIGRATION_STEPS, percentOf, stepsOfMigration, type StepSignal } from "./migration-steps.ts";
 
 type Signal = StepSignal | { kind: "result"; ok: boolean; message: string | null; healthy: boolean };
 
@@ -18,7 +18,7 @@ const isPhase = (v: unknown): v is MigrationRestorePhase => typeof v === "string
 function signalsOf(fresh: Event[]) {
   const byDeployment = new Map<string, Signal[]>();
   const results: { commandId: string; signal: Signal }[] = [];
-  const push = (deploymentId: string, s: Signal) => byDeployment.set(deploymentId, [...(byDeployment.get(deploymentId) ?? []), s]);
+  const push = (deploymentId: string, s: Signal) => signalsFor(byDeployment, deploymentId).push(s);
   for (const e of fresh) {
     if ((e.kind === "step.started" || e.kind === "step.finished") && e.deployment_id) {
       push(e.deployment_id, { kind: "deploy_step", step: e.step, phase: e.kind === "step.started" ? "started" : "finished" });
@@ -29,6 +29,12 @@ function signalsOf(fresh: Event[]) {
     }
   }
   return { byDeployment, results };
+}
+
+function signalsFor(byDeployment: Map<string, Signal[]>, deploymentId: string): Signal[] {
+  let list = byDeployment.get(deploymentId);
+  if (!list) byDeployment.set(deploymentId, (list = []));
+  return list;
 }
 
 function resultSignal(r: CommandResultEvent): Signal {
@@ -43,7 +49,7 @@ export const applyMigrationProgress: EventApplier = async (client, serverId, fre
     // A result is a batch's last word on its deployment: it goes after that deployment's other events.
     for (const r of results) {
       const d = deploymentOf.get(r.commandId);
-      if (d) byDeployment.set(d, [...(byDeployment.get(d) ?? []), r.signal]);
+      if (d) signalsFor(byDeployment, d).push(r.signal);
     }
   }
   if (byDeployment.size === 0) return 0;
@@ -56,7 +62,7 @@ export const applyMigrationProgress: EventApplier = async (client, serverId, fre
 
 /** Applies a deployment's signals to its migration; one migration_progress event per change a person would see. */
 async function applyTo(client: pg.PoolClient, m: RunningMigration, signals: Signal[]): Promise<OrgEvent[]> {
-  let steps = stepsOf(m.steps, { gitRepository: m.git_repo_url !== null });
+  let steps = stepsOfMigration({ steps: m.steps, gitRepoUrl: m.git_repo_url });
   let current: string | null = m.current_step;
   let status = "processing";
   let error: string | null = null;

@@ -6,7 +6,7 @@
 // the table's (the repository is cloned before the backup is fetched, routing comes after
 // the ERP started on the restored database), so a step's percent counts only once every
 // step before it in the table is done: the progress bar never moves backwards or jumps.
-import { MIGRATION_RESTORE_PHASES, type MigrationRestorePhase, type StepId } from "@berth/protocol";
+import { DEPLOY_STEP_IDS, MIGRATION_RESTORE_PHASES, type MigrationRestorePhase, type StepId } from "@berth/protocol";
 
 export const MIGRATION_STEPS = [
   { id: "creating_project", name: "Creating project", percent: 5 },
@@ -46,7 +46,7 @@ export function initialSteps(opts: { gitRepository: boolean }): StepStates {
 }
 
 /** The stored steps, read defensively (a row written by an older version may lack some). */
-export function stepsOf(value: unknown, opts: { gitRepository: boolean }): StepStates {
+function stepsOf(value: unknown, opts: { gitRepository: boolean }): StepStates {
   const s = initialSteps(opts);
   if (value && typeof value === "object") {
     for (const st of MIGRATION_STEPS) {
@@ -57,18 +57,13 @@ export function stepsOf(value: unknown, opts: { gitRepository: boolean }): StepS
   return s;
 }
 
-/** The deploy steps that are step 3 (everything before the ERP starts, but the repository). */
-const DEPLOYING: readonly StepId[] = [
-  "initializing",
-  "connecting",
-  "creating_network",
-  "configuring_dns",
-  "creating_postgres",
-  "cloning_platform_repos",
-  "cloning_org_repos",
-  "pulling_image",
-  "generating_config",
-];
+/** A migration's stored steps (its repository decides whether step 8 is skipped). */
+export function stepsOfMigration(m: { steps: unknown; gitRepoUrl: string | null }): StepStates {
+  return stepsOf(m.steps, { gitRepository: m.gitRepoUrl !== null });
+}
+
+/** The deploy steps that are step 3: everything before the ERP starts, but the repository's clone (step 8). */
+const DEPLOYING: readonly StepId[] = DEPLOY_STEP_IDS.slice(0, DEPLOY_STEP_IDS.indexOf("starting_container")).filter((id) => id !== "cloning_repo");
 
 function run(s: StepStates, id: MigrationStepId) {
   if (s[id] === "pending") s[id] = "running";

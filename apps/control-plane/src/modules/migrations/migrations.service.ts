@@ -12,7 +12,7 @@ import { capacityOf } from "../servers/capacity.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
 import type { AnalysisFields } from "./migration-schemas.ts";
-import { advance, stepsOf, stepsView } from "./migration-steps.ts";
+import { advance, stepsOfMigration, stepsView } from "./migration-steps.ts";
 import {
   ACCEPTS_BACKUP,
   CONFIGURABLE,
@@ -96,7 +96,7 @@ export function migrationView(m: MigrationRow, environmentUrl: string | null = n
     environment_id: m.environmentId,
     environment_url: environmentUrl,
     deployment_id: m.deploymentId,
-    steps: m.steps === null ? null : stepsView(stepsOf(m.steps, { gitRepository: m.gitRepoUrl !== null })),
+    steps: m.steps === null ? null : stepsView(stepsOfMigration(m)),
     error_message: m.errorMessage,
     retry_count: m.retryCount,
     created_at: m.createdAt.toISOString(),
@@ -534,12 +534,11 @@ export function createMigrationsService(deps: {
     async reconcile(): Promise<number> {
       let n = 0;
       for (const { m, deploymentStatus, deploymentError } of await repo.stalled()) {
-        const gitRepository = m.gitRepoUrl !== null;
         if (deploymentStatus === "success") {
-          const steps = advance(stepsOf(m.steps, { gitRepository }), { kind: "succeeded" });
+          const steps = advance(stepsOfMigration(m), { kind: "succeeded" });
           await repo.update(m.id, { status: "completed", steps, progressPercent: 100, currentStep: "completed" }, { from: ["processing"] });
         } else {
-          const steps = advance(stepsOf(m.steps, { gitRepository }), { kind: "failed" });
+          const steps = advance(stepsOfMigration(m), { kind: "failed" });
           const why = deploymentError ?? `the deployment was ${deploymentStatus}`;
           await repo.update(m.id, { status: "failed", steps, errorMessage: `The migration's deployment ended without finishing: ${why}` }, { from: ["processing"] });
         }

@@ -111,9 +111,7 @@ function dumpRank(name: string): number {
 
 async function readZip(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
   const warnings: string[] = [];
-  let files = 0;
-  let fileBytes = 0;
-  let fsRoot = "filestore";
+  const fileStore = fileStoreTally();
   let members = 0;
   const zip = await openZip(
     source,
@@ -121,9 +119,7 @@ async function readZip(source: BackupSource, limits: InflateLimits, signal?: Abo
       members++;
       const role = memberRole(m.name);
       if (role === "filestore_file") {
-        files++;
-        fileBytes += m.size;
-        fsRoot = m.name.slice(0, m.name.indexOf("filestore") + "filestore".length);
+        fileStore.add(m.name, m.size);
         return false;
       }
       return role !== "other";
@@ -149,7 +145,7 @@ async function readZip(source: BackupSource, limits: InflateLimits, signal?: Abo
       dump,
       manifest,
       hasManifest: manifestMember !== undefined,
-      filestore: fileStoreOf(files, fileBytes, fsRoot, archive, warnings),
+      filestore: fileStore.result(archive, warnings),
       warnings,
     };
   } finally {
@@ -157,24 +153,30 @@ async function readZip(source: BackupSource, limits: InflateLimits, signal?: Abo
   }
 }
 
-function fileStoreOf(
-  files: number,
-  bytes: number,
-  root: string,
-  archive: { name: string; size: number } | undefined,
-  warnings: string[],
-): ReadBackup["filestore"] {
-  if (files > 0) return { kind: "directory", path: root, file_count: files, bytes };
-  if (!archive) return null;
-  warnings.push(`the file store is a compressed archive (${archive.name}); its size is the compressed size`);
-  return { kind: "archive", path: archive.name, file_count: 0, bytes: archive.size };
+/** The file store members an archive holds, counted as they pass: files, bytes, and the folder they sit in. */
+function fileStoreTally() {
+  let files = 0;
+  let bytes = 0;
+  let root = "filestore";
+  return {
+    add(name: string, size: number) {
+      files++;
+      bytes += size;
+      root = name.slice(0, name.indexOf("filestore") + "filestore".length);
+    },
+    /** The folder when files were seen; else the compressed file store archive, if any (with a warning). */
+    result(archive: { name: string; size: number } | undefined, warnings: string[]): ReadBackup["filestore"] {
+      if (files > 0) return { kind: "directory", path: root, file_count: files, bytes };
+      if (!archive) return null;
+      warnings.push(`the file store is a compressed archive (${archive.name}); its size is the compressed size`);
+      return { kind: "archive", path: archive.name, file_count: 0, bytes: archive.size };
+    },
+  };
 }
 
 async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
   const warnings: string[] = [];
-  let files = 0;
-  let fileBytes = 0;
-  let fsRoot = "filestore";
+  const fileStore = fileStoreTally();
   let members = 0;
   let dump: DumpFacts | null = null;
   let dumpPath: string | null = null;
@@ -194,9 +196,7 @@ async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLi
       members++;
       const role = memberRole(m.name);
       if (role === "filestore_file") {
-        files++;
-        fileBytes += m.size;
-        fsRoot = m.name.slice(0, m.name.indexOf("filestore") + "filestore".length);
+        fileStore.add(m.name, m.size);
       } else if (role === "dump" && dump === null) {
         dumpPath = m.name;
         dump = await scanDump(body, signal);
@@ -220,5 +220,5 @@ async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLi
   );
   if (members === 0 && warnings.length === 0) throw new BackupAnalysisError("empty_archive", `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is empty`);
   if (dump === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
-  return { format: gzipped ? "tar.gz" : "tar", dumpPath, dump, manifest, hasManifest, filestore: fileStoreOf(files, fileBytes, fsRoot, archive, warnings), warnings };
+  return { format: gzipped ? "tar.gz" : "tar", dumpPath, dump, manifest, hasManifest, filestore: fileStore.result(archive, warnings), warnings };
 }
