@@ -18,8 +18,25 @@ export interface Config {
   logLevel: string;
 }
 
-function port(name: string, fallback: number): number {
-  const raw = process.env[name];
+/**
+ * A setting under its BERTH_* name, or under the name it had before (PORT, HOST, LOG_LEVEL),
+ * which still works but is reported once on stderr.
+ */
+function renamed(name: string, oldName: string): string | undefined {
+  const value = process.env[name];
+  if (value !== undefined && value !== "") return value;
+  const old = process.env[oldName];
+  if (old === undefined || old === "") return undefined;
+  if (!warned.has(oldName)) {
+    warned.add(oldName);
+    process.emitWarning(`${oldName} is deprecated: set ${name} instead`, { code: "BERTH_SETTING_RENAMED" });
+  }
+  return old;
+}
+const warned = new Set<string>();
+
+function port(name: string, fallback: number, oldName?: string): number {
+  const raw = oldName ? renamed(name, oldName) : process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number (0-65535), got ${JSON.stringify(raw)}`);
@@ -28,13 +45,13 @@ function port(name: string, fallback: number): number {
 
 export function loadConfig(): Config {
   return {
-    port: port("PORT", 3000),
-    host: process.env.HOST || "127.0.0.1",
+    port: port("BERTH_PORT", 3000, "PORT"),
+    host: renamed("BERTH_HOST", "HOST") || "127.0.0.1",
     databaseUrl: process.env.DATABASE_URL || undefined,
     // npm runs workspace scripts in the workspace folder; INIT_CWD is where the user typed the command.
     dataDir: path.resolve(process.env.INIT_CWD ?? process.cwd(), process.env.BERTH_DATA_DIR || ".data"),
     embeddedPgPort: port("BERTH_EMBEDDED_PG_PORT", 54329),
-    logLevel: process.env.LOG_LEVEL || "info",
+    logLevel: renamed("BERTH_LOG_LEVEL", "LOG_LEVEL") || "info",
   };
 }
 
