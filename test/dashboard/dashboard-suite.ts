@@ -10,7 +10,7 @@ import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import type { SimAgent } from "../support/sim-agent.ts";
 import { urlOf } from "../support/sse.ts";
-import { launchBrowser, openPage, signIn } from "./browser.ts";
+import { launchBrowser, openPage, signIn, type TestPage } from "./browser.ts";
 
 export interface DashboardSuite {
   cp: TestControlPlane;
@@ -21,7 +21,7 @@ export interface DashboardSuite {
   member: Person;
   browser: Browser;
   /** A new page signed in as `person`. */
-  pageFor(person: Person): Promise<Page & { scriptErrors: string[] }>;
+  pageFor(person: Person): Promise<TestPage>;
 }
 
 /** Options of the control plane a suite starts, beyond the ones every suite uses. */

@@ -8,7 +8,7 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { AgentProcess } from "../support/agent-process.ts";
 import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
-import { launchBrowser, openPage, screenshot, signIn } from "./browser.ts";
+import { launchBrowser, openPage, openSignIn, screenshot, signIn } from "./browser.ts";
 import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 
 let cp: TestControlPlane;
@@ -54,7 +54,7 @@ let ownerPage: Page & { scriptErrors: string[] };
 it("tells a wrong password in words, then signs in and shows the agent's server online with live figures", async () => {
   const wrong = await openPage(browser);
   pages.push(wrong);
-  await wrong.goto(`${base}/`);
+  await openSignIn(wrong, base);
   await wrong.getByLabel("E-mail address").fill(owner.email);
   await wrong.getByLabel("Password").fill("not the password");
   await wrong.getByRole("button", { name: "Sign in" }).click();
@@ -200,8 +200,8 @@ it("support staff restart an environment with a reason; the owner reads it in th
   const reason = "Customer asked for a restart in ticket 4711";
   await page.getByLabel("Reason", { exact: true }).fill(reason);
   await page.getByRole("button", { name: "Issue command" }).click();
-  await expect.poll(() => page.locator(".outcome").textContent(), { timeout: 15_000 }).toContain("restart requested");
-  await expect.poll(() => page.locator("table").first().textContent(), { timeout: 15_000 }).toContain("restart");
+  await expect.poll(() => page.locator(".outcome").textContent(), { timeout: 30_000 }).toContain("restart requested");
+  await expect.poll(() => page.locator("table").first().textContent(), { timeout: 30_000 }).toContain("restart");
   await screenshot(page, "support-console");
 
   await ownerPage.goto(`${base}/#/audit`);
