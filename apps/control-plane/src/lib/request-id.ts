@@ -38,7 +38,8 @@ export function requestIdGenerator(trustProxy: FastifyServerOptions["trustProxy"
  * on the raw response so that hijacked ones (event streams, downloads) carry it too.
  */
 export function installRequestIdHeader(app: FastifyInstance): void {
-  app.addHook("onRequest", async (request, reply) => {
+  app.addHook("onRequest", (request, reply, done) => {
     reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+    done();
   });
 }

@@ -33,8 +33,13 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     api.decorateRequest("principal", null);
     api.decorateRequest("idempotencyClaim", null);
     api.addHook("onRequest", authenticate);
-    api.addHook("preHandler", idempotency.preHandler);
-    api.addHook("onSend", idempotency.onSend);
+    // Only POST honours an idempotency key (rule 6), so only POST routes carry its hooks: the
+    // reads, the hottest routes, run none.
+    api.addHook("onRoute", (route) => {
+      if (!(Array.isArray(route.method) ? route.method : [route.method]).includes("POST")) return;
+      route.preHandler = [idempotency.preHandler, ...[route.preHandler ?? []].flat()];
+      route.onSend = [idempotency.onSend, ...[route.onSend ?? []].flat()];
+    });
 
     const s = deps.services;
     await api.register(projectsRoutes(s.projects));

@@ -40,6 +40,8 @@ export function createMetrics() {
     labelNames: ["method", "route", "status_code"] as const,
     registers: [registry],
   });
+  // Bounded: methods the HTTP parser knows, route patterns (never raw URLs) and status codes.
+  const requestChildren = new Map<string, { duration: ReturnType<typeof httpDuration.labels>; count: ReturnType<typeof httpRequests.labels> }>();
   const dispatch = new Histogram({
     name: "berth_command_dispatch_seconds",
     help: "From a command's issue to its agent accepting it",
@@ -137,9 +139,17 @@ export function createMetrics() {
     },
     observe: {
       request(method: string, route: string, statusCode: number, seconds: number) {
-        const labels = { method, route, status_code: String(statusCode) };
-        httpDuration.observe(labels, seconds);
-        httpRequests.inc(labels);
+        // One label set's children looked up by a plain string: prom-client would hash the
+        // label object twice per request otherwise (this runs on every request).
+        const id = `${method} ${statusCode} ${route}`;
+        let child = requestChildren.get(id);
+        if (!child) {
+          const labels = { method, route, status_code: String(statusCode) };
+          child = { duration: httpDuration.labels(labels), count: httpRequests.labels(labels) };
+          requestChildren.set(id, child);
+        }
+        child.duration.observe(seconds);
+        child.count.inc();
       },
       commandAccepted(seconds: number) {
         dispatch.observe(Math.max(0, seconds));

@@ -17,9 +17,9 @@ export function installRateLimitHook(api: FastifyInstance): void {
     request.rateContext = context;
     withRateContext(context, done);
   });
-  api.addHook("onSend", async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  api.addHook("onSend", (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: (err: null, payload: unknown) => void) => {
     const headers = request.rateContext?.headers;
     if (headers) reply.headers(headers);
-    return payload;
+    done(null, payload);
   });
 }
