@@ -7,6 +7,7 @@ import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifySchema } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ErrorBody } from "../lib/http-schemas.ts";
+import { OPERATION_IDS } from "./operation-ids.ts";
 
 export const PUBLIC_PREFIX = "/api/public/v1";
 const PLATFORM_PREFIX = "/api/v1";
@@ -46,12 +47,27 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
  * Every operation that may carry a body documents the 415 `unsupported_media_type` its
  * routes answer to a body that is not JSON (app.ts removes every other parser).
  */
-function withMediaTypeError({ schema, url, route }: { schema: FastifySchema; url: string; route: { method: string | string[] } }) {
-  const methods = ([] as string[]).concat(route.method);
-  if (!schema || (schema as { hide?: boolean }).hide || !methods.some((m) => BODY_METHODS.has(m))) return { schema, url };
+function withMediaTypeError(schema: FastifySchema, methods: string[]): FastifySchema {
+  if (!methods.some((m) => BODY_METHODS.has(m))) return schema;
   const response = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
   response["415"] ??= Type.Ref(ErrorBody);
-  return { schema: { ...schema, response }, url };
+  return { ...schema, response };
+}
+
+/** The operation's name from operation-ids.ts, by its method and path as its document shows them. */
+function operationIdOf(method: string, url: string): string | undefined {
+  const api = url.startsWith(`${PUBLIC_PREFIX}/`) ? "public" : url.startsWith(`${PLATFORM_PREFIX}/`) ? "platform" : null;
+  if (api === null) return undefined;
+  const path = url.slice(api === "public" ? PUBLIC_PREFIX.length : PLATFORM_PREFIX.length).replace(/:([A-Za-z0-9_]+)/g, "{$1}");
+  return (OPERATION_IDS[api] as Record<string, string>)[`${method} ${path}`];
+}
+
+/** What every documented operation gets beyond its route's own schema. */
+function documented({ schema, url, route }: { schema: FastifySchema; url: string; route: { method: string | string[] } }) {
+  if (!schema || (schema as { hide?: boolean }).hide) return { schema, url };
+  const methods = ([] as string[]).concat(route.method);
+  const operationId = methods.length === 1 ? operationIdOf(methods[0]!, url) : undefined;
+  return { schema: { ...withMediaTypeError(schema, methods), ...(operationId ? { operationId } : {}) }, url };
 }
 
 /** Registers the generator; must run before the routes are added. */
@@ -71,7 +87,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       security: [{ apiKey: [] }],
     },
     refResolver: { buildLocalReference: (json, _base, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: withMediaTypeError,
+    transform: documented,
   });
 }
 
