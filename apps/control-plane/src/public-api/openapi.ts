@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifySchema } from "fastify";
 import { Type } from "@sinclair/typebox";
 import { ErrorBody } from "../lib/http-schemas.ts";
 import { OPERATION_IDS } from "./operation-ids.ts";
+import { REQUEST_EXAMPLES } from "./request-examples.ts";
 
 export const PUBLIC_PREFIX = "/api/public/v1";
 const PLATFORM_PREFIX = "/api/v1";
@@ -54,20 +55,34 @@ function withMediaTypeError(schema: FastifySchema, methods: string[]): FastifySc
   return { ...schema, response };
 }
 
-/** The operation's name from operation-ids.ts, by its method and path as its document shows them. */
-function operationIdOf(method: string, url: string): string | undefined {
+/** Which API a route belongs to and its "METHOD /path" as that API's document shows it. */
+function operationKey(method: string, url: string): { api: "public" | "platform"; key: string } | null {
   const api = url.startsWith(`${PUBLIC_PREFIX}/`) ? "public" : url.startsWith(`${PLATFORM_PREFIX}/`) ? "platform" : null;
-  if (api === null) return undefined;
+  if (api === null) return null;
   const path = url.slice(api === "public" ? PUBLIC_PREFIX.length : PLATFORM_PREFIX.length).replace(/:([A-Za-z0-9_]+)/g, "{$1}");
-  return (OPERATION_IDS[api] as Record<string, string>)[`${method} ${path}`];
+  return { api, key: `${method} ${path}` };
 }
 
-/** What every documented operation gets beyond its route's own schema. */
+/**
+ * What every documented operation gets beyond its route's own schema: its name
+ * (operation-ids.ts), an example body (request-examples.ts) and the 415 of body methods.
+ */
 function documented({ schema, url, route }: { schema: FastifySchema; url: string; route: { method: string | string[] } }) {
   if (!schema || (schema as { hide?: boolean }).hide) return { schema, url };
   const methods = ([] as string[]).concat(route.method);
-  const operationId = methods.length === 1 ? operationIdOf(methods[0]!, url) : undefined;
-  return { schema: { ...withMediaTypeError(schema, methods), ...(operationId ? { operationId } : {}) }, url };
+  const op = methods.length === 1 ? operationKey(methods[0]!, url) : null;
+  const operationId = op ? (OPERATION_IDS[op.api] as Record<string, string>)[op.key] : undefined;
+  const example = op ? (REQUEST_EXAMPLES[op.api] as Record<string, unknown>)[op.key] : undefined;
+  const out: FastifySchema & { operationId?: string } = withMediaTypeError(schema, methods);
+  return {
+    schema: {
+      ...out,
+      ...(operationId ? { operationId } : {}),
+      // @fastify/swagger moves a body schema's single `examples` entry to the media type's `example`.
+      ...(example !== undefined && out.body ? { body: { ...(out.body as object), examples: [example] } } : {}),
+    },
+    url,
+  };
 }
 
 /** Registers the generator; must run before the routes are added. */
