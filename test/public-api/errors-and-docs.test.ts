@@ -103,6 +103,11 @@ describe("OpenAPI document and explorers", () => {
       expect(statuses).toEqual(expect.arrayContaining(["400", "401", "403", "429"]));
     }
     expect(doc.components.schemas.Error).toBeDefined();
+    // Each error status names the codes it carries, so a client can switch on them.
+    expect(doc.paths["/deployments/{id}"].get.responses["404"].content["application/json"].schema).toEqual({ $ref: "#/components/schemas/Error404" });
+    expect(doc.components.schemas.Error404.properties.error.enum).toContain("not_found");
+    expect(doc.components.schemas.Error404.properties.error.enum).not.toContain("task_in_progress");
+    expect(doc.components.schemas.Error429.properties.error.enum).toContain("rate_limit_exceeded");
     expect(doc.components.schemas.Task.properties.status.enum).toEqual(["pending", "queued", "running", "completed", "failed", "cancelled"]);
     expect(doc.components.securitySchemes.apiKey.scheme).toBe("bearer");
   });

@@ -9,7 +9,7 @@ import { MAX_AGENT_FRAME_BYTES, type ProxySettings } from "@berth/protocol";
 import { systemClock, type Clock } from "./lib/clock.ts";
 import { frameworkErrors, installErrorHandling } from "./lib/error-handler.ts";
 import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
-import { ErrorBody } from "./lib/http-schemas.ts";
+import { ERROR_BODIES, ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./db/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
@@ -148,7 +148,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   installErrorHandling(app);
   installRateLimitHook(app);
   await registerOpenApi(app);
-  for (const schema of [ErrorBody, Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
+  for (const schema of [ErrorBody, ...ERROR_BODIES.values(), Project, Server, Environment, Task, ActionResponse, Webhook, ApiKey, Backup, User]) app.addSchema(schema);
 
   const relaxed = createRelaxedDb(pool);
   const outbound = createRequestGuard({ allow: opts.outboundAllow ?? outboundAllowList(), ...(opts.outboundResolver ? { resolve: opts.outboundResolver } : {}) });

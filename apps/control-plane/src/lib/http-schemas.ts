@@ -1,5 +1,6 @@
 // Schemas shared by every route: the error body, id parameters, and the pagination envelope.
 import { Type, type TSchema } from "@sinclair/typebox";
+import { ERROR_STATUS } from "./error-codes.ts";
 
 export const ErrorBody = Type.Object(
   {
@@ -38,11 +39,20 @@ export const Page = <T extends TSchema>(item: T) =>
     }),
   });
 
-/** Error responses a route can give, for the OpenAPI document and the serialiser. */
+/**
+ * Error responses a route can give, for the OpenAPI document and the serialiser: each status
+ * refers to its own error body (Error404, …), whose `error` is an enum of the codes that
+ * travel with that status, so a generated client knows them.
+ */
 export function errors(...statuses: number[]) {
   const out: Record<number, typeof ErrorBody> = {};
-  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = Type.Ref(ErrorBody) as unknown as typeof ErrorBody;
+  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = errorBodyRef(s);
   return out;
+}
+
+/** The error body of one status as a reference (ErrorBody where no code has that status). */
+export function errorBodyRef(status: number): typeof ErrorBody {
+  return Type.Ref(ERROR_BODIES.get(status) ?? ErrorBody) as unknown as typeof ErrorBody;
 }
 
 export const IdParams = Type.Object({ id: Uuid });
@@ -50,3 +60,16 @@ export const IdParams = Type.Object({ id: Uuid });
 /** A string enum that keeps its literal type and shows as `enum` in OpenAPI. */
 export const StringEnum = <T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
   Type.Unsafe<T[number]>({ type: "string", enum: [...values], ...options });
+
+/** One error body per status of error-codes.ts, its `error` the codes of that status; app.ts registers them. */
+export const ERROR_BODIES: ReadonlyMap<number, typeof ErrorBody> = new Map(
+  [...new Set(Object.values(ERROR_STATUS))].sort().map((status) => {
+    const codes = Object.entries(ERROR_STATUS).filter(([, s]) => s === status).map(([code]) => code);
+    const body = Type.Object(
+      { ...ErrorBody.properties, error: StringEnum(codes, { description: `Stable machine-readable code: one of the codes answered with ${status}` }) },
+      { $id: `Error${status}`, title: `Error${status}` },
+    );
+    return [status, body as unknown as typeof ErrorBody];
+  }),
+);
+

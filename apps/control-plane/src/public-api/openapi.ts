@@ -5,8 +5,7 @@ import { createReadStream } from "node:fs";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifySchema } from "fastify";
-import { Type } from "@sinclair/typebox";
-import { ErrorBody } from "../lib/http-schemas.ts";
+import { errorBodyRef } from "../lib/http-schemas.ts";
 import { OPERATION_IDS } from "./operation-ids.ts";
 import { REQUEST_EXAMPLES } from "./request-examples.ts";
 
@@ -51,7 +50,7 @@ const BODY_METHODS = new Set(["POST", "PUT", "PATCH", "DELETE"]);
 function withMediaTypeError(schema: FastifySchema, methods: string[]): FastifySchema {
   if (!methods.some((m) => BODY_METHODS.has(m))) return schema;
   const response = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
-  response["415"] ??= Type.Ref(ErrorBody);
+  response["415"] ??= errorBodyRef(415);
   return { ...schema, response };
 }
 
