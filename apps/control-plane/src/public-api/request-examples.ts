@@ -16,15 +16,18 @@ const backup = { comment: "Before the 17.0 upgrade" };
 const restore = { backup_id: BACKUP_ID };
 const schedule = { enabled: true, frequency: "daily", time: "02:30", retention: { daily: 7, weekly: 4, monthly: 6 } };
 const webhook = { url: "https://hooks.example.com/berth", events: ["deployment.completed", "deployment.failed"] };
+const project = { name: "Acme ERP", server_id: SERVER_ID, git_repo_url: "https://github.com/acme/erp-addons.git", default_branch: "main", erp_version: "17.0" };
+const projectPatch = { name: "Acme ERP (production)", default_branch: "release" };
+const environment = { name: "production", git_branch: "main", domain: "erp.example.com", cpu_cores: 2, ram_mb: 4096, disk_gb: 40, workers: 4 };
 const environmentPatch = { domain: "erp.example.com", aliases: ["www.erp.example.com"] };
 
 export const REQUEST_EXAMPLES = {
   public: {
-    "POST /projects": { name: "Acme ERP", server_id: SERVER_ID, git_repo_url: "https://github.com/acme/erp-addons.git", default_branch: "main", erp_version: "17.0" },
-    "PATCH /projects/{id}": { name: "Acme ERP (production)", default_branch: "release" },
+    "POST /projects": project,
+    "PATCH /projects/{id}": projectPatch,
     "POST /servers": { name: "web-1", provider: "hetzner", region: "fsn1" },
     "PATCH /environments/{id}": environmentPatch,
-    "POST /environments": { project_id: PROJECT_ID, name: "production", git_branch: "main", domain: "erp.example.com", cpu_cores: 2, ram_mb: 4096, disk_gb: 40, workers: 4 },
+    "POST /environments": { project_id: PROJECT_ID, ...environment },
     "PUT /environments/{id}/variables": variables,
     "PUT /environments/{id}/variables/{name}": variable,
     "POST /environments/{id}/deploy": deploy,
@@ -65,6 +68,9 @@ export const REQUEST_EXAMPLES = {
     "POST /environments/{env_id}/backups": backup,
     "POST /environments/{env_id}/restore": restore,
     "POST /organizations/{organization_id}/servers": { name: "web-1" },
+    "POST /organizations/{organization_id}/projects": project,
+    "PATCH /projects/{project_id}": projectPatch,
+    "POST /projects/{project_id}/environments": environment,
     "POST /organizations/{organization_id}/webhooks": webhook,
     "PUT /projects/{project_id}/environments/{env_id}/variables": variables,
     "PUT /projects/{project_id}/environments/{env_id}/variables/{name}": variable,

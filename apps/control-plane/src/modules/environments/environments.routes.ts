@@ -66,7 +66,7 @@ export const Environment = Type.Object(
 );
 const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
 
-const CreateEnvironment = Type.Object(
+export const CreateEnvironment = Type.Object(
   {
     project_id: Uuid,
     name: Type.String({ minLength: 1, maxLength: 255 }),

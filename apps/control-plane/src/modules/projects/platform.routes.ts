@@ -1,5 +1,7 @@
 // Platform API routes of projects, for the dashboard: the projects and environments a
-// person can see, with their role and permission codes in each.
+// person can see, with their role and permission codes in each, and making, changing and
+// deleting projects and environments with the public API's rules (same services, same
+// validation and messages), under the platform's permission codes.
 import { Type } from "@sinclair/typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, Timestamp, Uuid } from "../../lib/http-schemas.ts";
@@ -11,9 +13,18 @@ import type { EnvironmentAddresses } from "../environments/domains.ts";
 import { EnvironmentAddress } from "../environments/environments.routes.ts";
 import { addressView } from "../environments/environments.service.ts";
 import { LastBackup, lastBackupView } from "../backups/last-backup.ts";
+import { CreateEnvironment, Environment } from "../environments/environments.routes.ts";
+import type { EnvironmentsService } from "../environments/environments.service.ts";
+import { CreateProject, Project, UpdateProject } from "./projects.routes.ts";
+import type { ProjectsService } from "./projects.service.ts";
 
 const TAG = ["Dashboard"];
 const OrgParams = Type.Object({ organization_id: Uuid });
+const ProjectParams = Type.Object({ project_id: Uuid });
+const ProjectRef = Type.Ref(Project) as unknown as typeof Project;
+const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
+const { project_id: _projectId, ...environmentFields } = CreateEnvironment.properties;
+const CreateProjectEnvironment = Type.Object(environmentFields, { additionalProperties: false });
 const num = Type.Number();
 const DashboardEnvironment = Type.Object({
   id: Uuid,
@@ -42,7 +53,9 @@ const DashboardProject = Type.Object({
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
 
 export function projectsPlatformRoutes(deps: {
-  access: Pick<Access, "requireOrg" | "projects">;
+  access: Pick<Access, "requireOrg" | "requireProject" | "projects">;
+  projects: Pick<ProjectsService, "create" | "update" | "remove">;
+  environmentsService: Pick<EnvironmentsService, "create">;
   environments: Pick<EnvironmentsRepo, "overview">;
   addresses: EnvironmentAddresses;
 }): FastifyPluginAsyncTypebox {
@@ -97,6 +110,82 @@ export function projectsPlatformRoutes(deps: {
             };
           }),
         };
+      },
+    );
+
+    app.post(
+      "/organizations/:organization_id/projects",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Create a project",
+          description: "A project on one of the organisation's servers, as POST /projects of the public API does it. Needs org.projects.manage (organisation admins and owners).",
+          params: OrgParams,
+          body: CreateProject,
+          response: { 201: ProjectRef, ...errors(404) },
+        },
+      },
+      async (request, reply) => {
+        const orgId = request.params.organization_id;
+        await access.requireOrg(personOf(request), orgId, "org.projects.manage");
+        return reply.code(201).send(await deps.projects.create({ organizationId: orgId, projectId: null }, request.body));
+      },
+    );
+
+    app.patch(
+      "/projects/:project_id",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Change a project",
+          description: "Name, default branch or repository URL (null removes it). Needs org.projects.manage.",
+          params: ProjectParams,
+          body: UpdateProject,
+          response: { 200: ProjectRef, ...errors(404) },
+        },
+      },
+      async (request) => {
+        const { organizationId } = await access.requireProject(personOf(request), request.params.project_id, "org.projects.manage");
+        return deps.projects.update({ organizationId, projectId: null }, request.params.project_id, request.body);
+      },
+    );
+
+    app.delete(
+      "/projects/:project_id",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Delete a project",
+          description: "Refused with 409 environments_running while an environment is running or deploying (stop or destroy them first). Needs org.projects.manage.",
+          params: ProjectParams,
+          response: { 204: Type.Null(), ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const { organizationId } = await access.requireProject(personOf(request), request.params.project_id, "org.projects.manage");
+        await deps.projects.remove({ organizationId, projectId: null }, request.params.project_id);
+        return reply.code(204).send(null);
+      },
+    );
+
+    app.post(
+      "/projects/:project_id/environments",
+      {
+        schema: {
+          tags: TAG,
+          summary: "Create an environment",
+          description:
+            "An environment (status pending) of the project on the project's server, as POST /environments of the public API does it; deploy it to start it. " +
+            "Needs project.environments.update (project admins, organisation admins and owners).",
+          params: ProjectParams,
+          body: CreateProjectEnvironment,
+          response: { 201: EnvironmentRef, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const projectId = request.params.project_id;
+        const { organizationId } = await access.requireProject(personOf(request), projectId, "project.environments.update");
+        return reply.code(201).send(await deps.environmentsService.create({ organizationId, projectId: null }, { ...request.body, project_id: projectId }));
       },
     );
   };

@@ -33,7 +33,7 @@ const HttpsUrl = Type.String({ maxLength: 2048, pattern: "^https://[^\\s/$.?#][^
 const Name = Type.String({ minLength: 1, maxLength: 255 });
 const Branch = Type.String({ minLength: 1, maxLength: 255 });
 
-const CreateProject = Type.Object(
+export const CreateProject = Type.Object(
   {
     name: Name,
     server_id: Uuid,
@@ -44,7 +44,7 @@ const CreateProject = Type.Object(
   { additionalProperties: false },
 );
 
-const UpdateProject = Type.Object(
+export const UpdateProject = Type.Object(
   {
     name: Type.Optional(Name),
     default_branch: Type.Optional(Branch),
