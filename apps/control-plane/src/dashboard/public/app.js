@@ -147,6 +147,8 @@ function context() {
     /** False once the user has moved to another page (async work should stop touching the DOM). */
     current: () => renderId === state.renderId,
     showError,
+    /** Takes a shown error away (a form that went through after a refusal). */
+    clearError: () => clear(alerts),
     announce,
     navigate: (hash) => {
       if (location.hash === hash) route();

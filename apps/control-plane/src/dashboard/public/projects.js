@@ -6,6 +6,7 @@ import { variablesSection } from "./variables.js";
 import { backupScheduleSection, lastBackupMark, lastBackupText } from "./backup-schedule.js";
 import { secretBox } from "./settings.js";
 import { backupsSection } from "./backups.js";
+import { destroyButton, newEnvironmentForm, newProjectForm, projectSettingsForm } from "./project-forms.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -102,9 +103,34 @@ export async function projectsPage(main, ctx) {
     return;
   }
   const list = h("div", { class: "projects" });
+  if (ctx.can("org.projects.manage")) {
+    const slot = h("div", {});
+    const place = () => slot.replaceChildren(newProjectForm(ctx, async () => {
+      place();
+      await reload();
+    }));
+    place();
+    main.append(slot);
+  }
   main.append(list);
   let projects = await loadProjects(ctx);
   if (!ctx.current()) return;
+
+  // Live events re-render the list: a form keeps its element (what was typed, open or not)
+  // across renders, and is made anew once it has done its work.
+  const forms = new Map();
+  function kept(key, make) {
+    if (!forms.has(key)) {
+      forms.set(
+        key,
+        make(async () => {
+          forms.delete(key);
+          await reload();
+        }),
+      );
+    }
+    return forms.get(key);
+  }
 
   function render() {
     clear(list);
@@ -120,7 +146,7 @@ export async function projectsPage(main, ctx) {
           h("td", {}, e.server_name ?? "–"),
           h("td", {}, openLink(e), e.url ? [" ", certificateBadge(e)] : null),
           h("td", {}, e.last_deployment ? [h("a", { href: `#/deployments/${e.last_deployment.id}` }, `${e.last_deployment.kind} v${e.last_deployment.version}`), " ", badge(e.last_deployment.status)] : "none"),
-          h("td", {}, actionsCell(envActions(ctx, p, e, () => void reload()))),
+          h("td", {}, actionsCell([...envActions(ctx, p, e, () => void reload()), ...(p.permissions.includes("project.environments.deploy") && e.status !== "pending" ? [destroyButton(ctx, p, e, () => reload())] : [])])),
         ),
       );
       list.append(
@@ -131,6 +157,8 @@ export async function projectsPage(main, ctx) {
           p.environments.length === 0
             ? h("p", {}, "No environments.")
             : table(`Environments of ${p.name}`, ["Environment", "Status", "Branch", "Server", "Address", "Last operation", "Actions"], rows),
+          p.permissions.includes("project.environments.update") ? kept(`env:${p.id}`, (done) => newEnvironmentForm(ctx, p, done)) : null,
+          ctx.can("org.projects.manage") ? kept(`settings:${p.id}`, (done) => projectSettingsForm(ctx, p, done)) : null,
         ),
       );
     }

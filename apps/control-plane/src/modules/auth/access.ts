@@ -2,6 +2,7 @@
 // they may see, and the checks every platform route makes. No role at all there is a 404
 // (the thing is not shown to them); a role without the permission is a 403 with the spec's
 // message. The one place these questions are answered; the SQL is in access.repo.ts.
+import { withoutCredentials } from "../../lib/git-credentials.ts";
 import { DomainError } from "../../lib/errors.ts";
 import type { AccessRepo } from "./access.repo.ts";
 import { can, deniedMessage, higher, orgRole, projectRole, type Permission, type Role } from "./permissions.ts";
@@ -19,6 +20,9 @@ export interface VisibleProject {
   organizationId: string;
   name: string;
   erpVersion: string | null;
+  defaultBranch: string | null;
+  /** Without credentials (they are kept sealed elsewhere). */
+  gitRepoUrl: string | null;
   /** The person's role there (an organisation member without a project role counts as project_member). */
   role: Role;
 }
@@ -57,6 +61,8 @@ export function createAccess(repo: AccessRepo) {
       organizationId: r.organization_id,
       name: r.name,
       erpVersion: r.erp_version,
+      defaultBranch: r.default_branch,
+      gitRepoUrl: r.git_repo_url === null ? null : withoutCredentials(r.git_repo_url),
       role: effectiveProjectRole(p, r.org_role, r.project_role) ?? "project_member",
     }));
   }

@@ -46,6 +46,8 @@ const DashboardProject = Type.Object({
   id: Uuid,
   name: Type.String(),
   erp_version: Nullable(Type.String()),
+  default_branch: Nullable(Type.String()),
+  git_repo_url: Nullable(Type.String({ description: "Without credentials" })),
   role: Type.String(),
   permissions: Type.Array(Type.String()),
   environments: Type.Array(DashboardEnvironment),
@@ -84,6 +86,8 @@ export function projectsPlatformRoutes(deps: {
               id: pr.id,
               name: pr.name,
               erp_version: pr.erpVersion,
+              default_branch: pr.defaultBranch,
+              git_repo_url: pr.gitRepoUrl,
               role: pr.role,
               permissions: permissionsOf(pr.role),
               environments: envs

@@ -1,0 +1,155 @@
+// Making and changing projects and environments from the Projects page: a new project on
+// one of the organisation's servers, a project's name, branch and repository, a new
+// environment with its branch, domain and size, and deleting or destroying them. The API
+// checks every value (the forms do not: `novalidate`), so the page shows its messages.
+import { api, get, post } from "./api.js";
+import { field, h, onSubmit } from "./dom.js";
+
+/** ERP versions offered as suggestions; the API says which it accepts. */
+const ERP_VERSIONS = ["18.0", "17.0", "16.0", "19.0"];
+
+const text = (name, attrs = {}) => h("input", { type: "text", name, autocomplete: "off", ...attrs });
+const number = (name, value) => h("input", { type: "number", name, value: String(value), inputmode: "numeric" });
+/** A form's values, without the fields left empty. */
+const filled = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== "" && v !== undefined));
+
+/** A disclosure holding a form, closed until asked for, so the page stays a list. */
+function disclosure(label, form, className) {
+  return h("details", { class: `form-disclosure ${className}` }, h("summary", {}, label), form);
+}
+
+/** "New project": name, server, ERP version, repository and branch. */
+export function newProjectForm(ctx, done) {
+  const name = text("name", { required: true });
+  const server = h("select", { name: "server_id" }, h("option", { value: "" }, "Loading servers…"));
+  const version = text("erp_version", { list: "erp-versions", value: "17.0" });
+  const repo = text("git_repo_url", { type: "url", placeholder: "https://github.com/acme/erp-addons.git" });
+  const branch = text("default_branch", { value: "main" });
+  const submit = h("button", { type: "submit" }, "Create project");
+  void get(`/organizations/${ctx.org.id}/servers`).then(
+    (res) => {
+      server.replaceChildren(...(res.data.length ? res.data.map((s) => h("option", { value: s.id }, s.name)) : [h("option", { value: "" }, "No servers yet: add one first")]));
+    },
+    (err) => ctx.showError(err),
+  );
+  const form = h(
+    "form",
+    {
+      class: "card inline-form",
+      novalidate: true,
+      "aria-label": "New project",
+      onsubmit: onSubmit(submit, ctx.showError, async () => {
+        const created = await post(`/organizations/${ctx.org.id}/projects`, filled({ name: name.value.trim(), server_id: server.value, erp_version: version.value.trim(), git_repo_url: repo.value.trim(), default_branch: branch.value.trim() }));
+        ctx.clearError();
+        ctx.announce(`Project ${created.name} created.`);
+        await done(created);
+      }),
+    },
+    field("Project name", name),
+    field("Server", server),
+    field("ERP version", version),
+    h("datalist", { id: "erp-versions" }, ERP_VERSIONS.map((v) => h("option", { value: v }))),
+    field("Repository URL (optional)", repo),
+    field("Default branch", branch),
+    h("div", { class: "actions" }, submit),
+  );
+  return disclosure("New project", form, "new-project");
+}
+
+/** A project's settings (name, default branch, repository) and deleting it. */
+export function projectSettingsForm(ctx, project, done) {
+  const name = text("name", { value: project.name });
+  const branch = text("default_branch", { value: project.default_branch ?? "" });
+  const repo = text("git_repo_url", { type: "url", value: project.git_repo_url ?? "", placeholder: "none" });
+  const save = h("button", { type: "submit" }, "Save project");
+  const remove = h("button", { type: "button", class: "secondary danger" }, "Delete project");
+  remove.addEventListener("click", async () => {
+    if (!confirm(`Delete the project ${project.name}? Its environments must be stopped or destroyed first.`)) return;
+    remove.disabled = true;
+    try {
+      await api("DELETE", `/projects/${project.id}`);
+      ctx.announce(`Project ${project.name} deleted.`);
+      await done();
+    } catch (err) {
+      ctx.showError(err);
+    } finally {
+      remove.disabled = false;
+    }
+  });
+  const form = h(
+    "form",
+    {
+      class: "inline-form",
+      novalidate: true,
+      "aria-label": `Settings of ${project.name}`,
+      onsubmit: onSubmit(save, ctx.showError, async () => {
+        const url = repo.value.trim();
+        await api("PATCH", `/projects/${project.id}`, { name: name.value.trim(), default_branch: branch.value.trim(), git_repo_url: url === "" ? null : url });
+        ctx.clearError();
+        ctx.announce(`Project ${name.value.trim()} saved.`);
+        await done();
+      }),
+    },
+    field("Project name", name),
+    field("Default branch", branch),
+    field("Repository URL", repo, "Empty: no repository"),
+    h("div", { class: "actions" }, save, remove),
+  );
+  return disclosure("Project settings", form, "project-settings");
+}
+
+/** "New environment" of a project: name, branch, domain and size. */
+export function newEnvironmentForm(ctx, project, done) {
+  const name = text("name", { placeholder: "staging" });
+  const branch = text("git_branch", { placeholder: project.default_branch ?? "main" });
+  const domain = text("domain", { placeholder: "erp.example.com (optional)" });
+  const cpu = number("cpu_cores", 1);
+  const ram = number("ram_mb", 2048);
+  const disk = number("disk_gb", 20);
+  const submit = h("button", { type: "submit" }, "Create environment");
+  const int = (input) => (input.value.trim() === "" ? undefined : Number(input.value));
+  const form = h(
+    "form",
+    {
+      class: "inline-form",
+      novalidate: true,
+      "aria-label": `New environment of ${project.name}`,
+      onsubmit: onSubmit(submit, ctx.showError, async () => {
+        const env = await post(
+          `/projects/${project.id}/environments`,
+          filled({ name: name.value.trim(), git_branch: branch.value.trim(), domain: domain.value.trim(), cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk) }),
+        );
+        ctx.clearError();
+        ctx.announce(`Environment ${env.name} created; deploy it to start it.`);
+        await done(env);
+      }),
+    },
+    field("Environment name", name),
+    field("Branch", branch, `Empty: ${project.default_branch ?? "the project's default branch"}`),
+    field("Domain", domain),
+    field("CPU cores", cpu),
+    field("Memory (MB)", ram),
+    field("Disk (GB)", disk),
+    h("div", { class: "actions" }, submit),
+  );
+  return disclosure("New environment", form, "new-environment");
+}
+
+/** Destroys an environment after a confirmation: containers, database and configuration go. */
+export function destroyButton(ctx, project, env, done) {
+  const b = h("button", { type: "button", class: "secondary danger" }, "Destroy", h("span", { class: "visually-hidden" }, ` ${project.name} ${env.name}`));
+  b.addEventListener("click", async () => {
+    if (!confirm(`Destroy ${project.name}/${env.name}? Its containers and database are removed; this cannot be undone.`)) return;
+    b.disabled = true;
+    try {
+      await api("DELETE", `/deployments/environment/${env.id}/destroy`);
+      ctx.announce(`Destroying ${env.name}.`);
+      await done();
+    } catch (err) {
+      ctx.showError(err);
+    } finally {
+      b.disabled = false;
+    }
+  });
+  return b;
+}
