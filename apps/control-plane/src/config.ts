@@ -187,7 +187,8 @@ export function loadStartSettings(env: SettingsEnv = process.env, read: (file: s
     // A group whose own settings failed has been reported already.
     if (g.keys.some((k) => reading.failed.has(k))) continue;
     try {
-      out[name] = g.build(reading.values, env);
+      const own = Object.fromEntries(g.keys.map((k) => [k, reading.values[k]])) as Pick<Values, ControlPlaneSettingKey>;
+      out[name] = g.build(own, env);
     } catch (err) {
       problems.push((err as Error).message);
     }
