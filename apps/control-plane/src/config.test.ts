@@ -1,6 +1,7 @@
 // Settings read from the environment: a bad value stops the start with a clear message.
 import { describe, expect, it } from "vitest";
-import { agentLimitSettings, backupStoreSettings, baseDomainSetting, metricsSetting, proxySettings, trustProxySetting } from "./config.ts";
+import { SettingsError } from "@berth/protocol";
+import { agentLimitSettings, backupStoreSettings, baseDomainSetting, loadConfig, loadStartSettings, metricsSetting, proxySettings, trustProxySetting } from "./config.ts";
 
 describe("BERTH_TRUST_PROXY", () => {
   it("takes true, a hop count or addresses and ranges, and refuses anything else", () => {
@@ -91,5 +92,66 @@ describe("BERTH_METRICS and BERTH_METRICS_TOKEN", () => {
     expect(() => metricsSetting({ BERTH_METRICS: "yes" })).toThrow(/BERTH_METRICS must be on or off/);
     expect(() => metricsSetting({ BERTH_METRICS_TOKEN: "short" })).toThrow(/BERTH_METRICS_TOKEN/);
     expect(() => metricsSetting({ BERTH_METRICS: "off", BERTH_METRICS_TOKEN: "s3cret-scrape-token-1" })).toThrow(/contradict/);
+  });
+});
+
+describe("every setting, read at start", () => {
+  it("has typed defaults", () => {
+    const s = loadStartSettings({ INIT_CWD: "/srv/berth" });
+    expect(s.config).toEqual({ port: 3000, host: "127.0.0.1", logLevel: "info", dataDir: "/srv/berth/.data", embeddedPgPort: 54329, databaseUrl: undefined, masterKey: undefined });
+    expect(s.backupStore).toEqual({ kind: "local", dir: "/srv/berth/.data/backups" });
+    expect(s.migrationUploadDir).toBe("/srv/berth/.data/migration-uploads");
+    expect(s).toMatchObject({ registration: "open", outboundAllow: [], baseDomain: null, metrics: { enabled: false, token: null }, mail: { from: "Berth <no-reply@localhost>" } });
+  });
+
+  it("types what it reads: numbers, a 32-byte key, folders relative to where the command was typed", () => {
+    const key = Buffer.alloc(32, 9);
+    const config = loadConfig({ INIT_CWD: "/home/me", BERTH_PORT: "8080", BERTH_DATA_DIR: "state", BERTH_LOG_LEVEL: "DEBUG", BERTH_MASTER_KEY: key.toString("base64") });
+    expect(config).toMatchObject({ port: 8080, dataDir: "/home/me/state", logLevel: "debug" });
+    expect(config.masterKey?.equals(key)).toBe(true);
+  });
+
+  it("still reads PORT, HOST and LOG_LEVEL, with a warning that names the new name", async () => {
+    const warnings: string[] = [];
+    const listener = (warning: Error) => warnings.push(warning.message);
+    process.on("warning", listener);
+    try {
+      const config = loadConfig({ PORT: "4000", HOST: "0.0.0.0", LOG_LEVEL: "warn" });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(config).toMatchObject({ port: 4000, host: "0.0.0.0", logLevel: "warn" });
+    } finally {
+      process.off("warning", listener);
+    }
+    expect(warnings).toEqual(expect.arrayContaining(["PORT is deprecated: set BERTH_PORT instead", "HOST is deprecated: set BERTH_HOST instead", "LOG_LEVEL is deprecated: set BERTH_LOG_LEVEL instead"]));
+  });
+
+  it("lists every problem, one line each naming its setting", () => {
+    let problems: readonly string[] = [];
+    try {
+      loadStartSettings({
+        BERTH_PORT: "http",
+        BERTH_LOG_LEVEL: "loud",
+        BERTH_REGISTRATION: "maybe",
+        BERTH_MASTER_KEY: "c2hvcnQ=",
+        BERTH_METRICS: "off",
+        BERTH_METRICS_TOKEN: "s3cret-scrape-token-1",
+        BERTH_BACKUP_S3_BUCKET: "ok-bucket",
+        BERTH_BACKUP_S3_ACCESS_KEY_ID: "id",
+        BERTH_ACME_CA_ROOT: "/nonexistent/berth-ca.pem",
+      });
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(SettingsError);
+      problems = (error as SettingsError).problems;
+    }
+    expect(problems).toEqual([
+      'BERTH_PORT must be a port number (0-65535), got "http"',
+      expect.stringMatching(/^BERTH_LOG_LEVEL must be one of fatal, .*, got "loud"$/),
+      'BERTH_MASTER_KEY must hold 32 bytes, base64-encoded (openssl rand -base64 32)',
+      'BERTH_REGISTRATION must be one of open, invite, closed, got "maybe"',
+      "BERTH_METRICS=off and BERTH_METRICS_TOKEN contradict each other: unset one",
+      expect.stringMatching(/^BERTH_BACKUP_S3_ACCESS_KEY_ID and BERTH_BACKUP_S3_SECRET_ACCESS_KEY go together/),
+      expect.stringMatching(/^BERTH_ACME_CA_ROOT names a file that cannot be read \(\/nonexistent\/berth-ca\.pem\)/),
+    ]);
   });
 });

@@ -58,10 +58,10 @@ export async function main(argv: readonly string[], io: CliIo): Promise<number> 
   const { version: _version, help: _help, ...flags } = values;
   let config;
   try {
-    config = loadConfig(command as AgentCommand, flags, io.env);
+    config = loadConfig(command as AgentCommand, flags, io.env, (warning) => io.err(`berth-agent: warning: ${warning}`));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    io.err(`berth-agent: ${error.message}`);
+    for (const problem of error.problems) io.err(`berth-agent: ${problem}`);
     return EXIT_CONFIG;
   }
   switch (config.command) {

@@ -92,4 +92,24 @@ describe("agent config", () => {
       insecure: true,
     });
   });
+
+  it("lists every problem at once, one line each, flags and environment alike", () => {
+    let error: unknown;
+    try {
+      loadConfig("run", { url: "https://x.example.com" }, { BERTH_LOG_LEVEL: "loud", BERTH_PROXY_HTTP_PORT: "80000", BERTH_BACKUPS_KEEP_LOCAL: "500" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).problems).toEqual([
+      '--url is not an option of "run"',
+      expect.stringMatching(/^BERTH_LOG_LEVEL must be one of /),
+      'BERTH_BACKUPS_KEEP_LOCAL must be a whole number from 0 to 100 (got "500")',
+      'BERTH_PROXY_HTTP_PORT must be a port number or "auto" (got "80000")',
+    ]);
+  });
+
+  it("takes an empty variable as unset", () => {
+    expect(loadConfig("status", {}, { BERTH_STATE_DIR: "", BERTH_LOG_LEVEL: " " })).toMatchObject({ stateDir: DEFAULT_STATE_DIR, logLevel: "info" });
+  });
 });

@@ -1,16 +1,16 @@
-// The agent's settings: command-line flags first, then BERTH_* environment variables, then
-// defaults. Parsed once at start; anything wrong stops the agent with one clear line and
-// exit code 2 before it touches anything.
-import { isAbsolute, resolve } from "node:path";
-import { LOG_LEVEL_NAMES, type LogLevelName } from "../logger.ts";
+// The agent's settings: command-line flags first, then BERTH_* environment variables
+// (settings.ts, where each is parsed), then defaults. Read once at start; anything wrong stops
+// the agent with one clear line per problem and exit code 2 before it touches anything.
+import { resolve } from "node:path";
+import { readSettings, type SettingValues } from "@berth/protocol";
+import type { LogLevelName } from "../logger.ts";
 import { checkControlPlaneUrl, type ControlPlaneUrl } from "./control-plane-url.ts";
 import { ConfigError, type Env } from "./config-error.ts";
-import { proxyHostFromEnv } from "./proxy-config.ts";
+import { PROXY_SETTING_KEYS, proxyHostSettings } from "./proxy-config.ts";
+import { AGENT_SETTINGS } from "./settings.ts";
 import type { ProxyHostSettings } from "../proxy/proxy-container.ts";
 
-
-export const DEFAULT_STATE_DIR = "/var/lib/berth-agent";
-export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
+export { DEFAULT_DOCKER_SOCKET, DEFAULT_STATE_DIR } from "./settings.ts";
 
 /** Exit code for "refused to start: the invocation or the setup is wrong"; nothing was done. */
 export const EXIT_CONFIG = 2;
@@ -77,25 +77,49 @@ export interface UninstallConfig extends BaseConfig {
 export type AgentConfig = EnrollConfig | RunConfig | StatusConfig | UninstallConfig;
 
 
-/** Throws a ConfigError with a one-line message. */
-export function loadConfig(command: AgentCommand, flags: Flags, env: Env): AgentConfig {
+const BASE_KEYS = ["stateDir", "insecure", "dockerSocket", "logLevel"] as const;
+const KEYS_OF: Record<AgentCommand, readonly (keyof typeof AGENT_SETTINGS)[]> = {
+  enroll: [...BASE_KEYS, "url", "token"],
+  run: [...BASE_KEYS, "backupsKeepLocal", ...PROXY_SETTING_KEYS],
+  status: BASE_KEYS,
+  uninstall: BASE_KEYS,
+};
+
+/**
+ * Throws a ConfigError with one line per problem (every one, not just the first); a former
+ * name of a setting is reported through `warn`.
+ */
+export function loadConfig(command: AgentCommand, flags: Flags, env: Env, warn: (warning: string) => void = () => {}): AgentConfig {
+  const problems: string[] = [];
   for (const [name, value] of Object.entries(flags)) {
-    if (value !== undefined && !FLAGS_OF[command].includes(name as keyof Flags)) {
-      throw new ConfigError(`--${name} is not an option of "${command}"`);
-    }
+    if (value !== undefined && !FLAGS_OF[command].includes(name as keyof Flags)) problems.push(`--${name} is not an option of "${command}"`);
   }
+  const flag = (name: keyof Flags): string | undefined => {
+    const value = flags[name];
+    if (typeof value !== "string") return undefined;
+    if (value.trim() !== "") return value.trim();
+    problems.push(`--${name} is empty`);
+    return undefined;
+  };
+  const stateDirFlag = flag("state-dir");
+  const urlFlag = flag("url");
+  const tokenFlag = flag("token");
+  const reading = readSettings(AGENT_SETTINGS, env, KEYS_OF[command]);
+  for (const warning of reading.warnings) warn(warning);
+  problems.push(...reading.problems);
+  const v = reading.values as SettingValues<typeof AGENT_SETTINGS>;
+  if (problems.length > 0) throw new ConfigError(problems);
+
   const base: BaseConfig = {
-    stateDir: resolve(
-      nonEmpty("--state-dir", flags["state-dir"]) ?? nonEmpty("BERTH_STATE_DIR", env.BERTH_STATE_DIR) ?? DEFAULT_STATE_DIR,
-    ),
-    insecure: flags.insecure === true || parseBoolean("BERTH_INSECURE", env.BERTH_INSECURE),
-    dockerSocket: dockerSocket(env.BERTH_DOCKER_SOCKET),
-    logLevel: logLevel(env.BERTH_LOG_LEVEL),
+    stateDir: stateDirFlag === undefined ? v.stateDir : resolve(stateDirFlag),
+    insecure: flags.insecure === true || v.insecure,
+    dockerSocket: v.dockerSocket,
+    logLevel: v.logLevel,
   };
 
   if (command === "run") {
-    const keep = backupsKeptLocally(env.BERTH_BACKUPS_KEEP_LOCAL);
-    return { command, ...base, proxy: proxyHostFromEnv(env), ...(keep === undefined ? {} : { backupsKeptLocally: keep }) };
+    const keep = v.backupsKeepLocal;
+    return { command, ...base, proxy: proxyHostSettings(v), ...(keep === undefined ? {} : { backupsKeptLocally: keep }) };
   }
   if (command === "status") return { command, ...base, json: flags.json === true };
   if (command === "uninstall") {
@@ -108,45 +132,13 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env): Agent
     };
   }
 
-  const rawUrl = nonEmpty("--url", flags.url) ?? nonEmpty("BERTH_URL", env.BERTH_URL);
-  if (rawUrl === undefined) throw new ConfigError("enroll needs the control plane URL: --url https://... (or BERTH_URL)");
-  const checked = checkControlPlaneUrl(rawUrl, base.insecure);
-  if (!checked.ok) throw new ConfigError(checked.message);
+  const rawUrl = urlFlag ?? v.url;
+  const token = tokenFlag ?? v.token;
+  const checked = rawUrl === undefined ? undefined : checkControlPlaneUrl(rawUrl, base.insecure);
+  if (rawUrl === undefined) problems.push("enroll needs the control plane URL: --url https://... (or BERTH_URL)");
+  else if (checked?.ok === false) problems.push(checked.message);
   // BERTH_TOKEN keeps the token out of the process list, where --token is visible.
-  const token = nonEmpty("--token", flags.token) ?? nonEmpty("BERTH_TOKEN", env.BERTH_TOKEN);
-  if (token === undefined) throw new ConfigError("enroll needs the one-time enrolment token: --token TOKEN (or BERTH_TOKEN)");
+  if (token === undefined) problems.push("enroll needs the one-time enrolment token: --token TOKEN (or BERTH_TOKEN)");
+  if (problems.length > 0 || checked?.ok !== true || token === undefined) throw new ConfigError(problems);
   return { command, ...base, url: checked.url, token, force: flags.force === true };
-}
-
-function nonEmpty(name: string, value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  if (value.trim() === "") throw new ConfigError(`${name} is empty`);
-  return value.trim();
-}
-
-function parseBoolean(name: string, value: string | undefined): boolean {
-  if (value === undefined || value === "") return false;
-  const lower = value.toLowerCase();
-  if (["1", "true", "yes", "on"].includes(lower)) return true;
-  if (["0", "false", "no", "off"].includes(lower)) return false;
-  throw new ConfigError(`${name} must be true or false (got "${value}")`);
-}
-
-function backupsKeptLocally(value: string | undefined): number | undefined {
-  if (value === undefined || value.trim() === "") return undefined;
-  if (!/^[0-9]{1,3}$/.test(value.trim()) || Number(value) > 100) throw new ConfigError(`BERTH_BACKUPS_KEEP_LOCAL must be a whole number from 0 to 100 (got "${value}")`);
-  return Number(value);
-}
-
-function dockerSocket(value: string | undefined): string {
-  if (value === undefined || value === "") return DEFAULT_DOCKER_SOCKET;
-  if (!isAbsolute(value)) throw new ConfigError(`BERTH_DOCKER_SOCKET must be an absolute path (got "${value}")`);
-  return value;
-}
-
-function logLevel(value: string | undefined): LogLevelName {
-  if (value === undefined || value === "") return "info";
-  const lower = value.toLowerCase();
-  if ((LOG_LEVEL_NAMES as readonly string[]).includes(lower)) return lower as LogLevelName;
-  throw new ConfigError(`BERTH_LOG_LEVEL must be one of ${LOG_LEVEL_NAMES.join(", ")} (got "${value}")`);
 }

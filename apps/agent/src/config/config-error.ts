@@ -1,8 +1,11 @@
-// A setting that stops the agent before it starts: one line, exit code 2.
+// Settings that stop the agent before it starts: one line per problem, exit code 2.
 export class ConfigError extends Error {
-  constructor(message: string) {
-    super(message);
+  readonly problems: readonly string[];
+  constructor(problems: string | readonly string[]) {
+    const list = typeof problems === "string" ? [problems] : problems;
+    super(list.join("\n"));
     this.name = "ConfigError";
+    this.problems = list;
   }
 }
 

@@ -10,6 +10,7 @@ import { closeSync, mkdtempSync, openSync, readdirSync, readSync, renameSync, rm
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { seaAssets } from "./sea.ts";
+import { agentSetting } from "../config/settings.ts";
 
 export const PACKED_ADDONS = ["better_sqlite3.node", "berth_page_out.node"] as const;
 export type PackedAddon = (typeof PACKED_ADDONS)[number];
@@ -105,7 +106,7 @@ export function loadPackedAddon(asset: PackedAddon, keepDir?: string): object | 
   }
   const bytes = new Uint8Array(sea.getRawAsset(asset));
   // A /tmp mounted noexec refuses to map code: then the executable's own directory.
-  const places = [process.env.BERTH_NATIVE_DIR, tmpdir(), dirname(process.execPath)].filter(
+  const places = [agentSetting("nativeDir", process.env), tmpdir(), dirname(process.execPath)].filter(
     (p): p is string => typeof p === "string" && p !== "",
   );
   for (const place of places) {

@@ -5,8 +5,9 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
-export function loadMasterKey(opts: { env?: string | undefined; dataDir: string }): Buffer {
-  if (opts.env) return parseKey(opts.env, "BERTH_MASTER_KEY");
+/** BERTH_MASTER_KEY when set (config/settings.ts parses it), else the key file in the data directory. */
+export function loadMasterKey(opts: { key?: Buffer | undefined; dataDir: string }): Buffer {
+  if (opts.key) return opts.key;
   const file = path.join(opts.dataDir, "master.key");
   if (!existsSync(file)) {
     mkdirSync(opts.dataDir, { recursive: true });
@@ -15,7 +16,7 @@ export function loadMasterKey(opts: { env?: string | undefined; dataDir: string 
   return parseKey(readFileSync(file, "utf8").trim(), file);
 }
 
-function parseKey(text: string, where: string): Buffer {
+export function parseKey(text: string, where: string): Buffer {
   const key = Buffer.from(text, "base64");
   if (key.length !== 32) throw new Error(`${where} must hold 32 bytes, base64-encoded (openssl rand -base64 32)`);
   return key;

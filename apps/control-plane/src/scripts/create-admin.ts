@@ -7,7 +7,7 @@
 // history keep those). `--promote` makes an existing account an administrator instead.
 import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
-import { loadConfig } from "../config.ts";
+import { adminPassword, loadConfig } from "../config.ts";
 import { systemClock } from "../lib/clock.ts";
 import { DomainError } from "../lib/errors.ts";
 import { createAccountsRepo } from "../modules/auth/accounts.repo.ts";
@@ -23,8 +23,8 @@ function fail(message: string): never {
 }
 
 async function readPassword(): Promise<string> {
-  const fromEnv = process.env.BERTH_ADMIN_PASSWORD;
-  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  const fromEnv = adminPassword();
+  if (fromEnv !== undefined) return fromEnv;
   if (process.stdin.isTTY) process.stderr.write("Password: ");
   const lines = createInterface({ input: process.stdin });
   for await (const line of lines) {

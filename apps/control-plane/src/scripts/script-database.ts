@@ -1,10 +1,10 @@
 // The control plane's database for a command-line script: DATABASE_URL, or the embedded
 // server `npm start` runs (started here, and stopped again, when no control plane runs),
 // migrated to this version.
-import path from "node:path";
 import pg from "pg";
 import { createDb, embeddedUrl, runMigrations, startEmbeddedPostgres, type DbHandle } from "@berth/db";
 import type { Config } from "../config.ts";
+import { assertEmbeddedDataDir, embeddedPostgresDir } from "../db/embedded-data-dir.ts";
 
 async function reachable(url: string): Promise<boolean> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
@@ -23,7 +23,8 @@ export async function openScriptDatabase(config: Config): Promise<{ handle: DbHa
   if (!url) {
     url = embeddedUrl(config.embeddedPgPort);
     if (!(await reachable(url))) {
-      const server = await startEmbeddedPostgres({ dataDir: path.join(config.dataDir, "postgres"), port: config.embeddedPgPort });
+      assertEmbeddedDataDir(config.dataDir);
+      const server = await startEmbeddedPostgres({ dataDir: embeddedPostgresDir(config.dataDir), port: config.embeddedPgPort });
       url = server.url;
       stopEmbedded = () => server.stop();
     }

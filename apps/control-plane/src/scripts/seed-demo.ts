@@ -1,6 +1,6 @@
 // `npm run seed:demo -- --json`: creates a fresh demo organisation in the control plane's
 // database (DATABASE_URL, or the embedded server `npm start` runs) and prints its ids and keys.
-import { loadConfig } from "../config.ts";
+import { loadConfig, seedDemoUrl } from "../config.ts";
 import { instanceSecret } from "../db/instance-secrets.ts";
 import { systemClock } from "../lib/clock.ts";
 import { loadMasterKey } from "../lib/master-key.ts";
@@ -14,14 +14,14 @@ const config = loadConfig();
 
 const { handle, close } = await openScriptDatabase(config);
 try {
-  const masterKey = loadMasterKey({ env: process.env.BERTH_MASTER_KEY, dataDir: config.dataDir });
+  const masterKey = loadMasterKey({ key: config.masterKey, dataDir: config.dataDir });
   const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: await instanceSecret(handle.db, "cursor_secret"), masterKey });
   const demo = await createDemoOrganization(handle.db, services);
   // A person who owns the demo organisation, to sign in to the dashboard and the platform API.
   const owner = { email: `owner-${demo.organization_id.slice(0, 8)}@demo.berth.test`, password: randomBytes(12).toString("base64url") };
   const user = await services.sessions.createUser({ email: owner.email, name: "Demo owner", password: owner.password });
   await services.memberships.addToOrganization(demo.organization_id, user.id, "owner");
-  const baseUrl = process.env.BERTH_URL ?? `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`;
+  const baseUrl = seedDemoUrl() ?? `http://${config.host === "0.0.0.0" ? "127.0.0.1" : config.host}:${config.port}`;
   const out = {
     base_url: baseUrl,
     public_api_url: `${baseUrl}/api/public/v1`,
