@@ -33,10 +33,16 @@ export async function api(method, path, body) {
   if (token) headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers["content-type"] = "application/json";
   let res;
-  try {
-    res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  } catch {
-    throw new ApiError(0, "network", "The control plane cannot be reached. Check the connection and try again.");
+  // A read that met a network blip (the browser aborts requests in flight when the network
+  // changes) is tried once more; a write is not, as it may have arrived.
+  for (let attempt = 0; ; attempt++) {
+    try {
+      res = await fetch(`/api/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      break;
+    } catch {
+      if (method !== "GET" || attempt > 0) throw new ApiError(0, "network", "The control plane cannot be reached. Check the connection and try again.");
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
   }
   if (res.status === 204) return null;
   let data = null;
