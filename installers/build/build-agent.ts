@@ -2,16 +2,17 @@
 // installers/dist/berth-agent-linux-<arch>, and SHA256SUMS beside it.
 //
 // How: esbuild bundles apps/agent/src/cli.ts into one CommonJS file (bundle.ts); Node's
-// single-executable-application support turns it into a blob, with better-sqlite3's native
-// addon (compiled for that Node, native-addon.ts), the page-out addon (apps/agent/native)
-// and uninstall.sh as assets; postject injects the blob into a copy of the Node binary. The
+// single-executable-application support turns it into a blob, with the page-out addon
+// (apps/agent/native, compiled for that Node, native-addon.ts) and uninstall.sh as assets;
+// postject injects the blob into a copy of the Node binary. The journal's SQLite is Node's
+// own (node:sqlite), so no SQLite addon is compiled or packed. The
 // Node is the LTS of the npm package node-linux-<arch> (Node 24), not the Node running this
 // script: a blob only runs on the Node that made it.
 //
 // Usage: npm run build:agent [-- --out DIR] [--arch x64] [--version-override 1.2.3] [--force]
 // A build whose inputs (agent and protocol sources, lockfile, these scripts, the Node binary)
 // did not change is skipped. `--arch arm64` on an x64 machine (or the reverse) cross-compiles
-// the addons and runs the target's Node under qemu-user (cross.ts says what to install).
+// the page-out addon and runs the target's Node under qemu-user (cross.ts says what to install).
 import { execFile } from "node:child_process";
 import { createHash } from "node:crypto";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -20,7 +21,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { bundleAgentSource } from "./bundle.ts";
-import { buildPageOutAddon, buildSqliteAddon } from "./native-addon.ts";
+import { buildPageOutAddon } from "./native-addon.ts";
 import { assertCanBuild, runTarget, stripFor, type Arch } from "./cross.ts";
 
 const exec = promisify(execFile);
@@ -197,8 +198,7 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
 
   const { stdout: nodeVersionOut } = await runTarget(arch, nodeBinary, ["--version"]);
   const nodeVersion = nodeVersionOut.trim().replace(/^v/, "");
-  const addon = await buildSqliteAddon({ agentDir: AGENT_DIR, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR, log });
-  const pageOutAddon = await buildPageOutAddon({ source: PAGE_OUT_SOURCE, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR, log });
+  const pageOutAddon = await buildPageOutAddon({ source: PAGE_OUT_SOURCE, nodeDir, nodeVersion, nodeBinary, arch, cacheDir: CACHE_DIR });
 
   const work = path.join(CACHE_DIR, `sea-${key}`);
   rmSync(work, { recursive: true, force: true });
@@ -210,8 +210,8 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       target: `node${nodeVersion.split(".")[0]}`,
       minify: true,
       define: {
-        // The agent keeps verified copies of its addons in its state directory (apps/agent/src/native/packed-addons.ts).
-        __BERTH_ADDON_SHA256__: JSON.stringify({ "better_sqlite3.node": await sha256File(addon), "berth_page_out.node": await sha256File(pageOutAddon) }),
+        // The agent keeps a verified copy of its addon in its state directory (apps/agent/src/native/packed-addons.ts).
+        __BERTH_ADDON_SHA256__: JSON.stringify({ "berth_page_out.node": await sha256File(pageOutAddon) }),
         ...(options.versionOverride ? { __BERTH_AGENT_VERSION__: JSON.stringify(options.versionOverride) } : {}),
       },
     });
@@ -225,7 +225,6 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       useSnapshot: false,
       execArgv: nodeFlags,
       assets: {
-        "better_sqlite3.node": addon,
         "berth_page_out.node": pageOutAddon,
         "uninstall.sh": path.join(REPO_ROOT, "installers/uninstall.sh"),
       },

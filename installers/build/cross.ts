@@ -1,5 +1,5 @@
-// Building the agent for the other architecture on this machine: the target's compilers and
-// binutils (Debian's g++-aarch64-linux-gnu / g++-x86-64-linux-gnu) for the SQLite addon, and
+// Building the agent for the other architecture on this machine: the target's C compiler and
+// binutils (Debian's gcc-aarch64-linux-gnu / gcc-x86-64-linux-gnu) for the page-out addon, and
 // qemu-user (Debian's qemu-user-static) to run the target's Node for the steps that must run
 // it (its version, the SEA blob, the final self-check). Same architecture: nothing extra.
 import { execFile, execFileSync } from "node:child_process";
@@ -11,7 +11,7 @@ export type Arch = "x64" | "arm64";
 
 const TRIPLE: Record<Arch, string> = { x64: "x86_64-linux-gnu", arm64: "aarch64-linux-gnu" };
 const QEMU: Record<Arch, string> = { x64: "qemu-x86_64-static", arm64: "qemu-aarch64-static" };
-const HINT: Record<Arch, string> = { x64: "g++-x86-64-linux-gnu qemu-user-static", arm64: "g++-aarch64-linux-gnu qemu-user-static" };
+const HINT: Record<Arch, string> = { x64: "gcc-x86-64-linux-gnu qemu-user-static", arm64: "gcc-aarch64-linux-gnu qemu-user-static" };
 
 export const isNative = (arch: Arch) => arch === process.arch;
 
@@ -27,7 +27,7 @@ function hasCommand(name: string): boolean {
 /** Fails early, with the packages to install, when this machine cannot build for `arch`. */
 export function assertCanBuild(arch: Arch): void {
   if (isNative(arch)) return;
-  const missing = [`${TRIPLE[arch]}-g++`, `${TRIPLE[arch]}-strip`, QEMU[arch]].filter((c) => !hasCommand(c));
+  const missing = [`${TRIPLE[arch]}-gcc`, `${TRIPLE[arch]}-strip`, QEMU[arch]].filter((c) => !hasCommand(c));
   if (missing.length > 0) throw new Error(`building for ${arch} on ${process.arch} needs ${missing.join(", ")} (Debian: apt-get install ${HINT[arch]})`);
 }
 
@@ -42,9 +42,5 @@ export async function runTarget(arch: Arch, file: string, args: string[], option
 /** The strip that understands the target's ELF files. */
 export const stripFor = (arch: Arch) => (isNative(arch) ? "strip" : `${TRIPLE[arch]}-strip`);
 
-/** Environment and node-gyp flags that compile an addon for `arch`. */
-export function compilerFor(arch: Arch): { env: Record<string, string>; gypArgs: string[] } {
-  if (isNative(arch)) return { env: {}, gypArgs: [] };
-  const t = TRIPLE[arch];
-  return { env: { CC: `${t}-gcc`, CXX: `${t}-g++`, LINK: `${t}-g++`, AR: `${t}-ar` }, gypArgs: [`--arch=${arch}`] };
-}
+/** The C compiler that builds an addon for `arch`. */
+export const compilerFor = (arch: Arch) => (isNative(arch) ? "cc" : `${TRIPLE[arch]}-gcc`);

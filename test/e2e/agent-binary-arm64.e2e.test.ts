@@ -1,7 +1,7 @@
 // The arm64 executable, cross-built on this x64 machine (npm run build:agent -- --arch arm64),
 // run under qemu-user from an empty directory with an empty environment: it enrols against a
 // real control plane, connects, and answers diagnostics through the signed command path
-// with its packed SQLite addon and the real Docker engine.
+// with its journal on node:sqlite and the real Docker engine.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -32,7 +32,7 @@ it("is an aarch64 executable that SHA256SUMS vouches for", async () => {
   expect((await t.run(["--version"])).stdout.trim()).toBe(exe.version);
 }, 120_000);
 
-it("enrols, connects and runs diagnostics with its packed SQLite and the real Docker engine", async () => {
+it("enrols, connects and runs diagnostics with its SQLite journal and the real Docker engine", async () => {
   const { serverId, token } = await t.newServer("arm-1");
   const stateDir = path.join(t.dir, "state");
   const enrolled = await t.run(["enroll", "--url", t.base, "--state-dir", stateDir], { BERTH_TOKEN: token });

@@ -101,9 +101,9 @@ describe("the agent executable", () => {
 
     const enrolled = await t.run(["enroll", "--url", t.base, "--state-dir", stateDir], { BERTH_TOKEN: token });
     expect(enrolled.stdout).toContain(`Enrolled as server ${serverId}`);
-    // Enrolment kept the packed addons in the state directory, each named by its digest.
-    const addon = keptAddon(stateDir, "better_sqlite3");
-    expect(path.basename(addon)).toBe(`.native-better_sqlite3-${sha256(addon).slice(0, 32)}.node`);
+    // Enrolment kept the packed addon in the state directory, named by its digest; SQLite is
+    // Node's own (node:sqlite), nothing of it is packed or kept.
+    expect(readdirSync(stateDir).filter((n) => n.startsWith(".native-"))).toHaveLength(1);
     const pageOut = keptAddon(stateDir, "berth_page_out");
     expect(path.basename(pageOut)).toBe(`.native-berth_page_out-${sha256(pageOut).slice(0, 32)}.node`);
 
@@ -111,8 +111,6 @@ describe("the agent executable", () => {
     const agent = t.daemon(stateDir);
     await agent.waitFor("the agent to connect", () => t.cp.app.gateway.isConnected(serverId));
     process.stderr.write(`[agent-binary] start to connected: ${Date.now() - started} ms\n`);
-    // ...and the daemon loaded that copy instead of unpacking the asset again.
-    expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(addon);
     // Once linked, it hands the pages of the executable that start-up read back to the kernel.
     await agent.waitFor("the executable to be paged out", () => agent.output.includes("paged out the executable"), 40_000);
     const paged = JSON.parse(agent.output.split("\n").find((l) => l.includes("paged out the executable"))!) as { rss_file_mb_before: number; rss_file_mb_after: number };
@@ -122,7 +120,7 @@ describe("the agent executable", () => {
     const done = await t.diagnostics(serverId, agent);
     expect(done.error).toBeNull();
     expect(done.state).toBe("succeeded");
-    // Docker answered through the real engine, SQLite (the packed native addon) through the journal.
+    // Docker answered through the real engine, SQLite (node:sqlite, inside Node) through the journal.
     expect(done.result).toMatchObject({
       partial: false,
       agent: { version: exe.version, node_version: expect.stringMatching(/^v24\./) },
@@ -143,15 +141,17 @@ describe("the agent executable", () => {
     expect(await agent.stop()).toBe(0);
   }, 120_000);
 
-  it("loads its kept SQLite addon only when the file matches its digest, and replaces a damaged one", async () => {
+  it("loads its kept addon only when the file matches its digest, and replaces a damaged one", async () => {
     const stateDir = path.join(t.dir, "state");
-    const addon = keptAddon(stateDir, "better_sqlite3");
+    const addon = keptAddon(stateDir, "berth_page_out");
     const good = sha256(addon);
     chmodSync(addon, 0o600);
     writeFileSync(addon, "not a shared object");
     const agent = t.daemon(stateDir);
     const serverId = (JSON.parse(readFileSync(path.join(stateDir, "identity.json"), "utf8")) as { server_id: string }).server_id;
     await agent.waitFor("the agent to connect", () => t.cp.app.gateway.isConnected(serverId));
+    // The addon is loaded when the executable pages itself out, after the first link.
+    await agent.waitFor("the executable to be paged out", () => agent.output.includes("paged out the executable"), 40_000);
     expect(sha256(addon)).toBe(good);
     expect(readFileSync(`/proc/${agent.pid}/maps`, "utf8")).toContain(addon);
     expect(await agent.stop()).toBe(0);

@@ -3,7 +3,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { CLOSE_CODES, type Event } from "@berth/protocol";
 import { signedCommand, type TestIdentity } from "../agent/agent.test-helpers.ts";
@@ -67,15 +67,17 @@ describe("berth-agent run", () => {
     expect((await runCli(["enroll", "--url", cp.url, "--token", "tok", "--state-dir", dir])).code).toBe(0);
     const paths = statePaths(dir);
 
-    const other = new Database(paths.journal);
-    other.pragma("journal_mode = WAL");
+    // Through node:sqlite like the agent: SQLite's locks only hold between connections of one
+    // SQLite library within a process (POSIX locks are per process).
+    const other = new DatabaseSync(paths.journal);
+    other.exec("PRAGMA journal_mode = WAL");
     other.exec("BEGIN EXCLUSIVE");
     const locked = await runCli(["run", "--state-dir", dir]);
     expect(locked.code).toBe(1);
     expect(locked.err.join("\n")).toContain("cannot open the journal");
     other.exec("ROLLBACK");
 
-    other.pragma("user_version = 99");
+    other.exec("PRAGMA user_version = 99");
     other.close();
     const newer = await runCli(["run", "--state-dir", dir]);
     expect(newer.code).toBe(EXIT_CONFIG);

@@ -1,4 +1,4 @@
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { fakeClock, useTempJournals } from "./journal.test-helpers.ts";
 import type { Journal } from "./journal-types.ts";
@@ -73,7 +73,7 @@ describe("forgetting finished commands", () => {
     const older = (name: string, setUp: (journal: Journal, sql: (statement: string) => void) => void): number => {
       const path = temp.path(name);
       const sql = (statement: string) => {
-        const db = new Database(path);
+        const db = new DatabaseSync(path);
         db.prepare(statement).run();
         db.close();
       };

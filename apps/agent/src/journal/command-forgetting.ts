@@ -3,7 +3,7 @@
 // its id is refused as expired; and the highest seq of a command that ran and was forgotten
 // stays in meta (`forgotten_command_seq`), so an unknown command at or below it is refused as
 // a replay even when its window looks open (a clock that ran ahead and was set back).
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 import type { PruneCutoffs } from "./journal-types.ts";
 import type { Meta } from "./meta.ts";
 
@@ -19,7 +19,7 @@ export interface CommandForgetting {
   forgottenSeq(): number;
 }
 
-export function createCommandForgetting(deps: { db: Database.Database; meta: Meta }): CommandForgetting {
+export function createCommandForgetting(deps: { db: JournalDb; meta: Meta }): CommandForgetting {
   const { db, meta } = deps;
 
   const selectFinished = db.prepare<[string], FinishedRow>(
@@ -67,7 +67,7 @@ function expiredLongAgo(commandJson: string, expiredBefore: number): boolean {
 // command it forgot has a seq below those it still holds (commands finish within minutes of
 // arriving, roughly in seq order), so the mark starts just below the lowest seq still held,
 // or at the highest seq ever accepted when none is.
-export function ensureForgottenSeq(db: Database.Database): void {
+export function ensureForgottenSeq(db: JournalDb): void {
   const present = db.prepare("SELECT 1 FROM meta WHERE key = 'forgotten_command_seq'").get();
   if (present !== undefined) return;
   db.prepare(`

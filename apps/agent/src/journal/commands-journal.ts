@@ -1,7 +1,7 @@
 // Commands the agent has seen: recorded before they run, so a repeated id is answered from
 // the record and never run twice, and a crash mid-command is found on the next start.
 // Forgetting them again is command-forgetting.ts.
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 import { JournalError } from "./journal-error.ts";
 import type {
   AcceptCommandInput,
@@ -34,7 +34,7 @@ export interface CommandsJournal {
 }
 
 export function createCommandsJournal(deps: {
-  db: Database.Database;
+  db: JournalDb;
   meta: Meta;
   now: () => Date;
 }): CommandsJournal {
@@ -88,7 +88,7 @@ export function createCommandsJournal(deps: {
       result: null,
       finished_at: null,
     });
-    if (inserted.changes === 0) return { shouldRun: false, record: find(input.commandId) };
+    if (inserted === 0) return { shouldRun: false, record: find(input.commandId) };
     meta.raise("last_command_seq", input.seq);
     return { shouldRun: true, record: find(input.commandId) };
   });
@@ -114,12 +114,12 @@ export function createCommandsJournal(deps: {
     accept,
     reject,
     markRunning(commandId) {
-      if (toRunning.run(commandId).changes === 0) throw transitionError(commandId, "running");
+      if (toRunning.run(commandId) === 0) throw transitionError(commandId, "running");
       return find(commandId);
     },
     finish(commandId, result) {
       const changed = toDone.run(toJson(result, "result"), now().toISOString(), commandId);
-      if (changed.changes === 0) throw transitionError(commandId, "done");
+      if (changed === 0) throw transitionError(commandId, "done");
       return find(commandId);
     },
     get(commandId) {

@@ -1,7 +1,7 @@
 // The warning log that tells the control plane and the user how many events were dropped.
 // At most one is pending: each drop round replaces the unacknowledged previous notice with
 // one that carries its counts too, so a long outage yields one notice, not one per round.
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 import type { DroppedCounts, EventInput, JsonObject } from "./journal-types.ts";
 import type { Meta } from "./meta.ts";
 import type { Caps, Reclaimable } from "./retention.ts";
@@ -31,7 +31,7 @@ export interface DropNotice {
 }
 
 export function createDropNotice(deps: {
-  db: Database.Database;
+  db: JournalDb;
   meta: Meta;
   caps: Caps;
   now: () => Date;

@@ -1,5 +1,6 @@
 // Types of the agent's journal: commands seen, events not yet acknowledged, and its figures.
 // Kept generic (kind/level/body) so the journal does not depend on the protocol's payloads.
+import type { SqliteDriver } from "./database.ts";
 
 export type JsonObject = { [key: string]: unknown };
 
@@ -112,6 +113,8 @@ export interface JournalStats {
 
 export interface JournalOptions {
   path: string;
+  /** The SQLite binding; node:sqlite unless given (the benchmark compares better-sqlite3). */
+  driver?: SqliteDriver;
   /** Defaults to 100 000; Infinity for no cap. */
   maxPendingEvents?: number;
   /** Defaults to 64 MiB; Infinity for no cap. */

@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { chmodSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import Database from "better-sqlite3";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { openJournal } from "./journal.ts";
 import { fakeClock, useTempJournals } from "./journal.test-helpers.ts";
@@ -30,16 +30,16 @@ describe("journal file", () => {
 
   it("creates the schema in WAL mode and records its version", () => {
     temp.open().close();
-    const db = new Database(temp.path(), { readonly: true });
-    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
-    expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+    const db = new DatabaseSync(temp.path(), { readOnly: true });
+    expect(db.prepare("PRAGMA journal_mode").get()?.journal_mode).toBe("wal");
+    expect(db.prepare("PRAGMA user_version").get()?.user_version).toBe(SCHEMA_VERSION);
     db.close();
   });
 
   it("refuses a schema newer than it knows rather than writing into it", () => {
     temp.open().close();
-    const db = new Database(temp.path());
-    db.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
+    const db = new DatabaseSync(temp.path());
+    db.exec(`PRAGMA user_version = ${SCHEMA_VERSION + 1}`);
     db.close();
     expect(() => temp.open()).toThrow(expect.objectContaining({ code: "schema_too_new" }));
   });
@@ -144,8 +144,8 @@ openJournal({ path: process.argv[3] }).close();
       // Each child's outcome: "ok", or the first line of its error ("table meta already exists").
       const outcomes = results.map((r) => (r.code === 0 ? "ok" : (r.stderr.match(/^\w*Error.*$/m)?.[0] ?? r.stderr)));
       expect(outcomes).toEqual(["ok", "ok", "ok", "ok"]);
-      const db = new Database(path, { readonly: true });
-      expect(db.pragma("user_version", { simple: true })).toBe(SCHEMA_VERSION);
+      const db = new DatabaseSync(path, { readOnly: true });
+      expect(db.prepare("PRAGMA user_version").get()?.user_version).toBe(SCHEMA_VERSION);
       db.close();
     }
   });

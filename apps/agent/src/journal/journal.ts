@@ -22,7 +22,7 @@ export function openJournal(options: JournalOptions): Journal {
     maxPendingEvents: capOption("maxPendingEvents", options.maxPendingEvents, DEFAULT_MAX_PENDING_EVENTS),
     maxPendingBytes: capOption("maxPendingBytes", options.maxPendingBytes, DEFAULT_MAX_PENDING_BYTES),
   };
-  const db = openDatabase(options.path);
+  const db = openDatabase(options.path, options.driver);
   try {
     migrate(db);
     ensureForgottenSeq(db);

@@ -1,5 +1,5 @@
 // Named integer counters in the meta table, read and written inside the callers' transactions.
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 
 export type MetaKey =
   | "next_event_seq"
@@ -17,15 +17,15 @@ export interface Meta {
   raise(key: MetaKey, atLeast: number): void;
 }
 
-export function createMeta(db: Database.Database): Meta {
-  const select = db.prepare<[MetaKey], number>("SELECT value FROM meta WHERE key = ?").pluck();
+export function createMeta(db: JournalDb): Meta {
+  const select = db.prepare<[MetaKey], { value: number }>("SELECT value FROM meta WHERE key = ?");
   const update = db.prepare<[number, MetaKey]>("UPDATE meta SET value = ? WHERE key = ?");
   const increment = db.prepare<[number, MetaKey]>("UPDATE meta SET value = value + ? WHERE key = ?");
   const maximum = db.prepare<[number, MetaKey]>("UPDATE meta SET value = max(value, ?) WHERE key = ?");
 
   return {
     get(key) {
-      const value = select.get(key);
+      const value = select.get(key)?.value;
       // Every key is inserted by the first migration; a missing one means a damaged file.
       if (value === undefined) throw new Error(`journal meta key ${key} is missing`);
       return value;

@@ -1,7 +1,7 @@
 // What to drop when unacknowledged events exceed the cap: oldest debug logs, then info,
 // then warning logs, then stats. Results, steps, errors and other kinds are never dropped.
 // Every drop is counted by reason, persisted, and announced (see drop-notice.ts).
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 import type { DroppedCounts, DropReason, LogLevel } from "./journal-types.ts";
 import type { Meta } from "./meta.ts";
 
@@ -53,7 +53,7 @@ export interface Retention {
   droppedCount(): DroppedCounts;
 }
 
-export function createRetention(deps: { db: Database.Database; meta: Meta; caps: Caps }): Retention {
+export function createRetention(deps: { db: JournalDb; meta: Meta; caps: Caps }): Retention {
   const { db, meta, caps } = deps;
   const oldestOfRank = db.prepare<[number, number], { seq: number; bytes: number }>(
     "SELECT seq, bytes FROM events WHERE drop_rank = ? ORDER BY seq LIMIT ?",

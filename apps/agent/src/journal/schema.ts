@@ -1,5 +1,5 @@
 // The journal's tables, created or migrated on open; `user_version` holds the applied count.
-import type Database from "better-sqlite3";
+import type { JournalDb } from "./database.ts";
 import { JournalError } from "./journal-error.ts";
 
 // Append only: each entry moves the schema one version forward.
@@ -44,8 +44,9 @@ const MIGRATIONS: readonly string[] = [
 
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
-export function migrate(db: Database.Database): void {
-  const version = (): number => db.pragma("user_version", { simple: true }) as number;
+export function migrate(db: JournalDb): void {
+  const userVersion = db.prepare<[], { user_version: number }>("PRAGMA user_version");
+  const version = (): number => userVersion.get()?.user_version ?? 0;
   const check = (current: number): void => {
     // A downgraded agent must not write into a schema it does not understand.
     if (current > SCHEMA_VERSION) {
@@ -64,7 +65,7 @@ export function migrate(db: Database.Database): void {
     check(current);
     for (let next = current; next < SCHEMA_VERSION; next++) {
       db.exec(MIGRATIONS[next] ?? "");
-      db.pragma(`user_version = ${next + 1}`);
+      db.exec(`PRAGMA user_version = ${next + 1}`);
     }
-  }).immediate();
+  }, "immediate")();
 }

@@ -12,7 +12,7 @@ import { dirname, join } from "node:path";
 import { seaAssets } from "./sea.ts";
 import { agentSetting } from "../config/settings.ts";
 
-export const PACKED_ADDONS = ["better_sqlite3.node", "berth_page_out.node"] as const;
+export const PACKED_ADDONS = ["berth_page_out.node"] as const;
 export type PackedAddon = (typeof PACKED_ADDONS)[number];
 
 /** Set by installers/build (esbuild define): each addon asset's SHA-256 in hex. */

@@ -2,8 +2,8 @@
 // (a real agent, link and journal against the fake control plane): refused, never run again.
 // And the race a naive "seq must increase" rule would lose: commands whose seqs arrive out of
 // order all run.
-import Database from "better-sqlite3";
 import { join } from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { signedCommand, useAgentHarness } from "../../agent/agent.test-helpers.ts";
 import { systemClock, type Clock } from "../../clock.ts";
@@ -79,8 +79,8 @@ describe("replayed commands", () => {
     // command gone a week after it ran, whatever its expiry, and no forgotten seq kept. This
     // agent then upgrades over it.
     const olderAgentPruned = () => {
-      const db = new Database(join(harness.dir(), "journal.db"));
-      commandId = (db.prepare("SELECT command_id FROM commands").pluck().get() as string | undefined) ?? "";
+      const db = new DatabaseSync(join(harness.dir(), "journal.db"));
+      commandId = (db.prepare("SELECT command_id FROM commands").get()?.command_id as string | undefined) ?? "";
       db.prepare("DELETE FROM commands").run();
       db.prepare("DELETE FROM meta WHERE key = 'forgotten_command_seq'").run();
       db.close();
