@@ -12,3 +12,4 @@ export * from "./keys.ts";
 export * from "./signing.ts";
 export * from "./close-codes.ts";
 export * from "./enrollment.ts";
+export * from "./validation.ts";

@@ -1,5 +1,7 @@
 // Schemas shared by every route: the error body, id parameters, and the pagination envelope.
-import { Type, type TSchema } from "@sinclair/typebox";
+import { Type, type TSchema } from "typebox";
+
+export { LiteralUnion } from "@berth/protocol";
 
 export const ErrorBody = Type.Object(
   {
@@ -15,6 +17,16 @@ export const ErrorBody = Type.Object(
   },
   { $id: "Error", title: "Error" },
 );
+
+/**
+ * A `$ref` to a schema the app registered by its `$id` (app.addSchema), so OpenAPI shows it
+ * once under components; typed as the schema itself for the route's request and reply types.
+ */
+export function refTo<T extends TSchema>(schema: T): T {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== "string") throw new TypeError("refTo: the schema has no $id");
+  return Type.Ref(id) as unknown as T;
+}
 
 export const Uuid = Type.String({ format: "uuid" });
 export const Timestamp = Type.String({ format: "date-time" });
@@ -41,7 +53,7 @@ export const Page = <T extends TSchema>(item: T) =>
 /** Error responses a route can give, for the OpenAPI document and the serialiser. */
 export function errors(...statuses: number[]) {
   const out: Record<number, typeof ErrorBody> = {};
-  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = Type.Ref(ErrorBody) as unknown as typeof ErrorBody;
+  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = refTo(ErrorBody);
   return out;
 }
 

@@ -5,8 +5,7 @@ import { createReadStream } from "node:fs";
 import swagger from "@fastify/swagger";
 import swaggerUi from "@fastify/swagger-ui";
 import type { FastifyInstance, FastifySchema } from "fastify";
-import { Type } from "@sinclair/typebox";
-import { ErrorBody } from "../lib/http-schemas.ts";
+import { ErrorBody, refTo } from "../lib/http-schemas.ts";
 
 export const PUBLIC_PREFIX = "/api/public/v1";
 const PLATFORM_PREFIX = "/api/v1";
@@ -50,7 +49,7 @@ function withMediaTypeError({ schema, url, route }: { schema: FastifySchema; url
   const methods = ([] as string[]).concat(route.method);
   if (!schema || (schema as { hide?: boolean }).hide || !methods.some((m) => BODY_METHODS.has(m))) return { schema, url };
   const response = { ...((schema.response as Record<string, unknown> | undefined) ?? {}) };
-  response["415"] ??= Type.Ref(ErrorBody);
+  response["415"] ??= refTo(ErrorBody);
   return { schema: { ...schema, response }, url };
 }
 

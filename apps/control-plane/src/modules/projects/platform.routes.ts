@@ -1,6 +1,6 @@
 // Platform API routes of projects, for the dashboard: the projects and environments a
 // person can see, with their role and permission codes in each.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";

@@ -1,6 +1,6 @@
 // Public API routes for the deliveries of an outgoing webhook subscription: the list (with
 // each delivery's last attempt) and redelivery.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
