@@ -18,7 +18,7 @@ import { uploadBackupFiles } from "../support/backup-uploads.ts";
 import { SseStream, urlOf } from "../support/sse.ts";
 import { waitFor } from "../support/wait.ts";
 
-const JOBS = { retryDelaysSeconds: [0.2, 0.2, 0.2], pollingIntervalSeconds: 0.5 };
+const JOBS = { retryDelaySeconds: 0, pollingIntervalSeconds: 0.5 };
 const HOUR = 3600_000;
 const DAY = 24 * HOUR;
 

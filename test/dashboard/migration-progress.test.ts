@@ -65,7 +65,7 @@ async function runDeploy(cmd: SignedCommand, a: SimAgent, deployment_id: string)
   send({ kind: "command.result", ok: true, result: { container_id: "c0ffee", container_name: "berth-erp", image: "berth-test/erp:17.0", healthy: true, migration_restore: { format: "zip", files: 3 } } });
 }
 
-const s = dashboardSuite(answer, { jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] }, analyzeBackup: fixedAnalysis({ recommended_cpu: 1, recommended_ram_mb: 1024, recommended_disk_gb: 10 }) });
+const s = dashboardSuite(answer, { jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 }, analyzeBackup: fixedAnalysis({ recommended_cpu: 1, recommended_ram_mb: 1024, recommended_disk_gb: 10 }) });
 
 // The ERP images the run deploys (the suite's beforeAll has started the control plane).
 beforeAll(async () => {

@@ -66,7 +66,7 @@ const importServer = https.createServer({ key: readFileSync(path.join(dir, "k.pe
 const s = dashboardSuite(undefined, {
   // Above 1 MiB is tier 2 (tus, 10 MiB chunks): a file of a few chunks is resumable.
   migrationTiers: { tier_1: 1 * MB, tier_2: 500 * MB, tier_3: 5000 * MB },
-  jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+  jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 },
   // A backup of exactly NOT_A_BACKUP bytes fails its analysis, as a file that is no ERP backup does.
   analyzeBackup: async (source) => {
     if (source.size === NOT_A_BACKUP) throw new Error("no database dump found in the archive");

@@ -29,7 +29,7 @@ let facts: ErpDatabaseFacts;
 let dump: Buffer;
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] } });
+  cp = await startControlPlane({ listen: true, jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 } });
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}/api/v1`;
   demo = await createDemoOrganization(cp.database.db, cp.app.services);
   owner = await addPerson(cp.app, "org_owner", { organizationId: demo.organization_id, projectId: demo.project_id });

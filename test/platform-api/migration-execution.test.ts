@@ -61,7 +61,7 @@ function answer(cmd: SignedCommand, a: SimAgent) {
 }
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] }, analyzeBackup: fixedAnalysis({ recommended_cpu: 1.5, recommended_ram_mb: 3072, recommended_disk_gb: 25 }) });
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 }, analyzeBackup: fixedAnalysis({ recommended_cpu: 1.5, recommended_ram_mb: 3072, recommended_disk_gb: 25 }) });
   await useTestImages(cp);
   origin = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}`;
   const org = await demoOrganizationRecordingCommands(cp, origin, answer);

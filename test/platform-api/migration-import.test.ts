@@ -61,7 +61,7 @@ beforeAll(async () => {
   cp = await startControlPlane({
     outboundAllow: ["127.0.0.1"],
     migrationImport: { timeoutMs: 4000, ca: cert },
-    jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+    jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 },
     analyzeBackup: fixedAnalysis({ erp_version: "16.0" }),
   });
   demo = await createDemoOrganization(cp.database.db, cp.app.services);

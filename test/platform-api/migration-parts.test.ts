@@ -32,7 +32,7 @@ beforeAll(async () => {
   cp = await startControlPlane({
     backupStore: store,
     migrationTiers: { tier_1: 1 * MB, tier_2: 5 * MB, tier_3: 20 * MB },
-    jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+    jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 },
     analyzeBackup: fixedAnalysis({ erp_version: "18.0", postgres_version: "16.0", database_name: "big" }),
   });
   demo = await createDemoOrganization(cp.database.db, cp.app.services);

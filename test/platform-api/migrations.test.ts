@@ -50,7 +50,7 @@ const analysed: number[] = [];
 beforeAll(async () => {
   cp = await startControlPlane({
     listen: true,
-    jobs: { pollingIntervalSeconds: 0.5, retryDelaysSeconds: [] },
+    jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 },
     analyzeBackup: async (source) => {
       // Reads the stored backup's first bytes, as the real analysis does, to prove the source opens.
       const head = await source.open({ start: 0, end: Math.min(15, source.size - 1) });

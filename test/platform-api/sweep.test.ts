@@ -30,12 +30,21 @@ describe("stuck-deployment sweep", () => {
   test("is scheduled every 5 minutes on a queue with the job policy", async () => {
     const schedules = await cp.app.jobs.boss.getSchedules();
     expect(schedules.find((s) => s.name === STUCK_SWEEP_QUEUE)).toMatchObject({ cron: "*/5 * * * *" });
+    // pg-boss's own retries: 3, backoff from 5 s doubling up to 300 s, then the dead-letter queue (kept 30 days).
     const queue = await cp.app.jobs.boss.getQueue(STUCK_SWEEP_QUEUE);
-    expect(queue).toMatchObject({ policy: "standard", expireInSeconds: 600, deadLetter: deadLetterOf(STUCK_SWEEP_QUEUE) });
-    expect(await cp.app.jobs.boss.getQueue(deadLetterOf(STUCK_SWEEP_QUEUE))).not.toBeNull();
-    expect(JOB_POLICY).toMatchObject({ retryDelaysSeconds: [5, 15, 45], maxDelaySeconds: 300, timeoutSeconds: 600, systemConcurrency: 10 });
-    // The production app runs with the production ladder.
-    expect(cp.app.jobs.retryDelaysSeconds).toEqual([5, 15, 45]);
+    expect(queue).toMatchObject({
+      policy: "standard",
+      expireInSeconds: 600,
+      retryLimit: 3,
+      retryDelay: 5,
+      retryBackoff: true,
+      retryDelayMax: 300,
+      deadLetter: deadLetterOf(STUCK_SWEEP_QUEUE),
+    });
+    expect(await cp.app.jobs.boss.getQueue(deadLetterOf(STUCK_SWEEP_QUEUE))).toMatchObject({ retentionSeconds: 30 * 86_400 });
+    expect(JOB_POLICY).toMatchObject({ retryLimit: 3, retryDelaySeconds: 5, maxDelaySeconds: 300, timeoutSeconds: 600, systemConcurrency: 10 });
+    // The production app runs with the production policy.
+    expect(cp.app.jobs.retryPolicy).toEqual({ retryLimit: 3, retryDelaySeconds: 5, backoff: true, maxDelaySeconds: 300 });
   });
 
   test("fails operations active for more than 30 minutes, withdraws their commands, marks the environment error and logs why", async () => {
@@ -114,21 +123,59 @@ describe("jobs", () => {
     }
   });
 
-  test("a job that keeps failing is retried after the configured delays, then dead-lettered", async () => {
-    const jobs = await startJobs({ pool: cp.database.pool, options: { retryDelaysSeconds: [0.1, 0.1], pollingIntervalSeconds: 0.5 } });
-    const attempts: { attempt: number; lastAttempt: boolean }[] = [];
+  test("a job that keeps failing is tried retryLimit + 1 times, then dead-lettered with its data", async () => {
+    const failed: boolean[] = [];
+    const jobs = await startJobs({ pool: cp.database.pool, options: { retryLimit: 2, retryDelaySeconds: 0, pollingIntervalSeconds: 0.5 }, onTryFailed: (queue, final) => queue === "test.failing" && failed.push(final) });
+    const attempts: { attempt: number; lastAttempt: boolean; x: number }[] = [];
     try {
-      await jobs.define("test.failing", async (_data, ctx) => {
-        attempts.push({ attempt: ctx.attempt, lastAttempt: ctx.lastAttempt });
+      await jobs.define<{ x: number }>("test.failing", async ({ x }, ctx) => {
+        attempts.push({ attempt: ctx.attempt, lastAttempt: ctx.lastAttempt, x });
         throw new Error("receiver down");
       });
-      await jobs.send("test.failing", { x: 1 });
-      await waitFor(async () => (await jobs.boss.getQueueSize(deadLetterOf("test.failing"))) === 1, 20_000, 100);
+      const id = await jobs.send("test.failing", { x: 1 });
+      await waitFor(async () => (await jobs.queueSize(deadLetterOf("test.failing"))) === 1, 20_000, 100);
       expect(attempts).toEqual([
-        { attempt: 1, lastAttempt: false },
-        { attempt: 2, lastAttempt: false },
-        { attempt: 3, lastAttempt: true },
+        { attempt: 1, lastAttempt: false, x: 1 },
+        { attempt: 2, lastAttempt: false, x: 1 },
+        { attempt: 3, lastAttempt: true, x: 1 },
       ]);
+      // The metrics see every failed try, the last one as final.
+      expect(failed).toEqual([false, false, true]);
+      const job = await jobs.waitFor("test.failing", id);
+      expect(job).toMatchObject({ state: "failed", retryCount: 2, output: { message: "receiver down" } });
+      // The dead-letter copy keeps the payload, waiting for an operator.
+      const [dead] = await jobs.boss.findJobs<{ x: number }>(deadLetterOf("test.failing"));
+      expect(dead).toMatchObject({ data: { x: 1 }, state: "created" });
+      expect(await jobs.queueSize("test.failing")).toBe(0);
+    } finally {
+      await jobs.stop();
+    }
+  });
+
+  test("a retry waits for its backoff delay, and a job that succeeds on a retry is not dead-lettered", async () => {
+    const jobs = await startJobs({ pool: cp.database.pool, options: { retryLimit: 3, retryDelaySeconds: 1, pollingIntervalSeconds: 0.5 } });
+    const tries: number[] = [];
+    try {
+      await jobs.define("test.flaky", async () => {
+        tries.push(Date.now());
+        if (tries.length < 3) throw new Error("not yet");
+      });
+      const id = await jobs.send("test.flaky", {});
+      await waitFor(async () => tries.length === 1, 10_000, 50);
+      // Waiting for its retry: counted in the queue's depth, due 1 to 2 s after the failure (base 1 s, doubled with jitter).
+      await waitFor(async () => (await jobs.boss.getJobById("test.flaky", id))?.state === "retry", 5_000, 50);
+      const waiting = await jobs.boss.getJobById("test.flaky", id);
+      const due = waiting!.startAfter.getTime() - tries[0]!;
+      expect(due).toBeGreaterThanOrEqual(900);
+      expect(due).toBeLessThanOrEqual(2_500);
+      expect(await jobs.queueSize("test.flaky")).toBe(1);
+      const job = await jobs.waitFor("test.flaky", id, 20_000);
+      expect(job.state).toBe("completed");
+      expect(tries).toHaveLength(3);
+      // Second retry: 2 to 4 s after the second failure.
+      expect(tries[1]! - tries[0]!).toBeGreaterThanOrEqual(900);
+      expect(tries[2]! - tries[1]!).toBeGreaterThanOrEqual(1_900);
+      expect(await jobs.queueSize(deadLetterOf("test.flaky"))).toBe(0);
     } finally {
       await jobs.stop();
     }

@@ -2,7 +2,7 @@
 // POSTs to a local HTTP receiver, failed tries are retried and finally marked failed,
 // deliveries are listed and re-sent through the public API, and two replicas on one
 // database deliver each event once. Retry delays are shortened through the app's jobs
-// option (the production ladder 5 s / 15 s / 45 s is checked as values in sweep.test.ts).
+// option (retries at once; the production policy is checked in sweep.test.ts).
 // The receiver listens on loopback, which outgoing requests may reach only because the
 // replicas put it on their allow-list (BERTH_OUTBOUND_ALLOW; see webhook-ssrf.test.ts).
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
@@ -17,7 +17,7 @@ import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 import { publicClient } from "../support/http.ts";
 import { waitFor } from "../support/wait.ts";
 
-const JOBS = { retryDelaysSeconds: [0.2, 0.2, 0.2], pollingIntervalSeconds: 0.5 };
+const JOBS = { retryDelaySeconds: 0, pollingIntervalSeconds: 0.5 };
 
 interface Replica {
   app: App;
@@ -209,7 +209,7 @@ describe("outgoing webhooks", () => {
     expect(hooks.at("/down")).toHaveLength(4); // the first try and 3 retries
     // The delivery row says failed from inside the last try; pg-boss moves the job to the
     // dead-letter queue when that try's error reaches it, a moment later.
-    await waitFor(async () => (await a.app.jobs.boss.getQueueSize(deadLetterOf(DELIVERY_QUEUE))) >= 1, 10_000, 100);
+    await waitFor(async () => (await a.app.jobs.queueSize(deadLetterOf(DELIVERY_QUEUE))) >= 1, 10_000, 100);
 
     // Re-send: a read-only key may not; a delivery of another subscription is not found.
     expect((await ro().post(`/webhooks/${sub.id}/deliveries/${d!.id}/redeliver`)).status).toBe(403);

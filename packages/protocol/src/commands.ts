@@ -1,10 +1,10 @@
 // Commands the control plane sends an agent: the signed wrapper every command shares,
 // and the parameters of each command type.
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { TypeCompiler, ValueErrorType, type TypeCheck } from "@sinclair/typebox/compiler";
-import { Base64, JsonObject, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
+import { Type, type Static, type TSchema } from "typebox";
+import { Compile } from "typebox/compile";
+import { Base64, JsonObject, LiteralUnion, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
 import { SigningKey } from "./enrollment.ts";
-import { firstError } from "./validation.ts";
+import { firstError, isUnknownProperty, type SchemaCheck } from "./validation.ts";
 
 export const COMMAND_TYPES = [
   "deploy",
@@ -75,7 +75,6 @@ export const ProxySettings = Type.Object(
   strict,
 );
 export type ProxySettings = Static<typeof ProxySettings>;
-
 /** A module name as Odoo accepts it: the folder name of the module in the add-ons path. */
 export const MODULE_NAME_PATTERN = "^[a-z0-9_]{1,64}$";
 const ModuleName = Type.String({ pattern: MODULE_NAME_PATTERN });
@@ -125,7 +124,7 @@ export const ADDON_SUB_PATH_PATTERN = "^(?!-)(?!.*(?:^|/)\\.\\.?(?:/|$))[A-Za-z0
 export const AddonRepository = Type.Object(
   {
     id: Uuid,
-    level: Type.Union(ADDON_REPOSITORY_LEVELS.map((l) => Type.Literal(l))),
+    level: LiteralUnion(ADDON_REPOSITORY_LEVELS),
     name: Type.String({ pattern: "^[A-Za-z0-9._-]{1,100}$" }),
     url: Type.String({ minLength: 1, maxLength: 2048 }),
     branch: Type.String({ minLength: 1, maxLength: 255 }),
@@ -299,7 +298,9 @@ export const LogsTailParams = Type.Object(
 );
 export type LogsTailParams = Static<typeof LogsTailParams>;
 
-export const DiagnosticsParams = Type.Object({}, strict);
+// Typed as an empty record: typebox 1 types an object without properties as `object`, which a
+// params field (a JSON object) does not accept.
+export const DiagnosticsParams = Type.Unsafe<Record<string, never>>(Type.Object({}, strict));
 export type DiagnosticsParams = Static<typeof DiagnosticsParams>;
 
 /**
@@ -388,17 +389,17 @@ export const COMMAND_REJECTION_CODES = [
   "unsupported_command",
 ] as const;
 export type CommandRejectionCode = (typeof COMMAND_REJECTION_CODES)[number];
-export const CommandRejectionCode = Type.Union(COMMAND_REJECTION_CODES.map((code) => Type.Literal(code)));
+export const CommandRejectionCode = LiteralUnion(COMMAND_REJECTION_CODES);
 
 export function isCommandType(type: string): type is CommandType {
   return (COMMAND_TYPES as readonly string[]).includes(type);
 }
 
-export const checkSignedCommandShape: TypeCheck<typeof SignedCommand> = TypeCompiler.Compile(SignedCommand);
+export const checkSignedCommandShape = Compile(SignedCommand);
 
 const PARAM_CHECKS = Object.fromEntries(
-  COMMAND_TYPES.map((type) => [type, TypeCompiler.Compile(COMMAND_PARAMS[type] as TSchema)]),
-) as Record<CommandType, TypeCheck<TSchema>>;
+  COMMAND_TYPES.map((type) => [type, Compile(COMMAND_PARAMS[type] as TSchema) as SchemaCheck]),
+) as Record<CommandType, SchemaCheck>;
 
 export type CommandCheck =
   | { ok: true; command: Command }
@@ -411,9 +412,8 @@ export function checkCommand(cmd: SignedCommand): CommandCheck {
   }
   const check = PARAM_CHECKS[cmd.type];
   if (!check.Check(cmd.params)) {
-    const error = check.Errors(cmd.params).First();
     // A parameter this agent has no field for: most likely sent by a newer control plane.
-    const newer = error?.type === ValueErrorType.ObjectAdditionalProperties ? " (a parameter this agent does not know: update the agent to the control plane's release)" : "";
+    const newer = isUnknownProperty(check, cmd.params) ? " (a parameter this agent does not know: update the agent to the control plane's release)" : "";
     return { ok: false, code: "invalid_params", message: `params: ${firstError(check, cmd.params)}${newer}` };
   }
   return { ok: true, command: cmd as Command };

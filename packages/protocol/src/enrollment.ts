@@ -1,6 +1,6 @@
 // The HTTP side of the agent link: enrolment (POST /agent/v1/enroll) exchanges a one-time
 // token for the server's identity, and the URL the agent then dials (GET /agent/v1/connect).
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "typebox";
 import { Base64, Nullable, Uuid } from "./fields.ts";
 
 export const AGENT_ENROLL_PATH = "/agent/v1/enroll";

@@ -1,12 +1,12 @@
 // The frame envelope { v, type, id, ts, payload }: parsing untrusted text into a typed
 // frame (never throwing), and encoding a typed frame into text.
 import { randomUUID } from "node:crypto";
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
-import { TypeCompiler, type TypeCheck } from "@sinclair/typebox/compiler";
+import { Type, type Static, type TSchema } from "typebox";
+import { Compile } from "typebox/compile";
 import { eventOrderProblem, type EventBatch } from "./events.ts";
 import { Timestamp, truncateMessage } from "./fields.ts";
 import { isMessageType, MESSAGE_SCHEMAS, MESSAGE_TYPES, type MessageType, type Nack, type Payload } from "./messages.ts";
-import { firstError } from "./validation.ts";
+import { firstError, type SchemaCheck } from "./validation.ts";
 import { HANDSHAKE_VERSION, PROTOCOL_VERSIONS } from "./versions.ts";
 
 export const Envelope = Type.Object({
@@ -51,12 +51,12 @@ export interface ParseOptions {
   accept?: readonly MessageType[];
 }
 
-const checkEnvelope = TypeCompiler.Compile(Envelope);
+const checkEnvelope = Compile(Envelope);
 
 // Compiled once at load; a frame check is then one generated function call.
 const PAYLOAD_CHECKS = Object.fromEntries(
-  MESSAGE_TYPES.map((type) => [type, TypeCompiler.Compile(MESSAGE_SCHEMAS[type] as TSchema)]),
-) as Record<MessageType, TypeCheck<TSchema>>;
+  MESSAGE_TYPES.map((type) => [type, Compile(MESSAGE_SCHEMAS[type] as TSchema) as SchemaCheck]),
+) as Record<MessageType, SchemaCheck>;
 
 /** Rules a schema cannot state; a reason when broken, else null. */
 function payloadProblem(type: MessageType, payload: unknown): string | null {

@@ -1,4 +1,4 @@
-import { Value } from "@sinclair/typebox/value";
+import { Value } from "typebox/value";
 import { describe, expect, it } from "vitest";
 import { Event, EVENT_KINDS, EventBatch, eventOrderProblem, type EventInput } from "./events.ts";
 import { MAX_MESSAGE_LENGTH } from "./fields.ts";

@@ -1,8 +1,8 @@
 // Events an agent reports: step progress, log lines, command results, host stats and
 // container states. Each carries the agent's own sequence number, which is what makes
 // resending after a cut link safe (the control plane de-duplicates on server and seq).
-import { Type, type Static, type TProperties } from "@sinclair/typebox";
-import { ErrorBody, JsonObject, Message, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
+import { Type, type Static, type TProperties } from "typebox";
+import { ErrorBody, JsonObject, LiteralUnion, Message, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
 import { StepId } from "./steps.ts";
 
 function eventOf<K extends string, P extends TProperties>(kind: K, body: P) {
@@ -29,7 +29,7 @@ export type StepFailedEvent = Static<typeof StepFailedEvent>;
 
 export const LOG_LEVELS = ["debug", "info", "warning", "error"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
-export const LogLevel = Type.Union(LOG_LEVELS.map((level) => Type.Literal(level)));
+export const LogLevel = LiteralUnion(LOG_LEVELS);
 
 /** Matches the deployment log entry of platform spec 2.2. */
 export const LogEvent = eventOf("log", {
@@ -83,7 +83,7 @@ export const CONTAINER_STATES = [
   "removed",
 ] as const;
 export type ContainerState = (typeof CONTAINER_STATES)[number];
-export const ContainerState = Type.Union(CONTAINER_STATES.map((state) => Type.Literal(state)));
+export const ContainerState = LiteralUnion(CONTAINER_STATES);
 
 export const ContainerStateEvent = eventOf("container.state", {
   environment_id: Uuid,
@@ -109,14 +109,14 @@ const Address = Type.String({ minLength: 2, maxLength: 45 });
 export const RoutedDomain = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 253 }),
   dns: Type.Object({
-    status: Type.Union(DNS_STATES.map((s) => Type.Literal(s))),
+    status: LiteralUnion(DNS_STATES),
     /** What the name resolved to. */
     resolved: Type.Array(Address, { maxItems: 32 }),
     /** What it must resolve to: the server's public addresses. */
     expected: Type.Array(Address, { maxItems: 32 }),
   }),
   certificate: Type.Object({
-    status: Type.Union(CERTIFICATE_STATES.map((s) => Type.Literal(s))),
+    status: LiteralUnion(CERTIFICATE_STATES),
     not_after: Nullable(Timestamp),
     issuer: Nullable(Type.String({ maxLength: 512 })),
     error: Nullable(Message),

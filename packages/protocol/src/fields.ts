@@ -1,6 +1,6 @@
 // Field schemas shared by several messages. Patterns rather than `format` keep the
 // schemas free of TypeBox's global format registry, so importing them changes nothing.
-import { Type, type TSchema } from "@sinclair/typebox";
+import { Type, type TSchema } from "typebox";
 
 /** Lowercase only: ids are compared as strings (journal, outbox, replay checks). */
 export const UUID_PATTERN = "^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$";
@@ -51,6 +51,14 @@ export const ErrorBody = Type.Object({
 });
 
 export const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+/**
+ * One of the given strings: an anyOf of consts (Type.Union of Type.Literal), typed as their
+ * union (typebox 1 types a Union of a mapped array, not a tuple, as never).
+ */
+export function LiteralUnion<const T extends readonly string[]>(values: T) {
+  return Type.Unsafe<T[number]>(Type.Union(values.map((value) => Type.Literal(value))));
+}
 
 export function Nullable<T extends TSchema>(schema: T) {
   return Type.Union([schema, Type.Null()]);

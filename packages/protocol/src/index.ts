@@ -13,3 +13,4 @@ export * from "./signing.ts";
 export * from "./close-codes.ts";
 export * from "./enrollment.ts";
 export * from "./settings.ts";
+export * from "./validation.ts";

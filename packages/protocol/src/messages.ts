@@ -1,9 +1,9 @@
 // Every frame type of the link, its payload schema, and which side may send it.
 // Handshake: challenge -> hello -> ready; then commands down, events up (see PROTOCOL.md).
-import { Type, type Static, type TSchema } from "@sinclair/typebox";
+import { Type, type Static, type TSchema } from "typebox";
 import { CommandRejectionCode, SignedCommand } from "./commands.ts";
 import { EventBatch } from "./events.ts";
-import { BASE64_PATTERN, Base64, Message, Nullable, Seq, SeqCursor, Timestamp, Uuid } from "./fields.ts";
+import { BASE64_PATTERN, Base64, LiteralUnion, Message, Nullable, Seq, SeqCursor, Timestamp, Uuid } from "./fields.ts";
 
 /** First frame on every connection, control plane to agent. */
 export const Challenge = Type.Object({
@@ -60,7 +60,7 @@ export const NACK_CODES = [
   "no_common_version",
 ] as const;
 export type NackCode = (typeof NACK_CODES)[number];
-export const NackCode = Type.Union(NACK_CODES.map((code) => Type.Literal(code)));
+export const NackCode = LiteralUnion(NACK_CODES);
 
 /** A frame was refused. Never answered with another nack, so two peers cannot loop. */
 export const Nack = Type.Object({

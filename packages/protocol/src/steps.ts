@@ -1,6 +1,6 @@
 // Step ids of a deployment (platform spec 2.2), in the order they run, and the steps
 // each operation kind walks through. Both apps read progress from these lists.
-import { Type } from "@sinclair/typebox";
+import { LiteralUnion } from "./fields.ts";
 
 export const DEPLOY_STEP_IDS = [
   "initializing",
@@ -24,7 +24,7 @@ export const DEPLOY_STEP_IDS = [
 
 export type StepId = (typeof DEPLOY_STEP_IDS)[number];
 /** Runtime check for a step id carried in an event. */
-export const StepId = Type.Union(DEPLOY_STEP_IDS.map((id) => Type.Literal(id)));
+export const StepId = LiteralUnion(DEPLOY_STEP_IDS);
 
 export const STEP_NAMES: Record<StepId, string> = {
   initializing: "Initializing",

@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Compile } from "typebox/compile";
 import { EnrollRequest, exportPublicKey, importPrivateKey, publicKeyOf } from "@berth/protocol";
 import { openJournal } from "../journal/journal.ts";
 import { startFakeControlPlane, type FakeControlPlane } from "../link/fake-control-plane.test-helpers.ts";
@@ -40,7 +40,7 @@ describe("berth-agent enroll", () => {
     expect(mode(paths.identity)).toBe(0o600);
 
     const [request] = cp.enrollRequests;
-    expect(TypeCompiler.Compile(EnrollRequest).Check(request)).toBe(true);
+    expect(Compile(EnrollRequest).Check(request)).toBe(true);
     expect(request).toMatchObject({
       token: "tok-1",
       agent_version: "0.1.0",

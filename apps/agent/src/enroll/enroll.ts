@@ -2,13 +2,14 @@
 // pair (the private key never leaves the machine), reports its host facts, and pins the
 // command-signing keys the control plane answers with.
 import { existsSync, renameSync } from "node:fs";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Compile } from "typebox/compile";
 import {
   AGENT_ENROLL_PATH,
   EnrollRequest,
   EnrollResponse,
   exportPrivateKey,
   exportPublicKey,
+  firstError,
   generateKeyPair,
   importPublicKey,
   keyIdFor,
@@ -20,8 +21,8 @@ import { identityExists, peekServerId, saveIdentity, type Identity } from "../st
 import type { StatePaths } from "../state/state-dir.ts";
 import { AGENT_VERSION } from "../version.ts";
 
-const checkRequest = TypeCompiler.Compile(EnrollRequest);
-const checkResponse = TypeCompiler.Compile(EnrollResponse);
+const checkRequest = Compile(EnrollRequest);
+const checkResponse = Compile(EnrollResponse);
 const REQUEST_TIMEOUT_MS = 30_000;
 
 /** exitCode 2: refused before doing anything; 1: the enrolment itself failed. */
@@ -65,8 +66,7 @@ export async function enroll(deps: EnrollDeps): Promise<Identity> {
     host,
   };
   if (!checkRequest.Check(request)) {
-    const first = checkRequest.Errors(request).First();
-    throw new EnrollError(1, `enrolment request is invalid (${first?.path}: ${first?.message}); this is a bug in the agent`);
+    throw new EnrollError(1, `enrolment request is invalid (${firstError(checkRequest, request)}); this is a bug in the agent`);
   }
 
   const response = await post(deps, request);
@@ -100,9 +100,7 @@ async function post(deps: EnrollDeps, request: EnrollRequest): Promise<EnrollRes
   const body: unknown = await res.json().catch(() => null);
   if (!res.ok) throw new EnrollError(1, refusal(res.status, body));
   if (!checkResponse.Check(body)) {
-    const first = checkResponse.Errors(body).First();
-    const where = `${first?.path || "/"}: ${first?.message ?? "not JSON"}`;
-    throw new EnrollError(1, `the control plane's answer is not an enrolment (${where})`);
+    throw new EnrollError(1, `the control plane's answer is not an enrolment (${body === null ? "not JSON" : firstError(checkResponse, body)})`);
   }
   checkSigningKeys(body);
   if (!/^\/(?!\/)/.test(body.connect_path)) {

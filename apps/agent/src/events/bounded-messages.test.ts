@@ -2,7 +2,7 @@
 // writes can get its batch refused by the control plane.
 import { describe, expect, it } from "vitest";
 import { Event, MAX_MESSAGE_LENGTH, truncateMessage, type EventInput } from "@berth/protocol";
-import { Value } from "@sinclair/typebox/value";
+import { Value } from "typebox/value";
 import type { JournalEvent } from "../journal/journal-types.ts";
 import { withBoundedMessages } from "./bounded-messages.ts";
 import { createEventOutbox } from "./event-outbox.ts";

@@ -1,12 +1,12 @@
 // The two shapes of an event: the protocol's flat wire form ({seq, ts, kind, ...fields}) and
 // the journal's generic row ({seq, ts, kind, level, body}). The journal stays ignorant of
 // the protocol; this is the only place that maps between them.
-import { TypeCompiler } from "@sinclair/typebox/compiler";
-import { Event, type EventInput } from "@berth/protocol";
+import { Compile } from "typebox/compile";
+import { Event, firstError, type EventInput } from "@berth/protocol";
 import type { EventInput as JournalEventInput, JournalEvent } from "../journal/journal-types.ts";
 import { withBoundedMessages } from "./bounded-messages.ts";
 
-const checkEvent = TypeCompiler.Compile(Event);
+const checkEvent = Compile(Event);
 
 export function toJournalInput(event: EventInput): JournalEventInput {
   if (event.kind === "log") {
@@ -21,8 +21,7 @@ export function toJournalInput(event: EventInput): JournalEventInput {
 export function eventProblem(event: EventInput, ts = new Date().toISOString()): string | null {
   const candidate = { ...event, seq: 1, ts };
   if (checkEvent.Check(candidate)) return null;
-  const first = checkEvent.Errors(candidate).First();
-  return `${first?.path || "/"}: ${first?.message ?? "invalid"}`;
+  return firstError(checkEvent, candidate);
 }
 
 /**
@@ -37,7 +36,6 @@ export function toWireEvent(row: JournalEvent): Event {
   // Journalled before messages were bounded (by an older agent): truncated now, not replaced.
   const bounded = withBoundedMessages(wire as unknown as EventInput) as unknown as Record<string, unknown>;
   if (bounded !== wire && checkEvent.Check(bounded)) return bounded;
-  const first = checkEvent.Errors(wire).First();
   return {
     seq: row.seq,
     ts: row.ts,
@@ -46,6 +44,6 @@ export function toWireEvent(row: JournalEvent): Event {
     command_id: null,
     deployment_id: null,
     step: null,
-    message: `the agent could not send its event ${row.seq} (${row.kind}): ${first?.path || "/"} ${first?.message ?? "invalid"}`,
+    message: `the agent could not send its event ${row.seq} (${row.kind}): ${firstError(checkEvent, wire)}`,
   };
 }

@@ -1,11 +1,12 @@
 // The server's identity, written once at enrolment: who we are to the control plane
 // (server_id, our private key) and whom we trust to command us (the pinned signing keys).
 import { chmodSync, existsSync, readFileSync, statSync } from "node:fs";
-import { Type, type Static } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Type, type Static } from "typebox";
+import { Compile } from "typebox/compile";
 import {
   SigningKey,
   Timestamp,
+  firstError,
   Uuid,
   importPrivateKey,
   importPublicKey,
@@ -25,7 +26,7 @@ export const Identity = Type.Object({
 });
 export type Identity = Static<typeof Identity>;
 
-const checkIdentity = TypeCompiler.Compile(Identity);
+const checkIdentity = Compile(Identity);
 
 export class StateError extends Error {
   constructor(message: string) {
@@ -92,8 +93,7 @@ function readIdentity(path: string): Identity {
     throw new StateError(`cannot read ${path}: ${message(error)}`);
   }
   if (!checkIdentity.Check(parsed)) {
-    const first = checkIdentity.Errors(parsed).First();
-    throw new StateError(`${path} is damaged (${first?.path ?? "/"}: ${first?.message ?? "invalid"}); re-enrol with --force`);
+    throw new StateError(`${path} is damaged (${firstError(checkIdentity, parsed)}); re-enrol with --force`);
   }
   return parsed;
 }

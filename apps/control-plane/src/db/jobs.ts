@@ -4,31 +4,34 @@
 //
 // Policy of every queue:
 // - FIFO: standard policy, no priorities; workers fetch the oldest job first.
-// - Retries: a failed try is tried again after 5 s, 15 s, 45 s (base 5 s, factor 3, at most
-//   300 s); after the last failure the job goes to the queue's dead-letter queue
-//   (`<name>.dead`, kept 30 days). pg-boss's own backoff is 2^n with jitter and no cap, so
-//   the ladder is ours: each retry is a new job of the same queue with `startAfter` set to
-//   the delay and `attempt` in its data; the queue itself has retryLimit 0, so the job that
-//   fails its last try (or overruns the timeout) is failed by pg-boss and dead-lettered.
+// - Retries: pg-boss's own, set on the queue: 3 retries with exponential backoff from 5 s,
+//   at most 300 s (retryDelay 5, retryBackoff, retryDelayMax 300). pg-boss doubles the delay
+//   per retry with jitter: 5-10 s, 10-20 s, 20-40 s. After the last failure (or a try that
+//   overran the timeout) pg-boss fails the job and copies it to the queue's dead-letter queue
+//   (`<name>.dead`, kept 30 days).
 // - Job timeout 600 s (`expireInSeconds`): pg-boss stops waiting for the handler and fails
-//   the job (then dead-lettered).
+//   the try (retried like any failure, then dead-lettered).
 // - At most 10 jobs run at once system-wide, whatever the number of replicas: pg-boss limits
 //   per process only, so each job first takes one of 10 slots, a session-level advisory lock
 //   (pg_try_advisory_lock(BERTH_JOB_SLOTS, 0..9)) held on a connection of a small pool of its
 //   own (never the app's pool, so jobs cannot starve the API) for the length of the job. A
 //   job that finds no free slot waits and tries again. A replica that dies releases its
 //   slots with its connections.
+//
+// Upgrade from pg-boss 10: pg-boss 11 changed its schema without a migration from 10's
+// (schema version 24), and pg-boss 12 migrates from 11's only. On start, a `pgboss` schema
+// left by pg-boss 10 is renamed `pgboss_v10` and pg-boss creates a new one; as each queue is
+// defined again, its waiting jobs (and its dead-letter queue's) move from the old schema to
+// the new one. Cron schedules are set again by the code that owns them. The old schema is
+// left in place (with its finished jobs) for an operator to drop.
 import pg from "pg";
-import PgBoss from "pg-boss";
-
-/** Delay before retry n (0-based): 5 s × 3^n, at most 300 s. */
-export function retryDelaySeconds(retry: number, base = 5, factor = 3, max = 300): number {
-  return Math.min(max, base * factor ** retry);
-}
+import { PgBoss, type Db, type JobResult, type JobWithMetadata, type Queue } from "pg-boss";
 
 export const JOB_POLICY = {
-  /** Delays before the 2nd, 3rd and 4th try: 5 s, 15 s, 45 s. */
-  retryDelaysSeconds: [0, 1, 2].map((n) => retryDelaySeconds(n)),
+  /** Retries after the first try. */
+  retryLimit: 3,
+  /** Delay before the first retry; doubled (with jitter) for each further one. */
+  retryDelaySeconds: 5,
   maxDelaySeconds: 300,
   timeoutSeconds: 600,
   systemConcurrency: 10,
@@ -36,8 +39,14 @@ export const JOB_POLICY = {
 } as const;
 
 export interface JobsOptions {
-  /** Delays before each retry; the number of entries is the number of retries. Tests shorten them. */
-  retryDelaysSeconds?: readonly number[];
+  /** Retries after the first try (default 3). */
+  retryLimit?: number;
+  /**
+   * Delay before the first retry, in whole seconds, doubled for each further retry up to
+   * JOB_POLICY.maxDelaySeconds (default 5). 0: a failed try is tried again at once, without
+   * backoff. Tests shorten it.
+   */
+  retryDelaySeconds?: number;
   /** How often an idle worker polls for jobs (pg-boss minimum 0.5 s). */
   pollingIntervalSeconds?: number;
   /** Jobs of one queue fetched and run together by this replica. */
@@ -58,17 +67,56 @@ export interface JobContext {
 
 export type JobHandler<T> = (data: T, ctx: JobContext) => Promise<unknown>;
 
-interface Envelope<T> {
-  payload: T;
-  attempt: number;
-}
-
 /** Something that runs SQL: the app's pool, or a client inside a transaction. */
 export type SqlRunner = Pick<pg.PoolClient, "query">;
 
 const SLOT_LOCK_CLASS = 0x62657274; // "bert"
+const SCHEMA = "pgboss";
+const V10_SCHEMA = "pgboss_v10";
+/** pg-boss 11's schema version, the oldest pg-boss 12 migrates from. */
+const FIRST_V11_SCHEMA_VERSION = 25;
 
 export const deadLetterOf = (name: string) => `${name}.dead`;
+
+/**
+ * A `pgboss` schema written by pg-boss 10 (version below 11's) is renamed out of the way, once,
+ * whichever replica gets there first; pg-boss then creates its own. True when the old schema
+ * exists (renamed now or earlier) and may still hold waiting jobs.
+ */
+async function setAsidePgBoss10Schema(pool: pg.Pool): Promise<boolean> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    await client.query("select pg_advisory_xact_lock($1, -1)", [SLOT_LOCK_CLASS]);
+    const { rows } = await client.query<{ current: string | null; old: string | null }>(
+      "select to_regclass($1)::text as current, to_regclass($2)::text as old",
+      [`${SCHEMA}.version`, `${V10_SCHEMA}.job`],
+    );
+    let setAside = rows[0]?.old != null;
+    if (rows[0]?.current != null) {
+      const version = await client.query<{ version: number }>(`select version from ${SCHEMA}.version`);
+      const v = version.rows[0]?.version;
+      if (v !== undefined && v < FIRST_V11_SCHEMA_VERSION) {
+        if (setAside) throw new Error(`pg-boss 10's schema is in both ${SCHEMA} and ${V10_SCHEMA}: drop one of them`);
+        await client.query(`alter schema ${SCHEMA} rename to ${V10_SCHEMA}`);
+        setAside = true;
+      }
+    }
+    await client.query("commit");
+    return setAside;
+  } catch (err) {
+    await client.query("rollback").catch(() => {});
+    throw err;
+  } finally {
+    client.release();
+  }
+}
+
+/** A v10 job's data was { payload, attempt } (the hand-written retry ladder's envelope). */
+function payloadOfV10(data: unknown): object {
+  if (typeof data === "object" && data !== null && "payload" in data && typeof data.payload === "object" && data.payload !== null) return data.payload;
+  return (data ?? {}) as object;
+}
 
 export async function startJobs(deps: {
   pool: pg.Pool;
@@ -78,17 +126,21 @@ export async function startJobs(deps: {
   onTryFailed?: (queue: string, final: boolean) => void;
 }) {
   const opts = deps.options ?? {};
-  const delays = [...(opts.retryDelaysSeconds ?? JOB_POLICY.retryDelaysSeconds)];
+  const retryLimit = opts.retryLimit ?? JOB_POLICY.retryLimit;
+  const retryDelay = opts.retryDelaySeconds ?? JOB_POLICY.retryDelaySeconds;
+  if (!Number.isInteger(retryLimit) || retryLimit < 0) throw new Error(`jobs: retryLimit must be a whole number >= 0, not ${retryLimit}`);
+  if (!Number.isInteger(retryDelay) || retryDelay < 0) throw new Error(`jobs: retryDelaySeconds must be a whole number >= 0, not ${retryDelay}`);
   const concurrency = opts.concurrency ?? JOB_POLICY.systemConcurrency;
   const slots = opts.systemConcurrency ?? JOB_POLICY.systemConcurrency;
   const polling = opts.pollingIntervalSeconds ?? 2;
-  const asDb = (runner: SqlRunner): PgBoss.Db => ({
-    executeSql: async (text: string, values: unknown[]) => runner.query(text, values),
+  const asDb = (runner: SqlRunner): Db => ({
+    executeSql: async (text: string, values?: unknown[]) => runner.query(text, values),
   });
 
+  const v10Left = await setAsidePgBoss10Schema(deps.pool);
   const boss = new PgBoss({
     db: asDb(deps.pool),
-    schema: "pgboss",
+    schema: SCHEMA,
     ...(opts.cronMonitorIntervalSeconds ? { cronMonitorIntervalSeconds: opts.cronMonitorIntervalSeconds } : {}),
   });
   boss.on("error", (err) => deps.onError?.(err));
@@ -130,20 +182,37 @@ export async function startJobs(deps: {
     }
   }
 
-  const queueOptions = (name: string): PgBoss.Queue => ({
-    name,
-    policy: "standard",
-    retryLimit: 0,
-    expireInSeconds: JOB_POLICY.timeoutSeconds,
-    deadLetter: deadLetterOf(name),
-  });
+  // The retry policy, on the queue: every job sent to it takes these at insert time.
+  // pg-boss takes retryDelayMax only with backoff (and clears it with null).
+  const backoff = retryDelay > 0;
+  const retryPolicy = { retryLimit, retryDelay, retryBackoff: backoff, expireInSeconds: JOB_POLICY.timeoutSeconds } satisfies Omit<Queue, "name">;
   const workers: string[] = [];
   /** The queues defined on this replica and their dead-letter queues. */
   const queues: string[] = [];
 
-  async function send<T extends object>(name: string, payload: T, o: { db?: SqlRunner; startAfterSeconds?: number; attempt?: number } = {}) {
-    const envelope: Envelope<T> = { payload, attempt: o.attempt ?? 1 };
-    const id = await boss.send(name, envelope, {
+  /** Moves the waiting jobs of a queue from pg-boss 10's schema into pg-boss's queue, in one transaction. */
+  async function carryOverV10Jobs(name: string): Promise<void> {
+    const client = await deps.pool.connect();
+    try {
+      await client.query("begin");
+      const { rows } = await client.query<{ data: unknown; start_after: Date; singleton_key: string | null }>(
+        `delete from ${V10_SCHEMA}.job where name = $1 and state in ('created', 'retry') returning data, start_after, singleton_key`,
+        [name],
+      );
+      for (const row of rows) {
+        await boss.send(name, payloadOfV10(row.data), { db: asDb(client), startAfter: row.start_after, ...(row.singleton_key ? { singletonKey: row.singleton_key } : {}) });
+      }
+      await client.query("commit");
+    } catch (err) {
+      await client.query("rollback").catch(() => {});
+      throw err;
+    } finally {
+      client.release();
+    }
+  }
+
+  async function send<T extends object>(name: string, payload: T, o: { db?: SqlRunner; startAfterSeconds?: number } = {}) {
+    const id = await boss.send(name, payload, {
       ...(o.db ? { db: asDb(o.db) } : {}),
       ...(o.startAfterSeconds ? { startAfter: o.startAfterSeconds } : {}),
     });
@@ -156,39 +225,40 @@ export async function startJobs(deps: {
 
   return {
     boss,
-    retryDelaysSeconds: delays as readonly number[],
+    /** The retry policy of the queues this replica defines. */
+    retryPolicy: { retryLimit, retryDelaySeconds: retryDelay, backoff, maxDelaySeconds: JOB_POLICY.maxDelaySeconds } as const,
 
-    /** Creates the queue and its dead-letter queue (idempotent) and runs its jobs on this replica. */
+    /**
+     * Creates the queue and its dead-letter queue, or sets their policy if they exist (so a
+     * changed policy reaches queues made by an earlier release), and runs its jobs on this replica.
+     */
     async define<T extends object>(name: string, handler: JobHandler<T>): Promise<void> {
-      await boss.createQueue(deadLetterOf(name), { name: deadLetterOf(name), policy: "standard", retentionDays: JOB_POLICY.deadLetterRetentionDays });
-      await boss.createQueue(name, queueOptions(name));
-      queues.push(name, deadLetterOf(name));
-      const worker = await boss.work<Envelope<T>>(name, { batchSize: concurrency, pollingIntervalSeconds: polling }, async (jobs) => {
-        await Promise.all(
-          jobs.map(async (job) => {
-            const attempt = job.data.attempt ?? 1;
-            const lastAttempt = attempt > delays.length;
-            // Never throws: pg-boss settles a whole batch at once, and one job's failure must not fail the others.
+      const dead = deadLetterOf(name);
+      const deadPolicy = { retryLimit: 0, retentionSeconds: JOB_POLICY.deadLetterRetentionDays * 86_400 };
+      await boss.createQueue(dead, { policy: "standard", ...deadPolicy });
+      await boss.updateQueue(dead, deadPolicy);
+      await boss.createQueue(name, { policy: "standard", ...retryPolicy, ...(backoff ? { retryDelayMax: JOB_POLICY.maxDelaySeconds } : {}), deadLetter: dead });
+      await boss.updateQueue(name, { ...retryPolicy, retryDelayMax: backoff ? JOB_POLICY.maxDelaySeconds : null, deadLetter: dead });
+      if (v10Left) {
+        for (const q of [name, dead]) await carryOverV10Jobs(q).catch((err: unknown) => deps.onError?.(err));
+      }
+      queues.push(name, dead);
+      const worker = await boss.work(name, { batchSize: concurrency, pollingIntervalSeconds: polling, includeMetadata: true, perJobResults: true }, async (jobs: JobWithMetadata<T>[]) =>
+        // Each job settles on its own: one job's failure must not fail the others of the batch.
+        Promise.all(
+          jobs.map(async (job): Promise<JobResult> => {
+            const lastAttempt = job.retryCount >= job.retryLimit;
             try {
-              await withSlot(() => handler(job.data.payload, { jobId: job.id, attempt, lastAttempt }));
+              await withSlot(() => handler(job.data, { jobId: job.id, attempt: job.retryCount + 1, lastAttempt }));
+              return { id: job.id, status: "completed" };
             } catch (err) {
-              const message = err instanceof Error ? err.message : String(err);
               deps.onTryFailed?.(name, lastAttempt);
-              try {
-                if (!lastAttempt) {
-                  await send(name, job.data.payload, { attempt: attempt + 1, startAfterSeconds: delays[attempt - 1] ?? 0 });
-                  return; // this try is over; the next one is queued
-                }
-              } catch (sendErr) {
-                deps.onError?.(sendErr);
-              }
-              // The last try failed (or the retry could not be queued): fail it in pg-boss,
-              // which moves it to the dead-letter queue.
-              await boss.fail(name, job.id, { message, attempt }).catch((failErr: unknown) => deps.onError?.(failErr));
+              // Failed: pg-boss retries it after its backoff, or after the last try moves it to the dead-letter queue.
+              return { id: job.id, status: "failed", output: { message: err instanceof Error ? err.message : String(err) } };
             }
           }),
-        );
-      });
+        ),
+      );
       workers.push(worker);
     },
 
@@ -201,14 +271,14 @@ export async function startJobs(deps: {
 
     /** A cron schedule (pg-boss timekeeper; one job per due time across all replicas). */
     async schedule(name: string, cron: string, data: object = {}): Promise<void> {
-      await boss.schedule(name, cron, { payload: data, attempt: 1 });
+      await boss.schedule(name, cron, data);
     },
 
-    /** Waits until a job has finished (completed or failed); for tests and scripts. */
-    async waitFor(name: string, id: string, timeoutMs = 20_000): Promise<PgBoss.JobWithMetadata<unknown>> {
+    /** Waits until a job has finished (completed or failed for good); for tests and scripts. */
+    async waitFor(name: string, id: string, timeoutMs = 20_000): Promise<JobWithMetadata<unknown>> {
       const until = Date.now() + timeoutMs;
       for (;;) {
-        const job = await boss.getJobById(name, id, { includeArchive: true });
+        const job = await boss.getJobById<unknown>(name, id);
         if (job && (job.state === "completed" || job.state === "failed" || job.state === "cancelled")) return job;
         if (Date.now() > until) throw new Error(`job ${name}/${id} still ${job?.state ?? "missing"} after ${timeoutMs} ms`);
         await new Promise((r) => setTimeout(r, 100));
@@ -221,13 +291,19 @@ export async function startJobs(deps: {
     /** The queues this replica defined, dead-letter queues included. */
     queueNames: (): readonly string[] => queues,
 
-    /** Jobs waiting in a queue (pg-boss's queue-size query). */
-    queueSize: (name: string): Promise<number> => boss.getQueueSize(name),
+    /**
+     * Jobs waiting in a queue (created, or failed and waiting for their retry), counted now:
+     * pg-boss 12's own queue counts are a cache refreshed every minute.
+     */
+    async queueSize(name: string): Promise<number> {
+      const { rows } = await deps.pool.query<{ n: number }>(`select count(*)::int as n from ${SCHEMA}.job where name = $1 and state < 'active'`, [name]);
+      return rows[0]?.n ?? 0;
+    },
 
     async stop(): Promise<void> {
       stopping = true;
       running = false;
-      await boss.stop({ graceful: true, wait: true, timeout: 10_000, close: false });
+      await boss.stop({ graceful: true, timeout: 10_000, close: false });
       await slotPool.end();
     },
   };

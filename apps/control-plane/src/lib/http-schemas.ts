@@ -1,6 +1,8 @@
 // Schemas shared by every route: the error body, id parameters, and the pagination envelope.
-import { Type, type TSchema } from "@sinclair/typebox";
+import { Type, type TSchema } from "typebox";
 import { ERROR_STATUS } from "./error-codes.ts";
+
+export { LiteralUnion } from "@berth/protocol";
 
 export const ErrorBody = Type.Object(
   {
@@ -16,6 +18,16 @@ export const ErrorBody = Type.Object(
   },
   { $id: "Error", title: "Error" },
 );
+
+/**
+ * A `$ref` to a schema the app registered by its `$id` (app.addSchema), so OpenAPI shows it
+ * once under components; typed as the schema itself for the route's request and reply types.
+ */
+export function refTo<T extends TSchema>(schema: T): T {
+  const id = (schema as { $id?: unknown }).$id;
+  if (typeof id !== "string") throw new TypeError("refTo: the schema has no $id");
+  return Type.Ref(id) as unknown as T;
+}
 
 export const Uuid = Type.String({ format: "uuid" });
 export const Timestamp = Type.String({ format: "date-time" });
@@ -52,7 +64,7 @@ export function errors(...statuses: number[]) {
 
 /** The error body of one status as a reference (ErrorBody where no code has that status). */
 export function errorBodyRef(status: number): typeof ErrorBody {
-  return Type.Ref(ERROR_BODIES.get(status) ?? ErrorBody) as unknown as typeof ErrorBody;
+  return refTo(ERROR_BODIES.get(status) ?? ErrorBody);
 }
 
 export const IdParams = Type.Object({ id: Uuid });

@@ -5,7 +5,7 @@
 //   /organizations/{org_id}/addon-repositories and
 //   /projects/{project_id}/environments/{env_id}/addon-repositories.
 // The platform level has no API-key route: API keys belong to one organisation.
-import { Type, type TObject } from "@sinclair/typebox";
+import { Type, type TObject } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, StringEnum, Uuid } from "../../lib/http-schemas.ts";
 import { notFound } from "../../lib/errors.ts";
@@ -104,7 +104,7 @@ function addonRoutes(
   scope: (request: Req, write: boolean) => Promise<AddonScope>,
   opts: { tags: string[]; what: string; read: string; write: string; config?: Record<string, unknown> },
 ): FastifyPluginAsyncTypebox {
-  const withId = Type.Composite([params, Type.Object({ addon_id: Uuid })]);
+  const withId = Type.Object({ ...params.properties, addon_id: Uuid });
   const config = opts.config ?? {};
   return async (app) => {
     app.get(

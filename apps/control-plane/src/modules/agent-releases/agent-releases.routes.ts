@@ -4,7 +4,7 @@
 import { createReadStream } from "node:fs";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import { ErrorBody } from "../../lib/http-schemas.ts";
 import type { CommandSigner } from "../agents/signing-keys.ts";
 import { AGENT_ARCHES, AgentReleaseError, type AgentReleases } from "./agent-releases.service.ts";

@@ -3,8 +3,8 @@
 // agent.update command that tells an enrolled agent to replace itself with one of them.
 import { existsSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { Type, type Static } from "@sinclair/typebox";
-import { TypeCompiler } from "@sinclair/typebox/compiler";
+import { Type, type Static } from "typebox";
+import { Compile } from "typebox/compile";
 import type { AgentCommandRow, AgentCommands } from "../agents/agent-commands.ts";
 import type { CommandSigner } from "../agents/signing-keys.ts";
 import { installCommand, isShellSafeUrl } from "./install-origin.ts";
@@ -18,7 +18,7 @@ const Manifest = Type.Object({
   executables: Type.Object({ x64: Type.Optional(ManifestEntry), arm64: Type.Optional(ManifestEntry) }),
 });
 type Manifest = Static<typeof Manifest>;
-const checkManifest = TypeCompiler.Compile(Manifest);
+const checkManifest = Compile(Manifest);
 
 export interface AgentRelease {
   arch: AgentArch;

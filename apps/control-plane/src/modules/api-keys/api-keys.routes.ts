@@ -1,8 +1,8 @@
 // Public API routes for API keys: list, get, revoke (public spec 4.5, 5.6). Keys are
 // created in the platform; here they can only be seen (never their secret) and revoked.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { scopeOf } from "./key-principal.ts";
 import type { ApiKeysService } from "./api-keys.service.ts";
 
@@ -20,7 +20,7 @@ export const ApiKey = Type.Object(
   },
   { $id: "ApiKey", title: "ApiKey" },
 );
-const ApiKeyRef = Type.Ref(ApiKey) as unknown as typeof ApiKey;
+const ApiKeyRef = refTo(ApiKey);
 
 export function apiKeysRoutes(service: ApiKeysService): FastifyPluginAsyncTypebox {
   return async (app) => {

@@ -1,15 +1,15 @@
 // Platform API: the API keys of the public API, created here (shown once), listed and revoked.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { notFound } from "../../lib/errors.ts";
-import { errors, Nullable, Page, PageQuery, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, Page, PageQuery, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
 import { ApiKey } from "./api-keys.routes.ts";
 import { API_KEY_LIMIT, type ApiKeysService } from "./api-keys.service.ts";
 
 const OrgParams = Type.Object({ organization_id: Uuid });
-const ApiKeyRef = Type.Ref(ApiKey) as unknown as typeof ApiKey;
+const ApiKeyRef = refTo(ApiKey);
 
 export function apiKeysPlatformRoutes(deps: { apiKeys: ApiKeysService; access: Pick<Access, "requireOrg" | "roleInProject"> }): FastifyPluginAsyncTypebox {
   const { apiKeys, access } = deps;

@@ -1,7 +1,7 @@
 // Platform API: registration, sign-in and sign-out, the caller's sessions and who they are.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { RegistrationMode } from "../../config.ts";
 import { DomainError } from "../../lib/errors.ts";
 import type { Invitations } from "../invitations/invitations.service.ts";
@@ -20,7 +20,7 @@ export const User = Type.Object(
   { id: Uuid, email: Type.String(), name: Type.String(), is_portal_admin: Type.Boolean(), created_at: Timestamp },
   { $id: "User", title: "User" },
 );
-const UserRef = Type.Ref(User) as unknown as typeof User;
+const UserRef = refTo(User);
 const Session = Type.Object({
   id: Uuid,
   created_at: Timestamp,

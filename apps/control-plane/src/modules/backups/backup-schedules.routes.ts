@@ -1,8 +1,8 @@
 // Routes of an environment's backup schedule: the public API's (API keys) and the platform
 // API's (sessions, for the dashboard); the same schema and rules on both.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
@@ -37,7 +37,7 @@ export const BackupSchedule = Type.Object(
   },
   { $id: "BackupSchedule", title: "BackupSchedule" },
 );
-const BackupScheduleRef = Type.Ref(BackupSchedule) as unknown as typeof BackupSchedule;
+const BackupScheduleRef = refTo(BackupSchedule);
 
 const UpdateBackupSchedule = Type.Object(
   {

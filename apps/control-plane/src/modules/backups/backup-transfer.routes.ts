@@ -10,10 +10,10 @@
 //        Accept-Ranges, one Range (206 with Content-Range; 416 past the end)
 //
 // Expired links answer 410 download_link_expired, altered ones 403 download_link_invalid.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
-import { ErrorBody } from "../../lib/http-schemas.ts";
+import { ErrorBody, refTo } from "../../lib/http-schemas.ts";
 import { DOWNLOAD_PATH } from "./backup-links.ts";
 import { BACKUP_FILE_NAME, type BackupsService } from "./backups.service.ts";
 import { DownloadFile, originOf } from "./backups.routes.ts";
@@ -21,7 +21,7 @@ import { DownloadFile, originOf } from "./backups.routes.ts";
 const Sha256 = Type.String({ pattern: "^[0-9a-f]{64}$" });
 const FileName = Type.String({ pattern: BACKUP_FILE_NAME.source, maxLength: 64 });
 const Binary = Type.Unsafe<unknown>({ type: "string", format: "binary" });
-const err = Type.Ref(ErrorBody) as unknown as typeof ErrorBody;
+const err = refTo(ErrorBody);
 
 export function backupTransferRoutes(deps: { backups: BackupsService }): FastifyPluginAsyncTypebox {
   return async (app) => {

@@ -1,9 +1,9 @@
 // Public API routes for backups and restore (additions beyond the spec's public surface).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { publicUrl } from "../../config.ts";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { installOrigin } from "../agent-releases/install-origin.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse } from "../deployments/deployments.routes.ts";
@@ -32,7 +32,7 @@ export const Backup = Type.Object(
   },
   { $id: "Backup", title: "Backup" },
 );
-const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
+const BackupRef = refTo(Backup);
 
 export const DownloadFile = Type.Object({
   name: Type.String({ description: "db.dump (pg_dump custom format), filestore.tar.gz (the data dir), manifest.json (sizes and SHA-256 of the others)" }),
@@ -60,7 +60,7 @@ export const DownloadLink = Type.Object({
 export function originOf(request: Pick<FastifyRequest, "protocol" | "host">): string {
   return installOrigin(request, publicUrl());
 }
-const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+const ActionResponseRef = refTo(ActionResponse);
 const BackupParams = Type.Object({ id: Uuid, backup_id: Uuid });
 
 export function backupsRoutes(service: BackupsService, publicPrefix: string): FastifyPluginAsyncTypebox {

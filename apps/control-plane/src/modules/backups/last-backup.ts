@@ -1,7 +1,7 @@
 // How an environment's last backup ended, as both APIs show it on the environment: the
 // dashboard's red mark while it says failed or missed (until a later backup succeeds).
 // Written by the backups trigger (migration 0016) and the scheduler's missed slots.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import { Nullable, Timestamp } from "../../lib/http-schemas.ts";
 
 export const LastBackup = Nullable(

@@ -1,7 +1,7 @@
 // Platform API routes for an environment's backups and restore (platform spec 4.1).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, PageQuery, Page, Uuid } from "../../lib/http-schemas.ts";
+import { errors, PageQuery, Page, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
 import type { PlatformOperations } from "../deployments/platform-operations.ts";
@@ -9,7 +9,7 @@ import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink, originO
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
 
-const BackupRef = Type.Ref(Backup) as unknown as typeof Backup;
+const BackupRef = refTo(Backup);
 const EnvParams = Type.Object({ env_id: Uuid });
 const BackupParams = Type.Object({ env_id: Uuid, backup_id: Uuid });
 

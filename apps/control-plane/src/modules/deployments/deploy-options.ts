@@ -2,7 +2,7 @@
 // new database is initialised. Kept in the deployment's extra_data (`modules`, `init`), so a
 // retry repeats them, and sent in the deploy command (dispatcher.ts). The module results the
 // agent reports are the deployment's `modules` (deployments.modules_result).
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "typebox";
 import { MODULE_NAME_PATTERN } from "@berth/protocol";
 import { Nullable } from "../../lib/http-schemas.ts";
 

@@ -1,9 +1,10 @@
 // The platform API's projection of an operation row (platform spec 2.1 and 2.3): the
 // deployment record, its log entries and its step progress.
-import { stepsForKind, STEP_NAMES, type OperationKind, type StepId } from "@berth/protocol";
+import { stepsForKind, STEP_NAMES, type LogLevel, type OperationKind, type StepId } from "@berth/protocol";
 import type { DeploymentRow } from "./deployments.repo.ts";
 import { extraDataView } from "../environments/variables.ts";
 import { modulesView } from "./deploy-options.ts";
+import type { DeploymentStatus } from "./deployment-state.ts";
 
 export function deploymentRecord(d: DeploymentRow) {
   const end = d.completedAt ?? null;
@@ -14,7 +15,7 @@ export function deploymentRecord(d: DeploymentRow) {
     vm_id: d.serverId,
     kind: d.kind,
     version: d.version,
-    status: d.status,
+    status: d.status as DeploymentStatus,
     trigger: d.trigger,
     triggered_by: d.triggeredBy,
     git_branch: d.gitBranch,
@@ -47,7 +48,7 @@ export interface LogRow {
 }
 
 export function logEntry(l: LogRow) {
-  return { id: String(l.id), deployment_id: l.deployment_id, timestamp: new Date(l.ts).toISOString(), level: l.level, message: l.message, step: l.step, data: l.data ?? {} };
+  return { id: String(l.id), deployment_id: l.deployment_id, timestamp: new Date(l.ts).toISOString(), level: l.level as LogLevel, message: l.message, step: l.step, data: l.data ?? {} };
 }
 
 const FINISHED_OK = ["success", "rolled_back", "destroyed"];
@@ -69,7 +70,7 @@ export function progressView(d: DeploymentRow, logsByStep: Map<string, { message
     started_at: d.startedAt?.toISOString() ?? null,
     error_message: d.errorMessage,
     steps: steps.map((id, i) => {
-      const status = done || i < current ? "completed" : i === current ? (stopped ? "failed" : "running") : "pending";
+      const status: "completed" | "failed" | "running" | "pending" = done || i < current ? "completed" : i === current ? (stopped ? "failed" : "running") : "pending";
       const logs = logsByStep.get(id);
       return { id, name: STEP_NAMES[id], status, ...(logs && logs.length > 0 ? { logs } : {}) };
     }),

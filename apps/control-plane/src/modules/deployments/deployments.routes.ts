@@ -1,8 +1,8 @@
 // Public API routes for environment actions, deployment history and task polling
 // (public spec 4.1, 4.2, 4.4).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-state.ts";
@@ -28,7 +28,7 @@ export const Task = Type.Object(
   },
   { $id: "Task", title: "Task" },
 );
-const TaskRef = Type.Ref(Task) as unknown as typeof Task;
+const TaskRef = refTo(Task);
 
 export const ActionResponse = Type.Object(
   {
@@ -39,10 +39,10 @@ export const ActionResponse = Type.Object(
   },
   { $id: "ActionResponse", title: "ActionResponse" },
 );
-const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+const ActionResponseRef = refTo(ActionResponse);
 
 export const DeployActionResponse = Type.Object({ ...ActionResponse.properties, admin_password: AdminPasswordField, admin_login_password: AdminLoginPasswordField }, { $id: "DeployActionResponse", title: "DeployActionResponse" });
-const DeployActionResponseRef = Type.Ref(DeployActionResponse) as unknown as typeof DeployActionResponse;
+const DeployActionResponseRef = refTo(DeployActionResponse);
 const DeployBody = Type.Object(DeployOptionFields, { additionalProperties: false, description: "Optional: an absent body takes the defaults" });
 const DEPLOY_OPTIONS_TEXT =
   " Optional body: `modules` {upgrade: \"changed\" (default) | \"all\" | [module names]} and `init` {without_demo (default true), language, country} " +

@@ -1,15 +1,15 @@
 // Public API additions beyond spec 4.1 (non-breaking, spec 9): cancelling a task and
 // destroying an environment. Same services as the platform API will use.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
-import { errors, IdParams } from "../../lib/http-schemas.ts";
+import { errors, IdParams, refTo } from "../../lib/http-schemas.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
 import type { DeploymentsService } from "./deployments.service.ts";
 
-const TaskRef = Type.Ref(Task) as unknown as typeof Task;
-const ActionResponseRef = Type.Ref(ActionResponse) as unknown as typeof ActionResponse;
+const TaskRef = refTo(Task);
+const ActionResponseRef = refTo(ActionResponse);
 
 export function operationsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
   return async (app) => {

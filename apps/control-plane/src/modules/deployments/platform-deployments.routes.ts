@@ -1,8 +1,8 @@
 // Platform API routes of the deployment lifecycle (platform spec 4.1). Routes parse and
 // answer; the rules live in platform-deployments.service.ts.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, StringEnum, Timestamp, Uuid, refTo, LiteralUnion } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import { Environment, EnvironmentUpdate } from "../environments/environments.routes.ts";
 import { deploymentRecord, logEntry, progressView } from "./deployment-record.ts";
@@ -59,8 +59,8 @@ export const DeploymentRecord = Type.Object(
   },
   { $id: "DeploymentRecord", title: "DeploymentRecord" },
 );
-const Record_ = Type.Ref(DeploymentRecord) as unknown as typeof DeploymentRecord;
-const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
+const Record_ = refTo(DeploymentRecord);
+const EnvironmentRef = refTo(Environment);
 
 const LogEntry = Type.Object({
   id: Type.String(),
@@ -133,7 +133,7 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
           querystring: Type.Object(
             {
               project_id: Type.Optional(Uuid),
-              status: Type.Optional(Type.Union(DEPLOYMENT_STATUSES.map((v) => Type.Literal(v)))),
+              status: Type.Optional(LiteralUnion(DEPLOYMENT_STATUSES)),
               skip: Type.Integer({ minimum: 0, default: 0 }),
               limit: Type.Integer({ minimum: 1, maximum: 100, default: 50 }),
             },
@@ -161,7 +161,7 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
           params: DeploymentParams,
           querystring: Type.Object(
             {
-              level: Type.Optional(Type.Union(LEVELS.map((v) => Type.Literal(v)))),
+              level: Type.Optional(LiteralUnion(LEVELS)),
               skip: Type.Integer({ minimum: 0, default: 0 }),
               limit: Type.Integer({ minimum: 1, maximum: 500, default: 500 }),
             },

@@ -1,8 +1,8 @@
 // Public API routes for environments (named in public spec 4.5; shapes designed here).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { MAX_DOMAIN_ALIASES } from "@berth/protocol";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { CertificateView, DnsView } from "../routing/routing-view.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
@@ -64,7 +64,7 @@ export const Environment = Type.Object(
   },
   { $id: "Environment", title: "Environment" },
 );
-const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
+const EnvironmentRef = refTo(Environment);
 
 export const CreateEnvironment = Type.Object(
   {

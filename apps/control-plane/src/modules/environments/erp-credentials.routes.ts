@@ -2,10 +2,10 @@
 // (admin_passwd) and of the administrator's login password. A value is shown in the answer
 // that creates it (the first deploy, or a rotation) and never again; the idempotency layer
 // keeps no copy of it (shownOnce).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
-import { errors, IdParams, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { ErpCredentials } from "./erp-credentials.ts";
@@ -91,7 +91,7 @@ export function erpCredentialsRoutes(credentials: Credentials): FastifyPluginAsy
             summary: r.summary,
             description: `${r.description} Needs a full-access key. Supports Idempotency-Key and X-Idempotency-Key.`,
             params: IdParams,
-            response: { 200: Type.Ref(r.schema), ...errors(404) },
+            response: { 200: refTo(r.schema), ...errors(404) },
           },
         },
         async (request) => r.rotate(credentials, scopeOf(request), request.params.id),
@@ -118,7 +118,7 @@ export function platformErpCredentialsRoutes(deps: {
             summary: r.summary,
             description: `${r.description} Needs project.environments.update.`,
             params: Type.Object({ env_id: Uuid }),
-            response: { 200: Type.Ref(r.schema), ...errors(404) },
+            response: { 200: refTo(r.schema), ...errors(404) },
           },
         },
         async (request) => r.rotate(deps.credentials, await deps.scopeFor(request, request.params.env_id), request.params.env_id),

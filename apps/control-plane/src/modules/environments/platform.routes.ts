@@ -1,5 +1,5 @@
 // Platform API route of environment actions, for the dashboard: restart, stop or start.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { notFound } from "../../lib/errors.ts";
 import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";

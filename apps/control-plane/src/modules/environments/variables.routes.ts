@@ -1,7 +1,7 @@
 // Routes of an environment's variables: the public API's (API keys) and the platform API's
 // (sessions, for the dashboard). Values go in and never come back out: listings show names,
 // a masked value and when each was set.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
@@ -45,7 +45,7 @@ function variableRoutes(
   tags: string[],
   needs: { read: string; write: string },
 ): FastifyPluginAsyncTypebox {
-  const withName = Type.Composite([params, Type.Object({ name: NameParam })]);
+  const withName = Type.Object({ ...params.properties, name: NameParam });
   return async (app) => {
     app.get(
       `${base}/variables`,

@@ -1,7 +1,7 @@
 // GET /api/v1/events: an organisation's live events as server-sent events. Which events,
 // how ids and resuming work, and what a client is told when its resume point is too old
 // are written in the route description (and so in the OpenAPI document).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, Uuid } from "../../lib/http-schemas.ts";

@@ -9,7 +9,7 @@
 // No credential, or one that verifies with no project using the pushed repository: 401.
 // Events other than push (ping, tag pushes, branch deletions) are verified and then answered
 // 202 with `ignored` set, so a host's "test delivery" shows success without deploying.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../lib/errors.ts";

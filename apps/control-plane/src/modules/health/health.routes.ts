@@ -3,7 +3,7 @@
 // /readyz: this replica can serve: the database answers `select 1` and the job queue
 // (pg-boss) is running and answers its queue-size query, each within a short timeout;
 // else 503 naming the failing checks and why.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type pg from "pg";
 import { checkDatabase, checkJobs } from "../../db/readiness.ts";

@@ -1,12 +1,12 @@
 // Platform routes of invitations: an organisation's admins invite, list, resend and revoke;
 // the invitee looks the invitation up (before signing in) and accepts it. Registering with an
 // invitation token is POST /auth/register (auth.routes.ts).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { FastifyRequest } from "fastify";
 import { publicUrl } from "../../config.ts";
 import { DomainError } from "../../lib/errors.ts";
-import { errors, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, StringEnum, Timestamp, Uuid, refTo, LiteralUnion } from "../../lib/http-schemas.ts";
 import { installOrigin, InstallOriginError } from "../agent-releases/index.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
@@ -34,8 +34,8 @@ const Invitation = Type.Object(
   },
   { $id: "Invitation", title: "Invitation" },
 );
-const InvitationRef = Type.Ref(Invitation) as unknown as typeof Invitation;
-const RoleInput = Type.Union(ORG_ROLES.map((r) => Type.Literal(r)));
+const InvitationRef = refTo(Invitation);
+const RoleInput = LiteralUnion(ORG_ROLES);
 const OrgParams = Type.Object({ organization_id: Uuid });
 const InvitationParams = Type.Object({ organization_id: Uuid, invitation_id: Uuid });
 const Token = Type.Object({ token: Type.String({ minLength: 1, maxLength: 200, description: "The bin_… token of the invitation link" }) }, { additionalProperties: false });

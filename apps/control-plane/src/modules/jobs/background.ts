@@ -1,4 +1,4 @@
-// Starts the background work of one replica on pg-boss (see lib/jobs.ts for the policy):
+// Starts the background work of one replica on pg-boss (see db/jobs.ts for the policy):
 // the stuck-deployment sweep every 5 minutes, the backup scheduler every minute, and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
 // (repository URL credentials, webhook signing secrets) are sealed with the master key.

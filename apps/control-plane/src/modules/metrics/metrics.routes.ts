@@ -3,7 +3,7 @@
 // <token>` is a 401. Every request's duration goes into the HTTP histogram by route pattern
 // (never the raw URL, which holds ids): unmatched requests are counted as route "unmatched".
 import { timingSafeEqual, createHash } from "node:crypto";
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyInstance } from "fastify";
 import { DomainError } from "../../lib/errors.ts";
 import { errors } from "../../lib/http-schemas.ts";

@@ -3,13 +3,13 @@
 // migration-archive.ts), mounted at the root by app.ts. Content-Length, X-Checksum-Sha256,
 // Accept-Ranges and one Range (206 with Content-Range; 416 past the end), as the backup
 // downloads; 410 download_link_expired, 403 download_link_invalid.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { ErrorBody } from "../../lib/http-schemas.ts";
+import { ErrorBody, refTo } from "../../lib/http-schemas.ts";
 import { MIGRATION_DOWNLOAD_PATH, type MigrationArchives } from "./migration-archive.ts";
 
 const Binary = Type.Unsafe<unknown>({ type: "string", format: "binary" });
-const err = Type.Ref(ErrorBody) as unknown as typeof ErrorBody;
+const err = refTo(ErrorBody);
 
 export function migrationArchiveRoutes(deps: { archives: MigrationArchives }): FastifyPluginAsyncTypebox {
   return async (app) => {

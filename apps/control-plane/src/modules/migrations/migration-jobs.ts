@@ -1,4 +1,4 @@
-// The migrations' background work on pg-boss (db/jobs.ts policy: retries 5 s, 15 s, 45 s,
+// The migrations' background work on pg-boss (db/jobs.ts policy: 3 retries, backoff from 5 s,
 // 600 s timeout, 10 jobs at once system-wide): the analysis of a stored backup, the download
 // of an import URL, every 15 minutes the cleanup of cancelled and failed migrations' bytes, and
 // every minute the reconcile of running migrations whose deployment ended unseen.

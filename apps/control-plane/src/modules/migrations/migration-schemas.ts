@@ -1,6 +1,6 @@
 // Request and response schemas of the migrations API (platform spec 2.5, 4.3), with the
 // parts the spec leaves "not shown" described for the OpenAPI document.
-import { Type, type Static } from "@sinclair/typebox";
+import { Type, type Static } from "typebox";
 import { Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { MIGRATION_STATUSES, SOURCE_TYPES } from "./migration-states.ts";
 import { MIGRATION_STEPS } from "./migration-steps.ts";
@@ -31,7 +31,7 @@ export const AnalysisFields = Type.Object({
 });
 export type AnalysisFields = Static<typeof AnalysisFields>;
 
-export const Analysis = Type.Composite([Type.Object({ migration_id: Uuid }), AnalysisFields], { $id: "MigrationAnalysis", title: "MigrationAnalysis" });
+export const Analysis = Type.Object({ migration_id: Uuid, ...AnalysisFields.properties }, { $id: "MigrationAnalysis", title: "MigrationAnalysis" });
 
 export const Migration = Type.Object(
   {

@@ -1,12 +1,12 @@
 // Platform API routes of migrations (platform spec 4.3, permissions org.migrations.* of 5).
 // A migration of an organisation the caller has no role in is a 404, a role without the
 // permission a 403, as on every platform route.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import multipart from "@fastify/multipart";
 import { DomainError } from "../../lib/errors.ts";
-import { errors, StringEnum, Uuid } from "../../lib/http-schemas.ts";
+import { errors, StringEnum, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
 import { personOf } from "../auth/session-principal.ts";
@@ -19,7 +19,7 @@ import type { MigrationsRepo } from "./migrations.repo.ts";
 import { isPart, type TusUploads } from "./tus-uploads.ts";
 
 const TAG = ["Migrations"];
-const MigrationRef = Type.Ref(Migration) as unknown as typeof Migration;
+const MigrationRef = refTo(Migration);
 const Params = Type.Object({ migration_id: Uuid });
 
 const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and returns where to send the backup:
@@ -123,7 +123,7 @@ export function migrationsRoutes(deps: {
           summary: "Get the analysis of the backup",
           description: "What the analysis read from the stored backup (409 migration_not_analyzed before it finished).",
           params: Params,
-          response: { 200: Type.Ref(Analysis) as unknown as typeof Analysis, ...errors(404, 409) },
+          response: { 200: refTo(Analysis), ...errors(404, 409) },
         },
       },
       async (request) => {
@@ -365,7 +365,7 @@ export function migrationsRoutes(deps: {
           summary: "Retry a failed migration",
           description: "Only a failed migration (409 migration_not_retryable). retry_count goes up; a stored backup whose analysis failed is analysed again (status uploading, current_step analyzing); an analysed one becomes ready (start again); one whose backup never arrived goes back to pending.",
           params: Params,
-          response: { 200: Type.Composite([StatusAnswer, Type.Object({ retry_count: Type.Integer() })]), ...errors(404, 409) },
+          response: { 200: Type.Object({ ...StatusAnswer.properties, retry_count: Type.Integer() }), ...errors(404, 409) },
         },
       },
       async (request) => {

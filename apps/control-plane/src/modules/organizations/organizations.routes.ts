@@ -1,6 +1,6 @@
 // Platform API: organisations the caller belongs to, their members and project members:
 // adding, changing roles, removing, and signing a member out everywhere.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";

@@ -2,9 +2,9 @@
 // person can see, with their role and permission codes in each, and making, changing and
 // deleting projects and environments with the public API's rules (same services, same
 // validation and messages), under the platform's permission codes.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, Nullable, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, refTo, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import { permissionsOf } from "../auth/permissions.ts";
 import { personOf } from "../auth/session-principal.ts";
@@ -21,8 +21,8 @@ import type { ProjectsService } from "./projects.service.ts";
 const TAG = ["Dashboard"];
 const OrgParams = Type.Object({ organization_id: Uuid });
 const ProjectParams = Type.Object({ project_id: Uuid });
-const ProjectRef = Type.Ref(Project) as unknown as typeof Project;
-const EnvironmentRef = Type.Ref(Environment) as unknown as typeof Environment;
+const ProjectRef = refTo(Project);
+const EnvironmentRef = refTo(Environment);
 const { project_id: _projectId, ...environmentFields } = CreateEnvironment.properties;
 const CreateProjectEnvironment = Type.Object(environmentFields, { additionalProperties: false });
 const num = Type.Number();

@@ -1,7 +1,7 @@
 // Public API routes for projects (public spec 4.3).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { DomainError } from "../../lib/errors.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { ProjectsService } from "./projects.service.ts";
@@ -53,7 +53,7 @@ export const UpdateProject = Type.Object(
   { additionalProperties: false },
 );
 
-const ProjectRef = Type.Ref(Project) as unknown as typeof Project;
+const ProjectRef = refTo(Project);
 
 export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncTypebox {
   return async (app) => {

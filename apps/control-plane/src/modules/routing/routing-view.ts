@@ -2,7 +2,7 @@
 // what the agent last reported (proxy.state, stored by routing-events.ts): one certificate
 // status per environment (the worst of its names), the DNS answer of its primary name, and
 // the proxy itself. The schemas are the API's; both APIs show the same objects.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import { CERTIFICATE_STATES, DNS_STATES, type CertificateState, type RoutedDomain } from "@berth/protocol";
 import { Nullable, StringEnum, Timestamp } from "../../lib/http-schemas.ts";
 

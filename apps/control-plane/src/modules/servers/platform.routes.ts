@@ -1,6 +1,6 @@
 // Platform API routes of servers, for the dashboard: the capacity view of an organisation's
 // servers and their recent figures, and adding a server with its install command.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";

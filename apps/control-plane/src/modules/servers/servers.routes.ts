@@ -1,10 +1,10 @@
 // Public API routes for servers (public spec 4.3): the machines projects are deployed on.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import type { serverStats } from "@berth/db";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { notFound } from "../../lib/errors.ts";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { listPage } from "../../db/keyset.ts";
 import type { FastifyRequest } from "fastify";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
@@ -64,7 +64,7 @@ export const Server = Type.Object(
   },
   { $id: "Server", title: "Server" },
 );
-const ServerRef = Type.Ref(Server) as unknown as typeof Server;
+const ServerRef = refTo(Server);
 
 export function serverView(s: ServerRow) {
   return {

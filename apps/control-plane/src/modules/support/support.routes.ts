@@ -1,10 +1,10 @@
 // Platform API routes of the support console (portal admins) and of the audit log that
 // the customer's owners read. Routes parse, check permissions and answer; the rules live
 // in support.service.ts and audit-log.repo.ts.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { notFound } from "../../lib/errors.ts";
-import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { Access } from "../auth/access.ts";
 import { ServerUsage } from "../servers/servers.routes.ts";
@@ -42,7 +42,7 @@ export const AuditEntry = Type.Object(
   },
   { $id: "AuditEntry", title: "AuditEntry" },
 );
-const AuditEntryRef = Type.Ref(AuditEntry) as unknown as typeof AuditEntry;
+const AuditEntryRef = refTo(AuditEntry);
 const AuditEntryDetail = Type.Object({
   ...AuditEntry.properties,
   output: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: "What the command returned: `lines` for logs.tail, the report for diagnostics" })),

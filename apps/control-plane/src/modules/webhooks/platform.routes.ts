@@ -1,7 +1,7 @@
 // Platform API routes of webhook subscriptions, for the dashboard (organisation-wide ones).
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, Nullable, Page, PageQuery, StringEnum, Uuid } from "../../lib/http-schemas.ts";
+import { errors, Nullable, Page, PageQuery, StringEnum, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import { personOf } from "../auth/session-principal.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
@@ -10,7 +10,7 @@ import type { WebhooksService } from "./webhooks.service.ts";
 
 const TAG = ["Dashboard"];
 const OrgParams = Type.Object({ organization_id: Uuid });
-const WebhookRef = Type.Ref(Webhook) as unknown as typeof Webhook;
+const WebhookRef = refTo(Webhook);
 
 export function webhooksPlatformRoutes(deps: { webhooks: Pick<WebhooksService, "list" | "create" | "remove">; access: Pick<Access, "requireOrg"> }): FastifyPluginAsyncTypebox {
   const { webhooks, access } = deps;

@@ -1,6 +1,6 @@
 // Public API routes for the deliveries of an outgoing webhook subscription: the list (with
 // each delivery's last attempt) and redelivery.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
@@ -15,7 +15,7 @@ export const SIGNING_DESCRIPTION =
   "`Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and " +
   "`Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of \"<t>.<raw body>\" keyed with the subscription secret>`. " +
   "Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. " +
-  "Any 2xx answer is success; anything else (or no answer within 10 s) is tried again after 5 s, 15 s and 45 s, " +
+  "Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, " +
   "and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.";
 
 export const WebhookDelivery = Type.Object(

@@ -17,13 +17,14 @@ import { createFanOut, type FanOut } from "./webhook-fanout.ts";
 import { createDeliverySender, DELIVERY_QUEUE } from "./webhook-sender.ts";
 import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
 import type { WebhooksRepo } from "./webhooks.repo.ts";
+import type { WebhookEvent } from "./webhook-events.ts";
 
 export function deliveryView(d: DeliveryRow) {
   return {
     id: d.id,
     subscription_id: d.subscriptionId,
     event_id: d.eventId,
-    event_type: d.eventType,
+    event_type: d.eventType as WebhookEvent,
     payload: d.payload as Record<string, unknown>,
     status: d.status as "pending" | "succeeded" | "failed",
     attempts: d.attempts,

@@ -1,7 +1,7 @@
 // The job that sends one delivery: one POST to the subscription's URL through the outbound
 // request guard (lib/outbound: checked addresses only, no redirects), signed, with a timeout
-// and a capped answer; it throws on a non-2xx answer so that the job queue retries it (5 s,
-// 15 s, 45 s), and the last failed try marks the delivery failed. A receiver whose address
+// and a capped answer; it throws on a non-2xx answer so that the job queue retries it (3 times,
+// after 5-10 s, 10-20 s, 20-40 s), and the last failed try marks the delivery failed. A receiver whose address
 // is refused fails at once, with a generic message and nothing sent.
 import type { Clock } from "../../lib/clock.ts";
 import { open } from "../../lib/master-key.ts";

@@ -1,8 +1,8 @@
 // Public API routes for outgoing webhook subscriptions (named in public spec 4.5 and 6;
 // shapes designed here). Create, update and delete count against an extra 10/60 s limit.
-import { Type } from "@sinclair/typebox";
+import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import { WEBHOOK_EVENTS } from "./webhook-events.ts";
 import { SIGNING_DESCRIPTION } from "./webhook-deliveries.routes.ts";
@@ -20,7 +20,7 @@ const fields = {
   updated_at: Timestamp,
 };
 export const Webhook = Type.Object(fields, { $id: "Webhook", title: "Webhook" });
-const WebhookRef = Type.Ref(Webhook) as unknown as typeof Webhook;
+const WebhookRef = refTo(Webhook);
 const WebhookWithSecret = Type.Object(
   {
     ...fields,
