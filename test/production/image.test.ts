@@ -6,7 +6,7 @@
 // runs without iptables) must migrate an empty database, answer /readyz from the host, report
 // healthy, run as a user other than root, hold no build tools, and make an administrator with
 // the build's admin:create.
-import { copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -55,21 +55,35 @@ async function buildNodeImage(): Promise<void> {
   const npmVersion = (JSON.parse(readFileSync(path.join(REPO_ROOT, "package.json"), "utf8")) as { packageManager: string }).packageManager.replace(/^npm@/, "");
   const npm = await npmPackage(`npm@${npmVersion}`, `npm-${npmVersion}`);
   const node = await nodeBinary();
+  // One COPY of a tree laid out from / (and ENV before it): every step of a build is a full
+  // copy of the image under the vfs storage driver, so the fewer the better.
   const ctx = path.join(tmp, "node-image");
-  mkdirSync(ctx);
+  const root = path.join(ctx, "root/usr/local");
+  mkdirSync(path.join(root, "bin"), { recursive: true });
+  mkdirSync(path.join(root, "lib/node_modules"), { recursive: true });
   try {
-    linkSync(node, path.join(ctx, "node"));
+    linkSync(node, path.join(root, "bin/node"));
   } catch {
-    copyFileSync(node, path.join(ctx, "node"));
+    copyFileSync(node, path.join(root, "bin/node"));
   }
-  cpSync(npm, path.join(ctx, "npm"), { recursive: true });
+  cpSync(npm, path.join(root, "lib/node_modules/npm"), { recursive: true });
+  symlinkSync("../lib/node_modules/npm/bin/npm-cli.js", path.join(root, "bin/npm"));
+  symlinkSync("../lib/node_modules/npm/bin/npx-cli.js", path.join(root, "bin/npx"));
+  // The certificate authorities this machine's npm trusts (a TLS-inspecting egress proxy's
+  // among them, where there is one), so the build stage's npm reaches the registry as this
+  // machine's does; the final image starts from BASE_IMAGE and gets none of this.
+  const cafile = (await ok("npm", ["config", "get", "cafile"], { timeout: 30_000 })).trim();
+  const trust = [cafile, process.env.NODE_EXTRA_CA_CERTS].filter((f): f is string => f !== undefined && f !== "" && f !== "null" && existsSync(f));
+  if (trust.length > 0) {
+    mkdirSync(path.join(root, "share"), { recursive: true });
+    writeFileSync(path.join(root, "share/berth-test-ca.crt"), trust.map((f) => readFileSync(f, "utf8")).join("\n"));
+  }
   writeFileSync(
     path.join(ctx, "Dockerfile"),
     [
       "FROM berth-test/debian:12",
-      "COPY node /usr/local/bin/node",
-      "COPY npm /usr/local/lib/node_modules/npm",
-      "RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx && node --version && npm --version",
+      ...(trust.length > 0 ? ["ENV NODE_EXTRA_CA_CERTS=/usr/local/share/berth-test-ca.crt npm_config_cafile=/usr/local/share/berth-test-ca.crt"] : []),
+      "COPY root/ /",
       "",
     ].join("\n"),
   );
