@@ -114,7 +114,8 @@ it("serves the dashboard and its assets from the build", async () => {
   const page = await get(base, "/");
   expect(page?.status).toBe(200);
   expect(page?.headers.get("content-type")).toContain("text/html");
-  expect(await page?.text()).toContain("/assets/app.js");
+  expect(await page?.text()).toContain("/assets/boot.js");
+  expect((await get(base, "/assets/boot.js"))?.status).toBe(200);
   const script = await get(base, "/assets/app.js");
   expect(script?.status).toBe(200);
   expect(await script?.text()).toBe(readFileSync(path.join(REPO_ROOT, "apps/control-plane/src/dashboard/public/app.js"), "utf8"));
