@@ -1,7 +1,7 @@
 # shellcheck shell=bash
 # Sourced by .ci/run, or by a developer (`source .ci/node.sh`): puts Node $BERTH_NODE_VERSION
 # first on PATH and points node-gyp at its headers, so `npm ci` builds native modules
-# (better-sqlite3) for that Node without reaching nodejs.org.
+# (ssh2's optional cpu-features) for that Node without reaching nodejs.org.
 #
 # Node comes from the npm registry's node-linux-<arch> package (the official build: bin/node,
 # include/node), fetched once with `npm pack` by whatever npm is on PATH (Node 20's works) into
