@@ -19,7 +19,8 @@ readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # (gcc also compiles the agent executable's page-out addon). debootstrap: the Debian machine
 # the installer tests run install.sh in; shellcheck: those tests lint the installers; g++,
 # make, python3: node-gyp compiling native modules under Node 24 (ssh2's cpu-features);
-# g++-aarch64-linux-gnu (with its gcc), qemu-user-static: the arm64 executable cross-built here and run under qemu in its test; chromium: the dashboard's browser tests
+# g++-aarch64-linux-gnu (with its gcc), qemu-user-static: the arm64 executable cross-built
+# here and run under qemu in its test; chromium: the dashboard's browser tests
 # drive it with playwright-core (fonts-dejavu-core so its screenshots have readable text);
 # caddy: the reverse proxy's test image is built from Debian's binary; pebble (with
 # pebble-challtestsrv) and openssl: the ACME server, DNS and certificates of the proxy tests;
