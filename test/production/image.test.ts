@@ -147,7 +147,8 @@ it("starts against an empty database, migrates it and answers /readyz from the h
   expect(await ready?.json()).toEqual({ status: "ok", checks: { database: "ok", jobs: "ok" } });
   const page = await get(base, "/");
   expect(page?.status).toBe(200);
-  expect(await page?.text()).toContain("/assets/app.js");
+  expect(await page?.text()).toContain("/assets/boot.js");
+  expect((await get(base, "/assets/app.js"))?.status).toBe(200);
 });
 
 it("runs as the unprivileged user berth, not root", async () => {
