@@ -1,6 +1,6 @@
 // `npm run bench:agent`: what the agent costs a customer's server while idle: RSS and CPU of
-// the real agent, bundled as it ships (one esbuild CommonJS file run by this Node, better-sqlite3
-// beside it), linked to a real control plane, with its stats sampler seeing 10 running
+// the real agent, bundled as it ships (one esbuild CommonJS file run by this Node; its journal
+// on node:sqlite), linked to a real control plane, with its stats sampler seeing 10 running
 // containers on the real Docker engine. Goals: at most 60 MB RSS and 0.5 % of one core.
 //
 // Steps: database (test/bench/database.ts) -> control plane (buildApp, 127.0.0.1, heartbeat

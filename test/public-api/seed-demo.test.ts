@@ -34,7 +34,7 @@ interface SeedOutput {
 async function seed(): Promise<SeedOutput> {
   const { stdout } = await run("npm", ["run", "-s", "seed:demo", "--", "--json"], {
     cwd: path.resolve(import.meta.dirname, "../.."),
-    env: { ...process.env, DATABASE_URL: cp.url, BERTH_DATA_DIR: dataDir, BERTH_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), PORT: "3999" },
+    env: { ...process.env, DATABASE_URL: cp.url, BERTH_DATA_DIR: dataDir, BERTH_MASTER_KEY: Buffer.alloc(32, 7).toString("base64"), BERTH_PORT: "3999" },
     timeout: 60_000,
   });
   const lines = stdout.trim().split("\n");

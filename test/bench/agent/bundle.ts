@@ -1,8 +1,7 @@
 // The agent as it would ship: apps/agent/src/cli.ts and everything it imports bundled by
-// esbuild into one CommonJS file for Node 22+, with better-sqlite3 (a native addon) beside it
-// in node_modules, so what is measured is `node agent.cjs run`, not tsx.
-import { mkdir, readFile, stat, symlink } from "node:fs/promises";
-import { createRequire } from "node:module";
+// esbuild into one CommonJS file for Node 22+ (its journal on node:sqlite, nothing native
+// beside it), so what is measured is `node agent.cjs run`, not tsx.
+import { readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import { bundleAgentSource, packageOf } from "../../../installers/build/bundle.ts";
 
@@ -19,11 +18,11 @@ export interface AgentBundle {
 }
 
 /**
- * External, never bundled: better-sqlite3 (native, installed beside the bundle), and the
- * optional native helpers of ssh2 when ssh2 itself is not stubbed (it requires them in a
- * try/catch and falls back to JavaScript when they are missing, as they are beside this bundle).
+ * External, never bundled: the optional native helpers of ssh2 when ssh2 itself is not stubbed
+ * (it requires them in a try/catch and falls back to JavaScript when they are missing, as they
+ * are beside this bundle).
  */
-const EXTERNAL = ["better-sqlite3", "cpu-features", "*.node"];
+const EXTERNAL = ["cpu-features", "*.node"];
 
 // The stubs and the bundling are the packaging's own (installers/build/bundle.ts).
 export { packageOf };
@@ -46,13 +45,6 @@ export async function bundleAgent(sourceRoot: string, outDir: string, options: B
     target: "node22",
     minify: options.minify === true,
   });
-  // better-sqlite3 as an installer would put it: <dir>/node_modules/better-sqlite3 (its own
-  // dependency, `bindings`, resolves from the real path behind the link).
-  const agentRequire = createRequire(path.join(sourceRoot, "apps/agent/package.json"));
-  const sqliteDir = path.dirname(agentRequire.resolve("better-sqlite3/package.json"));
-  await mkdir(path.join(outDir, "node_modules"), { recursive: true });
-  await symlink(sqliteDir, path.join(outDir, "node_modules/better-sqlite3"), "dir");
-
   // esbuild starts each module's code with a "// <path>" comment line when not minifying.
   const starts: { line: number; module: string }[] = [];
   const lines = (await readFile(file, "utf8")).split("\n");
