@@ -15,28 +15,18 @@ import os from "node:os";
 import path from "node:path";
 import type { CDPSession, Page } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { fixedAnalysis } from "../support/fixed-analysis.ts";
+import { ACME_ANALYSIS, fixedAnalysis } from "../support/fixed-analysis.ts";
 import { waitUntil } from "../support/wait.ts";
 import { screenshot } from "./browser.ts";
 import { dashboardSuite } from "./dashboard-suite.ts";
 
 const MB = 1024 * 1024;
+// Sizes and costs the report shows in binary units and with cents.
 const ANALYSIS = {
-  erp_version: "17.0",
-  postgres_version: "16.4",
-  database_name: "acme",
+  ...ACME_ANALYSIS,
   database_size_bytes: 123_456_789,
   filestore_size_bytes: 5 * 1024 ** 3,
   total_size_bytes: 123_456_789 + 5 * 1024 ** 3,
-  total_modules: 3,
-  standard_modules: ["base", "sale"],
-  custom_modules: ["acme_custom"],
-  partner_count: 42,
-  user_count: 5,
-  recommended_cpu: 1,
-  recommended_ram_mb: 2048,
-  recommended_disk_gb: 20,
-  estimated_monthly_cost: 20,
   vendor_equivalent_cost: 90.5,
   monthly_savings: 70.5,
 };

@@ -13,30 +13,11 @@ import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, createObjectStore, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { ACME_ANALYSIS } from "../support/fixed-analysis.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { waitUntil } from "../support/wait.ts";
 
 const waitFor = (check: () => Promise<boolean>, what: string, timeoutMs: number) => waitUntil(what, check, { timeoutMs, intervalMs: 100 });
-
-const FIXED_ANALYSIS = {
-  erp_version: "17.0",
-  postgres_version: "16.4",
-  database_name: "acme",
-  database_size_bytes: 123_456,
-  filestore_size_bytes: 7_890,
-  total_size_bytes: 131_346,
-  total_modules: 3,
-  standard_modules: ["base", "sale"],
-  custom_modules: ["acme_custom"],
-  partner_count: 42,
-  user_count: 5,
-  recommended_cpu: 1,
-  recommended_ram_mb: 2048,
-  recommended_disk_gb: 20,
-  estimated_monthly_cost: 20,
-  vendor_equivalent_cost: 90,
-  monthly_savings: 70,
-};
 
 let cp: TestControlPlane;
 let base: string;
@@ -56,7 +37,7 @@ beforeAll(async () => {
       const head = await source.open({ start: 0, end: Math.min(15, source.size - 1) });
       for await (const _ of head) void _;
       analysed.push(source.size);
-      return FIXED_ANALYSIS;
+      return ACME_ANALYSIS;
     },
   });
   const addr = cp.app.server.address() as { port: number };
@@ -159,7 +140,7 @@ describe("upload tiers", () => {
     await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
     const got = (await owner.api.get(`/migrations/${m.id}`)).body;
     expect(got).toMatchObject({ erp_version_detected: "17.0", recommended_cpu: 1, recommended_ram_mb: 2048, sha256: sha(data), file_name: "acme.zip", upload_tier: "tier_1", monthly_savings: 70 });
-    expect((await member.api.get(`/migrations/${m.id}/analysis`)).body).toEqual({ migration_id: m.id, ...FIXED_ANALYSIS });
+    expect((await member.api.get(`/migrations/${m.id}/analysis`)).body).toEqual({ migration_id: m.id, ...ACME_ANALYSIS });
     const { rows } = await cp.database.pool.query<{ data: { status: string; current_step: string | null } }>("select data from org_events where type = 'migration_progress' and data->>'migration_id' = $1 order by id", [m.id]);
     const seen = rows.map((r) => `${r.data.status}/${r.data.current_step}`);
     expect(seen).toEqual(expect.arrayContaining(["pending/null", "uploading/uploading", "uploading/verifying", "uploading/analyzing", "analyzed/null"]));

@@ -25,3 +25,28 @@ export function fixedAnalysis(overrides: Partial<AnalysisFields> = {}): () => Pr
   };
   return async () => analysis;
 }
+
+/**
+ * A realistic small company's analysis (ERP 17.0 on PostgreSQL 16, base and sale plus one
+ * custom module), which tests that show or compare an analysis start from, changing only the
+ * figures they look at.
+ */
+export const ACME_ANALYSIS: AnalysisFields = {
+  erp_version: "17.0",
+  postgres_version: "16.4",
+  database_name: "acme",
+  database_size_bytes: 123_456,
+  filestore_size_bytes: 7_890,
+  total_size_bytes: 131_346,
+  total_modules: 3,
+  standard_modules: ["base", "sale"],
+  custom_modules: ["acme_custom"],
+  partner_count: 42,
+  user_count: 5,
+  recommended_cpu: 1,
+  recommended_ram_mb: 2048,
+  recommended_disk_gb: 20,
+  estimated_monthly_cost: 20,
+  vendor_equivalent_cost: 90,
+  monthly_savings: 70,
+};
