@@ -89,15 +89,23 @@ export function table(caption, headers, rows) {
  * while `work` runs, and a failure shown through `showError`.
  */
 export function onSubmit(submit, showError, work) {
+  const run = onAction(submit, showError, work);
   return async (ev) => {
     ev.preventDefault();
-    submit.disabled = true;
+    await run();
+  };
+}
+
+/** A button's click handler: the button disabled while `work` runs, a failure shown through `showError`. */
+export function onAction(button, showError, work) {
+  return async () => {
+    button.disabled = true;
     try {
       await work();
     } catch (err) {
       showError(err);
     } finally {
-      submit.disabled = false;
+      button.disabled = false;
     }
   };
 }

@@ -3,7 +3,7 @@
 // environment with its branch, domain and size, and deleting or destroying them. The API
 // checks every value (the forms do not: `novalidate`), so the page shows its messages.
 import { api, get, post } from "./api.js";
-import { field, h, onSubmit } from "./dom.js";
+import { field, h, onAction, onSubmit } from "./dom.js";
 
 /** ERP versions offered as suggestions; the API says which it accepts. */
 const ERP_VERSIONS = ["18.0", "17.0", "16.0", "19.0"];
@@ -63,19 +63,15 @@ export function projectSettingsForm(ctx, project, done) {
   const repo = text("git_repo_url", { type: "url", value: project.git_repo_url ?? "", placeholder: "none" });
   const save = h("button", { type: "submit" }, "Save project");
   const remove = h("button", { type: "button", class: "secondary danger" }, "Delete project");
-  remove.addEventListener("click", async () => {
-    if (!confirm(`Delete the project ${project.name}? Its environments must be stopped or destroyed first.`)) return;
-    remove.disabled = true;
-    try {
+  remove.addEventListener(
+    "click",
+    onAction(remove, ctx.showError, async () => {
+      if (!confirm(`Delete the project ${project.name}? Its environments must be stopped or destroyed first.`)) return;
       await api("DELETE", `/projects/${project.id}`);
       ctx.announce(`Project ${project.name} deleted.`);
       await done();
-    } catch (err) {
-      ctx.showError(err);
-    } finally {
-      remove.disabled = false;
-    }
-  });
+    }),
+  );
   const form = h(
     "form",
     {
@@ -138,18 +134,14 @@ export function newEnvironmentForm(ctx, project, done) {
 /** Destroys an environment after a confirmation: containers, database and configuration go. */
 export function destroyButton(ctx, project, env, done) {
   const b = h("button", { type: "button", class: "secondary danger" }, "Destroy", h("span", { class: "visually-hidden" }, ` ${project.name} ${env.name}`));
-  b.addEventListener("click", async () => {
-    if (!confirm(`Destroy ${project.name}/${env.name}? Its containers and database are removed; this cannot be undone.`)) return;
-    b.disabled = true;
-    try {
+  b.addEventListener(
+    "click",
+    onAction(b, ctx.showError, async () => {
+      if (!confirm(`Destroy ${project.name}/${env.name}? Its containers and database are removed; this cannot be undone.`)) return;
       await api("DELETE", `/deployments/environment/${env.id}/destroy`);
       ctx.announce(`Destroying ${env.name}.`);
       await done();
-    } catch (err) {
-      ctx.showError(err);
-    } finally {
-      b.disabled = false;
-    }
-  });
+    }),
+  );
   return b;
 }

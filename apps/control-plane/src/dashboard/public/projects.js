@@ -1,7 +1,7 @@
 // Projects → environments → deployments: status, the actions the caller's role allows,
 // a deployment's live step progress and logs, and the history with retry and rollback.
 import { api, get, post } from "./api.js";
-import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
+import { badge, clear, field, fmt, h, onAction, onSubmit, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
 import { backupScheduleSection, lastBackupMark, lastBackupText } from "./backup-schedule.js";
 import { secretBox } from "./settings.js";
@@ -15,20 +15,6 @@ async function loadProjects(ctx) {
   return (await get(`/organizations/${ctx.org.id}/projects`)).data;
 }
 
-/** Runs an action button: disabled while it runs, the API's message on failure. */
-function act(ctx, button, fn) {
-  return async () => {
-    button.disabled = true;
-    try {
-      await fn();
-    } catch (err) {
-      ctx.showError(err);
-    } finally {
-      button.disabled = false;
-    }
-  };
-}
-
 function envActions(ctx, project, env, after) {
   const can = (code) => project.permissions.includes(code);
   const buttons = [];
@@ -37,7 +23,7 @@ function envActions(ctx, project, env, after) {
     const b = h("button", { type: "button", class: "deploy" }, label("Deploy"));
     b.addEventListener(
       "click",
-      act(ctx, b, async () => {
+      onAction(b, ctx.showError, async () => {
         const d = await post("/deployments", { project_id: project.id, environment_id: env.id, git_branch: env.git_branch });
         ctx.navigate(`#/deployments/${d.id}`);
       }),
@@ -50,7 +36,7 @@ function envActions(ctx, project, env, after) {
       const b = h("button", { type: "button", class: "secondary" }, label(op[0].toUpperCase() + op.slice(1)));
       b.addEventListener(
         "click",
-        act(ctx, b, async () => {
+        onAction(b, ctx.showError, async () => {
           const d = await post(`/environments/${env.id}/actions/${op}`);
           ctx.announce(`${op} of ${env.name} queued.`);
           after?.(d);
@@ -329,12 +315,12 @@ export async function environmentPage(main, ctx, envId) {
           const actions = [];
           if (canDeploy && d.status === "failed") {
             const b = h("button", { type: "button", class: "secondary" }, "Retry", h("span", { class: "visually-hidden" }, ` version ${d.version}`));
-            b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/retry`)).id}`)));
+            b.addEventListener("click", onAction(b, ctx.showError, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/retry`)).id}`)));
             actions.push(b);
           }
           if (canDeploy && d.status === "success" && ["deploy", "redeploy", "rollback"].includes(d.kind)) {
             const b = h("button", { type: "button", class: "secondary" }, "Roll back to this", h("span", { class: "visually-hidden" }, ` (version ${d.version})`));
-            b.addEventListener("click", act(ctx, b, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/rollback`)).id}`)));
+            b.addEventListener("click", onAction(b, ctx.showError, async () => ctx.navigate(`#/deployments/${(await post(`/deployments/${d.id}/rollback`)).id}`)));
             actions.push(b);
           }
           return h(
@@ -384,7 +370,7 @@ export async function deploymentPage(main, ctx, deploymentId) {
   const cancel = h("button", { type: "button", class: "secondary", hidden: true }, "Cancel deployment");
   cancel.addEventListener(
     "click",
-    act(ctx, cancel, async () => {
+    onAction(cancel, ctx.showError, async () => {
       await post(`/deployments/${deploymentId}/cancel`);
       ctx.announce("Deployment cancelled.");
     }),
