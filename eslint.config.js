@@ -3,7 +3,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/**", "**/dist/**", "**/.data/**", "packages/db/migrations/**", "test/lint/fixtures/**"] },
+  { ignores: ["**/node_modules/**", "**/dist/**", "**/.data/**", "packages/db/migrations/**", "test/lint/fixtures/**", "packages/protocol/src/api-client/generated/**"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

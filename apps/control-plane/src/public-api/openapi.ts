@@ -54,6 +54,17 @@ function withMediaTypeError(schema: FastifySchema, methods: string[]): FastifySc
   return { ...schema, response };
 }
 
+/**
+ * A query parameter with a default is not required of the client (the server fills it in):
+ * the route's schema lists it as required for its handler's sake, the document must not.
+ */
+function withOptionalDefaults(schema: FastifySchema): FastifySchema {
+  const q = schema.querystring as { properties?: Record<string, { default?: unknown }>; required?: string[] } | undefined;
+  if (!q?.required || !q.properties) return schema;
+  const required = q.required.filter((name) => q.properties![name]?.default === undefined);
+  return required.length === q.required.length ? schema : { ...schema, querystring: { ...q, required } };
+}
+
 /** Which API a route belongs to and its "METHOD /path" as that API's document shows it. */
 function operationKey(method: string, url: string): { api: "public" | "platform"; key: string } | null {
   const api = url.startsWith(`${PUBLIC_PREFIX}/`) ? "public" : url.startsWith(`${PLATFORM_PREFIX}/`) ? "platform" : null;
@@ -72,7 +83,7 @@ function documented({ schema, url, route }: { schema: FastifySchema; url: string
   const op = methods.length === 1 ? operationKey(methods[0]!, url) : null;
   const operationId = op ? (OPERATION_IDS[op.api] as Record<string, string>)[op.key] : undefined;
   const example = op ? (REQUEST_EXAMPLES[op.api] as Record<string, unknown>)[op.key] : undefined;
-  const out: FastifySchema & { operationId?: string } = withMediaTypeError(schema, methods);
+  const out: FastifySchema & { operationId?: string } = withOptionalDefaults(withMediaTypeError(schema, methods));
   return {
     schema: {
       ...out,
