@@ -35,6 +35,14 @@ module.exports = {
       to: { path: "(^|/)apps/", pathNot: "(^|/)apps/$2/" },
     },
     {
+      name: "cli-stands-alone",
+      severity: "error",
+      comment:
+        "The berth CLI (apps/control-plane/src/cli) talks to the control plane over HTTP only, through @berth/protocol/api-client: it imports nothing else of the control plane, and no database.",
+      from: { path: "(^|/)apps/control-plane/src/cli/" },
+      to: { path: "(^|/)apps/control-plane/src/|(^|/)packages/db/", pathNot: "(^|/)apps/control-plane/src/cli/" },
+    },
+    {
       name: "production-not-to-tests",
       severity: "error",
       comment: "Shipped code imports a test file or test helper.",

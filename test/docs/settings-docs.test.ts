@@ -31,8 +31,9 @@ describe("the settings docs", () => {
 
   it("declares every BERTH_* variable the shipped code names", () => {
     const declared = new Set([...Object.values(CONTROL_PLANE_SETTINGS), ...Object.values(AGENT_SETTINGS)].flatMap((s) => [s.name, ...(s.oldNames ?? [])]));
-    // Names that are not settings: a warning code, a lock id, a placeholder, prefixes in prose.
-    const notSettings = new Set(["BERTH_SETTING_RENAMED", "BERTH_JOB_SLOTS", "BERTH_CONTROL_PLANE_URL", "BERTH_PROXY_", "BERTH_BACKUP_S3_"]);
+    // Names that are not settings: a warning code, a lock id, a placeholder, prefixes in prose,
+    // and the CLI's environment (documented by `berth --help` and the README's CLI section).
+    const notSettings = new Set(["BERTH_SETTING_RENAMED", "BERTH_JOB_SLOTS", "BERTH_CONTROL_PLANE_URL", "BERTH_PROXY_", "BERTH_BACKUP_S3_", "BERTH_URL", "BERTH_API_KEY", "BERTH_TOKEN"]);
     const undeclared = new Set<string>();
     for (const file of sources([path.join(ROOT, "apps"), path.join(ROOT, "packages")])) {
       for (const [name] of readFileSync(file, "utf8").matchAll(/\bBERTH_[A-Z0-9_]+/g)) {

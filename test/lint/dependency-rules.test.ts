@@ -28,6 +28,7 @@ describe("import rules", () => {
     const found = (await cruise("bad")).map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort();
     expect(found).toEqual(
       [
+        "cli-stands-alone: apps/control-plane/src/cli/shop-command.ts -> apps/control-plane/src/modules/shop/shop.routes.ts",
         "apps-not-to-each-other: apps/agent/src/agent.ts -> apps/control-plane/src/modules/shop/shop.routes.ts",
         "modules-not-to-api-surfaces: apps/control-plane/src/modules/shop/shop.routes.ts -> apps/control-plane/src/public-api/guards.ts",
         "no-circular: apps/control-plane/src/modules/shop/a.ts -> apps/control-plane/src/modules/shop/b.ts",

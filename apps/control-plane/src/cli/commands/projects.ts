@@ -1,0 +1,5 @@
+// Placeholder: filled in by the command's owner.
+import type { Command } from "commander";
+import type { Context } from "../context.ts";
+
+export function registerProjects(_program: Command, _context: () => Context): void {}
