@@ -9,7 +9,8 @@
 // HTTP test with real backups is test/platform-api/migration-analysis.test.ts).
 import { createHash, randomBytes } from "node:crypto";
 import http from "node:http";
-import { readdir } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, createObjectStore, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
@@ -287,6 +288,63 @@ describe("upload tiers", () => {
     // Cancel discards the half-upload at once.
     expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body).toMatchObject({ status: "cancelled" });
     expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+  }, 30_000);
+
+  it("once cancelled, an upload answers 409 upload_not_initialized to HEAD and PATCH: a chunk on its way when the cancel came, and requests after its files were removed", async () => {
+    const auth = { authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" };
+    const size = 4 * 1024 * 1024;
+    /** A migration with a created tus upload of `size` bytes (given a resumable tier to keep the test small, as above). */
+    async function tusUpload() {
+      const m = await createMigration();
+      await owner.api.post(`/migrations/${m.id}/upload/init?file_name=b.zip&file_size=${size}&sha256=${"a".repeat(64)}`);
+      await cp.app.services.migrationsRepo.update(m.id, { uploadTier: "tier_2" });
+      const created = await raw("POST", `${base}/migrations/${m.id}/upload/tus`, { ...auth, "upload-length": size });
+      if (created === "cut") throw new Error("cut");
+      expect(created.status).toBe(201);
+      return { id: m.id, url: String(created.headers.location) };
+    }
+    const filesOf = async (id: string) => (await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(id));
+    const patch = (url: string, offset: number, bytes = randomBytes(1024)) => raw("PATCH", url, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": offset }, bytes);
+    const refusal = (id: string) => ({ error: "upload_not_initialized", message: `Migration ${id} is cancelled: call upload/init first` });
+    /** HEAD (no body in HTTP: its status), then a PATCH (its body): both the API's refusal of a cancelled migration. */
+    async function refusedAfterCancel(id: string, url: string, offset: number) {
+      const head = await raw("HEAD", url, auth);
+      expect(head !== "cut" && head.status).toBe(409);
+      const res = await patch(url, offset);
+      if (res === "cut") throw new Error("cut");
+      expect(res.status).toBe(409);
+      expect(JSON.parse(res.body)).toMatchObject(refusal(id));
+    }
+
+    // A chunk on its way: half of it on the server when the migration is cancelled, then the rest.
+    const sending = await tusUpload();
+    const half = 1024 * 1024;
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = http.request(sending.url, { method: "PATCH", headers: { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": 0, "content-length": 2 * half } }, (res) => {
+        const parts: Buffer[] = [];
+        res.on("data", (c: Buffer) => parts.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }));
+      });
+      req.on("error", reject);
+      req.write(randomBytes(half));
+      void waitFor(async () => (await stat(path.join(cp.app.services.tusUploads.dir, sending.url.split("/").at(-1)!)).catch(() => null))?.size === half, "the first half on the server", 10_000)
+        .then(async () => expect((await owner.api.post(`/migrations/${sending.id}/cancel`)).status).toBe(200))
+        .then(() => req.end(randomBytes(half)), reject);
+    });
+    const last = await answer;
+    expect(last.status).toBe(409);
+    expect(JSON.parse(last.body)).toMatchObject({ ...refusal(sending.id), request_id: expect.any(String) });
+    await refusedAfterCancel(sending.id, sending.url, 2 * half);
+    // Its files go once the chunk's request is over.
+    await waitFor(async () => (await filesOf(sending.id)).length === 0, "the cancelled upload's files to be removed", 5_000);
+
+    // Cancelled between chunks: its files are gone at once; HEAD and PATCH are refused all the same.
+    const between = await tusUpload();
+    const first = await patch(between.url, 0, randomBytes(half));
+    expect(first !== "cut" && first.status).toBe(204);
+    expect((await owner.api.post(`/migrations/${between.id}/cancel`)).status).toBe(200);
+    expect(await filesOf(between.id)).toEqual([]);
+    await refusedAfterCancel(between.id, between.url, half);
   }, 30_000);
 });
 

@@ -16,7 +16,7 @@ import { CHUNK_BYTES, MAX_UPLOAD_BYTES, MIGRATION_STATUSES, TIER_LIMITS } from "
 import type { MigrationsService } from "./migrations.service.ts";
 import type { MigrationExecution } from "./migration-execution.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
-import { isPart, type TusUploads } from "./tus-uploads.ts";
+import { notThisUpload, type TusUploads } from "./tus-uploads.ts";
 
 const TAG = ["Migrations"];
 const MigrationRef = refTo(Migration);
@@ -199,14 +199,17 @@ export function migrationsRoutes(deps: {
     );
 
     // tus (tiers 2 to 4): authorised here, then handed to the tus server as raw Node request/response.
+    // The migration's state is read inside serve(): a cancel meanwhile leaves the files to this request until it is answered.
     const tusRoute = async (request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
       const org = await orgOf(request, request.params.migration_id, "org.migrations.update");
+      return deps.tus.serve(request.params.migration_id, () => tusRequest(org, request, reply));
+    };
+    const tusRequest = async (org: string, request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
       const m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
       const id = request.params.upload_id;
       // The current upload, or one of its parts (a new upload/init removes every earlier file of the migration).
-      if (id !== undefined && id !== m.uploadId && !(isPart(id) && deps.tus.migrationOf(id) === m.id)) {
-        throw new DomainError("not_found", "Upload not found: it was replaced by a newer upload/init, or finished");
-      }
+      const other = id === undefined ? null : notThisUpload(m, id);
+      if (other) throw other;
       const concat = String(request.headers["upload-concat"] ?? "").trim();
       if (request.method === "POST" && concat.startsWith("final;")) {
         const metaSha = /(?:^|,)\s*sha256 ([A-Za-z0-9+/=]+)/.exec(String(request.headers["upload-metadata"] ?? ""))?.[1];

@@ -110,6 +110,16 @@ export interface MigrationQueue {
   importUrl(migrationId: string): Promise<void>;
 }
 
+/**
+ * Why a migration takes no bytes of an upload now (null: it takes them): not uploading any
+ * more (cancelled, failed, …) or never initialised. The upload routes ask it before a chunk,
+ * and the tus uploads again once a chunk has arrived (a cancel may come while it is sent).
+ */
+export function notUploading(m: MigrationRow): DomainError | null {
+  if (m.status === "uploading" && m.uploadTier !== null && m.declaredSizeBytes !== null) return null;
+  return new DomainError("upload_not_initialized", `Migration ${m.id} is ${m.status}: call upload/init first`);
+}
+
 export function createMigrationsService(deps: {
   repo: MigrationsRepo;
   servers: Pick<ServersRepo, "exists" | "withFigures" | "placedEnvironments">;
@@ -299,9 +309,8 @@ export function createMigrationsService(deps: {
     /** The migration a chunk or file of an upload belongs to, checked for the tier it was given. */
     async uploading(organizationId: string, id: string, tiers: readonly UploadTier[]): Promise<MigrationRow> {
       const m = await get(organizationId, id);
-      if (m.status !== "uploading" || m.uploadTier === null || m.declaredSizeBytes === null) {
-        throw new DomainError("upload_not_initialized", `Migration ${id} is ${m.status}: call upload/init first`);
-      }
+      const refused = notUploading(m);
+      if (refused) throw refused;
       if (!tiers.includes(m.uploadTier as UploadTier)) {
         throw new DomainError("wrong_upload_tier", `Migration ${id} was given ${m.uploadTier} for ${m.declaredSizeBytes} bytes; this endpoint takes ${tiers.join(" or ")}`);
       }

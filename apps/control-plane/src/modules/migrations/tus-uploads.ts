@@ -18,6 +18,13 @@
 // "<migration id>.<32 hex>" (parts: ".p<32 hex>"). The lock between concurrent PATCHes of one
 // upload is in memory: one replica serves an upload (uploads are sticky to the replica
 // holding the file).
+//
+// A cancel (or a new upload/init) may come while a chunk is on its way. The route checks the
+// migration before handing a request to tus, and a chunk that has arrived is checked again:
+// either way the answer is the route's refusal (409 upload_not_initialized for a cancelled
+// migration), never tus's 404 or 500 about a file removed under the request. For that, the
+// files of a migration whose requests are being served are removed once the last of them is
+// over, not while tus looks them up or writes into them.
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
@@ -26,7 +33,9 @@ import path from "node:path";
 import { Server, EVENTS } from "@tus/server";
 import { FileStore } from "@tus/file-store";
 import { DomainError } from "../../lib/errors.ts";
-import type { MigrationsService } from "./migrations.service.ts";
+import { httpStatusOf } from "../../lib/error-codes.ts";
+import { REQUEST_ID_HEADER } from "../../lib/request-id.ts";
+import { notUploading, type MigrationsService } from "./migrations.service.ts";
 
 // Types of the raw request and response tus handles (node:http is imported for its types only: requests go out through the request guard).
 type IncomingMessage = import("node:http").IncomingMessage;
@@ -37,7 +46,40 @@ export const UPLOAD_ID = /^[0-9a-f-]{36}\.p?[0-9a-f]{32}$/;
 const PART_MARK = "x-berth-upload-part";
 export const isPart = (uploadId: string) => uploadId.charAt(37) === "p";
 
-export function createTusUploads(deps: { dir: string; prefix: string; migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive">; byId: (id: string) => Promise<Parameters<MigrationsService["receive"]>[0] | undefined> }) {
+type UploadingMigration = Parameters<MigrationsService["receive"]>[0];
+
+/** Why `uploadId` is not (any more) an upload of this migration: the current one or one of its parts (a new upload/init removes every earlier file). */
+export function notThisUpload(m: UploadingMigration, uploadId: string): DomainError | null {
+  if (uploadId === m.uploadId || (isPart(uploadId) && uploadId.slice(0, 36) === m.id)) return null;
+  return new DomainError("not_found", "Upload not found: it was replaced by a newer upload/init, or finished");
+}
+
+/** The error body of the API (as the error handler answers it) for a refusal tus passes on. */
+function errorBody(error: DomainError, res: ServerResponse | undefined) {
+  const requestId = res?.getHeader(REQUEST_ID_HEADER);
+  return JSON.stringify({ error: error.code, message: error.message, ...(typeof requestId === "string" ? { request_id: requestId } : {}) });
+}
+
+/** The Node response under tus's web request (srvx keeps it there; @tus/server reads it the same way). */
+const nodeResponse = (req: Request): ServerResponse | undefined => (req as { runtime?: { node?: { res?: ServerResponse } } }).runtime?.node?.res;
+
+/** The file store, checking after each chunk that its migration still takes it (a cancel may have come while it was sent). */
+class CheckedFileStore extends FileStore {
+  constructor(
+    options: ConstructorParameters<typeof FileStore>[0],
+    private readonly check: (uploadId: string) => Promise<void>,
+  ) {
+    super(options);
+  }
+
+  override async write(readable: Parameters<FileStore["write"]>[0], id: string, offset: number): Promise<number> {
+    const end = await super.write(readable, id, offset);
+    await this.check(id);
+    return end;
+  }
+}
+
+export function createTusUploads(deps: { dir: string; prefix: string; migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive">; byId: (id: string) => Promise<UploadingMigration | undefined> }) {
   // Made on first use: the file store creates its folder, which a control plane that never
   // receives a resumable upload (scripts, most tests) should not leave behind.
   let made: { server: Server; datastore: FileStore } | null = null;
@@ -52,9 +94,19 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
     partOffsets.set(migrationOf(uploadId), parts.set(uploadId, offset));
     return [...parts.values()].reduce((a, b) => a + b, 0);
   };
+  /** Per migration, the tus requests being served on this replica and the removals waiting for them to end. */
+  const serving = new Map<string, { requests: number; removals: (() => Promise<void>)[] }>();
+
+  /** Throws the route's refusal when the migration no longer takes this upload's bytes. */
+  async function stillTaken(uploadId: string): Promise<void> {
+    const m = await deps.byId(migrationOf(uploadId));
+    if (!m) throw new DomainError("not_found", "Migration not found");
+    const refused = notUploading(m) ?? notThisUpload(m, uploadId);
+    if (refused) throw refused;
+  }
 
   function make() {
-    const datastore = new FileStore({ directory: deps.dir });
+    const datastore = new CheckedFileStore({ directory: deps.dir }, stillTaken);
     const server = new Server({
       path: deps.prefix,
       datastore,
@@ -70,6 +122,11 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
         const m = /\/([0-9a-f-]{36})\/upload\/tus\/?(?:[?#]|$)/.exec(req.url);
         if (!m) throw { status_code: 404, body: JSON.stringify({ error: "not_found", message: "Migration not found" }) };
         return `${m[1]}.${req.headers.get(PART_MARK) ? "p" : ""}${randomBytes(16).toString("hex")}`;
+      },
+      // The API's refusals (a chunk that arrived for a cancelled migration) in the API's words.
+      onResponseError(req, error) {
+        if (error instanceof DomainError) return { status_code: httpStatusOf(error.code), body: errorBody(error, nodeResponse(req)) };
+        return undefined;
       },
       async onUploadCreate(_req, upload) {
         await deps.migrations().noteUploadId(migrationOf(upload.id), upload.id);
@@ -105,14 +162,39 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
     return { server, datastore };
   }
 
-  /** Every upload file (and its metadata) of a migration: a new upload/init or a cancel replaces them all. */
-  async function discardAll(migrationId: string): Promise<void> {
+  /**
+   * Every upload file (and its metadata) of a migration: a new upload/init or a cancel replaces
+   * them all. While requests of the migration are being served, the files there now are removed
+   * once the last one is over (`now`: at once, by the request that is done with them).
+   */
+  async function discardAll(migrationId: string, now = false): Promise<void> {
     partOffsets.delete(migrationId);
-    const names = await readdir(deps.dir).catch(() => [] as string[]);
-    for (const name of names.filter((n) => n.startsWith(`${migrationId}.`))) {
-      const id = name.replace(/\.json$/, "");
-      if (made && UPLOAD_ID.test(id)) await made.datastore.remove(id).catch(() => undefined);
-      await rm(path.join(deps.dir, name), { force: true });
+    const names = (await readdir(deps.dir).catch(() => [] as string[])).filter((n) => n.startsWith(`${migrationId}.`));
+    const remove = async () => {
+      for (const name of names) {
+        const id = name.replace(/\.json$/, "");
+        if (made && UPLOAD_ID.test(id)) await made.datastore.remove(id).catch(() => undefined);
+        await rm(path.join(deps.dir, name), { force: true });
+      }
+    };
+    const busy = serving.get(migrationId);
+    if (busy && !now) busy.removals.push(remove);
+    else await remove();
+  }
+
+  /** Runs a tus request of a migration (from before its state is checked to its answer); removals of its files wait for it. */
+  async function serve<T>(migrationId: string, work: () => Promise<T>): Promise<T> {
+    const busy = serving.get(migrationId) ?? { requests: 0, removals: [] };
+    serving.set(migrationId, busy);
+    busy.requests += 1;
+    try {
+      return await work();
+    } finally {
+      busy.requests -= 1;
+      if (busy.requests === 0) {
+        serving.delete(migrationId);
+        for (const remove of busy.removals) await remove().catch(() => undefined);
+      }
     }
   }
 
@@ -129,6 +211,7 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
       }
       return tus().server.handle(req, res);
     },
+    serve,
     dir: deps.dir,
     migrationOf,
     idFromUrl,
@@ -168,7 +251,7 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
       try {
         return await deps.migrations().receive(m, joined, { size: total, sha256: declaredSha256 });
       } finally {
-        await discardAll(m.id);
+        await discardAll(m.id, true);
       }
     },
 
