@@ -123,14 +123,22 @@ it("creates a project and a sized environment from the Projects page, deploys it
   await screenshot(page, "environment-settings");
   await page.goto(`${s.base}/#/projects`);
 
-  // Renamed; and deleting it while its environment runs is refused in the API's words.
+  // Renamed, with another branch and a repository (what the project's PATCH takes); and
+  // deleting it while its environment runs is refused in the API's words.
   const live = page.locator("section.project", { has: page.getByRole("heading", { name: /^Bakery/ }) });
   await live.getByText("Project settings", { exact: true }).click();
   await live.getByLabel("Project name").fill("Bakery & Co");
+  await live.getByLabel("Default branch").fill("develop");
+  await live.getByLabel("Repository URL").fill("https://github.com/acme/bakery.git");
   await live.getByRole("button", { name: "Save project" }).click();
   await page.getByRole("heading", { name: /^Bakery & Co/ }).waitFor();
+  const saved = (await s.owner.api.get(`/organizations/${s.d.organization_id}/projects`)).body.data.find((p: { id: string }) => p.id === project.id);
+  expect(saved).toMatchObject({ name: "Bakery & Co", default_branch: "develop", git_repo_url: "https://github.com/acme/bakery.git" });
+  await page.reload();
   const renamed = page.locator("section.project", { has: page.getByRole("heading", { name: /^Bakery & Co/ }) });
   await renamed.getByText("Project settings", { exact: true }).click();
+  expect(await renamed.getByLabel("Default branch").inputValue()).toBe("develop");
+  expect(await renamed.getByLabel("Repository URL").inputValue()).toBe("https://github.com/acme/bakery.git");
   page.once("dialog", (d) => void d.accept());
   await renamed.getByRole("button", { name: "Delete project" }).click();
   await expect.poll(() => alert.textContent()).toContain("running or deploying");
