@@ -65,6 +65,7 @@ it("creates a project and a sized environment from the Projects page, deploys it
   expect(await ramError.textContent()).toBe("must be >= 256");
   expect(await envForm.getByLabel("Memory (MB)").getAttribute("aria-invalid")).toBe("true");
   expect(await envForm.getByLabel("Memory (MB)").getAttribute("aria-describedby")).toContain(await ramError.getAttribute("id"));
+  await screenshot(page, "environment-form-refused");
   await envForm.getByLabel("Memory (MB)").fill("3072");
   await envForm.getByLabel("CPU cores").fill("2");
   await envForm.getByLabel("Disk (GB)").fill("30");
