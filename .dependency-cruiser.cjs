@@ -52,9 +52,9 @@ module.exports = {
     {
       name: "not-to-unresolvable",
       severity: "error",
-      comment: "An import that resolves to nothing.",
+      comment: "An import that resolves to nothing (but the dashboard's vendored module, which dashboard.routes.ts serves from node_modules).",
       from: {},
-      to: { couldNotResolve: true },
+      to: { couldNotResolve: true, pathNot: "^\\./vendor/openapi-fetch\\.js$" },
     },
   ],
   options: {

@@ -70,20 +70,20 @@ it("an owner sets the domain from the environment page; a project member sees no
   await page.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
   await page.getByLabel("Domain", { exact: true }).fill("Staging.Shop.Example.com");
   await page.getByLabel("Aliases").fill("www.staging.shop.example.com, old.shop.example.com");
-  await page.getByRole("button", { name: "Save domain" }).click();
+  await page.getByRole("button", { name: "Save settings" }).click();
   const open = page.getByRole("link", { name: /^Open staging at/ });
   await open.waitFor({ timeout: 10_000 });
   expect(await open.getAttribute("href")).toBe("https://staging.shop.example.com");
   expect(await page.locator("dl.facts").textContent()).toContain("www.staging.shop.example.com, old.shop.example.com");
   // A refused name is told in words.
   await page.getByLabel("Domain", { exact: true }).fill("192.0.2.1");
-  await page.getByRole("button", { name: "Save domain" }).click();
+  await page.getByRole("button", { name: "Save settings" }).click();
   await expect.poll(() => page.getByRole("alert").textContent()).toContain("not an IP address");
 
   const memberPage = await s.pageFor(s.member);
   await memberPage.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
   await memberPage.getByRole("link", { name: /^Open staging at/ }).waitFor();
-  expect(await memberPage.getByRole("button", { name: "Save domain" }).count()).toBe(0);
+  expect(await memberPage.getByRole("button", { name: "Save settings" }).count()).toBe(0);
   expect(await memberPage.locator("section.variables").count()).toBe(0);
 });
 

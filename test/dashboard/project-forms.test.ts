@@ -1,7 +1,8 @@
 // The Projects page makes and changes what the API makes and changes, driven in Chromium
 // against a real control plane and a simulated agent on the real link: a new project on
-// the organisation's server, a sized environment, its deployment followed live to its end,
-// the project renamed, and the API's own messages when a value or an action is refused.
+// the organisation's server, a sized environment with its domain, its deployment followed
+// live to its end, the environment's settings changed, the project renamed, and the API's
+// own messages when a value or an action is refused (a field's next to the field).
 import { expect, it } from "vitest";
 import { DEPLOY_STEP_IDS, type SignedCommand } from "@berth/protocol";
 import { useTestImages } from "../support/real-agent.ts";
@@ -59,15 +60,28 @@ it("creates a project and a sized environment from the Projects page, deploys it
   await envForm.getByLabel("Memory (MB)").fill("100");
   await envForm.getByRole("button", { name: "Create environment" }).click();
   await expect.poll(() => alert.textContent()).toContain("ram_mb");
+  // The API's detail for the field, next to it and tied to it.
+  const ramError = envForm.locator(".field", { has: page.getByLabel("Memory (MB)") }).locator(".field-error");
+  expect(await ramError.textContent()).toBe("must be >= 256");
+  expect(await envForm.getByLabel("Memory (MB)").getAttribute("aria-invalid")).toBe("true");
+  expect(await envForm.getByLabel("Memory (MB)").getAttribute("aria-describedby")).toContain(await ramError.getAttribute("id"));
+  await screenshot(page, "environment-form-refused");
   await envForm.getByLabel("Memory (MB)").fill("3072");
   await envForm.getByLabel("CPU cores").fill("2");
+  await envForm.getByLabel("Disk (GB)").fill("30");
+  await envForm.getByLabel("ERP workers").fill("3");
+  await envForm.getByLabel("Domain").fill("erp.bakery.example.com");
+  await envForm.getByLabel("Aliases").fill("www.bakery.example.com, shop.bakery.example.com");
   await envForm.getByRole("button", { name: "Create environment" }).click();
   const row = card.locator("tr", { has: page.getByRole("link", { name: "production" }) });
   await row.waitFor();
   expect(await alert.textContent()).toBe(""); // the earlier refusal is gone once it went through
+  expect(await envForm.locator(".field-error").count()).toBe(0);
   expect(await row.locator(".badge").first().textContent()).toBe("pending");
   const env = (await s.owner.api.get(`/organizations/${s.d.organization_id}/projects`)).body.data.find((p: { name: string }) => p.name === "Bakery").environments[0];
-  expect(env).toMatchObject({ name: "production", cpu_cores: 2, ram_mb: 3072, git_branch: "main" });
+  expect(env).toMatchObject({ name: "production", cpu_cores: 2, ram_mb: 3072, disk_gb: 30, git_branch: "main", auto_deploy: false, domain: "erp.bakery.example.com", aliases: ["www.bakery.example.com", "shop.bakery.example.com"] });
+  const { rows } = await s.cp.database.pool.query<{ workers: number }>("select workers from environments where id = $1", [env.id]); // not in the platform API's view
+  expect(rows[0]?.workers).toBe(3);
   await screenshot(page, "project-forms");
 
   await row.getByRole("button", { name: "Deploy Bakery production" }).click();
@@ -78,14 +92,54 @@ it("creates a project and a sized environment from the Projects page, deploys it
   const liveRow = page.locator("section.project", { has: page.getByRole("heading", { name: /^Bakery/ }) }).locator("tr", { has: page.getByRole("link", { name: "production" }) });
   await expect.poll(() => liveRow.locator(".badge").first().textContent(), { timeout: 30_000 }).toBe("running");
 
-  // Renamed; and deleting it while its environment runs is refused in the API's words.
+  // Its settings, on its page: what the environment's PATCH takes, kept across a reload.
+  await liveRow.getByRole("link", { name: "production", exact: true }).click();
+  const settings = page.getByRole("form", { name: "Settings of production" });
+  expect(await settings.getByLabel("Domain", { exact: true }).inputValue()).toBe("erp.bakery.example.com");
+  await settings.getByLabel("Branch").fill("bad branch");
+  await settings.getByRole("button", { name: "Save settings" }).click();
+  await expect.poll(() => alert.textContent()).toContain("git_branch");
+  const branchError = settings.locator(".field", { has: page.getByLabel("Branch") }).locator(".field-error");
+  expect(await branchError.textContent()).toMatch(/^must match pattern /);
+  await settings.getByLabel("Branch").fill("release/2026");
+  await settings.getByLabel("Deploy on push").check();
+  await settings.getByLabel("Domain", { exact: true }).fill("Bakery.Example.com");
+  await settings.getByLabel("Aliases").fill("www.bakery.example.com");
+  await settings.getByRole("button", { name: "Save settings" }).click();
+  await expect.poll(() => page.locator("dl.facts").textContent()).toContain("release/2026");
+  expect(await alert.textContent()).toBe("");
+  await page.reload();
+  const facts = page.locator("dl.facts");
+  await facts.waitFor();
+  const fact = (name: string) => facts.locator(`dt:text-is("${name}") + dd`).textContent();
+  expect(await fact("Branch")).toBe("release/2026");
+  expect(await fact("Deploy on push")).toBe("yes");
+  expect(await fact("Aliases")).toBe("www.bakery.example.com");
+  expect(await fact("Resources")).toBe("2 cores · 3.0 GB RAM · 30 GB disk");
+  const reloaded = page.getByRole("form", { name: "Settings of production" });
+  expect(await reloaded.getByLabel("Domain", { exact: true }).inputValue()).toBe("bakery.example.com");
+  expect(await reloaded.getByLabel("Deploy on push").isChecked()).toBe(true);
+  const changed = (await s.owner.api.get(`/organizations/${s.d.organization_id}/projects`)).body.data.find((p: { name: string }) => p.name === "Bakery").environments[0];
+  expect(changed).toMatchObject({ git_branch: "release/2026", auto_deploy: true, domain: "bakery.example.com", aliases: ["www.bakery.example.com"], status: "running" });
+  await screenshot(page, "environment-settings");
+  await page.goto(`${s.base}/#/projects`);
+
+  // Renamed, with another branch and a repository (what the project's PATCH takes); and
+  // deleting it while its environment runs is refused in the API's words.
   const live = page.locator("section.project", { has: page.getByRole("heading", { name: /^Bakery/ }) });
   await live.getByText("Project settings", { exact: true }).click();
   await live.getByLabel("Project name").fill("Bakery & Co");
+  await live.getByLabel("Default branch").fill("develop");
+  await live.getByLabel("Repository URL").fill("https://github.com/acme/bakery.git");
   await live.getByRole("button", { name: "Save project" }).click();
   await page.getByRole("heading", { name: /^Bakery & Co/ }).waitFor();
+  const saved = (await s.owner.api.get(`/organizations/${s.d.organization_id}/projects`)).body.data.find((p: { id: string }) => p.id === project.id);
+  expect(saved).toMatchObject({ name: "Bakery & Co", default_branch: "develop", git_repo_url: "https://github.com/acme/bakery.git" });
+  await page.reload();
   const renamed = page.locator("section.project", { has: page.getByRole("heading", { name: /^Bakery & Co/ }) });
   await renamed.getByText("Project settings", { exact: true }).click();
+  expect(await renamed.getByLabel("Default branch").inputValue()).toBe("develop");
+  expect(await renamed.getByLabel("Repository URL").inputValue()).toBe("https://github.com/acme/bakery.git");
   page.once("dialog", (d) => void d.accept());
   await renamed.getByRole("button", { name: "Delete project" }).click();
   await expect.poll(() => alert.textContent()).toContain("running or deploying");

@@ -120,6 +120,11 @@ it("serves the dashboard and its assets from the build", async () => {
   expect(script?.status).toBe(200);
   expect(await script?.text()).toBe(readFileSync(path.join(REPO_ROOT, "apps/control-plane/src/dashboard/public/app.js"), "utf8"));
   expect((await get(base, "/assets/uPlot.iife.min.js"))?.status).toBe(200);
+  // api.js's client, from the production dependencies.
+  const client = await get(base, "/assets/vendor/openapi-fetch.js");
+  expect(client?.status).toBe(200);
+  expect(client?.headers.get("content-type")).toContain("text/javascript");
+  expect(await client?.text()).toContain("function createClient(");
 });
 
 it("`npm run admin:create` works without the development tools, and that administrator signs in through the API", async () => {

@@ -149,6 +149,10 @@ it("starts against an empty database, migrates it and answers /readyz from the h
   expect(page?.status).toBe(200);
   expect(await page?.text()).toContain("/assets/boot.js");
   expect((await get(base, "/assets/app.js"))?.status).toBe(200);
+  // api.js's client, from the image's production dependencies.
+  const client = await get(base, "/assets/vendor/openapi-fetch.js");
+  expect(client?.status).toBe(200);
+  expect(client?.headers.get("content-type")).toContain("text/javascript");
 });
 
 it("runs as the unprivileged user berth, not root", async () => {

@@ -1,5 +1,6 @@
 // Serves the dashboard: the page at `/` and its assets at `/assets/*` (its own modules and
-// styles, plus uPlot from node_modules), read once at start. No CDN, no build step.
+// styles, plus uPlot and openapi-fetch from node_modules), read once at start. No CDN, no
+// build step.
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -10,6 +11,7 @@ const PUBLIC_DIR = path.join(import.meta.dirname, "public");
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
   ".css": "text/css; charset=utf-8",
   ".svg": "image/svg+xml",
 };
@@ -20,8 +22,7 @@ interface Asset {
   etag: string;
 }
 
-function asset(file: string): Asset {
-  const body = readFileSync(file);
+function asset(file: string, body: Buffer = readFileSync(file)): Asset {
   return { body, type: TYPES[path.extname(file)] ?? "application/octet-stream", etag: `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"` };
 }
 
@@ -32,6 +33,11 @@ function loadAssets(): Map<string, Asset> {
   const uplotDir = path.dirname(require.resolve("uplot/dist/uPlot.iife.min.js"));
   assets.set("uPlot.iife.min.js", asset(path.join(uplotDir, "uPlot.iife.min.js")));
   assets.set("uPlot.min.css", asset(path.join(uplotDir, "uPlot.min.css")));
+  // The requests of api.js (the dashboard's client of the platform API): openapi-fetch's ES
+  // module has no imports, so the browser loads it as it is (less the source map comment: the map is not served).
+  const openapiFetch = require.resolve("openapi-fetch/dist/index.mjs");
+  const source = readFileSync(openapiFetch, "utf8").replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");
+  assets.set("vendor/openapi-fetch.js", asset(openapiFetch, Buffer.from(source)));
   return assets;
 }
 

@@ -1,6 +1,6 @@
 // The dashboard shell: sign-in, the organisation switcher, navigation, hash routes, one
 // live event stream per organisation, and errors shown in words in an aria-live region.
-import { api, ApiError, eventStream, post, session, whenSignedOut } from "./api.js";
+import { ApiError, client, eventStream, ok, session, whenSignedOut } from "./api.js";
 import { clear, field, h, onSubmit } from "./dom.js";
 import { addServerPage, prefetchServers, serversPage } from "./servers.js";
 import { deploymentPage, environmentPage, projectsPage } from "./projects.js";
@@ -246,7 +246,7 @@ function renderSignIn() {
     {
       class: "card narrow",
       onsubmit: onSubmit(submit, showError, async () => {
-        const out = await api("POST", "/auth/login", { email: email.value, password: password.value });
+        const out = await ok(client.POST("/auth/login", { body: { email: email.value, password: password.value } }));
         session.set(out.token);
         await start();
       }),
@@ -266,7 +266,7 @@ async function start() {
   const saved = sessionStorage.getItem("berth.org");
   if (saved && (location.hash === "" || location.hash === "#/servers")) prefetchServers(saved);
   try {
-    state.me = await api("GET", "/me");
+    state.me = await ok(client.GET("/me"));
   } catch (err) {
     session.clear();
     state.me = null;
@@ -294,7 +294,7 @@ orgSwitch.addEventListener("change", () => {
 
 document.getElementById("sign-out").addEventListener("click", async () => {
   try {
-    await post("/auth/logout");
+    await ok(client.POST("/auth/logout", { body: {} }));
   } catch {
     // Signed out locally either way.
   }

@@ -1,7 +1,7 @@
 // An environment's backups on its page: the mark of its last backup (red while the last
 // backup failed or a scheduled slot was missed, until a later one succeeds) and its schedule
 // (frequency, UTC time, weekday, retention), which those who may create backups change.
-import { api, get } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit } from "./dom.js";
 
 const WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"];
@@ -27,7 +27,7 @@ function numberInput(name, value, max) {
 }
 
 export function backupScheduleSection(ctx, env, canEdit) {
-  const path = `/environments/${env.id}/backup-schedule`;
+  const params = { path: { env_id: env.id } };
   const summary = h("p", { class: "backup-schedule-summary" });
   const enabled = h("input", { type: "checkbox", name: "backup-enabled" });
   const frequency = h("select", { name: "backup-frequency" }, ...["hourly", "daily", "weekly"].map((f) => h("option", { value: f }, f)));
@@ -68,18 +68,23 @@ export function backupScheduleSection(ctx, env, canEdit) {
   form.addEventListener(
     "submit",
     onSubmit(submit, ctx.showError, async () => {
-      const s = await api("PATCH", path, {
+      const s = await ok(
+        client.PATCH("/environments/{env_id}/backup-schedule", {
+          params,
+          body: {
         enabled: enabled.checked,
         frequency: frequency.value,
         time: time.value.slice(0, 5),
         weekday: Number(weekday.value),
         retention: { daily: Number(daily.value), weekly: Number(weekly.value), monthly: Number(monthly.value) },
-      });
+          },
+        }),
+      );
       show(s);
       ctx.announce("Backup schedule saved.");
     }),
   );
-  get(path)
+  ok(client.GET("/environments/{env_id}/backup-schedule", { params }))
     .then((s) => ctx.current() && show(s))
     .catch((err) => ctx.showError(err));
   return h("section", { class: "backup-schedule" }, h("h2", {}, "Backup schedule"), summary, canEdit ? form : null);

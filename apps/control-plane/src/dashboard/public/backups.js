@@ -1,7 +1,7 @@
 // An environment's backups: back up now, and for each backup in the control plane's store a
 // Download button (a signed link, valid 15 minutes, to each of its files, with the SHA-256 to
 // check the download against) and Delete. What the caller's role allows only.
-import { del, get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, fmt, h, onSubmit, table } from "./dom.js";
 
 const bytes = fmt.bytes;
@@ -40,7 +40,7 @@ export function backupsSection(ctx, project, env) {
     b.addEventListener(
       "click",
       onSubmit(b, ctx.showError, async () => {
-        await post(`/environments/${env.id}/backups`, {});
+        await ok(client.POST("/environments/{env_id}/backups", { params: { path: { env_id: env.id } }, body: {} }));
         ctx.announce(`Backup of ${env.name} started.`);
         await load();
       }),
@@ -56,7 +56,7 @@ export function backupsSection(ctx, project, env) {
   }
 
   async function load() {
-    const page = await get(`/environments/${env.id}/backups?limit=20`);
+    const page = await ok(client.GET("/environments/{env_id}/backups", { params: { path: { env_id: env.id }, query: { limit: 20 } } }));
     if (!ctx.current()) return;
     clear(list);
     if (page.data.length === 0) {
@@ -73,7 +73,7 @@ export function backupsSection(ctx, project, env) {
           if (can("project.backups.download") && b.status === "completed" && b.storage) {
             actions.push(
               button("Download", label, async () => {
-                const link = await post(`/environments/${env.id}/backups/${b.id}/download`);
+                const link = await ok(client.POST("/environments/{env_id}/backups/{backup_id}/download", { params: { path: { env_id: env.id, backup_id: b.id } }, body: {} }));
                 clear(panel).append(downloadPanel(link, b));
                 panel.querySelector("a")?.focus();
               }),
@@ -83,7 +83,7 @@ export function backupsSection(ctx, project, env) {
             actions.push(
               button("Delete", label, async () => {
                 if (!confirm(`Delete the ${label}? Its files are removed from the backup store.`)) return;
-                await del(`/environments/${env.id}/backups/${b.id}`);
+                await ok(client.DELETE("/environments/{env_id}/backups/{backup_id}", { params: { path: { env_id: env.id, backup_id: b.id } } }));
                 ctx.announce(`The ${label} was deleted.`);
                 clear(panel);
                 await load();

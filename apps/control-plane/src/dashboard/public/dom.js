@@ -73,6 +73,14 @@ export function field(label, control, hint) {
   return h("div", { class: "field" }, h("label", { for: id }, label), control, hintEl);
 }
 
+/** A labelled checkbox: the box, then its label. */
+export function checkField(label, control, hint) {
+  const f = field(label, control, hint);
+  f.classList.add("check");
+  f.prepend(control);
+  return f;
+}
+
 /** A data table: a caption for screen readers, one header row, then the rows. */
 export function table(caption, headers, rows) {
   return h(
@@ -85,11 +93,55 @@ export function table(caption, headers, rows) {
 }
 
 /**
+ * The API's per-field problems of a refused form (ApiError `details`, paths like
+ * "body/ram_mb"), each shown under the control named like the path's first field (here
+ * name="ram_mb") and tied to it for screen readers; the earlier ones are cleared.
+ */
+export function showFieldErrors(form, details = []) {
+  if (!form) return;
+  for (const old of form.querySelectorAll(".field-error")) {
+    const control = form.elements.namedItem(old.dataset.for);
+    if (control instanceof Element) {
+      control.removeAttribute("aria-invalid");
+      const rest = (control.getAttribute("aria-describedby") ?? "").split(/\s+/).filter((id) => id !== "" && id !== old.id);
+      if (rest.length) control.setAttribute("aria-describedby", rest.join(" "));
+      else control.removeAttribute("aria-describedby");
+    }
+    old.remove();
+  }
+  for (const d of details) {
+    const name = /^body\/([^/]+)/.exec(d.path ?? "")?.[1];
+    const control = name ? form.elements.namedItem(name) : null;
+    if (!(control instanceof Element) || !control.id) continue;
+    const box = control.closest(".field") ?? control.parentElement;
+    let el = box.querySelector(".field-error");
+    if (!el) {
+      el = h("span", { class: "field-error", id: `${control.id}-error`, dataset: { for: name } });
+      box.append(el);
+      control.setAttribute("aria-describedby", `${control.getAttribute("aria-describedby") ?? ""} ${el.id}`.trim());
+    }
+    control.setAttribute("aria-invalid", "true");
+    el.textContent = el.textContent ? `${el.textContent}; ${d.message}` : d.message;
+  }
+}
+
+/**
  * A form's submit handler: the default submission is stopped, the submit button disabled
- * while `work` runs, and a failure shown through `showError`.
+ * while `work` runs, and a failure shown through `showError`, with the API's per-field
+ * problems next to their fields.
  */
 export function onSubmit(submit, showError, work) {
-  const run = onAction(submit, showError, work);
+  const run = onAction(
+    submit,
+    (err) => {
+      showFieldErrors(submit.form, err?.details);
+      showError(err);
+    },
+    async () => {
+      showFieldErrors(submit.form);
+      await work();
+    },
+  );
   return async (ev) => {
     ev.preventDefault();
     await run();

@@ -2,7 +2,7 @@
 // the URL's fragment, which browsers never send to a server, and goes to the API in request
 // bodies only. Signed in as the invited address: accept. Not signed in: register an account
 // for that address with the token, or sign in first when one exists.
-import { api, ApiError, session } from "./api.js";
+import { ApiError, client, ok, session } from "./api.js";
 import { clear, field, h, onSubmit } from "./dom.js";
 
 /**
@@ -13,7 +13,7 @@ export async function invitePage(main, token, { signedIn, showError, announce, d
   clear(main);
   let invitation;
   try {
-    invitation = await api("POST", "/invitations/lookup", { token });
+    invitation = await ok(client.POST("/invitations/lookup", { body: { token } }));
   } catch (err) {
     const gone = err instanceof ApiError && err.status === 404;
     main.append(
@@ -34,7 +34,7 @@ export async function invitePage(main, token, { signedIn, showError, announce, d
     accept.addEventListener("click", async () => {
       accept.disabled = true;
       try {
-        const out = await api("POST", "/invitations/accept", { token });
+        const out = await ok(client.POST("/invitations/accept", { body: { token } }));
         announce(`You joined ${out.organization_name}.`);
         await done(out.organization_id);
       } catch (err) {
@@ -62,7 +62,7 @@ export async function invitePage(main, token, { signedIn, showError, announce, d
       "form",
       {
         onsubmit: onSubmit(submit, showError, async () => {
-          const out = await api("POST", "/auth/register", { email: invitation.email, name: name.value, password: password.value, invitation_token: token });
+          const out = await ok(client.POST("/auth/register", { body: { email: invitation.email, name: name.value, password: password.value, invitation_token: token } }));
           session.set(out.token);
           announce(`You joined ${out.organization.name}.`);
           await done(out.organization.id);

@@ -1,7 +1,7 @@
 // People of the organisation: members with their roles (changed under the owner rules:
 // only owners make or change owners, the last owner stays), removal, signing a member out
 // everywhere, invitations (send, resend, revoke), and the signed-in person's own sessions.
-import { api, del, get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const ROLES = ["member", "admin", "owner"];
@@ -18,13 +18,13 @@ export async function membersPage(main, ctx) {
   main.append(await sessionsSection(ctx));
 
   async function loadMembers() {
-    const page = await get(`/organizations/${orgId}/members`);
+    const page = await ok(client.GET("/organizations/{organization_id}/members", { params: { path: { organization_id: orgId } } }));
     if (!ctx.current()) return;
     const rows = page.data.map((m) => memberRow(ctx, orgId, m, manage, loadMembers));
     clear(members).append(table("Members", ["Name", "E-mail", "Role", "Member since", ""], rows));
   }
   async function loadInvitations() {
-    const page = await get(`/organizations/${orgId}/invitations`);
+    const page = await ok(client.GET("/organizations/{organization_id}/invitations", { params: { path: { organization_id: orgId } } }));
     if (!ctx.current()) return;
     clear(invitations).append(
       page.data.length === 0
@@ -51,7 +51,7 @@ function memberRow(ctx, orgId, m, manage, reload) {
   );
   role.addEventListener("change", async () => {
     try {
-      await api("PUT", `/organizations/${orgId}/members`, { email: m.email, role: role.value });
+      await ok(client.PUT("/organizations/{organization_id}/members", { params: { path: { organization_id: orgId } }, body: { email: m.email, role: role.value } }));
       ctx.announce(`${m.email} is now ${role.value}.`);
     } catch (err) {
       ctx.showError(err);
@@ -71,7 +71,7 @@ function memberRow(ctx, orgId, m, manage, reload) {
           onclick: async () => {
             if (!confirm(`Sign ${m.email} out everywhere? Their sessions end and the API keys they created here are revoked.`)) return;
             try {
-              const out = await api("DELETE", `/organizations/${orgId}/members/${m.user_id}/sessions`);
+              const out = await ok(client.DELETE("/organizations/{organization_id}/members/{user_id}/sessions", { params: { path: { organization_id: orgId, user_id: m.user_id } } }));
               ctx.announce(`Signed ${m.email} out: ${out.sessions_revoked} sessions and ${out.api_keys_revoked} API keys revoked.`);
             } catch (err) {
               ctx.showError(err);
@@ -93,7 +93,7 @@ function memberRow(ctx, orgId, m, manage, reload) {
             const what = self ? "Leave this organisation?" : `Remove ${m.email} from the organisation? Their API keys here are revoked.`;
             if (!confirm(what)) return;
             try {
-              await del(`/organizations/${orgId}/members/${m.user_id}`);
+              await ok(client.DELETE("/organizations/{organization_id}/members/{user_id}", { params: { path: { organization_id: orgId, user_id: m.user_id } } }));
               ctx.announce(self ? "You left the organisation." : `${m.email} was removed.`);
               if (self) return void location.reload();
             } catch (err) {
@@ -135,7 +135,7 @@ function inviteSection(ctx, orgId, invitations) {
       {
         class: "inline-form",
         onsubmit: onSubmit(submit, ctx.showError, async () => {
-          const inv = await post(`/organizations/${orgId}/invitations`, { email: email.value, role: role.value });
+          const inv = await ok(client.POST("/organizations/{organization_id}/invitations", { params: { path: { organization_id: orgId } }, body: { email: email.value, role: role.value } }));
           ctx.announce(`Invitation sent to ${inv.email}.`);
           email.value = "";
           await invitations.reload();
@@ -179,12 +179,12 @@ function invitationRow(ctx, orgId, i, reload) {
       "td",
       {},
       act("Resend", "secondary", async () => {
-        await post(`/organizations/${orgId}/invitations/${i.id}/resend`);
+        await ok(client.POST("/organizations/{organization_id}/invitations/{invitation_id}/resend", { params: { path: { organization_id: orgId, invitation_id: i.id } }, body: {} }));
         ctx.announce(`Invitation sent again to ${i.email}.`);
       }),
       act("Revoke", "secondary danger", async () => {
         if (!confirm(`Revoke the invitation to ${i.email}? Its link stops working.`)) throw new Error("Not revoked.");
-        await del(`/organizations/${orgId}/invitations/${i.id}`);
+        await ok(client.DELETE("/organizations/{organization_id}/invitations/{invitation_id}", { params: { path: { organization_id: orgId, invitation_id: i.id } } }));
         ctx.announce(`Invitation to ${i.email} revoked.`);
       }),
     ),
@@ -195,7 +195,7 @@ function invitationRow(ctx, orgId, i, reload) {
 async function sessionsSection(ctx) {
   const list = h("div", {});
   async function load() {
-    const page = await get("/auth/sessions");
+    const page = await ok(client.GET("/auth/sessions"));
     if (!ctx.current()) return;
     clear(list).append(
       table(
@@ -221,7 +221,7 @@ async function sessionsSection(ctx) {
                       class: "secondary",
                       onclick: async () => {
                         try {
-                          await del(`/auth/sessions/${s.id}`);
+                          await ok(client.DELETE("/auth/sessions/{id}", { params: { path: { id: s.id } } }));
                           ctx.announce("Session signed out.");
                         } catch (err) {
                           ctx.showError(err);

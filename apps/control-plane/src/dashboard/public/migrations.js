@@ -1,7 +1,7 @@
 // Moving an existing ERP in: the organisation's migrations and the form that starts one, and
 // a migration's page that walks through it (upload the backup, read its analysis, choose a
 // server, start, follow the 12 steps live). Every member reads; owners and admins act.
-import { del, get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 import { receivedText, uploadSection } from "./migration-upload.js";
 import { analysisReport, STEP_NAMES, stepsSection } from "./migration-report.js";
@@ -62,7 +62,7 @@ function createForm(ctx) {
       const body = { organization_id: ctx.org.id, source_type: source.value, project_name: name.value.trim(), data_processing_consent: consent.checked };
       if (repo.value.trim()) body.git_repo_url = repo.value.trim();
       if (branch.value.trim()) body.git_branch = branch.value.trim();
-      const m = await post("/migrations", body);
+      const m = await ok(client.POST("/migrations", { body }));
       ctx.announce(`Migration of ${m.project_name} created.`);
       ctx.navigate(`#/migrations/${m.id}`);
     }),
@@ -81,7 +81,7 @@ export async function migrationsPage(main, ctx) {
   main.append(h("h2", {}, "Migrations of this organisation"), list);
 
   async function load() {
-    const page = await get(`/migrations?organization_id=${ctx.org.id}&page_size=100`);
+    const page = await ok(client.GET("/migrations", { params: { query: { organization_id: ctx.org.id, page_size: 100 } } }));
     if (!ctx.current()) return;
     clear(list);
     if (page.items.length === 0) {
@@ -121,7 +121,7 @@ export async function migrationsPage(main, ctx) {
 /** Servers with room for the recommendation: choose one (and a domain), then configure. */
 async function serverSection(ctx, m, after) {
   const section = h("section", { class: "card migration-server", "aria-labelledby": "server-h" }, h("h2", { id: "server-h" }, "Target server"));
-  const servers = await get(`/migrations/${m.id}/available-vms`);
+  const servers = await ok(client.GET("/migrations/{migration_id}/available-vms", { params: { path: { migration_id: m.id } } }));
   if (servers.length === 0) {
     section.append(h("p", {}, "No server of this organisation has room for the recommended share. Add a server, or free room on one, then reload."));
     return section;
@@ -152,7 +152,7 @@ async function serverSection(ctx, m, after) {
       if (!chosen) throw new Error("Choose a server first.");
       const body = { target_vm_id: chosen.value, production: production.checked };
       if (domain.value.trim()) body.target_domain = domain.value.trim();
-      await post(`/migrations/${m.id}/configure`, body);
+      await ok(client.POST("/migrations/{migration_id}/configure", { params: { path: { migration_id: m.id } }, body }));
       ctx.announce("Target server saved; the migration is ready to start.");
       after();
     }),
@@ -162,7 +162,7 @@ async function serverSection(ctx, m, after) {
 }
 
 export async function migrationPage(main, ctx, id) {
-  let m = await get(`/migrations/${id}`);
+  let m = await ok(client.GET("/migrations/{migration_id}", { params: { path: { migration_id: id } } }));
   if (!ctx.current()) return;
   const canUpdate = ctx.can("org.migrations.update");
   const statusEl = h("span", { id: "migration-status" });
@@ -210,7 +210,7 @@ export async function migrationPage(main, ctx, id) {
     if (ctx.can("org.migrations.execute") && m.status === "ready") {
       list.push(
         button("Start migration", "start", async () => {
-          const out = await post(`/migrations/${id}/start`);
+          const out = await ok(client.POST("/migrations/{migration_id}/start", { params: { path: { migration_id: id } }, body: {} }));
           ctx.announce(out.message);
           await reload();
         }),
@@ -219,7 +219,7 @@ export async function migrationPage(main, ctx, id) {
     if (canUpdate && m.status === "failed") {
       list.push(
         button("Retry", "secondary", async () => {
-          const out = await post(`/migrations/${id}/retry`);
+          const out = await ok(client.POST("/migrations/{migration_id}/retry", { params: { path: { migration_id: id } }, body: {} }));
           ctx.announce(out.message);
           await reload();
         }),
@@ -229,7 +229,7 @@ export async function migrationPage(main, ctx, id) {
       list.push(
         button("Cancel migration", "secondary danger", async () => {
           if (!confirm(`Cancel the migration of ${m.project_name}?`)) return;
-          await post(`/migrations/${id}/cancel`);
+          await ok(client.POST("/migrations/{migration_id}/cancel", { params: { path: { migration_id: id } }, body: {} }));
           ctx.announce("Migration cancelled.");
           await reload();
         }),
@@ -239,7 +239,7 @@ export async function migrationPage(main, ctx, id) {
       list.push(
         button("Delete", "secondary danger", async () => {
           if (!confirm(`Delete the migration of ${m.project_name} and its stored backup?`)) return;
-          await del(`/migrations/${id}`);
+          await ok(client.DELETE("/migrations/{migration_id}", { params: { path: { migration_id: id } } }));
           ctx.announce("Migration deleted.");
           ctx.navigate("#/migrations");
         }),
@@ -289,7 +289,7 @@ export async function migrationPage(main, ctx, id) {
     try {
       const [a, servers] = await Promise.all([
         // A failed migration may or may not have got as far as an analysis (409 when not).
-        ANALYSED.has(m.status) || (m.status === "failed" && m.erp_version_detected) ? get(`/migrations/${id}/analysis`).catch((err) => (err.status === 409 ? null : Promise.reject(err))) : null,
+        ANALYSED.has(m.status) || (m.status === "failed" && m.erp_version_detected) ? ok(client.GET("/migrations/{migration_id}/analysis", { params: { path: { migration_id: id } } })).catch((err) => (err.status === 409 ? null : Promise.reject(err))) : null,
         canUpdate && CONFIGURABLE.has(m.status) ? serverSection(ctx, m, () => void reload()) : null,
       ]);
       if (!ctx.current() || mine !== stage) return;
@@ -304,7 +304,7 @@ export async function migrationPage(main, ctx, id) {
 
   async function reload() {
     try {
-      m = await get(`/migrations/${id}`);
+      m = await ok(client.GET("/migrations/{migration_id}", { params: { path: { migration_id: id } } }));
       if (!ctx.current()) return;
       paint();
       await paintStage();

@@ -1,17 +1,29 @@
-// Making and changing projects and environments from the Projects page: a new project on
-// one of the organisation's servers, a project's name, branch and repository, a new
-// environment with its branch, domain and size, and deleting or destroying them. The API
-// checks every value (the forms do not: `novalidate`), so the page shows its messages.
-import { api, get, post } from "./api.js";
-import { field, h, onAction, onSubmit } from "./dom.js";
+// Making and changing projects and environments: a new project on one of the organisation's
+// servers, a project's name, branch and repository, a new environment with everything the API
+// takes (branch, domain and aliases, deploy on push, size), an environment's settings (what
+// its PATCH takes), and deleting or destroying them. The API checks every value (the forms
+// do not: `novalidate`), so the page shows its messages, each field's next to the field.
+import { client, ok } from "./api.js";
+import { checkField, field, h, onAction, onSubmit } from "./dom.js";
+import { listServers } from "./servers.js";
 
 /** ERP versions offered as suggestions; the API says which it accepts. */
 const ERP_VERSIONS = ["18.0", "17.0", "16.0", "19.0"];
 
 const text = (name, attrs = {}) => h("input", { type: "text", name, autocomplete: "off", ...attrs });
 const number = (name, value) => h("input", { type: "number", name, value: String(value), inputmode: "numeric" });
+const checkbox = (name, checked) => h("input", { type: "checkbox", name, checked });
 /** A form's values, without the fields left empty. */
 const filled = (obj) => Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== "" && v !== undefined));
+/** A number field's value as typed (the API says what it accepts), undefined when empty. */
+const int = (input) => (input.value.trim() === "" ? undefined : Number(input.value));
+/** "a.example.com, b.example.com" as a list. */
+const names = (input) =>
+  input.value
+    .split(",")
+    .map((a) => a.trim())
+    .filter((a) => a !== "");
+const ALIASES_HINT = "More names, separated by commas";
 
 /** A disclosure holding a form, closed until asked for, so the page stays a list. */
 function disclosure(label, form, className) {
@@ -26,7 +38,7 @@ export function newProjectForm(ctx, done) {
   const repo = text("git_repo_url", { type: "url", placeholder: "https://github.com/acme/erp-addons.git" });
   const branch = text("default_branch", { value: "main" });
   const submit = h("button", { type: "submit" }, "Create project");
-  void get(`/organizations/${ctx.org.id}/servers`).then(
+  void listServers(ctx.org.id).then(
     (res) => {
       server.replaceChildren(...(res.data.length ? res.data.map((s) => h("option", { value: s.id }, s.name)) : [h("option", { value: "" }, "No servers yet: add one first")]));
     },
@@ -39,7 +51,8 @@ export function newProjectForm(ctx, done) {
       novalidate: true,
       "aria-label": "New project",
       onsubmit: onSubmit(submit, ctx.showError, async () => {
-        const created = await post(`/organizations/${ctx.org.id}/projects`, filled({ name: name.value.trim(), server_id: server.value, erp_version: version.value.trim(), git_repo_url: repo.value.trim(), default_branch: branch.value.trim() }));
+        const body = filled({ name: name.value.trim(), server_id: server.value, erp_version: version.value.trim(), git_repo_url: repo.value.trim(), default_branch: branch.value.trim() });
+        const created = await ok(client.POST("/organizations/{organization_id}/projects", { params: { path: { organization_id: ctx.org.id } }, body }));
         ctx.clearError();
         ctx.announce(`Project ${created.name} created.`);
         await done(created);
@@ -56,18 +69,19 @@ export function newProjectForm(ctx, done) {
   return disclosure("New project", form, "new-project");
 }
 
-/** A project's settings (name, default branch, repository) and deleting it. */
+/** A project's settings (name, default branch, repository: what its PATCH takes) and deleting it. */
 export function projectSettingsForm(ctx, project, done) {
   const name = text("name", { value: project.name });
   const branch = text("default_branch", { value: project.default_branch ?? "" });
   const repo = text("git_repo_url", { type: "url", value: project.git_repo_url ?? "", placeholder: "none" });
   const save = h("button", { type: "submit" }, "Save project");
   const remove = h("button", { type: "button", class: "secondary danger" }, "Delete project");
+  const params = { path: { project_id: project.id } };
   remove.addEventListener(
     "click",
     onAction(remove, ctx.showError, async () => {
       if (!confirm(`Delete the project ${project.name}? Its environments must be stopped or destroyed first.`)) return;
-      await api("DELETE", `/projects/${project.id}`);
+      await ok(client.DELETE("/projects/{project_id}", { params }));
       ctx.announce(`Project ${project.name} deleted.`);
       await done();
     }),
@@ -80,7 +94,7 @@ export function projectSettingsForm(ctx, project, done) {
       "aria-label": `Settings of ${project.name}`,
       onsubmit: onSubmit(save, ctx.showError, async () => {
         const url = repo.value.trim();
-        await api("PATCH", `/projects/${project.id}`, { name: name.value.trim(), default_branch: branch.value.trim(), git_repo_url: url === "" ? null : url });
+        await ok(client.PATCH("/projects/{project_id}", { params, body: { name: name.value.trim(), default_branch: branch.value.trim(), git_repo_url: url === "" ? null : url } }));
         ctx.clearError();
         ctx.announce(`Project ${name.value.trim()} saved.`);
         await done();
@@ -94,16 +108,18 @@ export function projectSettingsForm(ctx, project, done) {
   return disclosure("Project settings", form, "project-settings");
 }
 
-/** "New environment" of a project: name, branch, domain and size. */
+/** "New environment" of a project: name, branch, domain and aliases, deploy on push, size and workers. */
 export function newEnvironmentForm(ctx, project, done) {
   const name = text("name", { placeholder: "staging" });
   const branch = text("git_branch", { placeholder: project.default_branch ?? "main" });
   const domain = text("domain", { placeholder: "erp.example.com (optional)" });
+  const aliases = text("aliases", { placeholder: "www.example.com (optional)" });
+  const autoDeploy = checkbox("auto_deploy", false);
   const cpu = number("cpu_cores", 1);
   const ram = number("ram_mb", 2048);
   const disk = number("disk_gb", 20);
+  const workers = number("workers", 2);
   const submit = h("button", { type: "submit" }, "Create environment");
-  const int = (input) => (input.value.trim() === "" ? undefined : Number(input.value));
   const form = h(
     "form",
     {
@@ -111,10 +127,18 @@ export function newEnvironmentForm(ctx, project, done) {
       novalidate: true,
       "aria-label": `New environment of ${project.name}`,
       onsubmit: onSubmit(submit, ctx.showError, async () => {
-        const env = await post(
-          `/projects/${project.id}/environments`,
-          filled({ name: name.value.trim(), git_branch: branch.value.trim(), domain: domain.value.trim(), cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk) }),
-        );
+        const body = filled({
+          name: name.value.trim(),
+          git_branch: branch.value.trim(),
+          domain: domain.value.trim(),
+          aliases: names(aliases).length ? names(aliases) : undefined,
+          auto_deploy: autoDeploy.checked,
+          cpu_cores: int(cpu),
+          ram_mb: int(ram),
+          disk_gb: int(disk),
+          workers: int(workers),
+        });
+        const env = await ok(client.POST("/projects/{project_id}/environments", { params: { path: { project_id: project.id } }, body }));
         ctx.clearError();
         ctx.announce(`Environment ${env.name} created; deploy it to start it.`);
         await done(env);
@@ -123,12 +147,50 @@ export function newEnvironmentForm(ctx, project, done) {
     field("Environment name", name),
     field("Branch", branch, `Empty: ${project.default_branch ?? "the project's default branch"}`),
     field("Domain", domain),
+    field("Aliases", aliases, ALIASES_HINT),
     field("CPU cores", cpu),
     field("Memory (MB)", ram),
     field("Disk (GB)", disk),
+    field("ERP workers", workers),
+    checkField("Deploy on push", autoDeploy),
     h("div", { class: "actions" }, submit),
   );
   return disclosure("New environment", form, "new-environment");
+}
+
+/**
+ * An environment's settings, what its PATCH takes: branch, deploy on push, domain and
+ * aliases (a deployed environment's proxy serves new names at once). Its size is set when
+ * it is created; the API changes it no more.
+ */
+export function environmentSettingsForm(ctx, project, env, done) {
+  const branch = text("git_branch", { value: env.git_branch });
+  const autoDeploy = checkbox("auto_deploy", env.auto_deploy);
+  const domain = text("domain", { value: env.domain ?? "", placeholder: "erp.example.com" });
+  const aliases = text("aliases", { value: env.aliases.join(", "), placeholder: "www.example.com" });
+  const submit = h("button", { type: "submit" }, "Save settings");
+  const form = h(
+    "form",
+    {
+      class: "environment-settings",
+      novalidate: true,
+      "aria-label": `Settings of ${env.name}`,
+      onsubmit: onSubmit(submit, ctx.showError, async () => {
+        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases) };
+        const updated = await ok(client.PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id: project.id, env_id: env.id } }, body }));
+        ctx.clearError();
+        ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
+        await done(updated);
+      }),
+    },
+    h("h2", {}, "Settings"),
+    field("Branch", branch, "Deployed from the next deploy on"),
+    checkField("Deploy on push", autoDeploy),
+    field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
+    field("Aliases", aliases, ALIASES_HINT),
+    submit,
+  );
+  return form;
 }
 
 /** Destroys an environment after a confirmation: containers, database and configuration go. */
@@ -138,7 +200,7 @@ export function destroyButton(ctx, project, env, done) {
     "click",
     onAction(b, ctx.showError, async () => {
       if (!confirm(`Destroy ${project.name}/${env.name}? Its containers and database are removed; this cannot be undone.`)) return;
-      await api("DELETE", `/deployments/environment/${env.id}/destroy`);
+      await ok(client.DELETE("/deployments/environment/{environment_id}/destroy", { params: { path: { environment_id: env.id } } }));
       ctx.announce(`Destroying ${env.name}.`);
       await done();
     }),

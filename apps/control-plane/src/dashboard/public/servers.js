@@ -2,7 +2,7 @@
 // `server.status` events. Updates are keyed by server id and applied once per animation
 // frame, so hundreds of servers reporting every few seconds cost a few text changes each,
 // never a re-render. History (the last hour) is fetched only for cards that are on screen.
-import { get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit } from "./dom.js";
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -81,17 +81,20 @@ function drawSpark(canvas, points) {
   ctx.stroke();
 }
 
+/** The organisation's servers with their capacity (for the capacity view and the new project form). */
+export const listServers = (orgId) => ok(client.GET("/organizations/{organization_id}/servers", { params: { path: { organization_id: orgId } } }));
+
 let prefetched = null;
 /** Starts loading the capacity list before the page is shown (while /me is in flight). */
 export function prefetchServers(orgId) {
-  const promise = get(`/organizations/${orgId}/servers`);
+  const promise = listServers(orgId);
   promise.catch(() => {});
   prefetched = { orgId, at: Date.now(), promise };
 }
 function serversOf(orgId) {
   const p = prefetched;
   prefetched = null;
-  return p && p.orgId === orgId && Date.now() - p.at < 5000 ? p.promise : get(`/organizations/${orgId}/servers`);
+  return p && p.orgId === orgId && Date.now() - p.at < 5000 ? p.promise : listServers(orgId);
 }
 
 let uplot = null;
@@ -278,7 +281,7 @@ export async function serversPage(main, ctx) {
     while (inFlight < HISTORY_CONCURRENCY && queue.length > 0) {
       const card = queue.shift();
       inFlight++;
-      get(`/organizations/${orgId}/servers/${card.s.id}/stats?minutes=60`)
+      ok(client.GET("/organizations/{organization_id}/servers/{server_id}/stats", { params: { path: { organization_id: orgId, server_id: card.s.id }, query: { minutes: 60 } } }))
         .then((r) => {
           card.history = r.points.map((p) => ({ t: Date.parse(p.ts), cpu: p.cpu_percent, ram: p.ram_total_mb ? (100 * p.ram_used_mb) / p.ram_total_mb : 0, disk: p.disk_total_gb ? (100 * p.disk_used_gb) / p.disk_total_gb : 0 }));
           if (ctx.current()) drawSpark(card.spark, card.history);
@@ -358,7 +361,7 @@ export async function serversPage(main, ctx) {
   ctx.on("server.status", (d) => {
     if (!cards.has(d.server_id)) {
       // A server added elsewhere: load it (rare, so a fetch of the list is fine).
-      get(`/organizations/${orgId}/servers`)
+      listServers(orgId)
         .then((r) => {
           if (!ctx.current()) return;
           for (const s of r.data) {
@@ -472,7 +475,7 @@ export async function addServerPage(main, ctx) {
     {
       class: "card",
       onsubmit: onSubmit(submit, ctx.showError, async () => {
-        const out = await post(`/organizations/${orgId}/servers`, { name: name.value });
+        const out = await ok(client.POST("/organizations/{organization_id}/servers", { params: { path: { organization_id: orgId } }, body: { name: name.value } }));
         showInstall(out);
       }),
     },

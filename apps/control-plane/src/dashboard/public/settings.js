@@ -1,6 +1,6 @@
 // API keys and webhook subscriptions of the organisation: create (the secret is shown
 // once), list, revoke or delete.
-import { del, get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const WEBHOOK_EVENTS = ["deploy.completed", "deployment.completed", "deploy.failed", "deployment.failed", "environment.status_changed"];
@@ -41,7 +41,7 @@ async function apiKeys(main, ctx, orgId) {
         {
           class: "inline-form",
           onsubmit: onSubmit(submit, ctx.showError, async () => {
-            const key = await post(`/organizations/${orgId}/api-keys`, { name: name.value, access: access.value });
+            const key = await ok(client.POST("/organizations/{organization_id}/api-keys", { params: { path: { organization_id: orgId } }, body: { name: name.value, access: access.value } }));
             clear(shown).append(secretBox(`New key “${key.name}”`, key.key, "Copy it now: this is the only time the key is shown."));
             name.value = "";
             await load();
@@ -56,7 +56,7 @@ async function apiKeys(main, ctx, orgId) {
     ),
   );
   async function load() {
-    const page = await get(`/organizations/${orgId}/api-keys?limit=100`);
+    const page = await ok(client.GET("/organizations/{organization_id}/api-keys", { params: { path: { organization_id: orgId }, query: { limit: 100 } } }));
     if (!ctx.current()) return;
     clear(list).append(
       page.data.length === 0
@@ -75,7 +75,7 @@ async function apiKeys(main, ctx, orgId) {
                       onclick: async () => {
                         if (!confirm(`Revoke the key “${k.name}”? Anything using it stops working.`)) return;
                         try {
-                          await del(`/organizations/${orgId}/api-keys/${k.id}`);
+                          await ok(client.DELETE("/organizations/{organization_id}/api-keys/{id}", { params: { path: { organization_id: orgId, id: k.id } } }));
                           ctx.announce(`Key ${k.name} revoked.`);
                           await load();
                         } catch (err) {
@@ -122,7 +122,7 @@ async function webhooks(main, ctx, orgId) {
           onsubmit: onSubmit(submit, ctx.showError, async () => {
             const events = boxes.filter((b) => b.checked).map((b) => b.value);
             if (events.length === 0) return ctx.showError("Choose at least one event.");
-            const w = await post(`/organizations/${orgId}/webhooks`, { url: url.value, events, description: description.value || null });
+            const w = await ok(client.POST("/organizations/{organization_id}/webhooks", { params: { path: { organization_id: orgId } }, body: { url: url.value, events, description: description.value || null } }));
             clear(shown).append(secretBox(`Signing secret for ${w.url}`, w.secret, "Copy it now: this is the only time the secret is shown."));
             url.value = "";
             description.value = "";
@@ -144,7 +144,7 @@ async function webhooks(main, ctx, orgId) {
     ),
   );
   async function load() {
-    const page = await get(`/organizations/${orgId}/webhooks?limit=100`);
+    const page = await ok(client.GET("/organizations/{organization_id}/webhooks", { params: { path: { organization_id: orgId }, query: { limit: 100 } } }));
     if (!ctx.current()) return;
     clear(list).append(
       page.data.length === 0
@@ -171,7 +171,7 @@ async function webhooks(main, ctx, orgId) {
                       onclick: async () => {
                         if (!confirm(`Delete the webhook to ${w.url}?`)) return;
                         try {
-                          await del(`/organizations/${orgId}/webhooks/${w.id}`);
+                          await ok(client.DELETE("/organizations/{organization_id}/webhooks/{id}", { params: { path: { organization_id: orgId, id: w.id } } }));
                           ctx.announce("Webhook deleted.");
                           await load();
                         } catch (err) {

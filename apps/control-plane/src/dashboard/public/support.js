@@ -1,7 +1,7 @@
 // The support console (portal admins): find an organisation, server or environment, see its
 // agent, issue one of the fixed signed commands with a reason; and the audit log, which
 // the customer's owners read on their own page.
-import { get, post } from "./api.js";
+import { client, ok } from "./api.js";
 import { badge, clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 const COMMANDS = [
@@ -40,7 +40,7 @@ export async function supportPage(main, ctx) {
         role: "search",
         onsubmit: onSubmit(submit, ctx.showError, async () => {
           sessionStorage.setItem("berth.support.q", q.value);
-          render(await get(`/support/search?q=${encodeURIComponent(q.value)}`));
+          render(await ok(client.GET("/support/search", { params: { query: { q: q.value } } })));
         }),
       },
       field("Organisation, server, environment, host name or id", q),
@@ -66,13 +66,13 @@ export async function supportPage(main, ctx) {
   const last = sessionStorage.getItem("berth.support.q");
   if (last) {
     q.value = last;
-    render(await get(`/support/search?q=${encodeURIComponent(last)}`));
+    render(await ok(client.GET("/support/search", { params: { query: { q: last } } })));
   }
 }
 
 export async function supportServerPage(main, ctx, serverId) {
   if (denied(main, ctx)) return;
-  const s = await get(`/support/servers/${serverId}`);
+  const s = await ok(client.GET("/support/servers/{server_id}", { params: { path: { server_id: serverId } } }));
   if (!ctx.current()) return;
   const a = s.agent;
   const st = s.stats;
@@ -130,7 +130,7 @@ export async function supportServerPage(main, ctx, serverId) {
               body.environment_id = envSelect.value;
             }
             if (type.value === "logs.tail") body.lines = Number(lines.value) || 200;
-            const issued = await post(`/support/servers/${serverId}/commands`, body);
+            const issued = await ok(client.POST("/support/servers/{server_id}/commands", { params: { path: { server_id: serverId } }, body }));
             clear(outcome).append(h("p", {}, badge("pending", "Issued"), ` ${type.value} requested; audit entry ${issued.audit_entry_id.slice(0, 8)}.`));
             reason.value = "";
             ctx.announce(`${type.value} issued.`);
@@ -150,7 +150,7 @@ export async function supportServerPage(main, ctx, serverId) {
 
   async function follow(commandId) {
     for (let i = 0; i < 120 && ctx.current(); i++) {
-      const c = await get(`/support/commands/${commandId}`).catch(() => null);
+      const c = await ok(client.GET("/support/commands/{command_id}", { params: { path: { command_id: commandId } } })).catch(() => null);
       if (c && FINAL.has(c.state)) {
         const out = c.result && Array.isArray(c.result.lines) ? c.result.lines.join("\n") : c.result ? JSON.stringify(c.result, null, 2) : "";
         clear(outcome).append(
@@ -190,7 +190,7 @@ export async function supportServerPage(main, ctx, serverId) {
     );
   }
   async function loadCommands() {
-    const fresh = await get(`/support/servers/${serverId}`).catch(() => null);
+    const fresh = await ok(client.GET("/support/servers/{server_id}", { params: { path: { server_id: serverId } } })).catch(() => null);
     if (fresh && ctx.current()) renderCommands(fresh.recent_commands);
   }
   renderCommands(s.recent_commands);
@@ -223,14 +223,15 @@ function auditTable(entries, withOrg) {
   );
 }
 
-async function pagedAudit(main, ctx, path, withOrg) {
+/** An audit log fetched 50 entries at a time; `fetchPage(query)` makes the call. */
+async function pagedAudit(main, ctx, fetchPage, withOrg) {
   const box = h("div", {});
   const more = h("button", { type: "button", class: "secondary", hidden: true }, "Older entries");
   main.append(box, more);
   const entries = [];
   let cursor = null;
   async function load() {
-    const page = await get(`${path}${path.includes("?") ? "&" : "?"}limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+    const page = await ok(fetchPage({ limit: 50, cursor: cursor ?? undefined }));
     if (!ctx.current()) return;
     entries.push(...page.data);
     cursor = page.pagination.next_cursor;
@@ -245,12 +246,12 @@ export async function auditPage(main, ctx) {
   main.append(h("h1", {}, "Audit log"));
   if (!ctx.org) return;
   main.append(h("p", { class: "hint" }, "What support staff did on this organisation's servers and environments, and why."));
-  await pagedAudit(main, ctx, `/organizations/${ctx.org.id}/audit-log`, false);
+  await pagedAudit(main, ctx, (query) => client.GET("/organizations/{organization_id}/audit-log", { params: { path: { organization_id: ctx.org.id }, query } }), false);
 }
 
 export async function supportAuditPage(main, ctx) {
   main.append(h("h1", {}, "Audit log of every organisation"));
   if (denied(main, ctx)) return;
   main.append(supportNav());
-  await pagedAudit(main, ctx, "/support/audit-log", true);
+  await pagedAudit(main, ctx, (query) => client.GET("/support/audit-log", { params: { query } }), true);
 }

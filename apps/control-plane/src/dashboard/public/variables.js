@@ -1,11 +1,11 @@
 // An environment's variables on its page, for those who may change the environment: names
 // with masked values (a value is never shown after it is set), add or update, delete. They
 // reach the ERP at the next deploy.
-import { api, del, get } from "./api.js";
+import { client, ok } from "./api.js";
 import { clear, field, fmt, h, onSubmit, table } from "./dom.js";
 
 export function variablesSection(ctx, project, env) {
-  const path = `/projects/${project.id}/environments/${env.id}/variables`;
+  const ids = { project_id: project.id, env_id: env.id };
   const list = h("div", { class: "variables-list" });
   const name = h("input", { type: "text", name: "variable-name", placeholder: "SMTP_PASSWORD", autocomplete: "off", spellcheck: "false", required: true });
   const value = h("textarea", { name: "variable-value", rows: "2", autocomplete: "off", spellcheck: "false" });
@@ -19,7 +19,7 @@ export function variablesSection(ctx, project, env) {
   );
 
   async function load() {
-    const out = await get(path);
+    const out = await ok(client.GET("/projects/{project_id}/environments/{env_id}/variables", { params: { path: ids } }));
     if (!ctx.current()) return;
     clear(list);
     if (out.variables.length === 0) {
@@ -31,7 +31,7 @@ export function variablesSection(ctx, project, env) {
       remove.addEventListener("click", async () => {
         remove.disabled = true;
         try {
-          await del(`${path}/${encodeURIComponent(v.name)}`);
+          await ok(client.DELETE("/projects/{project_id}/environments/{env_id}/variables/{name}", { params: { path: { ...ids, name: v.name } } }));
           ctx.announce(`Deleted ${v.name}. The ERP loses it at the next deploy.`);
           await load();
         } catch (err) {
@@ -48,7 +48,7 @@ export function variablesSection(ctx, project, env) {
     "submit",
     onSubmit(submit, ctx.showError, async () => {
       const n = name.value.trim();
-      await api("PUT", `${path}/${encodeURIComponent(n)}`, { value: value.value });
+      await ok(client.PUT("/projects/{project_id}/environments/{env_id}/variables/{name}", { params: { path: { ...ids, name: n } }, body: { value: value.value } }));
       name.value = "";
       value.value = "";
       ctx.announce(`Saved ${n}. It reaches the ERP at the next deploy.`);
