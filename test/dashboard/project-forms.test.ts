@@ -105,6 +105,8 @@ it("creates a project and a sized environment from the Projects page, deploys it
   await settings.getByLabel("Deploy on push").check();
   await settings.getByLabel("Domain", { exact: true }).fill("Bakery.Example.com");
   await settings.getByLabel("Aliases").fill("www.bakery.example.com");
+  await settings.getByLabel("Memory (MB)").fill("6144");
+  await settings.getByLabel("CPU cores").fill("3");
   await settings.getByRole("button", { name: "Save settings" }).click();
   await expect.poll(() => page.locator("dl.facts").textContent()).toContain("release/2026");
   expect(await alert.textContent()).toBe("");
@@ -115,12 +117,13 @@ it("creates a project and a sized environment from the Projects page, deploys it
   expect(await fact("Branch")).toBe("release/2026");
   expect(await fact("Deploy on push")).toBe("yes");
   expect(await fact("Aliases")).toBe("www.bakery.example.com");
-  expect(await fact("Resources")).toBe("2 cores · 3.0 GB RAM · 30 GB disk");
+  expect(await fact("Resources")).toBe("3 cores · 6.0 GB RAM · 30 GB disk");
   const reloaded = page.getByRole("form", { name: "Settings of production" });
   expect(await reloaded.getByLabel("Domain", { exact: true }).inputValue()).toBe("bakery.example.com");
   expect(await reloaded.getByLabel("Deploy on push").isChecked()).toBe(true);
   const changed = (await s.owner.api.get(`/organizations/${s.d.organization_id}/projects`)).body.data.find((p: { name: string }) => p.name === "Bakery").environments[0];
-  expect(changed).toMatchObject({ git_branch: "release/2026", auto_deploy: true, domain: "bakery.example.com", aliases: ["www.bakery.example.com"], status: "running" });
+  expect(changed).toMatchObject({ git_branch: "release/2026", auto_deploy: true, domain: "bakery.example.com", aliases: ["www.bakery.example.com"], cpu_cores: 3, ram_mb: 6144, status: "running" });
+  expect(await reloaded.getByLabel("Memory (MB)").inputValue()).toBe("6144");
   await screenshot(page, "environment-settings");
   await page.goto(`${s.base}/#/projects`);
 

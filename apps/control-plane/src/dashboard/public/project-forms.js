@@ -160,14 +160,18 @@ export function newEnvironmentForm(ctx, project, done) {
 
 /**
  * An environment's settings, what its PATCH takes: branch, deploy on push, domain and
- * aliases (a deployed environment's proxy serves new names at once). Its size is set when
- * it is created; the API changes it no more.
+ * aliases (a deployed environment's proxy serves new names at once), and its size (from
+ * its next deploy on).
  */
 export function environmentSettingsForm(ctx, project, env, done) {
   const branch = text("git_branch", { value: env.git_branch });
   const autoDeploy = checkbox("auto_deploy", env.auto_deploy);
   const domain = text("domain", { value: env.domain ?? "", placeholder: "erp.example.com" });
   const aliases = text("aliases", { value: env.aliases.join(", "), placeholder: "www.example.com" });
+  const cpu = number("cpu_cores", env.cpu_cores);
+  const ram = number("ram_mb", env.ram_mb);
+  const disk = number("disk_gb", env.disk_gb);
+  const workers = number("workers", env.workers);
   const submit = h("button", { type: "submit" }, "Save settings");
   const form = h(
     "form",
@@ -176,7 +180,8 @@ export function environmentSettingsForm(ctx, project, env, done) {
       novalidate: true,
       "aria-label": `Settings of ${env.name}`,
       onsubmit: onSubmit(submit, ctx.showError, async () => {
-        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases) };
+        const size = filled({ cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk), workers: int(workers) });
+        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size };
         const updated = await ok(client.PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id: project.id, env_id: env.id } }, body }));
         ctx.clearError();
         ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
@@ -188,6 +193,10 @@ export function environmentSettingsForm(ctx, project, env, done) {
     checkField("Deploy on push", autoDeploy),
     field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
     field("Aliases", aliases, ALIASES_HINT),
+    field("CPU cores", cpu, "The size applies from the next deploy"),
+    field("Memory (MB)", ram),
+    field("Disk (GB)", disk),
+    field("ERP workers", workers),
     submit,
   );
   return form;

@@ -9,14 +9,15 @@ import { inProgress, type PlatformOperations } from "./platform-operations.ts";
 import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
 import type { Clock } from "../../lib/clock.ts";
 import type { Access } from "../auth/access.ts";
-import type { EnvironmentsService } from "../environments/environments.service.ts";
+import type { EnvironmentSize, EnvironmentsService } from "../environments/environments.service.ts";
+import type { DomainsInput } from "../environments/domains.ts";
 
 export function createEnvironmentOperations(deps: {
   ops: PlatformOperations;
   repo: PlatformDeploymentsRepo;
   access: Pick<Access, "requireProject">;
   clock: Clock;
-  environments: Pick<EnvironmentsService, "updateDomains" | "view">;
+  environments: Pick<EnvironmentsService, "update" | "view">;
   /** Whether a migration's backup is still in the backup store (force_restore needs it); absent: assumed so. */
   migrationBackupStored?: (migrationId: string) => Promise<boolean>;
 }) {
@@ -72,17 +73,16 @@ export function createEnvironmentOperations(deps: {
       person: SessionPrincipal,
       projectId: string,
       environmentId: string,
-      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined; domain?: string | null | undefined; aliases?: string[] | undefined },
+      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined } & DomainsInput & EnvironmentSize,
     ) {
       const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
       await ops.environmentOf(a.organizationId, projectId, environmentId);
-      if (input.domain !== undefined || input.aliases !== undefined) {
-        await deps.environments.updateDomains({ organizationId: a.organizationId, projectId }, environmentId, { domain: input.domain, aliases: input.aliases });
-      }
+      const { auto_deploy, git_branch, ...inPlace } = input;
+      if (Object.keys(inPlace).length > 0) await deps.environments.update({ organizationId: a.organizationId, projectId }, environmentId, inPlace);
       return deps.environments.view(
         await repo.updateEnvironment(environmentId, {
-          ...(input.auto_deploy !== undefined ? { autoDeploy: input.auto_deploy } : {}),
-          ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+          ...(auto_deploy !== undefined ? { autoDeploy: auto_deploy } : {}),
+          ...(git_branch !== undefined ? { gitBranch: git_branch } : {}),
           updatedAt: deps.clock.now(),
         }),
       );

@@ -321,10 +321,10 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
     {
       schema: {
         tags: ["Environments"],
-        summary: "Change auto-deploy, branch, domain or aliases",
+        summary: "Change auto-deploy, branch, domain, aliases or size",
         description:
           "Omitted fields are left unchanged. Needs project.environments.update. Domain and aliases follow the public API's " +
-          "PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; a deployed environment's server is told " +
+          "PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; a new size (cpu_cores, ram_mb, disk_gb, workers) applies from the next deploy; a deployed environment's server is told " +
           "at once and its proxy serves the new names without a deploy.",
         params: Type.Object({ project_id: Uuid, env_id: Uuid }),
         body: Type.Object(

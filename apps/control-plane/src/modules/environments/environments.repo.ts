@@ -23,6 +23,7 @@ export interface EnvironmentOverviewRow {
   cpu_cores: number;
   ram_mb: number;
   disk_gb: number;
+  workers: number;
   last_id: string | null;
   last_kind: string | null;
   last_status: string | null;
@@ -121,12 +122,22 @@ export function createEnvironmentsRepo(db: Database) {
       });
     },
 
+    /** Sets an active environment's size; undefined when it is not active (any more). */
+    async setSize(id: string, size: Partial<Pick<typeof environments.$inferInsert, "cpuCores" | "ramMb" | "diskGb" | "workers">>, at: Date): Promise<EnvironmentRow | undefined> {
+      const [row] = await db
+        .update(environments)
+        .set({ ...size, updatedAt: at })
+        .where(and(eq(environments.id, id), eq(environments.isActive, true)))
+        .returning();
+      return row;
+    },
+
     /** The active environments of these projects, by name, with their server and latest operation. */
     async overview(projectIds: string[]): Promise<EnvironmentOverviewRow[]> {
       if (projectIds.length === 0) return [];
       const { rows } = await db.$client.query<EnvironmentOverviewRow>(
         `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
-           e.cpu_cores, e.ram_mb, e.disk_gb, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
+           e.cpu_cores, e.ram_mb, e.disk_gb, e.workers, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
            d.created_at as last_created_at, e.last_backup
          from environments e
          join projects p on p.id = e.project_id

@@ -66,6 +66,19 @@ export const Environment = Type.Object(
 );
 const EnvironmentRef = refTo(Environment);
 
+
+/** An environment's size: the limits its containers run with. One rule for creating and changing it. */
+const SIZES = {
+  cpu_cores: { minimum: 1, maximum: 64, default: 1, description: "CPU cores its containers may use" },
+  ram_mb: { minimum: 256, maximum: 262144, default: 2048, description: "Memory its containers may use, in MB" },
+  disk_gb: { minimum: 1, maximum: 16384, default: 20, description: "Disk for its database and files, in GB" },
+  workers: { minimum: 0, maximum: 64, default: 2, description: "ERP worker processes (0: one threaded process)" },
+} as const;
+const size = (name: keyof typeof SIZES, withDefault: boolean) => {
+  const { default: value, ...limits } = SIZES[name];
+  return Type.Optional(Type.Integer(withDefault ? { ...limits, default: value } : limits));
+};
+
 export const CreateEnvironment = Type.Object(
   {
     project_id: Uuid,
@@ -74,18 +87,25 @@ export const CreateEnvironment = Type.Object(
     domain: Type.Optional(HostnameInput),
     aliases: Type.Optional(AliasesInput),
     auto_deploy: Type.Optional(Type.Boolean({ default: false })),
-    cpu_cores: Type.Optional(Type.Integer({ minimum: 1, maximum: 64, default: 1 })),
-    ram_mb: Type.Optional(Type.Integer({ minimum: 256, maximum: 262144, default: 2048 })),
-    disk_gb: Type.Optional(Type.Integer({ minimum: 1, maximum: 16384, default: 20 })),
-    workers: Type.Optional(Type.Integer({ minimum: 0, maximum: 64, default: 2 })),
+    cpu_cores: size("cpu_cores", true),
+    ram_mb: size("ram_mb", true),
+    disk_gb: size("disk_gb", true),
+    workers: size("workers", true),
   },
   { additionalProperties: false },
 );
 
-/** The fields that change where an environment is served (also in the platform API's environment PATCH). */
+/**
+ * The fields that change an environment in place (also in the platform API's environment
+ * PATCH): where it is served, at once, and its size, from its next deploy on.
+ */
 export const EnvironmentUpdate = {
   domain: Type.Optional(Nullable(HostnameInput)),
   aliases: Type.Optional(AliasesInput),
+  cpu_cores: size("cpu_cores", false),
+  ram_mb: size("ram_mb", false),
+  disk_gb: size("disk_gb", false),
+  workers: size("workers", false),
 };
 const UpdateEnvironment = Type.Object(EnvironmentUpdate, { additionalProperties: false, minProperties: 1 });
 
@@ -132,9 +152,10 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
       {
         schema: {
           tags: ["Environments"],
-          summary: "Change an environment's domain or aliases",
+          summary: "Change an environment's domain, aliases or size",
           description:
-            "Omitted fields are left unchanged; `domain: null` removes the domain (the environment is then served at its generated name, if the " +
+            "Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy " +
+            "(POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the " +
             "installation has a base domain). Host names are unique across the installation among active environments, aliases included " +
             "(409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused " +
             "(400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told " +
@@ -145,7 +166,7 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
           response: { 200: EnvironmentRef, ...errors(404, 409) },
         },
       },
-      async (request) => service.view(await service.updateDomains(scopeOf(request), request.params.id, request.body)),
+      async (request) => service.view(await service.update(scopeOf(request), request.params.id, request.body)),
     );
   };
 }

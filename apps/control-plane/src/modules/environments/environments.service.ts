@@ -13,17 +13,21 @@ import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./do
 import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
 
-export interface CreateEnvironmentInput {
+/** An environment's size (the limits of its containers); see environments.routes.ts for the bounds. */
+export interface EnvironmentSize {
+  cpu_cores?: number | undefined;
+  ram_mb?: number | undefined;
+  disk_gb?: number | undefined;
+  workers?: number | undefined;
+}
+
+export interface CreateEnvironmentInput extends EnvironmentSize {
   project_id: string;
   name: string;
   git_branch?: string | undefined;
   domain?: string | undefined;
   aliases?: string[] | undefined;
   auto_deploy?: boolean | undefined;
-  cpu_cores?: number | undefined;
-  ram_mb?: number | undefined;
-  disk_gb?: number | undefined;
-  workers?: number | undefined;
   /** Set only by a migration's start (step 2): the first deployment restores its backup. */
   migration_id?: string | undefined;
 }
@@ -85,6 +89,23 @@ export function createEnvironmentsService(deps: {
   onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
 }) {
   const view = (row: EnvironmentRow) => environmentView(row, deps.addresses);
+  /**
+   * Sets an active environment's domain (null: none, it is served at its generated name)
+   * and aliases; omitted fields stay as they are. A deployed environment's server is told
+   * at once (its proxy routes the new names without a deploy).
+   */
+  async function updateDomains(scope: Scope, id: string, input: DomainsInput): Promise<EnvironmentRow> {
+    const row = await deps.environments.get(scope, id);
+    if (!row) throw notFound("Environment");
+    if (!row.isActive) throw inactive();
+    const out = await deps.environments.setDomains(row.id, checkDomains(row, input, deps.addresses.baseDomain), deps.clock.now());
+    if (!out) throw inactive();
+    const updated = claimed(out);
+    const before = [row.domain, ...row.aliases].join(" ");
+    if ([updated.domain, ...updated.aliases].join(" ") !== before) await deps.onNamesChanged?.(updated);
+    return updated;
+  }
+
   return {
     async get(scope: Scope, id: string) {
       const row = await deps.environments.get(scope, id);
@@ -128,21 +149,28 @@ export function createEnvironmentsService(deps: {
       }
     },
 
+    updateDomains,
+
     /**
-     * Sets an active environment's domain (null: none, it is served at its generated name)
-     * and aliases; omitted fields stay as they are. A deployed environment's server is told
-     * at once (its proxy routes the new names without a deploy).
+     * Changes an active environment in place: its names (updateDomains, at once) and its
+     * size (from its next deploy on, which snapshots it); omitted fields stay as they are.
      */
-    async updateDomains(scope: Scope, id: string, input: DomainsInput): Promise<EnvironmentRow> {
-      const row = await deps.environments.get(scope, id);
+    async update(scope: Scope, id: string, input: DomainsInput & EnvironmentSize): Promise<EnvironmentRow> {
+      const { domain, aliases, ...size } = input;
+      let row = domain !== undefined || aliases !== undefined ? await updateDomains(scope, id, { domain, aliases }) : await deps.environments.get(scope, id);
       if (!row) throw notFound("Environment");
       if (!row.isActive) throw inactive();
-      const out = await deps.environments.setDomains(row.id, checkDomains(row, input, deps.addresses.baseDomain), deps.clock.now());
-      if (!out) throw inactive();
-      const updated = claimed(out);
-      const before = [row.domain, ...row.aliases].join(" ");
-      if ([updated.domain, ...updated.aliases].join(" ") !== before) await deps.onNamesChanged?.(updated);
-      return updated;
+      const set = {
+        ...(size.cpu_cores !== undefined ? { cpuCores: size.cpu_cores } : {}),
+        ...(size.ram_mb !== undefined ? { ramMb: size.ram_mb } : {}),
+        ...(size.disk_gb !== undefined ? { diskGb: size.disk_gb } : {}),
+        ...(size.workers !== undefined ? { workers: size.workers } : {}),
+      };
+      if (Object.keys(set).length > 0) {
+        row = await deps.environments.setSize(row.id, set, deps.clock.now());
+        if (!row) throw inactive();
+      }
+      return row;
     },
     view,
   };

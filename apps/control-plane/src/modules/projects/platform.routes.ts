@@ -38,6 +38,7 @@ const DashboardEnvironment = Type.Object({
   cpu_cores: num,
   ram_mb: num,
   disk_gb: num,
+  workers: num,
   ...EnvironmentAddress,
   last_deployment: Nullable(Type.Object({ id: Uuid, kind: Type.String(), status: Type.String(), version: Type.Integer(), created_at: Timestamp })),
   last_backup: LastBackup,
@@ -104,6 +105,7 @@ export function projectsPlatformRoutes(deps: {
                   cpu_cores: e.cpu_cores,
                   ram_mb: e.ram_mb,
                   disk_gb: e.disk_gb,
+                  workers: e.workers,
                   ...addressView(e, deps.addresses),
                   last_deployment:
                     e.last_id === null

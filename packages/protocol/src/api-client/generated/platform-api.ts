@@ -1400,8 +1400,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change auto-deploy, branch, domain or aliases
-         * @description Omitted fields are left unchanged. Needs project.environments.update. Domain and aliases follow the public API's PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; a deployed environment's server is told at once and its proxy serves the new names without a deploy.
+         * Change auto-deploy, branch, domain, aliases or size
+         * @description Omitted fields are left unchanged. Needs project.environments.update. Domain and aliases follow the public API's PATCH /environments/{id}: 400 `invalid_domain` or `domain_reserved`, 409 `domain_taken`; a new size (cpu_cores, ram_mb, disk_gb, workers) applies from the next deploy; a deployed environment's server is told at once and its proxy serves the new names without a deploy.
          */
         patch: operations["updateEnvironment"];
         trace?: never;
@@ -8813,6 +8813,7 @@ export interface operations {
                                 server_name: string | null;
                                 status: string;
                                 url: string | null;
+                                workers: number;
                             }[];
                             erp_version: string | null;
                             git_repo_url: string | null;
@@ -10300,18 +10301,30 @@ export interface operations {
                     aliases?: string[];
                     /** @default false */
                     auto_deploy?: boolean;
-                    /** @default 1 */
+                    /**
+                     * @description CPU cores its containers may use
+                     * @default 1
+                     */
                     cpu_cores?: number;
-                    /** @default 20 */
+                    /**
+                     * @description Disk for its database and files, in GB
+                     * @default 20
+                     */
                     disk_gb?: number;
                     /** @description A host name of two labels or more (e.g. erp.example.com), any case, stored lowercase; not an IP address, a wildcard or a name ending in a dot (400 invalid_domain) */
                     domain?: string;
                     /** @description Defaults to the project's default_branch */
                     git_branch?: string;
                     name: string;
-                    /** @default 2048 */
+                    /**
+                     * @description Memory its containers may use, in MB
+                     * @default 2048
+                     */
                     ram_mb?: number;
-                    /** @default 2 */
+                    /**
+                     * @description ERP worker processes (0: one threaded process)
+                     * @default 2
+                     */
                     workers?: number;
                 };
             };
@@ -10417,9 +10430,17 @@ export interface operations {
                     /** @description More host names served like the domain, each certified: at most 10, no repeats, none equal to the domain */
                     aliases?: string[];
                     auto_deploy?: boolean;
+                    /** @description CPU cores its containers may use */
+                    cpu_cores?: number;
+                    /** @description Disk for its database and files, in GB */
+                    disk_gb?: number;
                     domain?: string | null;
                     /** @description Git branch name */
                     git_branch?: string;
+                    /** @description Memory its containers may use, in MB */
+                    ram_mb?: number;
+                    /** @description ERP worker processes (0: one threaded process) */
+                    workers?: number;
                 };
             };
         };

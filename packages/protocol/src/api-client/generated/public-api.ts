@@ -174,8 +174,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change an environment's domain or aliases
-         * @description Omitted fields are left unchanged; `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). Host names are unique across the installation among active environments, aliases included (409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
+         * Change an environment's domain, aliases or size
+         * @description Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy (POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). Host names are unique across the installation among active environments, aliases included (409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
          */
         patch: operations["updateEnvironment"];
         trace?: never;
@@ -2556,9 +2556,15 @@ export interface operations {
                     aliases?: string[];
                     /** @default false */
                     auto_deploy?: boolean;
-                    /** @default 1 */
+                    /**
+                     * @description CPU cores its containers may use
+                     * @default 1
+                     */
                     cpu_cores?: number;
-                    /** @default 20 */
+                    /**
+                     * @description Disk for its database and files, in GB
+                     * @default 20
+                     */
                     disk_gb?: number;
                     /** @description A host name of two labels or more (e.g. erp.example.com), any case, stored lowercase; not an IP address, a wildcard or a name ending in a dot (400 invalid_domain) */
                     domain?: string;
@@ -2567,9 +2573,15 @@ export interface operations {
                     name: string;
                     /** Format: uuid */
                     project_id: string;
-                    /** @default 2048 */
+                    /**
+                     * @description Memory its containers may use, in MB
+                     * @default 2048
+                     */
                     ram_mb?: number;
-                    /** @default 2 */
+                    /**
+                     * @description ERP worker processes (0: one threaded process)
+                     * @default 2
+                     */
                     workers?: number;
                 };
             };
@@ -2827,7 +2839,15 @@ export interface operations {
                 "application/json": {
                     /** @description More host names served like the domain, each certified: at most 10, no repeats, none equal to the domain */
                     aliases?: string[];
+                    /** @description CPU cores its containers may use */
+                    cpu_cores?: number;
+                    /** @description Disk for its database and files, in GB */
+                    disk_gb?: number;
                     domain?: string | null;
+                    /** @description Memory its containers may use, in MB */
+                    ram_mb?: number;
+                    /** @description ERP worker processes (0: one threaded process) */
+                    workers?: number;
                 };
             };
         };
