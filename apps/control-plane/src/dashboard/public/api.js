@@ -75,12 +75,6 @@ export async function ok(call) {
 }
 
 /**
- * A POST to a path written out in full, for migration-upload.js alone (being changed
- * elsewhere; its calls move to `client` with it). Every other module calls `client`.
- */
-export const post = (path, body) => ok(client.POST(path, { body: body ?? {} }));
-
-/**
  * The live event stream of one organisation. EventSource cannot send headers, and a session
  * token in a URL ends up in logs: each open fetches a single-use ticket (valid a minute) and
  * puts that in the URL instead. A ticket opens one stream, so the caller reconnects through

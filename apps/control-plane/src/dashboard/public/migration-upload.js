@@ -1,7 +1,7 @@
 // The backup of a migration, on its page: a file sent from the browser (its SHA-256 computed
 // first, read in slices; tier_1 as one POST, larger tiers resumable with Pause and Resume),
 // or a backup the control plane downloads from an HTTPS URL.
-import { post } from "./api.js";
+import { client, ok } from "./api.js";
 import { field, fmt, h, onSubmit } from "./dom.js";
 import { sha256OfFile } from "./sha256.js";
 import { directUpload, resumable, TusUpload } from "./uploads.js";
@@ -131,8 +131,7 @@ export function uploadSection(ctx, m, after) {
     state.textContent = "Computing the SHA-256 of the file…";
     const sha256 = await sha256OfFile(f, (n) => hashing.show(n, f.size, "Checksum: "), leaving.signal);
     if (!ctx.current()) return;
-    const q = new URLSearchParams({ file_name: f.name, file_size: String(f.size), sha256 });
-    const init = await post(`/migrations/${id}/upload/init?${q}`);
+    const init = await ok(client.POST("/migrations/{migration_id}/upload/init", { params: { path: { migration_id: id }, query: { file_name: f.name, file_size: f.size, sha256 } } }));
     if (init.protocol === "multipart") {
       state.textContent = `Uploading ${f.name}…`;
       const out = await directUpload(init.upload_url, f, sha256, { onProgress: (n) => sending.show(n, f.size), signal: leaving.signal });
@@ -165,7 +164,7 @@ function importForm(ctx, id, after) {
   form.addEventListener(
     "submit",
     onSubmit(submit, ctx.showError, async () => {
-      const out = await post(`/migrations/${id}/import-url`, { cloud_url: url.value.trim() });
+      const out = await ok(client.POST("/migrations/{migration_id}/import-url", { params: { path: { migration_id: id } }, body: { cloud_url: url.value.trim() } }));
       ctx.announce(out.message);
       after();
     }),
