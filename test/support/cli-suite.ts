@@ -2,8 +2,11 @@
 // (server, project, two environments, API keys) and its owner signed in, for `berth` run as
 // its own process against it.
 import { afterAll, beforeAll } from "vitest";
-import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
+import type { DemoOrganization } from "@berth/control-plane";
+import type { SignedCommand } from "@berth/protocol";
 import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
+import { demoOrganizationWithAgent } from "./demo-agent.ts";
+import type { SimAgent } from "./sim-agent.ts";
 import { addPerson, type Person } from "./people.ts";
 import { urlOf } from "./sse.ts";
 
@@ -15,16 +18,21 @@ export interface CliSuite {
   owner: Person;
 }
 
-/** Registers beforeAll/afterAll; the fields are set once beforeAll has run. */
-export function cliSuite(): CliSuite {
+/**
+ * Registers beforeAll/afterAll; the fields are set once beforeAll has run. The demo server has a
+ * simulated agent on the real link, which passes the commands it receives to `onCommand`.
+ */
+export function cliSuite(onCommand?: (cmd: SignedCommand, agent: SimAgent) => void): CliSuite {
   const suite = {} as CliSuite;
+  let stopAgent: (() => void) | undefined;
   beforeAll(async () => {
-    suite.cp = await startControlPlane({ listen: true });
+    suite.cp = await startControlPlane({ listen: true, heartbeatMs: 1000 });
     suite.base = urlOf(suite.cp);
-    suite.d = await createDemoOrganization(suite.cp.database.db, suite.cp.app.services);
+    ({ d: suite.d, stop: stopAgent } = await demoOrganizationWithAgent(suite.cp, suite.base, onCommand));
     suite.owner = await addPerson(suite.cp.app, "org_owner", { organizationId: suite.d.organization_id });
   });
   afterAll(async () => {
+    stopAgent?.();
     await suite.cp?.close();
   });
   return suite;
