@@ -5,10 +5,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import type { Command } from "commander";
 import { expect, it } from "vitest";
 import { buildProgram } from "../../apps/control-plane/src/cli/main.ts";
 import { cliRunner } from "../support/cli.ts";
+
+/** commander as the CLI has it (the test workspace may resolve another copy). */
+type Command = ReturnType<typeof buildProgram>;
 
 const cli = cliRunner();
 
