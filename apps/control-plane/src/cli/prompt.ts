@@ -16,20 +16,42 @@ export async function readStdin(): Promise<string> {
 }
 
 export async function ask(question: string, opts: { hidden?: boolean } = {}): Promise<string> {
+  if (opts.hidden) return askHidden(question);
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  if (opts.hidden) {
-    // Echo the question only, not what is typed.
-    const r = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WritableStream };
-    r._writeToOutput = (s: string) => {
-      if (s.startsWith(question) || s === "\r\n" || s === "\n") r.output.write(s);
-    };
-  }
   try {
     return await rl.question(question);
   } finally {
-    if (opts.hidden) process.stderr.write("\n");
     rl.close();
   }
+}
+
+/** A secret typed on the terminal in raw mode: nothing of it is echoed, not even its length. */
+function askHidden(question: string): Promise<string> {
+  const stdin = process.stdin;
+  process.stderr.write(question);
+  stdin.setRawMode(true);
+  stdin.setEncoding("utf8");
+  stdin.resume();
+  return new Promise((resolve) => {
+    let typed = "";
+    const done = (then: () => void) => {
+      stdin.off("data", onData);
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write("\n");
+      then();
+    };
+    const onData = (chunk: string) => {
+      for (const ch of chunk) {
+        if (ch === "\r" || ch === "\n" || ch === "\u0004") return done(() => resolve(typed));
+        // Ctrl-C: as a terminal would, end with the conventional code of SIGINT.
+        if (ch === "\u0003") return done(() => process.exit(130));
+        if (ch === "\u007f" || ch === "\b") typed = typed.slice(0, -1);
+        else if (ch >= " ") typed += ch;
+      }
+    };
+    stdin.on("data", onData);
+  });
 }
 
 /**
