@@ -9,6 +9,7 @@ import { expect, it } from "vitest";
 import { SAMPLE_BACKUP_FILES, uploadBackupFiles } from "../support/backup-uploads.ts";
 import { json, signedInPerson, withApiKey } from "../support/cli-people.ts";
 import { cliSuite } from "../support/cli-suite.ts";
+import { runInTerminal } from "../support/cli-terminal.ts";
 
 const s = cliSuite((cmd, agent) => {
   if (cmd.type !== "backup") return;
@@ -44,6 +45,19 @@ it("with an API key: a backup is made, listed and downloaded byte for byte", { t
   expect(again.stderr).toContain("--force");
 });
 
+it("on a terminal, a download shows a progress line per file", { timeout: 60_000 }, async () => {
+  const run = withApiKey(s, s.d.api_keys.org_rw);
+  const env = s.d.environments.running;
+  const made = await json<Backup>(run, ["backups", "create", env, "--wait"]);
+  const dir = mkdtempSync(path.join(tmpdir(), "berth-cli-download-tty-"));
+  const r = await runInTerminal(["backups", "download", env, made.id, "-o", dir], { PATH: process.env.PATH ?? "", HOME: dir, BERTH_URL: s.base, BERTH_API_KEY: s.d.api_keys.org_rw });
+  expect(r.code, r.stdout).toBe(0);
+  expect(r.stdout).toContain("\rdb.dump  2.0 KB / 2.0 KB (100%)");
+  expect(r.stdout).toContain("\rfilestore.tar.gz  4.0 KB / 4.0 KB (100%)");
+});
+
+// Last: the restore it starts stays queued (the simulated agent does not answer it), so the
+// environment takes no other task afterwards.
 it("with a session: a backup is made and restored, only with --yes when there is no terminal", { timeout: 60_000 }, async () => {
   const run = await signedInPerson(s);
   const env = s.d.environments.running;
