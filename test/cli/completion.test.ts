@@ -58,6 +58,11 @@ it.each(["zsh", "fish"])("%s: the script names every command path and option", a
   }
 });
 
+it("--json gives the script in a JSON document", async () => {
+  const r = await cli.run(["completion", "fish", "--json"]);
+  expect(JSON.parse(r.stdout)).toEqual({ shell: "fish", script: (await cli.run(["completion", "fish"])).stdout.trimEnd() });
+});
+
 it("an unknown shell is a usage error", async () => {
   const r = await cli.run(["completion", "tcsh"]);
   expect(r.code).toBe(2);

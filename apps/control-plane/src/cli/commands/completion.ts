@@ -131,6 +131,8 @@ Examples:
     .action((shell: string) => {
       const make = SHELLS[shell as keyof typeof SHELLS];
       if (!make) throw new CliError(`No completion for ${shell}: bash, zsh or fish.`, EXIT.usage, "unknown_shell");
-      context().out.line(make(program).trimEnd());
+      const script = make(program).trimEnd();
+      const out = context().out;
+      out.result({ shell, script }, () => out.line(script));
     });
 }
