@@ -33,7 +33,7 @@ The first login needs the control plane's URL (--url or BERTH_URL); later ones r
 Examples:
   $ berth --url https://berth.example.com login
   $ printf '%s' "$PASSWORD" | berth login --email ada@example.com --password-stdin
-  $ printf '%s' "$BERTH_KEY" | berth --url https://berth.example.com login --api-key-stdin`,
+  $ printf '%s' "$CI_API_KEY" | berth --url https://berth.example.com login --api-key-stdin`,
     )
     .action(async (opts: LoginOptions) => {
       const ctx = context();
