@@ -1,7 +1,7 @@
 // `berth completion`: the scripts cover the whole command tree as buildProgram makes it (so a
 // new command is completed without anyone touching completion.ts), and the bash one, run in a
 // real bash, offers each command's subcommands and options after its words.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -47,6 +47,33 @@ it("bash: after each command's words, its subcommands and options are offered", 
   // A prefix narrows the offer.
   const narrowed = execFileSync("bash", ["-c", `source ${JSON.stringify(path.join(dir, "berth.bash"))}; COMP_WORDS=(berth projects cr); COMP_CWORD=2; _berth; echo "\${COMPREPLY[*]}"`], { encoding: "utf8" });
   expect(narrowed.trim()).toBe("create");
+});
+
+const installed = (shell: string) => spawnSync(shell, ["-c", "exit 0"]).status === 0;
+
+// In the shells themselves where they are installed (bash always is).
+it.skipIf(!installed("zsh"))("zsh: after each command's words, its subcommands and options are offered", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "berth-completion-"));
+  writeFileSync(path.join(dir, "_berth"), (await cli.run(["completion", "zsh"])).stdout);
+  // _describe stubbed to print its candidates: the script's own logic picks them.
+  const driver = [
+    `compdef() {}; _describe() { print -r -- "\${(j: :)\${(@)\${(@P)4}%%:*}}"; }`,
+    `source ${JSON.stringify(path.join(dir, "_berth"))}`,
+    ...nodes.map((n) => `words=(berth --json ${n.words.join(" ")} ""); CURRENT=${n.words.length + 3}; _berth`),
+  ].join("\n");
+  const lines = execFileSync("zsh", ["-f", "-c", driver], { encoding: "utf8" }).trimEnd().split("\n");
+  for (const [i, n] of nodes.entries()) expect(lines[i]!.split(" "), `after "berth ${n.words.join(" ")}"`).toEqual(expect.arrayContaining(n.offers));
+});
+
+it.skipIf(!installed("fish"))("fish: after each command's words, its subcommands and options are offered", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "berth-completion-"));
+  writeFileSync(path.join(dir, "berth.fish"), (await cli.run(["completion", "fish"])).stdout);
+  const driver = [
+    `source ${JSON.stringify(path.join(dir, "berth.fish"))}`,
+    ...nodes.map((n) => `echo (complete -C "berth --json ${n.words.join(" ")} " | string split -f1 \\t) (complete -C "berth --json ${n.words.join(" ")} -" | string split -f1 \\t)`),
+  ].join("\n");
+  const lines = execFileSync("fish", ["--no-config", "-c", driver], { encoding: "utf8" }).trimEnd().split("\n");
+  for (const [i, n] of nodes.entries()) expect(lines[i]!.split(" "), `after "berth ${n.words.join(" ")}"`).toEqual(expect.arrayContaining(n.offers));
 });
 
 it.each(["zsh", "fish"])("%s: the script names every command path and option", async (shell) => {
