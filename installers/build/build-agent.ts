@@ -28,7 +28,7 @@ const exec = promisify(execFile);
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const DEFAULT_DIST_DIR = path.join(REPO_ROOT, "installers/dist");
-const CACHE_DIR = path.join(REPO_ROOT, "installers/.cache");
+export const CACHE_DIR = path.join(REPO_ROOT, "installers/.cache");
 const AGENT_DIR = path.join(REPO_ROOT, "apps/agent");
 const PAGE_OUT_SOURCE = path.join(AGENT_DIR, "native/page-out.c");
 const SEA_FUSE = "NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2";
@@ -76,7 +76,7 @@ export const NODE_LTS_VERSION = "24.21.0";
  * cache, so the build does not need it in node_modules (where its `node` bin would shadow
  * the developer's Node in every npm script).
  */
-async function nodePackageDir(arch: Arch, log: (line: string) => void): Promise<string> {
+export async function nodePackageDir(arch: Arch, log: (line: string) => void): Promise<string> {
   const require_ = createRequire(path.join(AGENT_DIR, "package.json"));
   try {
     return path.dirname(require_.resolve(`node-linux-${arch}/package.json`));
@@ -100,7 +100,7 @@ async function nodePackageDir(arch: Arch, log: (line: string) => void): Promise<
   return pkg;
 }
 
-function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
+export function filesUnder(dir: string, keep: (file: string) => boolean): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
@@ -174,6 +174,58 @@ async function writeChecksums(dir: string): Promise<void> {
   renameSync(path.join(dir, ".SHA256SUMS.tmp"), path.join(dir, "SHA256SUMS"));
 }
 
+export interface SeaOptions {
+  arch: Arch;
+  /** The target's Node binary the executable is a copy of. */
+  nodeBinary: string;
+  /** The CommonJS bundle the executable runs. */
+  main: string;
+  /** A scratch directory of this build; the executable is made there. */
+  work: string;
+  /** The executable's file name. */
+  name: string;
+  /** Node options baked in (the SEA's execArgv). */
+  execArgv?: readonly string[];
+  /** Files the program reads with node:sea getAsset, by name. */
+  assets?: Record<string, string>;
+  log: (line: string) => void;
+}
+
+/**
+ * Node's single-executable application: the blob of `main` (and assets) made by the target's
+ * Node, injected by postject into a stripped copy of that Node. Returns the executable's path
+ * in `work`; the caller checks it runs and moves it into place.
+ */
+export async function makeSeaExecutable(o: SeaOptions): Promise<string> {
+  const seaConfig = {
+    main: o.main,
+    output: path.join(o.work, "sea-prep.blob"),
+    disableExperimentalSEAWarning: true,
+    // A code cache is keyed by V8's flags, so with execArgv Node rejects it at start.
+    useCodeCache: false,
+    useSnapshot: false,
+    execArgv: [...(o.execArgv ?? [])],
+    assets: o.assets ?? {},
+  };
+  writeFileSync(path.join(o.work, "sea-config.json"), JSON.stringify(seaConfig, null, 2));
+  await runTarget(o.arch, o.nodeBinary, ["--experimental-sea-config", path.join(o.work, "sea-config.json")], { cwd: o.work });
+
+  const exe = path.join(o.work, o.name);
+  copyFileSync(o.nodeBinary, exe);
+  chmodSync(exe, 0o755);
+  // The package's Node carries its symbol table and debug information (~15 MB); the
+  // executable needs neither (addons link against the dynamic symbols, which stay). Before
+  // the injection: stripping moves sections and would break the injected blob.
+  try {
+    await exec(stripFor(o.arch), [exe]);
+  } catch (error) {
+    o.log(`strip failed, keeping the debug information: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const postject = createRequire(path.join(AGENT_DIR, "package.json")).resolve("postject/dist/cli.js");
+  await exec(process.execPath, [postject, exe, "NODE_SEA_BLOB", seaConfig.output, "--sentinel-fuse", SEA_FUSE], { cwd: o.work });
+  return exe;
+}
+
 export async function buildAgentExecutable(options: BuildOptions = {}): Promise<BuiltExecutable> {
   const started = Date.now();
   const log = options.log ?? (() => {});
@@ -216,35 +268,19 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
       },
     });
     log(`bundled the agent: ${Math.round(statSync(bundle.file).size / 1024)} KB`);
-    const seaConfig = {
+    const exe = await makeSeaExecutable({
+      arch,
+      nodeBinary,
       main: bundle.file,
-      output: path.join(work, "sea-prep.blob"),
-      disableExperimentalSEAWarning: true,
-      // A code cache is keyed by V8's flags, so with execArgv below Node rejects it at start.
-      useCodeCache: false,
-      useSnapshot: false,
+      work,
+      name,
       execArgv: nodeFlags,
       assets: {
         "berth_page_out.node": pageOutAddon,
         "uninstall.sh": path.join(REPO_ROOT, "installers/uninstall.sh"),
       },
-    };
-    writeFileSync(path.join(work, "sea-config.json"), JSON.stringify(seaConfig, null, 2));
-    await runTarget(arch, nodeBinary, ["--experimental-sea-config", path.join(work, "sea-config.json")], { cwd: work });
-
-    const exe = path.join(work, name);
-    copyFileSync(nodeBinary, exe);
-    chmodSync(exe, 0o755);
-    // The package's Node carries its symbol table and debug information (~15 MB); the
-    // executable needs neither (addons link against the dynamic symbols, which stay). Before
-    // the injection: stripping moves sections and would break the injected blob.
-    try {
-      await exec(stripFor(arch), [exe]);
-    } catch (error) {
-      log(`strip failed, keeping the debug information: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    const postject = createRequire(path.join(AGENT_DIR, "package.json")).resolve("postject/dist/cli.js");
-    await exec(process.execPath, [postject, exe, "NODE_SEA_BLOB", seaConfig.output, "--sentinel-fuse", SEA_FUSE], { cwd: work });
+      log,
+    });
 
     // It must run: a broken build is not published.
     const { stdout } = await runTarget(arch, exe, ["--version"], { env: { PATH: "/usr/bin:/bin" } });

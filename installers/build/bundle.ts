@@ -1,6 +1,7 @@
-// The agent's esbuild bundle, shared by the packaging (build-agent.ts) and the agent
-// benchmark (test/bench/agent): apps/agent/src/cli.ts and everything it imports in one
-// CommonJS file, with the dependencies of dependencies the agent never calls left out.
+// The esbuild bundles the single executables run: the agent's, shared by the packaging
+// (build-agent.ts) and the agent benchmark (test/bench/agent), apps/agent/src/cli.ts and
+// everything it imports in one CommonJS file, with the dependencies of dependencies the agent
+// never calls left out; and the berth CLI's (build-cli.ts), the same way from its entry.
 import path from "node:path";
 import { build, type BuildOptions, type Metafile, type Plugin } from "esbuild";
 
@@ -70,10 +71,15 @@ export interface BuiltBundle {
 }
 
 export async function bundleAgentSource(options: AgentBundleOptions): Promise<BuiltBundle> {
-  const stubs = options.stubs ?? AGENT_STUBS;
+  return bundleSource({ ...options, entry: "apps/agent/src/cli.ts", stubs: options.stubs ?? AGENT_STUBS });
+}
+
+/** One entry point (relative to sourceRoot) and all it imports in one CommonJS file. */
+export async function bundleSource(options: AgentBundleOptions & { entry: string }): Promise<BuiltBundle> {
+  const stubs = options.stubs ?? [];
   const build_: BuildOptions & { metafile: true } = {
     absWorkingDir: options.sourceRoot,
-    entryPoints: [path.join(options.sourceRoot, "apps/agent/src/cli.ts")],
+    entryPoints: [path.join(options.sourceRoot, options.entry)],
     outfile: options.outfile,
     bundle: true,
     platform: "node",

@@ -10,7 +10,8 @@ const CACHE = path.join(REPO_ROOT, "installers/.cache");
 const LOCK = path.join(CACHE, "test-build.lock");
 const STALE_LOCK_MS = 10 * 60_000;
 
-async function withLock<T>(work: () => Promise<T>): Promise<T> {
+/** Runs `work` while holding the build lock (the CLI's executable shares it: cli-executable.ts). */
+export async function withLock<T>(work: () => Promise<T>): Promise<T> {
   mkdirSync(CACHE, { recursive: true });
   for (;;) {
     try {

@@ -1,5 +1,232 @@
-// Placeholder: filled in by the command's owner.
+// `berth environments list|show|create|update|delete`. With an API key over the public API
+// (/environments, /projects/{id}/environments); with a session over the platform API, whose
+// project lists hold the environments (no read-one endpoint: `show` finds it there) and whose
+// changes go through /projects/{project_id}/environments/{env_id}. Sizes are set at creation:
+// neither API changes them afterwards.
 import type { Command } from "commander";
+import { ok } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
+import { CliError, EXIT } from "../errors.ts";
+import { wholeNumber, repeated } from "../option-values.ts";
+import { ORG_OPTION, organizationId, organizationIds } from "../organizations.ts";
+import type { Column } from "../output.ts";
+import { allPages } from "../pages.ts";
+import { confirm } from "../prompt.ts";
 
-export function registerEnvironments(_program: Command, _context: () => Context): void {}
+interface EnvironmentView {
+  id: string;
+  name: string;
+  project_id: string;
+  status: string;
+  git_branch: string;
+  domain: string | null;
+  aliases: string[];
+  auto_deploy: boolean;
+  cpu_cores: number;
+  ram_mb: number;
+  disk_gb: number;
+  url: string | null;
+  server_id: string | null;
+}
+
+const columns: Column<EnvironmentView>[] = [
+  { header: "id", get: (e) => e.id },
+  { header: "name", get: (e) => e.name },
+  { header: "project", get: (e) => e.project_id },
+  { header: "status", get: (e) => e.status },
+  { header: "branch", get: (e) => e.git_branch },
+  { header: "url", get: (e) => e.url },
+];
+
+function showEnvironment(ctx: Context, e: EnvironmentView): void {
+  ctx.out.result(e, () =>
+    ctx.out.record([
+      ["ID", e.id],
+      ["Name", e.name],
+      ["Project", e.project_id],
+      ["Status", e.status],
+      ["Branch", e.git_branch],
+      ["Auto-deploy", e.auto_deploy ? "on" : "off"],
+      ["Domain", e.domain],
+      ["Aliases", e.aliases],
+      ["URL", e.url],
+      ["Size", `${e.cpu_cores} cores, ${e.ram_mb} MB RAM, ${e.disk_gb} GB disk`],
+      ["Server", e.server_id],
+    ]),
+  );
+}
+
+/** With a session: every environment of the projects the person sees, each with its project's id. */
+async function platformEnvironments(ctx: Context, orgs: string[]): Promise<EnvironmentView[]> {
+  const api = ctx.platform();
+  const all: EnvironmentView[] = [];
+  for (const organization_id of orgs) {
+    const projects = (await ok(api.GET("/organizations/{organization_id}/projects", { params: { path: { organization_id } } }))).data;
+    for (const p of projects) all.push(...p.environments.map((e) => ({ ...e, project_id: p.id })));
+  }
+  return all;
+}
+
+export async function findEnvironment(ctx: Context, id: string, org?: string): Promise<EnvironmentView> {
+  if (ctx.credentials().kind === "api_key") return ok(ctx.public().GET("/environments/{id}", { params: { path: { id } } }));
+  const found = (await platformEnvironments(ctx, await organizationIds(ctx.platform(), org))).find((e) => e.id === id);
+  if (!found) throw new CliError(`No environment ${id} that you can see.`, EXIT.failed, "environment_not_found");
+  return found;
+}
+
+interface CreateOptions {
+  project: string;
+  name: string;
+  branch?: string;
+  cpu?: number;
+  ram?: number;
+  disk?: number;
+  workers?: number;
+  domain?: string;
+  alias?: string[];
+  autoDeploy?: boolean;
+}
+
+interface UpdateOptions {
+  branch?: string;
+  domain?: string | false;
+  alias?: string[];
+  noAliases?: boolean;
+  autoDeploy?: boolean;
+  org?: string;
+}
+
+export function registerEnvironments(program: Command, context: () => Context): void {
+  const environments = program
+    .command("environments")
+    .alias("envs")
+    .description("Environments: one running copy of a project (production, staging, …) with its branch, size and domain")
+    .addHelpText("after", "\nExamples:\n  $ berth environments list --project <project-id>\n  $ berth environments create --project <project-id> --name staging --branch staging --cpu 2 --ram 4096");
+
+  environments
+    .command("list")
+    .description("List environments, of one project or of all you can see")
+    .option("--project <project-id>", "only this project's")
+    .option(...ORG_OPTION)
+    .addHelpText("after", "\nExamples:\n  $ berth environments list\n  $ berth environments list --project <project-id> --json")
+    .action(async (opts: { project?: string; org?: string }) => {
+      const ctx = context();
+      let rows: EnvironmentView[];
+      if (ctx.credentials().kind === "api_key") {
+        const api = ctx.public();
+        const projectIds = opts.project ? [opts.project] : (await allPages((query) => ok(api.GET("/projects", { params: { query } })))).map((p) => p.id);
+        rows = [];
+        for (const id of projectIds) rows.push(...(await allPages((query) => ok(api.GET("/projects/{id}/environments", { params: { path: { id }, query } })))));
+      } else {
+        const api = ctx.platform();
+        const orgs = opts.project ? await organizationIds(api, opts.org) : [await organizationId(api, opts.org)];
+        rows = (await platformEnvironments(ctx, orgs)).filter((e) => !opts.project || e.project_id === opts.project);
+      }
+      ctx.out.result(rows, () => ctx.out.table(rows, columns, "No environments: create one with `berth environments create`."));
+    });
+
+  environments
+    .command("show <environment>")
+    .description("Show one environment")
+    .option(...ORG_OPTION)
+    .addHelpText("after", "\nExample:\n  $ berth environments show <environment-id>")
+    .action(async (id: string, opts: { org?: string }) => {
+      const ctx = context();
+      showEnvironment(ctx, await findEnvironment(ctx, id, opts.org));
+    });
+
+  environments
+    .command("create")
+    .description("Create an environment of a project (pending until its first deploy)")
+    .requiredOption("--project <project-id>", "the project")
+    .requiredOption("--name <name>", "its name, e.g. staging")
+    .option("--branch <branch>", "the Git branch it runs (default: the project's)")
+    .option("--cpu <cores>", "CPU cores", wholeNumber)
+    .option("--ram <mb>", "memory in MB", wholeNumber)
+    .option("--disk <gb>", "disk in GB", wholeNumber)
+    .option("--workers <n>", "ERP worker processes", wholeNumber)
+    .option("--domain <name>", "the domain it is served at")
+    .option("--alias <name>", "another host name served like the domain (repeatable)", repeated)
+    .option("--auto-deploy", "deploy on every push to its branch")
+    .addHelpText(
+      "after",
+      `
+The sizes, the ERP version (the project's) and the server (the project's) are fixed at creation.
+
+Examples:
+  $ berth environments create --project <project-id> --name staging --branch staging
+  $ berth environments create --project <project-id> --name production --cpu 4 --ram 8192 --disk 80 --domain erp.example.com`,
+    )
+    .action(async (opts: CreateOptions) => {
+      const ctx = context();
+      const body = {
+        name: opts.name,
+        ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
+        ...(opts.cpu !== undefined ? { cpu_cores: opts.cpu } : {}),
+        ...(opts.ram !== undefined ? { ram_mb: opts.ram } : {}),
+        ...(opts.disk !== undefined ? { disk_gb: opts.disk } : {}),
+        ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+        ...(opts.domain !== undefined ? { domain: opts.domain } : {}),
+        ...(opts.alias ? { aliases: opts.alias } : {}),
+        ...(opts.autoDeploy ? { auto_deploy: true } : {}),
+      };
+      const env =
+        ctx.credentials().kind === "api_key"
+          ? await ok(ctx.public().POST("/environments", { body: { ...body, project_id: opts.project } }))
+          : await ok(ctx.platform().POST("/projects/{project_id}/environments", { params: { path: { project_id: opts.project } }, body }));
+      showEnvironment(ctx, env);
+    });
+
+  environments
+    .command("update <environment>")
+    .description("Change an environment's domain and aliases (with a session also its branch and auto-deploy)")
+    .option("--domain <name>", "a new domain")
+    .option("--no-domain", "remove the domain (the generated name stays)")
+    .option("--alias <name>", "the host names served like the domain, replacing the current ones (repeatable)", repeated)
+    .option("--no-aliases", "remove every alias")
+    .option("--branch <branch>", "a new Git branch (signed in by e-mail only)")
+    .option("--auto-deploy", "deploy on every push (signed in by e-mail only)")
+    .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)")
+    .option(...ORG_OPTION)
+    .addHelpText("after", "\nExamples:\n  $ berth environments update <environment-id> --domain erp.example.com --alias www.erp.example.com\n  $ berth environments update <environment-id> --branch release --no-auto-deploy")
+    .action(async (id: string, opts: UpdateOptions & { aliases?: boolean }) => {
+      const ctx = context();
+      const body = {
+        ...(opts.domain !== undefined ? { domain: opts.domain === false ? null : opts.domain } : {}),
+        ...(opts.alias ? { aliases: opts.alias } : opts.aliases === false ? { aliases: [] } : {}),
+      };
+      const sessionOnly = {
+        ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
+        ...(opts.autoDeploy !== undefined ? { auto_deploy: opts.autoDeploy } : {}),
+      };
+      if (Object.keys(body).length + Object.keys(sessionOnly).length === 0) {
+        throw new CliError("Nothing to change: pass --domain, --no-domain, --alias, --no-aliases, --branch or --(no-)auto-deploy.", EXIT.usage, "nothing_to_change");
+      }
+      let env: EnvironmentView;
+      if (ctx.credentials().kind === "api_key") {
+        if (Object.keys(sessionOnly).length > 0) throw new CliError("With an API key only the domain and aliases can be changed (the public API).", EXIT.usage, "option_not_supported");
+        env = await ok(ctx.public().PATCH("/environments/{id}", { params: { path: { id } }, body }));
+      } else {
+        const { project_id } = await findEnvironment(ctx, id, opts.org);
+        env = await ok(ctx.platform().PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id, env_id: id } }, body: { ...body, ...sessionOnly } }));
+      }
+      showEnvironment(ctx, env);
+    });
+
+  environments
+    .command("delete <environment>")
+    .description("Destroy an environment: its containers and database (with --delete-data also its files)")
+    .option("--delete-data", "also delete its data directory (addons, file store, logs)")
+    .option("-y, --yes", "do not ask for confirmation (needed without a terminal)")
+    .addHelpText("after", "\nExample:\n  $ berth environments delete <environment-id> --yes")
+    .action(async (id: string, opts: { deleteData?: boolean; yes?: boolean }) => {
+      const ctx = context();
+      await confirm(`Destroy environment ${id}${opts.deleteData ? " and delete its data" : ""}?`, opts.yes);
+      const query = { delete_data: Boolean(opts.deleteData) };
+      const answer =
+        ctx.credentials().kind === "api_key"
+          ? await ok(ctx.public().DELETE("/environments/{id}", { params: { path: { id }, query, header: { "x-confirm-delete": "true" } } }))
+          : await ok(ctx.platform().DELETE("/deployments/environment/{environment_id}/destroy", { params: { path: { environment_id: id }, query } }));
+      ctx.out.result(answer, () => ctx.out.line(`Destroying environment ${id}.`));
+    });
+}
