@@ -44,6 +44,12 @@ describe.each([
 
     const shown = await run(["environments", "show", created.id]);
     expect(shown.stdout).toMatch(/^Size:\s+2 cores, 3072 MB RAM, 25 GB disk$/m);
+
+    const resized = await json<Environment>(run, ["environments", "update", created.id, "--cpu", "3", "--ram", "6144"]);
+    expect(resized).toMatchObject({ id: created.id, cpu_cores: 3, ram_mb: 6144, disk_gb: 25, domain: `new-${domain}` });
+    const tooSmall = await run(["environments", "update", created.id, "--ram", "100"]);
+    expect(tooSmall.code).toBe(1);
+    expect(tooSmall.stderr).toContain("body/ram_mb: must be >= 256");
   });
 
   it("a size that is not a number is a usage error before any request: exit 2", async () => {
@@ -70,7 +76,7 @@ it("a person changes the branch and auto-deploy; an API key may not (exit 2, unc
   const key = withApiKey(s, s.d.api_keys.org_rw);
   const r = await key(["environments", "update", env, "--branch", "main"]);
   expect(r.code).toBe(2);
-  expect(r.stderr).toContain("only the domain and aliases");
+  expect(r.stderr).toContain("the branch and auto-deploy cannot be changed");
   expect(await json<Environment>(key, ["environments", "show", env])).toMatchObject({ git_branch: "release" });
 });
 

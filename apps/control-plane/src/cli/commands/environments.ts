@@ -1,8 +1,8 @@
 // `berth environments list|show|create|update|delete`. With an API key over the public API
 // (/environments, /projects/{id}/environments); with a session over the platform API, whose
 // project lists hold the environments (no read-one endpoint: `show` finds it there) and whose
-// changes go through /projects/{project_id}/environments/{env_id}. Sizes are set at creation:
-// neither API changes them afterwards.
+// changes go through /projects/{project_id}/environments/{env_id}. A new size applies from the
+// environment's next deploy.
 import type { Command } from "commander";
 import { ok } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
@@ -87,7 +87,22 @@ interface CreateOptions {
   autoDeploy?: boolean;
 }
 
-interface UpdateOptions {
+interface Size {
+  cpu?: number;
+  ram?: number;
+  disk?: number;
+  workers?: number;
+}
+
+/** The size options as the APIs name them (create and update take the same). */
+const sizeBody = (opts: Size) => ({
+  ...(opts.cpu !== undefined ? { cpu_cores: opts.cpu } : {}),
+  ...(opts.ram !== undefined ? { ram_mb: opts.ram } : {}),
+  ...(opts.disk !== undefined ? { disk_gb: opts.disk } : {}),
+  ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+});
+
+interface UpdateOptions extends Size {
   branch?: string;
   domain?: string | false;
   alias?: string[];
@@ -162,10 +177,7 @@ Examples:
       const body = {
         name: opts.name,
         ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
-        ...(opts.cpu !== undefined ? { cpu_cores: opts.cpu } : {}),
-        ...(opts.ram !== undefined ? { ram_mb: opts.ram } : {}),
-        ...(opts.disk !== undefined ? { disk_gb: opts.disk } : {}),
-        ...(opts.workers !== undefined ? { workers: opts.workers } : {}),
+        ...sizeBody(opts),
         ...(opts.domain !== undefined ? { domain: opts.domain } : {}),
         ...(opts.alias ? { aliases: opts.alias } : {}),
         ...(opts.autoDeploy ? { auto_deploy: true } : {}),
@@ -179,7 +191,7 @@ Examples:
 
   environments
     .command("update <environment>")
-    .description("Change an environment's domain and aliases (with a session also its branch and auto-deploy)")
+    .description("Change an environment's domain, aliases and size (from its next deploy on); with a session also its branch and auto-deploy")
     .option("--domain <name>", "a new domain")
     .option("--no-domain", "remove the domain (the generated name stays)")
     .option("--alias <name>", "the host names served like the domain, replacing the current ones (repeatable)", repeated)
@@ -187,24 +199,32 @@ Examples:
     .option("--branch <branch>", "a new Git branch (signed in by e-mail only)")
     .option("--auto-deploy", "deploy on every push (signed in by e-mail only)")
     .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)")
+    .option("--cpu <cores>", "CPU cores, from the next deploy on", wholeNumber)
+    .option("--ram <mb>", "memory in MB, from the next deploy on", wholeNumber)
+    .option("--disk <gb>", "disk in GB, from the next deploy on", wholeNumber)
+    .option("--workers <n>", "ERP worker processes, from the next deploy on", wholeNumber)
     .option(...ORG_OPTION)
-    .addHelpText("after", "\nExamples:\n  $ berth environments update <environment-id> --domain erp.example.com --alias www.erp.example.com\n  $ berth environments update <environment-id> --branch release --no-auto-deploy")
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ berth environments update <environment-id> --domain erp.example.com --alias www.erp.example.com\n  $ berth environments update <environment-id> --branch release --no-auto-deploy\n  $ berth environments update <environment-id> --cpu 4 --ram 8192 && berth deploy <environment-id> --follow",
+    )
     .action(async (id: string, opts: UpdateOptions & { aliases?: boolean }) => {
       const ctx = context();
       const body = {
         ...(opts.domain !== undefined ? { domain: opts.domain === false ? null : opts.domain } : {}),
         ...(opts.alias ? { aliases: opts.alias } : opts.aliases === false ? { aliases: [] } : {}),
+        ...sizeBody(opts),
       };
       const sessionOnly = {
         ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
         ...(opts.autoDeploy !== undefined ? { auto_deploy: opts.autoDeploy } : {}),
       };
       if (Object.keys(body).length + Object.keys(sessionOnly).length === 0) {
-        throw new CliError("Nothing to change: pass --domain, --no-domain, --alias, --no-aliases, --branch or --(no-)auto-deploy.", EXIT.usage, "nothing_to_change");
+        throw new CliError("Nothing to change: pass --domain, --no-domain, --alias, --no-aliases, --cpu, --ram, --disk, --workers, --branch or --(no-)auto-deploy.", EXIT.usage, "nothing_to_change");
       }
       let env: EnvironmentView;
       if (ctx.credentials().kind === "api_key") {
-        if (Object.keys(sessionOnly).length > 0) throw new CliError("With an API key only the domain and aliases can be changed (the public API).", EXIT.usage, "option_not_supported");
+        if (Object.keys(sessionOnly).length > 0) throw new CliError("With an API key the branch and auto-deploy cannot be changed (the public API takes the domain, aliases and size).", EXIT.usage, "option_not_supported");
         env = await ok(ctx.public().PATCH("/environments/{id}", { params: { path: { id } }, body }));
       } else {
         const { project_id } = await findEnvironment(ctx, id, opts.org);
