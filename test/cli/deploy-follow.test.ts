@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
 import type { AgentProcess } from "../support/agent-process.ts";
-import { cliRunner } from "../support/cli.ts";
+import { spawn } from "node:child_process";
+import { CLI_ENTRY, cliRunner } from "../support/cli.ts";
 import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { removeEnvironmentObjects, startShop, TEST_IMAGES } from "../support/real-agent.ts";
@@ -93,6 +94,24 @@ it("deploy --follow through a connection cut in the middle of the logs: steps, e
   expect(r.stdout).toContain("✓ Deployment");
   expect((await admin.api.get(`/deployments/${firstId}`)).body.status).toBe("success");
 }, 300_000);
+
+it("on a terminal the steps are one progress bar redrawn in place, not lines", async () => {
+  // script(1) gives the CLI a pseudo-terminal; it follows the finished deployment of the first test.
+  // Asynchronously: the control plane answering it runs in this process.
+  const command = `${process.execPath} --import tsx ${CLI_ENTRY} logs ${firstId} --follow`;
+  const child = spawn("script", ["-qec", command, "/dev/null"], {
+    env: { PATH: process.env.PATH ?? "", HOME: cli.configHome, XDG_CONFIG_HOME: cli.configHome, TERM: "xterm", ...asPerson() },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.setEncoding("utf8").on("data", (c: string) => (output += c));
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  expect(code, output).toBe(0);
+  expect(output).toContain("█");
+  expect(output).toMatch(/100%/);
+  expect(output).toContain("\r\x1b[2K");
+  expect(output).not.toContain("==> ");
+}, 90_000);
 
 it("a failing deploy followed with an API key as NDJSON: step, log and result lines, the failed step and message, exit 1", async () => {
   await cp.app.services.images.set({ erp: { "17.0": "127.0.0.1:9/berth-test/missing:17.0" } });
