@@ -69,6 +69,7 @@ async function settled(id: string): Promise<{ status: string }> {
 }
 
 let firstId = "";
+let failedId = "";
 
 it("deploy --follow through a connection cut in the middle of the logs: steps, every line once, exit 0", async () => {
   const run = cli.start(["deploy", envId, "--follow"], { env: asPerson(`http://127.0.0.1:${proxy.port}`) });
@@ -121,6 +122,7 @@ it("a failing deploy followed with an API key as NDJSON: step, log and result li
     const events = r.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; [k: string]: unknown });
     expect(events[0]!.type).toBe("started");
     const id = events[0]!.id as string;
+    failedId = id;
     expect(events.some((e) => e.type === "step")).toBe(true);
     const logs = events.filter((e) => e.type === "log");
     const stored = await storedLogs(id);
@@ -152,9 +154,13 @@ it("logs --follow prints the stored lines and the live ones of a deploy started 
   const tail = await cli.run(["logs", id, "--limit", "3"], { env: asPerson() });
   expect(tail.code).toBe(0);
   expect(logLinesOf(tail.stdout)).toEqual((await storedLogs(id)).slice(-3).map(printed));
+  // A deployment that is not there (or not the caller's): the API's 404, exit 1.
+  const missing = await cli.run(["logs", "00000000-0000-4000-8000-000000000000", "--follow"], { env: asKey() });
+  expect(missing.code).toBe(1);
+  expect(missing.stderr).toContain("not_found");
 }, 300_000);
 
-it("rollback with a session only, followed to its end; cancel ends a followed deploy with exit 1, and is refused once it ended", async () => {
+it("rollback with a session only and retry, followed to their end; cancel ends a followed deploy with exit 1, and is refused once it ended", async () => {
   // Rollback: only the platform API has it (exit 3 with a key).
   const withKey = await cli.run(["rollback", firstId], { env: asKey() });
   expect(withKey.code).toBe(3);
@@ -164,6 +170,10 @@ it("rollback with a session only, followed to its end; cancel ends a followed de
   const lines = rb.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; answer?: { trigger: string }; deployment?: { status: string } });
   expect(lines[0]!.answer!.trigger).toBe("rollback");
   expect(lines.at(-1)).toMatchObject({ type: "result", outcome: "succeeded", deployment: { status: "success" } });
+  // Retry of the deployment that failed (its image is back): a new deployment, followed to success.
+  const retry = await cli.run(["retry", failedId, "--follow"], { env: asPerson(), timeoutMs: 240_000 });
+  expect(retry.code, retry.stderr).toBe(0);
+  expect(retry.stderr).toMatch(/Retry [0-9a-f-]{36} started/);
 
   const follow = cli.start(["deploy", envId, "--follow"], { env: asPerson() });
   follow.child.stdin!.end();
