@@ -236,7 +236,7 @@ export function createServices(deps: {
     access,
     sessions,
     // Signed with the cursor secret under its own label (an instance secret every replica shares).
-    streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, counters: repos.rateLimits }),
+    streamTickets: createStreamTickets({ secret: deps.cursorSecret, clock, sessions, keys: repos.apiKeys, counters: repos.rateLimits }),
     memberships: createMemberships({ repo: createOrganizationsRepo(db), accounts, users: sessions, keys: apiKeys, clock }),
     invitations: createInvitations({ repo: createInvitationsRepo(db), accounts, mailer: deps.mailer ?? NO_MAIL, sessions, clock }),
     backupSchedules: createBackupSchedules({ schedules: backupSchedulesRepo, environments: repos.environments, clock }),

@@ -64,7 +64,7 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     touch(row.id, now);
     // Permissions are decided before the request is validated: a key that may not make
     // this request learns that, not what was wrong with its body.
-    if (request.method !== "GET" && request.method !== "HEAD") requireFullAccess(request);
+    if (request.method !== "GET" && request.method !== "HEAD" && request.routeOptions.config.readOnly !== true) requireFullAccess(request);
     if (request.routeOptions.config.orgScoped) requireOrgScope(request);
   };
 }

@@ -21,6 +21,7 @@ import { listen } from "../db/pg-listener.ts";
 import { principalOf } from "../modules/api-keys/key-principal.ts";
 import { createIdempotency } from "../modules/idempotency/idempotency.ts";
 import { PUBLIC_PREFIX } from "./openapi.ts";
+import { eventsPublicRoutes } from "../modules/events/events-public.routes.ts";
 import { addonRepositoriesPublicRoutes } from "../modules/addon-repositories/addon-repositories.routes.ts";
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
@@ -54,6 +55,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(webhookDeliveriesRoutes(s.webhookDeliveries));
     await api.register(apiKeysRoutes(s.apiKeys));
     await api.register(backupSchedulesPublicRoutes(s.backupSchedules));
+    await api.register(eventsPublicRoutes({ tickets: s.streamTickets }));
     await api.register(addonRepositoriesPublicRoutes({ addonRepositories: s.addonRepositories, environments: s.repos.environments }));
   };
 }

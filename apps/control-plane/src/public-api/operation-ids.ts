@@ -36,6 +36,8 @@ export const OPERATION_IDS = {
     "GET /environments/{id}/deployments": "listEnvironmentDeployments",
     "GET /deployments/{id}": "getTask",
     "POST /deployments/{id}/cancel": "cancelTask",
+    "GET /deployments/{id}/logs": "listTaskLogs",
+    "POST /events/tickets": "createEventStreamTicket",
     "POST /environments/{id}/backups": "createBackup",
     "GET /environments/{id}/backups": "listBackups",
     "POST /environments/{id}/backups/{backup_id}/download": "createBackupDownloadLink",

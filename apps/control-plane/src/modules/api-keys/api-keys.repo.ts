@@ -42,6 +42,15 @@ export function createApiKeysRepo(db: Database) {
       const { rows } = await db.$client.query<KeyLookupRow>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hash] });
       return rows[0];
     },
+    /** A key by id, for what it was issued (a stream ticket): undefined when unknown. */
+    async byIdForTicket(id: string): Promise<Omit<KeyLookupRow, "access"> | undefined> {
+      const { rows } = await db.$client.query<Omit<KeyLookupRow, "access">>(
+        `select k.id, k.organization_id, k.project_id, k.revoked_at is not null as revoked, o.plan
+         from api_keys k join organizations o on o.id = k.organization_id where k.id = $1`,
+        [id],
+      );
+      return rows[0];
+    },
     async touch(id: string, at: Date): Promise<void> {
       await db.$client.query("update api_keys set last_used_at = $2 where id = $1", [id, at]);
     },

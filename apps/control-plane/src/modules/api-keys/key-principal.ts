@@ -21,6 +21,8 @@ declare module "fastify" {
     webhookWrite?: boolean;
     /** Refused to project-scoped keys (creating and deleting projects, adding servers). */
     orgScoped?: boolean;
+    /** A POST that only reads (a stream ticket): read-only keys may use it. */
+    readOnly?: boolean;
   }
 }
 

@@ -1,7 +1,7 @@
 // The platform API's projection of an operation row (platform spec 2.1 and 2.3): the
 // deployment record, its log entries and its step progress.
 import { stepsForKind, STEP_NAMES, type LogLevel, type OperationKind, type StepId } from "@berth/protocol";
-import type { DeploymentRow } from "./deployments.repo.ts";
+import type { DeploymentLogRow, DeploymentRow } from "./deployments.repo.ts";
 import { extraDataView } from "../environments/variables.ts";
 import { modulesView } from "./deploy-options.ts";
 import type { DeploymentStatus } from "./deployment-state.ts";
@@ -10,6 +10,7 @@ export function deploymentRecord(d: DeploymentRow) {
   const end = d.completedAt ?? null;
   return {
     id: d.id,
+    organization_id: d.organizationId,
     project_id: d.projectId,
     environment_id: d.environmentId,
     vm_id: d.serverId,
@@ -37,15 +38,7 @@ export function deploymentRecord(d: DeploymentRow) {
   };
 }
 
-export interface LogRow {
-  id: number;
-  deployment_id: string;
-  ts: Date;
-  level: string;
-  message: string;
-  step: string | null;
-  data: Record<string, unknown>;
-}
+export type LogRow = DeploymentLogRow;
 
 export function logEntry(l: LogRow) {
   return { id: String(l.id), deployment_id: l.deployment_id, timestamp: new Date(l.ts).toISOString(), level: l.level as LogLevel, message: l.message, step: l.step, data: l.data ?? {} };

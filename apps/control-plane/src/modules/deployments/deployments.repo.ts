@@ -12,6 +12,16 @@ import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 
 export type DeploymentRow = typeof deployments.$inferSelect;
+/** A row of deployment_logs (deployment-record.ts's LogRow, which shows it). */
+export interface DeploymentLogRow {
+  id: number;
+  deployment_id: string;
+  ts: Date;
+  level: string;
+  message: string;
+  step: string | null;
+  data: Record<string, unknown>;
+}
 export type NewOperation = Omit<typeof deployments.$inferInsert, "version" | "organizationId" | "projectId" | "environmentId" | "serverId">;
 
 export type CreateOutcome =
@@ -39,6 +49,17 @@ export function createDeploymentsRepo(db: Database) {
       .prepare(`deployments_get_${scoped}`);
   const getStatements = { org: getTask(false), project: getTask(true) };
   return {
+    /** Log lines of a deployment in the order they were written, after the line `afterId` (limit+1 rows), and how many it has. */
+    async logsAfter(deploymentId: string, afterId: string | null, limit: number): Promise<{ rows: DeploymentLogRow[]; total: number }> {
+      const { rows } = await db.$client.query<DeploymentLogRow>(
+        `select id, deployment_id, ts, level, message, step, data from deployment_logs
+         where deployment_id = $1 and ($2::bigint is null or id > $2::bigint) order by id limit $3`,
+        [deploymentId, afterId, limit + 1],
+      );
+      const { rows: n } = await db.$client.query<{ n: number }>("select count(*)::int as n from deployment_logs where deployment_id = $1", [deploymentId]);
+      return { rows, total: n[0]?.n ?? 0 };
+    },
+
     async get(scope: Scope, id: string): Promise<DeploymentRow | undefined> {
       const [row] = scope.projectId
         ? await getStatements.project.execute({ id, org: scope.organizationId, project: scope.projectId })

@@ -6,6 +6,7 @@ import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uui
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-state.ts";
+import { LogEntry } from "./platform-deployments.routes.ts";
 import { AdminLoginPasswordField, AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
 
 export const Task = Type.Object(
@@ -134,6 +135,29 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
         },
       },
       async (request) => service.history(scopeOf(request), request.params.id, request.query),
+    );
+
+    app.get(
+      "/deployments/:id/logs",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Log lines of a task",
+          description:
+            "The task's log lines in the order they were written, oldest first, a page at a time: pass pagination.next_cursor as `cursor` for the next page. " +
+            "Lines written later appear after the last page; follow them live on the event stream (`deployment.log` events, a ticket from POST /events/tickets).",
+          params: IdParams,
+          querystring: Type.Object(
+            {
+              limit: Type.Integer({ minimum: 1, maximum: 500, default: 100, description: "Page size, 1 to 500" }),
+              cursor: Type.Optional(Type.String({ maxLength: 32, description: "pagination.next_cursor of the previous page" })),
+            },
+            { additionalProperties: false },
+          ),
+          response: { 200: Page(LogEntry), ...errors(404) },
+        },
+      },
+      async (request) => service.logs(scopeOf(request), request.params.id, request.query),
     );
 
     app.get(

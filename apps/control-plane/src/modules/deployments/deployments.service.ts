@@ -12,6 +12,7 @@ import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 import type { Dispatcher } from "./dispatcher.ts";
 import { taskView } from "./task-view.ts";
+import { logEntry } from "./deployment-record.ts";
 import { sealedSnapshot } from "../environments/variables.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
 import type { ErpCredentials } from "../environments/erp-credentials.ts";
@@ -170,6 +171,19 @@ export function createDeploymentsService(deps: {
       const row = await deps.deployments.get(scope, id);
       if (!row) throw notFound("Task");
       return taskView(row);
+    },
+
+    /** A page of the task's log lines, oldest first; the cursor is the last line's id (opaque to clients). */
+    async logs(scope: Scope, id: string, page: PageRequest) {
+      const row = await deps.deployments.get(scope, id);
+      if (!row) throw notFound("Task");
+      if (page.cursor !== undefined && !/^\d{1,18}$/.test(page.cursor)) {
+        throw new DomainError("invalid_cursor", "The cursor is not valid for this list; use pagination.next_cursor from a previous page");
+      }
+      const { rows, total } = await deps.deployments.logsAfter(row.id, page.cursor ?? null, page.limit);
+      const hasMore = rows.length > page.limit;
+      const items = hasMore ? rows.slice(0, page.limit) : rows;
+      return { data: items.map(logEntry), pagination: { has_more: hasMore, next_cursor: hasMore ? String(items[items.length - 1]!.id) : null, total } };
     },
 
     async history(scope: Scope, environmentId: string, page: PageRequest) {

@@ -19,6 +19,7 @@ const COMMIT = Type.String({ pattern: "^[0-9a-fA-F]{7,64}$", description: "Full 
 export const DeploymentRecord = Type.Object(
   {
     id: Uuid,
+    organization_id: { ...Uuid, description: "The organisation of its project, e.g. for the event stream (GET /events?organization_id=)" },
     project_id: Uuid,
     environment_id: Uuid,
     vm_id: Nullable(Uuid),
@@ -62,7 +63,8 @@ export const DeploymentRecord = Type.Object(
 const Record_ = refTo(DeploymentRecord);
 const EnvironmentRef = refTo(Environment);
 
-const LogEntry = Type.Object({
+/** One log line of a deployment, as both APIs show it. */
+export const LogEntry = Type.Object({
   id: Type.String(),
   deployment_id: Uuid,
   timestamp: Timestamp,

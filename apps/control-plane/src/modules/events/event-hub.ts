@@ -29,6 +29,7 @@ import { createFeedLoop } from "./feed-loop.ts";
 import { createStreamReader } from "./stream-reader.ts";
 import { createSubscriberRegistry, type Sink, type StreamOwner, type Subscriber } from "./subscribers.ts";
 import { ACCESS_CHANNEL, parseAccessChange } from "../auth/access-changes.ts";
+import { KEYS_CHANNEL } from "../api-keys/key-cache.ts";
 
 export interface HubOptions {
   pool: pg.Pool;
@@ -73,6 +74,7 @@ export function createEventHub(opts: HubOptions) {
 
   function onNotify(channel: string, payload: string) {
     if (channel === EVENTS_CHANNEL) return wake(payload);
+    if (channel === KEYS_CHANNEL) return void registry.endWhere((s) => s.keyId === payload);
     const change = parseAccessChange(payload);
     if (!change) return;
     if (change.kind === "session") registry.endWhere((s) => s.person?.sessionId === change.sessionId);
@@ -80,7 +82,7 @@ export function createEventHub(opts: HubOptions) {
   }
 
   function ensureListening(): Promise<PgListener> {
-    listener ??= listen(pool, [EVENTS_CHANNEL, ACCESS_CHANNEL], onNotify, (msg, err) => opts.log.warn({ err }, msg)).catch((err: unknown) => {
+    listener ??= listen(pool, [EVENTS_CHANNEL, ACCESS_CHANNEL, KEYS_CHANNEL], onNotify, (msg, err) => opts.log.warn({ err }, msg)).catch((err: unknown) => {
       listener = null;
       throw err;
     });
@@ -104,11 +106,28 @@ export function createEventHub(opts: HubOptions) {
 
     /**
      * Streams the organisation's events after `from` to the sink until close(), or until the
-     * access of `person` (their membership, their session) goes.
+     * access of `person` (their membership, their session) goes, or the API key `keyId` is revoked.
+     * `orgWide: false` withholds the organisation-wide events too (a project-scoped key).
      */
-    async subscribe(orgId: string, from: StreamCursor, visible: Set<string> | null, sink: Sink, person?: StreamOwner): Promise<Subscription> {
+    async subscribe(
+      orgId: string,
+      from: StreamCursor,
+      visible: Set<string> | null,
+      sink: Sink,
+      person?: StreamOwner,
+      key?: { keyId: string; orgWide: boolean },
+    ): Promise<Subscription> {
       await ensureListening();
-      const s: Subscriber = { orgId, visible, log: from.log, ev: from.ev, sink, closed: false, ...(person ? { person } : {}) };
+      const s: Subscriber = {
+        orgId,
+        visible,
+        log: from.log,
+        ev: from.ev,
+        sink,
+        closed: false,
+        ...(person ? { person } : {}),
+        ...(key ? { keyId: key.keyId, orgWide: key.orgWide } : {}),
+      };
       if (registry.isClosed()) {
         sink.end();
         return { close: () => {} };

@@ -11,7 +11,7 @@ import type { Access } from "../auth/access.ts";
 import { encodeCursor, parseLastEventId } from "./event-id.ts";
 import type { EventHub } from "./event-hub.ts";
 import { EVENT_RETENTION_MS, STATS_RETENTION_MS } from "./retention.ts";
-import { TICKET_TTL_MS, type StreamTickets } from "./stream-tickets.ts";
+import { TICKET_TTL_MS, type StreamTickets, type StreamViewer } from "./stream-tickets.ts";
 import type { StreamLimits } from "./stream-limits.ts";
 
 const RETRY_MS = 2000;
@@ -19,7 +19,9 @@ const RETRY_MS = 2000;
 const DESCRIPTION = `Server-sent events (\`text/event-stream\`) of one organisation, for every member of it.
 Authenticate with \`Authorization: Bearer <session token>\`, or, for EventSource clients, which cannot set headers, with
 \`?ticket=\`: a stream ticket from \`POST /api/v1/events/tickets\`, valid ${TICKET_TTL_MS / 1000} seconds, for one stream of the
-organisation it was issued for (fetch a new one before every reconnect). A session token in the query (\`?access_token=\`)
+organisation it was issued for (fetch a new one before every reconnect). An API key gets its tickets from
+\`POST /api/public/v1/events/tickets\`: its stream shows the key's organisation, or only its project's events for a
+project-scoped key (not even the organisation-wide ones below), and ends when the key is revoked. A session token in the query (\`?access_token=\`)
 is refused (401 \`query_token_refused\`): URLs end up in logs. A used, expired or foreign ticket is a 401 \`invalid_stream_ticket\`.
 At most a few streams may be open per organisation and per person (429 \`too_many_streams\` with \`Retry-After\`).
 
@@ -130,11 +132,17 @@ export function eventsRoutes(deps: {
       async (request, reply) => {
         const q = request.query;
         const orgId = orgOf(q);
-        const person = !request.person && q.ticket !== undefined ? await tickets.redeem(q.ticket, orgId) : personOf(request);
-        const role = await access.requireOrg(person, orgId, "org.events.subscribe");
+        const viewer: StreamViewer = !request.person && q.ticket !== undefined ? await tickets.redeem(q.ticket, orgId) : { kind: "session", person: personOf(request) };
+        // A person sees what their roles allow (read now); an API key its organisation, or its one project.
+        let visible: Set<string> | null;
+        if (viewer.kind === "session") {
+          const role = await access.requireOrg(viewer.person, orgId, "org.events.subscribe");
+          visible = await access.visibleProjectIds(viewer.person, orgId, role);
+        } else {
+          visible = viewer.projectId ? new Set([viewer.projectId]) : null;
+        }
         const lastId = request.headers["last-event-id"] ?? q.last_event_id;
         const resume = lastId ? parseLastEventId(lastId) : null;
-        const visible = await access.visibleProjectIds(person, orgId, role);
 
         const start = await hub.startPosition(resume);
         let cursor = start.cursor;
@@ -147,7 +155,7 @@ export function eventsRoutes(deps: {
         }
         await hub.ready();
 
-        const release = limits.acquire(orgId, person.userId);
+        const release = limits.acquire(orgId, viewer.kind === "session" ? viewer.person.userId : `api_key:${viewer.keyId}`);
         reply.hijack();
         const res = reply.raw;
         res.once("close", release);
@@ -162,6 +170,8 @@ export function eventsRoutes(deps: {
         const id = encodeCursor(cursor);
         res.write(reset ? `retry: ${RETRY_MS}\nid: ${id}\nevent: reset\ndata: ${JSON.stringify(reset)}\n\n` : `retry: ${RETRY_MS}\nid: ${id}\n\n`);
         const open = () => !res.destroyed && !res.writableEnded;
+        const owner = viewer.kind === "session" ? { userId: viewer.person.userId, sessionId: viewer.person.sessionId } : undefined;
+        const key = viewer.kind === "api_key" ? { keyId: viewer.keyId, orgWide: viewer.projectId === null } : undefined;
         const sub = await hub.subscribe(orgId, cursor, visible, {
           write: (chunk) => {
             if (open()) res.write(chunk);
@@ -170,7 +180,7 @@ export function eventsRoutes(deps: {
           end: () => {
             if (open()) res.end();
           },
-        }, { userId: person.userId, sessionId: person.sessionId });
+        }, owner, key);
         res.on("error", () => sub.close());
         if (res.closed || res.destroyed) sub.close();
         else res.on("close", () => sub.close());

@@ -23,6 +23,13 @@ describe("what a subscriber may see", () => {
     expect(maySee(s, { projectId: null, type: "server.status" })).toBe(true);
     expect(maySee(s, { projectId: null, type: "something.else" })).toBe(false);
   });
+  it("only its project's events, not even organisation-wide ones, for a project-scoped API key (orgWide false)", () => {
+    const s = { visible: new Set(["p1"]), orgWide: false };
+    expect(maySee(s, { projectId: "p1", type: "deployment.log" })).toBe(true);
+    expect(maySee(s, { projectId: "p2", type: "deployment.log" })).toBe(false);
+    expect(maySee(s, { projectId: null, type: "server.stats" })).toBe(false);
+    expect(maySee(s, { projectId: null, type: "migration_progress" })).toBe(false);
+  });
 });
 
 describe("the text a subscriber gets of a page", () => {

@@ -21,12 +21,16 @@ export interface Subscriber {
   orgId: string;
   /** Projects whose events this subscriber may see; null = everything of the organisation. */
   visible: Set<string> | null;
+  /** False: not even the organisation-wide events (a project-scoped API key sees only its project). */
+  orgWide?: boolean;
   log: Position;
   ev: Position;
   sink: Sink;
   closed: boolean;
   /** Whose stream it is, so it can be ended when their access goes (none: never ended that way). */
   person?: StreamOwner;
+  /** The API key whose stream it is, so it ends when the key is revoked. */
+  keyId?: string;
 }
 
 export interface StreamOwner {
@@ -46,10 +50,10 @@ export interface OrgFeed {
   timer: NodeJS.Timeout | undefined;
 }
 
-export function maySee(s: Pick<Subscriber, "visible">, f: Pick<Frame, "projectId" | "type">): boolean {
+export function maySee(s: Pick<Subscriber, "visible" | "orgWide">, f: Pick<Frame, "projectId" | "type">): boolean {
   if (s.visible === null) return true;
   if (f.projectId !== null) return s.visible.has(f.projectId);
-  return ORG_WIDE_TYPES.has(f.type);
+  return s.orgWide !== false && ORG_WIDE_TYPES.has(f.type);
 }
 
 /**

@@ -457,7 +457,9 @@ export interface paths {
          * @description Server-sent events (`text/event-stream`) of one organisation, for every member of it.
          *     Authenticate with `Authorization: Bearer <session token>`, or, for EventSource clients, which cannot set headers, with
          *     `?ticket=`: a stream ticket from `POST /api/v1/events/tickets`, valid 60 seconds, for one stream of the
-         *     organisation it was issued for (fetch a new one before every reconnect). A session token in the query (`?access_token=`)
+         *     organisation it was issued for (fetch a new one before every reconnect). An API key gets its tickets from
+         *     `POST /api/public/v1/events/tickets`: its stream shows the key's organisation, or only its project's events for a
+         *     project-scoped key (not even the organisation-wide ones below), and ends when the key is revoked. A session token in the query (`?access_token=`)
          *     is refused (401 `query_token_refused`): URLs end up in logs. A used, expired or foreign ticket is a 401 `invalid_stream_ticket`.
          *     At most a few streams may be open per organisation and per person (429 `too_many_streams` with `Retry-After`).
          *
@@ -1888,6 +1890,11 @@ export interface components {
                 name: string;
                 to_version: string | null;
             }[] | null;
+            /**
+             * Format: uuid
+             * @description The organisation of its project, e.g. for the event stream (GET /events?organization_id=)
+             */
+            organization_id: string;
             /** Format: uuid */
             project_id: string;
             rollback_from_id: string | null;

@@ -135,6 +135,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/deployments/{id}/logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Log lines of a task
+         * @description The task's log lines in the order they were written, oldest first, a page at a time: pass pagination.next_cursor as `cursor` for the next page. Lines written later appear after the last page; follow them live on the event stream (`deployment.log` events, a ticket from POST /events/tickets).
+         */
+        get: operations["listTaskLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments": {
         parameters: {
             query?: never;
@@ -645,6 +665,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/events/tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Get a ticket to open the event stream
+         * @description A single-use ticket for `GET /api/v1/events?organization_id=<organization_id>&ticket=<ticket>` (the platform API's event stream, server-sent events; its description lists the events, their ids and how to resume with Last-Event-ID), valid 60 seconds. The stream shows the key's organisation, or, for a project-scoped key, only its project's events; it ends when the key is revoked. Fetch a new ticket before every reconnect. No body. Read-only keys may use it.
+         */
+        post: operations["createEventStreamTicket"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/projects": {
         parameters: {
             query?: never;
@@ -1053,6 +1093,11 @@ export interface components {
                 name: string;
                 to_version: string | null;
             }[] | null;
+            /**
+             * Format: uuid
+             * @description The organisation of its project, e.g. for the event stream (GET /events?organization_id=)
+             */
+            organization_id: string;
             /** Format: uuid */
             project_id: string;
             rollback_from_id: string | null;
@@ -2517,6 +2562,98 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+        };
+    };
+    listTaskLogs: {
+        parameters: {
+            query?: {
+                /** @description pagination.next_cursor of the previous page */
+                cursor?: string;
+                /** @description Page size, 1 to 500 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            data: {
+                                [key: string]: unknown;
+                            };
+                            /** Format: uuid */
+                            deployment_id: string;
+                            id: string;
+                            /** @enum {string} */
+                            level: "debug" | "info" | "warning" | "error";
+                            message: string;
+                            step: string | null;
+                            /** Format: date-time */
+                            timestamp: string;
+                        }[];
+                        pagination: {
+                            has_more: boolean;
+                            next_cursor: string | null;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
                 };
             };
             /** @description Default Response */
@@ -5677,6 +5814,86 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+        };
+    };
+    createEventStreamTicket: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date-time */
+                        expires_at: string;
+                        /**
+                         * Format: uuid
+                         * @description Pass as ?organization_id= on GET /api/v1/events
+                         */
+                        organization_id: string;
+                        /**
+                         * @description The stream's path with both parameters, relative to the control plane
+                         * @example /api/v1/events?organization_id=…&ticket=bet_…
+                         */
+                        stream_url: string;
+                        /** @description Pass as ?ticket= on GET /api/v1/events, once */
+                        ticket: string;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
                 };
             };
             /** @description Default Response */
