@@ -55,7 +55,6 @@ export function openResumableStream(opts: ResumableStreamOptions): ResumableStre
       const headers: Record<string, string> = { accept: "text/event-stream", "user-agent": USER_AGENT };
       if (lastId) headers["last-event-id"] = lastId;
       arm();
-      // eslint-disable-next-line no-restricted-globals -- the CLI is a client of the control plane its user names; the SSRF guard is for the control plane's own outgoing requests
       const res = await fetch(url, { headers, signal: abort.signal });
       if (!res.ok || !res.body) {
         const body = (await res.json().catch(() => null)) as { error?: string; message?: string } | null;

@@ -92,7 +92,6 @@ export async function uploadBackup(opts: {
     const form = new FormData();
     form.append("sha256", file.sha256);
     form.append("file", await openAsBlob(file.path), file.name);
-    // eslint-disable-next-line no-restricted-globals -- the CLI is a client of the control plane its user names; the SSRF guard is for the control plane's own outgoing requests
     const res = await fetch(target.upload_url, { method: "POST", headers: auth, body: form });
     if (!res.ok) throw await refusal(res);
     opts.onProgress(file.size, file.size);
@@ -101,7 +100,6 @@ export async function uploadBackup(opts: {
   if (target.protocol !== "tus") throw new CliError(`This control plane answered the ${target.protocol} upload protocol, which the CLI does not speak; upload from the dashboard.`, EXIT.failed, "unsupported_upload_protocol");
   const chunk = opts.chunkBytes ?? target.chunk_size_bytes ?? 10 * 1024 * 1024;
 
-  // eslint-disable-next-line no-restricted-globals -- see above
   const request = (url: string, init: RequestInit) => fetch(url, { ...init, headers: { ...auth, ...TUS, ...(init.headers as Record<string, string>) } });
 
   let saved = savedUpload(opts.env, opts.migrationId);
