@@ -60,7 +60,7 @@ afterAll(async () => {
 it("uploads, analyses, configures, starts and follows a migration to its end", async () => {
   // The server fits once its agent has reported live figures.
   await waitForValue("the server's first figures", async () => ((await shop.cp.database.pool.query("select 1 from server_stats where server_id = $1 limit 1", [shop.d.server_id])).rowCount ? true : undefined), { timeoutMs: 60_000, intervalMs: 500 });
-  const r = await cli.run(["migrate", file, "--name", "Acme moved in", "--server", shop.d.server_id, "--start", "--follow"], {
+  const r = await cli.run(["migrate", file, "--consent", "--name", "Acme moved in", "--server", shop.d.server_id, "--start", "--follow"], {
     env: { BERTH_URL: urlOf(shop.cp), BERTH_TOKEN: owner.token },
     timeoutMs: 400_000,
   });

@@ -64,7 +64,7 @@ async function backup(name: string, fileStore: number[]): Promise<string> {
 
 it("uploads a small backup in one request and prints the analysis as a report; --json gives the analysis as the API has it", async () => {
   const file = await backup("acme.zip", [1000, 2500]);
-  const r = await cli.run(["migrate", file, "--name", "Acme"], { env, timeoutMs: 120_000 });
+  const r = await cli.run(["migrate", file, "--name", "Acme", "--consent"], { env, timeoutMs: 120_000 });
   expect(r.code, r.stderr).toBe(0);
   expect(r.stdout).toMatch(/Migration [0-9a-f-]{36}: Acme/);
   expect(r.stdout).toMatch(/ERP version:\s+17\.0/);
@@ -74,7 +74,7 @@ it("uploads a small backup in one request and prints the analysis as a report; -
   expect(r.stdout).toMatch(/Recommended:\s+\d+ CPU, \d+ MB RAM, \d+ GB disk/);
   for (const m of facts.custom) expect(r.stdout).toContain(m);
 
-  const j = await cli.run(["migrate", file, "--json", "--org", demo.organization_id], { env, timeoutMs: 120_000 });
+  const j = await cli.run(["migrate", file, "--json", "--org", demo.organization_id, "--consent"], { env, timeoutMs: 120_000 });
   expect(j.code, j.stderr).toBe(0);
   const { migration, analysis } = JSON.parse(j.stdout) as { migration: { id: string; status: string; upload_tier: string }; analysis: unknown };
   expect(migration).toMatchObject({ status: "analyzed", upload_tier: "tier_1" });
@@ -83,7 +83,7 @@ it("uploads a small backup in one request and prints the analysis as a report; -
 
 it("a larger backup goes by tus; killed mid-upload, --resume continues from the server's offset and the analysis follows", async () => {
   const file = await backup("big.zip", [6 * MB]);
-  const first = cli.start(["migrate", file, "--chunk-size", String(32 * KB)], { env });
+  const first = cli.start(["migrate", file, "--consent", "--chunk-size", String(32 * KB)], { env });
   first.child.stdin!.end();
   await waitUntil("part of the upload", () => /uploaded .* \(([1-9]\d)%\)/.test(first.stderr()), { timeoutMs: 60_000, intervalMs: 20, detail: () => first.stderr() });
   first.child.kill("SIGKILL");
@@ -104,3 +104,12 @@ it("a larger backup goes by tus; killed mid-upload, --resume continues from the 
   const again = await cli.run(["migrate", file, "--resume", id], { env });
   expect(again.code).toBe(2);
 }, 180_000);
+
+it("without --consent and without a terminal to ask, nothing is created or sent: exit 2", async () => {
+  const file = await backup("no-consent.zip", [100]);
+  const before = (await owner.api.get(`/migrations?organization_id=${demo.organization_id}&page_size=100`)).body.total as number;
+  const r = await cli.run(["migrate", file, "--name", "Not agreed"], { env });
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain("pass --consent");
+  expect((await owner.api.get(`/migrations?organization_id=${demo.organization_id}&page_size=100`)).body.total).toBe(before);
+});

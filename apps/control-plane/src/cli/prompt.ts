@@ -58,9 +58,9 @@ function askHidden(question: string): Promise<string> {
  * Goes on when `yes` (--yes) is given or the person types y; without a terminal, refuses (exit 2),
  * so a script never deletes or restores without saying so.
  */
-export async function confirm(question: string, yes: boolean | undefined): Promise<void> {
+export async function confirm(question: string, yes: boolean | undefined, option = "--yes"): Promise<void> {
   if (yes) return;
-  if (!interactive()) throw new CliError(`${question} Refused without a terminal to ask: pass --yes.`, EXIT.usage, "confirm_required");
+  if (!interactive()) throw new CliError(`${question} Refused without a terminal to ask: pass ${option}.`, EXIT.usage, "confirm_required");
   const answer = await ask(`${question} [y/N] `);
   if (!/^y(es)?$/i.test(answer.trim())) throw new CliError("Cancelled.", EXIT.failed, "cancelled");
 }

@@ -20,6 +20,7 @@ export function registerActions(program: Command, context: () => Context): void 
       .description(description)
       .argument("<environment-id>", "the environment")
       .option("-f, --follow", "show the steps and logs live; the exit code is the result")
+      .addHelpText("after", `\nExamples:\n  $ berth ${action} <environment-id>\n  $ berth ${action} <environment-id> --follow --json   # NDJSON steps and logs, then the result`)
       .action(async (envId: string, opts: { follow?: boolean }) => {
         const ctx = context();
         const what = `${action[0]!.toUpperCase()}${action.slice(1)}`;
@@ -37,6 +38,7 @@ export function registerActions(program: Command, context: () => Context): void 
     .description("Deploy again what a successful deployment ran (its code, image and configuration)")
     .argument("<deployment-id>", "the deployment to go back to")
     .option("-f, --follow", "show the steps and logs live; the exit code is the result")
+    .addHelpText("after", "\nExamples:\n  $ berth rollback <deployment-id>\n  $ berth rollback <deployment-id> --follow\n\nNeeds a signed-in person (berth login): the public API has no rollback.")
     .action(async (id: string, opts: { follow?: boolean }) => {
       const ctx = context();
       const record = await ok(ctx.platform("berth rollback").POST("/deployments/{deployment_id}/rollback", { params: { path: { deployment_id: id } } }));
@@ -48,6 +50,7 @@ export function registerActions(program: Command, context: () => Context): void 
     .description("Run a failed deployment again, with the same code and configuration")
     .argument("<deployment-id>", "the failed deployment")
     .option("-f, --follow", "show the steps and logs live; the exit code is the result")
+    .addHelpText("after", "\nExamples:\n  $ berth retry <deployment-id>\n  $ berth retry <deployment-id> --follow\n\nNeeds a signed-in person (berth login): the public API has no retry.")
     .action(async (id: string, opts: { follow?: boolean }) => {
       const ctx = context();
       const record = await ok(ctx.platform("berth retry").POST("/deployments/{deployment_id}/retry", { params: { path: { deployment_id: id } } }));
@@ -58,6 +61,7 @@ export function registerActions(program: Command, context: () => Context): void 
     .command("cancel")
     .description("Cancel a deployment that has not finished (a running one stops at its next step)")
     .argument("<deployment-id>", "the deployment")
+    .addHelpText("after", "\nExample:\n  $ berth cancel <deployment-id>")
     .action(async (id: string) => {
       const ctx = context();
       const out = ctx.out;

@@ -17,6 +17,7 @@ export function registerLogs(program: Command, context: () => Context): void {
       if (!Number.isInteger(n) || n < 1) throw new CliError(`--limit must be a whole number of at least 1, not ${JSON.stringify(v)}.`, EXIT.usage, "invalid_limit");
       return n;
     })
+    .addHelpText("after", "\nExamples:\n  $ berth logs <deployment-id> --limit 100\n  $ berth logs <deployment-id> --follow      # until it ends; the exit code is its result")
     .action(async (id: string, opts: { follow?: boolean; limit?: number }) => {
       const ctx = context();
       if (opts.follow) {

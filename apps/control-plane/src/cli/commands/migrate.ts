@@ -13,6 +13,7 @@ import type { Outcome } from "../deployments.ts";
 import { CliError, EXIT } from "../errors.ts";
 import type { Output } from "../output.ts";
 import { formatBytes, progressView } from "../progress.ts";
+import { confirm } from "../prompt.ts";
 import { openResumableStream } from "../sse.ts";
 import { savedUpload, sha256Of, uploadBackup, type UploadTarget } from "../upload.ts";
 
@@ -41,7 +42,11 @@ interface MigrateOptions {
   follow?: boolean;
   resume?: string;
   chunkSize?: number;
+  consent?: boolean;
 }
+
+/** What the API's data_processing_consent stands for, asked in these words (or given by --consent). */
+const CONSENT_QUESTION = "The backup holds your ERP's personal data (customers, employees, users). Do you consent to Berth processing it to analyse and move it in?";
 
 export function registerMigrate(program: Command, context: () => Context): void {
   program
@@ -54,6 +59,7 @@ export function registerMigrate(program: Command, context: () => Context): void 
     .option("--start", "start the migration (needs --server)")
     .option("-f, --follow", "with --start: follow the migration to its end; the exit code is its result")
     .option("--resume <migration-id>", "continue the interrupted upload of this migration from where the server stands")
+    .option("--consent", "consent to Berth processing the personal data the backup holds (asked on a terminal; required without one)")
     .option("--chunk-size <bytes>", "bytes per request of a resumable upload (default: the server's)", (v: string) => {
       const n = Number(v);
       if (!Number.isInteger(n) || n < 1024) throw new CliError("--chunk-size must be a whole number of bytes, at least 1024.", EXIT.usage, "invalid_chunk_size");
@@ -62,10 +68,12 @@ export function registerMigrate(program: Command, context: () => Context): void 
     .addHelpText(
       "after",
       `
-Running it confirms that the platform may process the personal data the backup holds.
+A new migration needs your consent to processing the personal data the backup holds:
+asked on a terminal, or given with --consent (scripts).
 
 Examples:
   $ berth migrate acme.zip                                  # upload, then the analysis report
+  $ berth migrate acme.zip --consent --json                 # in a script
   $ berth migrate acme.zip --server 5d1e… --start --follow  # and move it onto a server
   $ berth migrate acme.zip --resume 9a0b…                   # after an interrupted upload`,
     )
@@ -99,6 +107,7 @@ async function migrate(ctx: Context, file: string, opts: MigrateOptions): Promis
     if (!saved) throw new CliError(`No interrupted upload of migration ${migration.id} is known here; run without --resume to upload again.`, EXIT.usage, "nothing_to_resume");
     target = { upload_url: saved.url, protocol: "tus", chunk_size_bytes: null };
   } else {
+    await confirm(CONSENT_QUESTION, opts.consent, "--consent");
     const organizationId = opts.org ?? (await onlyOrganization(api));
     migration = await ok(
       api.POST("/migrations", {
