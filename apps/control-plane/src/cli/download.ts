@@ -57,15 +57,3 @@ export async function downloadFile(d: Download): Promise<{ bytes: number; sha256
   renameSync(part, d.file);
   return { bytes, sha256 };
 }
-
-/** 1.5 MB, in the units people read. */
-export function humanBytes(n: number): string {
-  const units = ["B", "KB", "MB", "GB", "TB"];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
-}

@@ -46,6 +46,7 @@ export function progressView(out: Output, stream: NodeJS.WriteStream = process.s
   };
 }
 
+/** 1.5 MB, in the units people read. */
 export function formatBytes(n: number): string {
   const units = ["B", "KB", "MB", "GB", "TB"];
   let v = n;

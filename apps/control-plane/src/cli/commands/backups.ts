@@ -6,7 +6,8 @@ import path from "node:path";
 import type { Command } from "commander";
 import { ok } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
-import { downloadFile, humanBytes } from "../download.ts";
+import { downloadFile } from "../download.ts";
+import { formatBytes } from "../progress.ts";
 import { CliError, EXIT } from "../errors.ts";
 import type { Column } from "../output.ts";
 import { allPages } from "../pages.ts";
@@ -29,7 +30,7 @@ const columns: Column<BackupView>[] = [
   { header: "status", get: (b) => b.status },
   { header: "type", get: (b) => b.backup_type },
   { header: "created", get: (b) => b.created_at },
-  { header: "size", get: (b) => (b.size_bytes === null ? null : humanBytes(b.size_bytes)) },
+  { header: "size", get: (b) => (b.size_bytes === null ? null : formatBytes(b.size_bytes)) },
   { header: "comment", get: (b) => b.comment ?? b.error_message },
 ];
 
@@ -120,13 +121,13 @@ export function registerBackups(program: Command, context: () => Context): void 
         if (path.basename(f.name) !== f.name || f.name.startsWith(".")) throw new CliError(`The backup names a file ${JSON.stringify(f.name)}, which is not a plain file name.`, EXIT.failed, "bad_file_name");
         const target = toFile ? opts.output! : path.join(dir, f.name);
         if (existsSync(target) && !opts.force) throw new CliError(`${target} exists: pass --force to overwrite it, or -o another directory.`, EXIT.usage, "file_exists");
-        const progress = tty ? (n: number, total: number) => process.stderr.write(`\r${f.name}  ${humanBytes(n)} / ${humanBytes(total)} (${total ? Math.floor((n * 100) / total) : 100}%)\x1b[K`) : undefined;
+        const progress = tty ? (n: number, total: number) => process.stderr.write(`\r${f.name}  ${formatBytes(n)} / ${formatBytes(total)} (${total ? Math.floor((n * 100) / total) : 100}%)\x1b[K`) : undefined;
         const got = await downloadFile({ url: f.url, file: target, sha256: f.sha256, sizeBytes: f.size_bytes, ...(progress ? { progress } : {}) });
         if (tty) process.stderr.write("\n");
         written.push({ name: f.name, path: target, size_bytes: got.bytes, sha256: got.sha256 });
       }
       ctx.out.result({ backup_id: backup, files: written }, () => {
-        for (const w of written) ctx.out.line(`${w.path}  ${humanBytes(w.size_bytes)}  sha256 ${w.sha256}`);
+        for (const w of written) ctx.out.line(`${w.path}  ${formatBytes(w.size_bytes)}  sha256 ${w.sha256}`);
       });
     });
 
