@@ -37,9 +37,10 @@ const isErrorBody = (payload: unknown): payload is { error: string; message: str
 
 export function installErrorHandling(app: FastifyInstance): void {
   // Error bodies sent by routes themselves, as well as the handlers' below, get the request's id.
-  app.addHook("preSerialization", async (request, reply, payload: unknown) => {
-    if (reply.statusCode >= 400 && isErrorBody(payload) && payload.request_id === undefined) return { ...payload, request_id: request.id };
-    return payload;
+  // A callback hook, not an async one: it runs on every answer, and needs no promise.
+  app.addHook("preSerialization", (request, reply, payload: unknown, done) => {
+    if (reply.statusCode >= 400 && isErrorBody(payload) && payload.request_id === undefined) return done(null, { ...payload, request_id: request.id });
+    done(null, payload);
   });
   app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {
     if (err instanceof DomainError) {

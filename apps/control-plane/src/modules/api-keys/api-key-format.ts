@@ -1,7 +1,7 @@
 // API key text: svc_live_ro_<secret> (read-only) or svc_live_rw_<secret> (full access).
 // Only the SHA-256 of the whole key and a short display prefix are ever stored; the key
 // has 192 random bits, so a fast hash is enough (passwords get scrypt, keys need not).
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 export type KeyAccess = "read_only" | "full_access";
 
@@ -13,8 +13,9 @@ export function generateApiKey(access: KeyAccess): { secret: string; hash: strin
   return { secret, hash: hashApiKey(secret), displayPrefix: secret.slice(0, 16) };
 }
 
+/** Runs on every public API request: the one-shot hash, without a Hash object per call. */
 export function hashApiKey(secret: string): string {
-  return createHash("sha256").update(secret).digest("hex");
+  return hash("sha256", secret, "hex");
 }
 
 /** Cheap shape check before touching the database. */

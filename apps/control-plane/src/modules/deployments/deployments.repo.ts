@@ -1,13 +1,14 @@
 // SQL for operations (rows of `deployments`). Creating one locks the environment row,
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
-import { and, count, eq, inArray, isNull, sql } from "drizzle-orm";
+import { and, count, eq, getTableColumns, inArray, isNull, sql } from "drizzle-orm";
 import { isUniqueViolation } from "../../lib/errors.ts";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { ACTIVE_STATUSES } from "./deployment-state.ts";
 import { CANCEL_CHANNEL } from "../agents/channels.ts";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
+import { preparedRead } from "../../db/prepared-read.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 
@@ -32,21 +33,27 @@ export type CreateOutcome =
 
 
 export function createDeploymentsRepo(db: Database) {
-  // Task polling is hot: its SQL is prepared once per shape (organisation or project key).
+  // Task polling is hot: its SQL is a named statement per shape (organisation or project key),
+  // sent without drizzle (db/prepared-read.ts).
+  const columns = getTableColumns(deployments);
   const getTask = (scoped: boolean) =>
-    db
-      .select({ d: deployments })
-      .from(deployments)
-      .innerJoin(projects, eq(projects.id, deployments.projectId))
-      .where(
-        and(
-          eq(deployments.id, sql.placeholder("id")),
-          eq(deployments.organizationId, sql.placeholder("org")),
-          isNull(projects.deletedAt),
-          ...(scoped ? [eq(deployments.projectId, sql.placeholder("project"))] : []),
+    preparedRead(
+      db.$client,
+      `deployments_get_${scoped}`,
+      db
+        .select(columns)
+        .from(deployments)
+        .innerJoin(projects, eq(projects.id, deployments.projectId))
+        .where(
+          and(
+            eq(deployments.id, sql.placeholder("id")),
+            eq(deployments.organizationId, sql.placeholder("org")),
+            isNull(projects.deletedAt),
+            ...(scoped ? [eq(deployments.projectId, sql.placeholder("project"))] : []),
+          ),
         ),
-      )
-      .prepare(`deployments_get_${scoped}`);
+      columns,
+    );
   const getStatements = { org: getTask(false), project: getTask(true) };
   return {
     /** Log lines of a deployment in the order they were written, after the line `afterId` (limit+1 rows), and how many it has. */
@@ -62,9 +69,9 @@ export function createDeploymentsRepo(db: Database) {
 
     async get(scope: Scope, id: string): Promise<DeploymentRow | undefined> {
       const [row] = scope.projectId
-        ? await getStatements.project.execute({ id, org: scope.organizationId, project: scope.projectId })
-        : await getStatements.org.execute({ id, org: scope.organizationId });
-      return row?.d;
+        ? await getStatements.project({ id, org: scope.organizationId, project: scope.projectId })
+        : await getStatements.org({ id, org: scope.organizationId });
+      return row;
     },
 
     async listForEnvironment(environmentId: string, kinds: string[], limit: number, after?: CursorPosition) {

@@ -3,6 +3,7 @@ import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst } from "../../db/keyset.ts";
+import { preparedRead } from "../../db/prepared-read.ts";
 import { ACTIVE_STATUSES } from "../deployments/deployment-state.ts";
 import type { Scope } from "../../lib/scope.ts";
 
@@ -30,8 +31,9 @@ const columns = {
 };
 
 // The list and get of projects are the hottest reads of the public API: their SQL is
-// built once as prepared statements (one per shape) instead of on every request.
+// built once as named statements (one per shape), sent without drizzle (db/prepared-read.ts).
 const ph = (name: string) => sql.placeholder(name);
+const countColumns = { n: count() };
 
 export function createProjectsRepo(db: Database) {
   const visible = (scope: Scope): SQL[] => {
@@ -44,30 +46,39 @@ export function createProjectsRepo(db: Database) {
     isNull(projects.deletedAt),
     ...(scoped ? [eq(projects.id, ph("project"))] : []),
   ];
+  const pool = db.$client;
   const prepared = (scoped: boolean) => ({
-    get: db.select(columns).from(projects).where(and(eq(projects.id, ph("id")), ...visibleBy(scoped))).prepare(`projects_get_${scoped}`),
-    first: db
-      .select(columns)
-      .from(projects)
-      .where(and(...visibleBy(scoped)))
-      .orderBy(...newestFirst(projects.createdAt, projects.id))
-      .limit(ph("limit"))
-      .prepare(`projects_first_${scoped}`),
-    after: db
-      .select(columns)
-      .from(projects)
-      .where(and(...visibleBy(scoped), sql`(${projects.createdAt}, ${projects.id}) < (${ph("afterTs")}::timestamptz, ${ph("afterId")}::uuid)`))
-      .orderBy(...newestFirst(projects.createdAt, projects.id))
-      .limit(ph("limit"))
-      .prepare(`projects_after_${scoped}`),
-    count: db.select({ n: count() }).from(projects).where(and(...visibleBy(scoped))).prepare(`projects_count_${scoped}`),
+    get: preparedRead(pool, `projects_get_${scoped}`, db.select(columns).from(projects).where(and(eq(projects.id, ph("id")), ...visibleBy(scoped))), columns),
+    first: preparedRead(
+      pool,
+      `projects_first_${scoped}`,
+      db
+        .select(columns)
+        .from(projects)
+        .where(and(...visibleBy(scoped)))
+        .orderBy(...newestFirst(projects.createdAt, projects.id))
+        .limit(ph("limit")),
+      columns,
+    ),
+    after: preparedRead(
+      pool,
+      `projects_after_${scoped}`,
+      db
+        .select(columns)
+        .from(projects)
+        .where(and(...visibleBy(scoped), sql`(${projects.createdAt}, ${projects.id}) < (${ph("afterTs")}::timestamptz, ${ph("afterId")}::uuid)`))
+        .orderBy(...newestFirst(projects.createdAt, projects.id))
+        .limit(ph("limit")),
+      columns,
+    ),
+    count: preparedRead(pool, `projects_count_${scoped}`, db.select(countColumns).from(projects).where(and(...visibleBy(scoped))), countColumns),
   });
   const statements = { org: prepared(false), project: prepared(true) };
   const pick = (scope: Scope) => (scope.projectId ? statements.project : statements.org);
   const args = (scope: Scope) => ({ org: scope.organizationId, ...(scope.projectId ? { project: scope.projectId } : {}) });
 
   const get = async (scope: Scope, id: string): Promise<ProjectRow | undefined> => {
-    const [row] = await pick(scope).get.execute({ ...args(scope), id });
+    const [row] = await pick(scope).get({ ...args(scope), id });
     return row;
   };
   return {
@@ -76,9 +87,9 @@ export function createProjectsRepo(db: Database) {
       const s = pick(scope);
       const [rows, total] = await Promise.all([
         after
-          ? s.after.execute({ ...args(scope), limit: limit + 1, afterTs: after.createdAt.toISOString(), afterId: after.id })
-          : s.first.execute({ ...args(scope), limit: limit + 1 }),
-        s.count.execute(args(scope)),
+          ? s.after({ ...args(scope), limit: limit + 1, afterTs: after.createdAt.toISOString(), afterId: after.id })
+          : s.first({ ...args(scope), limit: limit + 1 }),
+        s.count(args(scope)),
       ]);
       return { rows, total: total[0]?.n ?? 0 };
     },

@@ -1,0 +1,57 @@
+// Hot reads as named statements sent straight to the pool. The SQL is still drizzle's, built
+// once from the schema; what is skipped is drizzle's per-execution work (tracing spans,
+// placeholder filling, a type-parser closure per column) and its generic row mapping. Rows
+// come as arrays and each value goes through its column's own mapFromDriverValue, so a row
+// is exactly what drizzle's select would have returned.
+import { Column, SQL, is, Placeholder } from "drizzle-orm";
+import pg from "pg";
+
+interface Decoder {
+  mapFromDriverValue(value: unknown): unknown;
+}
+
+/** A select built by drizzle: its SQL, and the row type it resolves to. */
+interface SelectQuery<R> extends PromiseLike<R[]> {
+  toSQL(): { sql: string; params: unknown[] };
+}
+
+const raw = (value: string) => value;
+// As drizzle's node-postgres driver: dates, times and intervals (and their arrays) arrive as
+// text and are turned into values by the column (a timestamp column makes its Date).
+const RAW_TYPES = new Set([pg.types.builtins.TIMESTAMPTZ, pg.types.builtins.TIMESTAMP, pg.types.builtins.DATE, pg.types.builtins.INTERVAL, 1231, 1115, 1185, 1187, 1182]);
+const types = {
+  getTypeParser: (oid: number, format?: "text" | "binary") => (RAW_TYPES.has(oid) ? raw : pg.types.getTypeParser(oid, format as "text")),
+};
+
+/** What drizzle's row mapping decodes a field with (a SQL's decoder is internal to drizzle's types). */
+function decoderOf(field: unknown): Decoder {
+  if (is(field, Column)) return field;
+  if (is(field, SQL)) return (field as unknown as { decoder: Decoder }).decoder;
+  if (is(field, SQL.Aliased)) return (field.sql as unknown as { decoder: Decoder }).decoder;
+  throw new Error("preparedRead: a selected field is neither a column nor SQL");
+}
+
+/**
+ * A named statement for `query`, whose flat selection is `fields` (the object given to
+ * db.select, in the same order). Values for drizzle's sql.placeholder()s are passed by name.
+ */
+export function preparedRead<R>(pool: pg.Pool, name: string, query: SelectQuery<R>, fields: Record<string, unknown>) {
+  const { sql: text, params } = query.toSQL();
+  const keys = Object.keys(fields);
+  const decoders = keys.map((k) => decoderOf(fields[k]));
+  // Each parameter is a placeholder's name or a value fixed in the query.
+  const names = params.map((p) => (is(p, Placeholder) ? (p.name as string) : null));
+  const decode = (row: unknown[]): R => {
+    const out: Record<string, unknown> = {};
+    for (let i = 0; i < keys.length; i++) {
+      const v = row[i];
+      out[keys[i]!] = v === null ? null : decoders[i]!.mapFromDriverValue(v);
+    }
+    return out as R;
+  };
+  return async (args: Record<string, unknown>): Promise<R[]> => {
+    const values = names.map((n, i) => (n === null ? params[i] : args[n]));
+    const { rows } = await pool.query<unknown[]>({ name, text, values, rowMode: "array", types });
+    return rows.map(decode);
+  };
+}
