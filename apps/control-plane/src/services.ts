@@ -177,6 +177,7 @@ export function createServices(deps: {
     repo: platformRepo,
     pool: db.$client,
     cancel: repos.deployments.cancel,
+    scoped: repos.deployments.get,
     clock,
     limits: rateLimits,
     access,

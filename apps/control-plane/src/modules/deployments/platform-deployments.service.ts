@@ -1,21 +1,74 @@
 // The deployment lifecycle of the platform API (platform spec 3.1, 4.1 rules 1-3): who may
-// do what to a deployment, the state rules and their messages. What environments go
+// do what to a deployment, the state rules and their messages. Retry and rollback (rules 1
+// and 2) are the public API's too (retryTask, rollbackTask): one set of rules, two callers. What environments go
 // through (rules 4, 5, 9) is environment-operations.service.ts.
-import { DomainError } from "../../lib/errors.ts";
+import { DomainError, notFound } from "../../lib/errors.ts";
+import type { Scope } from "../../lib/scope.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
 import { appendLogs } from "../events/event-log.repo.ts";
 import { isDeployKind, type OperationKind } from "./deployment-state.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
-import type { DeploymentsRepo } from "./deployments.repo.ts";
+import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
+import type { Actor, OperationOptions, RequestedOperation } from "./deployments.service.ts";
 import { createPlatformOperations, RETRY_RATE_LIMIT, type PlatformOperationsDeps } from "./platform-operations.ts";
 
 /** The newest lines per step that a progress view shows. */
 const PROGRESS_LINES_PER_STEP = 50;
 
-export function createPlatformDeployments(deps: PlatformOperationsDeps & { pool: Parameters<typeof appendLogs>[0]; cancel: DeploymentsRepo["cancel"] }) {
+/** Starts the operation a retry or rollback decided on, as its caller. */
+type Run = (scope: { organizationId: string; projectId: string }, environmentId: string, kind: OperationKind, opts: OperationOptions) => Promise<RequestedOperation>;
+
+export function createPlatformDeployments(
+  deps: PlatformOperationsDeps & { pool: Parameters<typeof appendLogs>[0]; cancel: DeploymentsRepo["cancel"]; scoped: DeploymentsRepo["get"] },
+) {
   const { repo, access } = deps;
   const ops = createPlatformOperations(deps);
   const { load, operate } = ops;
+
+  /** Starts the new operation as a signed-in person: a platform record (pending, 409 deployment_in_progress). */
+  const asPerson = (person: SessionPrincipal): Run => (scope, environmentId, kind, opts) => operate(scope, environmentId, kind, person, opts);
+  /** Starts it as an API key: a public task (queued, 409 task_in_progress). */
+  const asKey = (actor: Actor): Run => (scope, environmentId, kind, opts) => deps.operations.requestOperation(scope, environmentId, kind, actor, opts);
+  const noExtraLimit = async () => {};
+
+  async function scopedTask(scope: Scope, id: string): Promise<DeploymentRow> {
+    const row = await deps.scoped(scope, id);
+    if (!row) throw notFound("Task");
+    return row;
+  }
+
+  /** Rule 1 for a deployment the caller may deploy: only a failed one, with its branch, commit, image and configuration. */
+  async function retryOf(original: DeploymentRow, run: Run, limit: () => Promise<unknown>) {
+    if (original.status !== "failed") throw new DomainError("not_retryable", "Can only retry failed deployments");
+    await limit();
+    const extra = (original.extraData ?? {}) as Record<string, unknown>;
+    const { retry_of: _r, ...kept } = extra;
+    return run({ organizationId: original.organizationId, projectId: original.projectId }, original.environmentId, original.kind as OperationKind, {
+      trigger: original.trigger === "rollback" ? "rollback" : "manual",
+      git: { branch: original.gitBranch, commit: original.gitCommit, message: original.gitMessage },
+      imageTag: original.kind === "rollback" ? original.imageTag : null,
+      rollbackFromId: original.rollbackFromId,
+      extraData: { ...kept, retry_of: original.id },
+    });
+  }
+
+  /** Rule 2 for a deployment the caller may deploy: only a successful deploy of a still active environment. */
+  async function rollbackTo(target: DeploymentRow, run: Run, limit: () => Promise<unknown>) {
+    if (target.status !== "success") throw new DomainError("not_rollback_target", "Can only rollback to successful deployments");
+    if (!isDeployKind(target.kind)) throw new DomainError("not_rollback_target", `A ${target.kind} operation cannot be rolled back to; choose a successful deployment`);
+    const env = await ops.environmentOf(target.organizationId, target.projectId, target.environmentId);
+    if (!env.isActive) throw new DomainError("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
+    await limit();
+    const current = await repo.currentDeployment(env.id);
+    const extra = (target.extraData ?? {}) as { config?: unknown; addons?: unknown };
+    return run({ organizationId: target.organizationId, projectId: target.projectId }, env.id, "rollback", {
+      trigger: "rollback",
+      git: { branch: target.gitBranch, commit: target.gitCommit, message: target.gitMessage },
+      imageTag: target.imageTag,
+      rollbackFromId: current && current.id !== target.id ? current.id : null,
+      extraData: { rollback_to: target.id, ...(extra.config ? { config: extra.config } : {}), ...(extra.addons ? { addons: extra.addons } : {}) },
+    });
+  }
 
   return {
     load,
@@ -52,36 +105,29 @@ export function createPlatformDeployments(deps: PlatformOperationsDeps & { pool:
     /** Rule 1: a failed deployment again, as a new record with the same code and configuration. */
     async retry(person: SessionPrincipal, id: string) {
       const original = await load(person, id, "project.environments.deploy");
-      if (original.status !== "failed") throw new DomainError("not_retryable", "Can only retry failed deployments");
-      await deps.limits.take({ bucket: `platform-retry:${original.organizationId}`, limit: RETRY_RATE_LIMIT, what: "manual retries per organisation" });
-      const extra = (original.extraData ?? {}) as Record<string, unknown>;
-      const { retry_of: _r, ...kept } = extra;
-      return operate({ organizationId: original.organizationId, projectId: original.projectId }, original.environmentId, original.kind as OperationKind, person, {
-        trigger: original.trigger === "rollback" ? "rollback" : "manual",
-        git: { branch: original.gitBranch, commit: original.gitCommit, message: original.gitMessage },
-        imageTag: original.kind === "rollback" ? original.imageTag : null,
-        rollbackFromId: original.rollbackFromId,
-        extraData: { ...kept, retry_of: original.id },
-      });
+      return retryOf(original, asPerson(person), () =>
+        deps.limits.take({ bucket: `platform-retry:${original.organizationId}`, limit: RETRY_RATE_LIMIT, what: "manual retries per organisation" }),
+      );
     },
 
     /** Rule 2: back to the code, image and configuration of a successful deployment; data untouched. */
     async rollback(person: SessionPrincipal, id: string) {
       const target = await load(person, id, "project.environments.deploy");
-      if (target.status !== "success") throw new DomainError("not_rollback_target", "Can only rollback to successful deployments");
-      if (!isDeployKind(target.kind)) throw new DomainError("not_rollback_target", `A ${target.kind} operation cannot be rolled back to; choose a successful deployment`);
-      const env = await ops.environmentOf(target.organizationId, target.projectId, target.environmentId);
-      if (!env.isActive) throw new DomainError("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
-      await ops.heavy(target.organizationId);
-      const current = await repo.currentDeployment(env.id);
-      const extra = (target.extraData ?? {}) as { config?: unknown; addons?: unknown };
-      return operate({ organizationId: target.organizationId, projectId: target.projectId }, env.id, "rollback", person, {
-        trigger: "rollback",
-        git: { branch: target.gitBranch, commit: target.gitCommit, message: target.gitMessage },
-        imageTag: target.imageTag,
-        rollbackFromId: current && current.id !== target.id ? current.id : null,
-        extraData: { rollback_to: target.id, ...(extra.config ? { config: extra.config } : {}), ...(extra.addons ? { addons: extra.addons } : {}) },
-      });
+      return rollbackTo(target, asPerson(person), () => ops.heavy(target.organizationId));
+    },
+
+    /**
+     * Rule 1 for an API key (public API): the task must be in the key's scope (404 "Task not
+     * found" otherwise); the new task starts queued and a busy environment is 409 task_in_progress.
+     * The key's own rate limit, taken on every request, is the limit.
+     */
+    async retryTask(scope: Scope, id: string, actor: Actor) {
+      return retryOf(await scopedTask(scope, id), asKey(actor), noExtraLimit);
+    },
+
+    /** Rule 2 for an API key (public API), as retryTask. */
+    async rollbackTask(scope: Scope, id: string, actor: Actor) {
+      return rollbackTo(await scopedTask(scope, id), asKey(actor), noExtraLimit);
     },
 
     /** Rule 3: marks the deployment cancelled and logs who did it; the agent stops at its next step. */
