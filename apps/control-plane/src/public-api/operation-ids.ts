@@ -36,6 +36,8 @@ export const OPERATION_IDS = {
     "GET /environments/{id}/deployments": "listEnvironmentDeployments",
     "GET /deployments/{id}": "getTask",
     "POST /deployments/{id}/cancel": "cancelTask",
+    "POST /deployments/{id}/retry": "retryTask",
+    "POST /deployments/{id}/rollback": "rollbackTask",
     "GET /deployments/{id}/logs": "listTaskLogs",
     "POST /events/tickets": "createEventStreamTicket",
     "POST /environments/{id}/backups": "createBackup",

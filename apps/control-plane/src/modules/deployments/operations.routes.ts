@@ -1,18 +1,64 @@
-// Public API additions beyond spec 4.1 (non-breaking, spec 9): cancelling a task and
-// destroying an environment. Same services as the platform API will use.
+// Public API additions beyond spec 4.1 (non-breaking, spec 9): cancelling, retrying and
+// rolling back to a task, and destroying an environment. Retry and rollback are the platform
+// API's rules (platform-deployments.service.ts), answered as an action (spec 2.5).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, IdParams, refTo } from "../../lib/http-schemas.ts";
 import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
-import type { DeploymentsService } from "./deployments.service.ts";
+import type { DeploymentsService, RequestedOperation } from "./deployments.service.ts";
+import type { PlatformDeployments } from "./platform-deployments.service.ts";
 
 const TaskRef = refTo(Task);
 const ActionResponseRef = refTo(ActionResponse);
 
-export function operationsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
+export function operationsRoutes(service: DeploymentsService, platform: Pick<PlatformDeployments, "retryTask" | "rollbackTask">, publicPrefix: string): FastifyPluginAsyncTypebox {
+  /** The action response (spec 2.5) of a task just requested. */
+  const queued = (row: RequestedOperation) => ({ task_id: row.id, status: "queued" as const, environment_id: row.environmentId, poll_url: `${publicPrefix}/deployments/${row.id}` });
+
   return async (app) => {
+    app.post(
+      "/deployments/:id/retry",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Retry a failed task",
+          description:
+            "A new task on the same environment with the failed task's kind, branch, commit and configuration; the deployment record's extra_data.retry_of names the original. " +
+            "400 not_retryable unless the task failed; 409 task_in_progress while another task of the environment is queued or running. " +
+            "Returns 202 at once; poll poll_url until the task is completed, failed or cancelled. Needs a full-access key. Supports Idempotency-Key and X-Idempotency-Key.",
+          params: IdParams,
+          response: { 202: ActionResponseRef, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const row = await platform.retryTask(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId });
+        return reply.code(202).send(queued(row));
+      },
+    );
+
+    app.post(
+      "/deployments/:id/rollback",
+      {
+        schema: {
+          tags: ["Deployments"],
+          summary: "Roll back to a task",
+          description:
+            "The path names the successful deploy (deploy, redeploy or rollback) to go back TO: a new rollback task brings its code, image, configuration and addons back; " +
+            "the database and file store are not rolled back. 400 not_rollback_target unless it succeeded and deployed code, 400 environment_inactive once the environment " +
+            "was destroyed, 409 task_in_progress while another task of the environment is queued or running. " +
+            "Returns 202 at once; poll poll_url until the task is completed, failed or cancelled. Needs a full-access key. Supports Idempotency-Key and X-Idempotency-Key.",
+          params: IdParams,
+          response: { 202: ActionResponseRef, ...errors(404, 409) },
+        },
+      },
+      async (request, reply) => {
+        const row = await platform.rollbackTask(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId });
+        return reply.code(202).send(queued(row));
+      },
+    );
+
     app.post(
       "/deployments/:id/cancel",
       {
@@ -51,7 +97,7 @@ export function operationsRoutes(service: DeploymentsService, publicPrefix: stri
           throw new DomainError("confirm_required", "Destroying an environment needs the header X-Confirm-Delete: true");
         }
         const row = await service.destroy(scopeOf(request), request.params.id, request.query.delete_data, { userId: null, apiKeyId: principalOf(request).keyId });
-        return reply.code(202).send({ task_id: row.id, status: "queued" as const, environment_id: row.environmentId, poll_url: `${publicPrefix}/deployments/${row.id}` });
+        return reply.code(202).send(queued(row));
       },
     );
   };
