@@ -1,7 +1,8 @@
 // `berth deploy --follow` and friends against a real control plane and a real agent running
 // Docker: a deployment followed to its end, through a TCP proxy whose connections are cut in
 // the middle of the logs (every stored line printed exactly once); a failing deployment
-// followed with an API key as NDJSON; `berth logs --follow`; cancel and rollback exit codes.
+// followed with an API key as NDJSON; `berth logs --follow`; rollback with an API key, retry
+// and cancel.
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
 import type { AgentProcess } from "../support/agent-process.ts";
@@ -160,16 +161,16 @@ it("logs --follow prints the stored lines and the live ones of a deploy started 
   expect(missing.stderr).toContain("not_found");
 }, 300_000);
 
-it("rollback with a session only and retry, followed to their end; cancel ends a followed deploy with exit 1, and is refused once it ended", async () => {
-  // Rollback: only the platform API has it (exit 3 with a key).
-  const withKey = await cli.run(["rollback", firstId], { env: asKey() });
-  expect(withKey.code).toBe(3);
-  expect(withKey.stderr).toContain("signed-in person");
-  const rb = await cli.run(["rollback", firstId, "--follow", "--json"], { env: asPerson(), timeoutMs: 240_000 });
+it("rollback with an API key and retry with a session, followed to their end; cancel ends a followed deploy with exit 1, and is refused once it ended", async () => {
+  // Rollback with a key: the public API's action answer (task_id), then the task followed to success.
+  const rb = await cli.run(["rollback", firstId, "--follow", "--json"], { env: asKey(), timeoutMs: 240_000 });
   expect(rb.code, rb.stderr).toBe(0);
-  const lines = rb.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; answer?: { trigger: string }; deployment?: { status: string } });
-  expect(lines[0]!.answer!.trigger).toBe("rollback");
-  expect(lines.at(-1)).toMatchObject({ type: "result", outcome: "succeeded", deployment: { status: "success" } });
+  const lines = rb.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; answer?: { task_id: string; poll_url: string }; deployment?: { status: string } });
+  const taskId = lines[0]!.answer!.task_id;
+  expect(lines[0]!.answer!.poll_url).toBe(`/api/public/v1/deployments/${taskId}`);
+  expect((await admin.api.get(`/deployments/${taskId}`)).body).toMatchObject({ kind: "rollback", trigger: "rollback", extra_data: { rollback_to: firstId } });
+  // The result is the public API's task (status completed, not the platform's success).
+  expect(lines.at(-1)).toMatchObject({ type: "result", outcome: "succeeded", deployment: { id: taskId, status: "completed" } });
   // Retry of the deployment that failed (its image is back): a new deployment, followed to success.
   const retry = await cli.run(["retry", failedId, "--follow"], { env: asPerson(), timeoutMs: 240_000 });
   expect(retry.code, retry.stderr).toBe(0);

@@ -1,7 +1,7 @@
 // The other operations: `berth restart|stop|start <environment-id>` and
 // `berth rollback|retry|cancel <deployment-id>`. Each prints the new operation's id (or the
-// API's answer with --json), or follows it with --follow. Rollback and retry exist only in
-// the platform API: an API key is told so.
+// API's answer with --json), or follows it with --follow. With an API key they use the
+// public API (idempotent, as a CI job may repeat them), else the platform API.
 import type { Command } from "commander";
 import { ok } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
@@ -38,9 +38,13 @@ export function registerActions(program: Command, context: () => Context): void 
     .description("Deploy again what a successful deployment ran (its code, image and configuration)")
     .argument("<deployment-id>", "the deployment to go back to")
     .option("-f, --follow", "show the steps and logs live; the exit code is the result")
-    .addHelpText("after", "\nExamples:\n  $ berth rollback <deployment-id>\n  $ berth rollback <deployment-id> --follow\n\nNeeds a signed-in person (berth login): the public API has no rollback.")
+    .addHelpText("after", "\nExamples:\n  $ berth rollback <deployment-id>\n  $ berth rollback <deployment-id> --follow")
     .action(async (id: string, opts: { follow?: boolean }) => {
       const ctx = context();
+      if (ctx.credentials().kind === "api_key") {
+        const answer = await ok(ctx.public("berth rollback").POST("/deployments/{id}/rollback", { params: { path: { id } }, ...idempotent() }));
+        return started(ctx, answer.task_id, answer, "Rollback", opts.follow);
+      }
       const record = await ok(ctx.platform("berth rollback").POST("/deployments/{deployment_id}/rollback", { params: { path: { deployment_id: id } } }));
       return started(ctx, record.id, record, "Rollback", opts.follow);
     });
@@ -50,9 +54,13 @@ export function registerActions(program: Command, context: () => Context): void 
     .description("Run a failed deployment again, with the same code and configuration")
     .argument("<deployment-id>", "the failed deployment")
     .option("-f, --follow", "show the steps and logs live; the exit code is the result")
-    .addHelpText("after", "\nExamples:\n  $ berth retry <deployment-id>\n  $ berth retry <deployment-id> --follow\n\nNeeds a signed-in person (berth login): the public API has no retry.")
+    .addHelpText("after", "\nExamples:\n  $ berth retry <deployment-id>\n  $ berth retry <deployment-id> --follow")
     .action(async (id: string, opts: { follow?: boolean }) => {
       const ctx = context();
+      if (ctx.credentials().kind === "api_key") {
+        const answer = await ok(ctx.public("berth retry").POST("/deployments/{id}/retry", { params: { path: { id } }, ...idempotent() }));
+        return started(ctx, answer.task_id, answer, "Retry", opts.follow);
+      }
       const record = await ok(ctx.platform("berth retry").POST("/deployments/{deployment_id}/retry", { params: { path: { deployment_id: id } } }));
       return started(ctx, record.id, record, "Retry", opts.follow);
     });
