@@ -25,11 +25,15 @@ export async function ask(question: string, opts: { hidden?: boolean } = {}): Pr
   }
 }
 
-/** A secret typed on the terminal in raw mode: nothing of it is echoed, not even its length. */
+/**
+ * A secret typed on the terminal in raw mode: nothing of it is echoed, not even its length.
+ * Raw mode goes on before the question is shown, so what is typed as soon as it appears is
+ * never echoed by the terminal (in the other order a busy machine showed the password).
+ */
 function askHidden(question: string): Promise<string> {
   const stdin = process.stdin;
-  process.stderr.write(question);
   stdin.setRawMode(true);
+  process.stderr.write(question);
   stdin.setEncoding("utf8");
   stdin.resume();
   return new Promise((resolve) => {
