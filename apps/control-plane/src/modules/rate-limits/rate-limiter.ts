@@ -2,8 +2,8 @@
 // spec's limits (sign-in, deployments, retries, git hooks). A budget is a fixed 60-second
 // window counted in PostgreSQL through leases (lease-meter.ts), exact across replicas.
 // Whoever decides that a request costs budget (the API-key hook, a route, a service) calls
-// take(); the answer then carries the X-RateLimit-* headers of those budgets (set by the
-// hook in rate-limit-hook.ts, so services never see a reply), and a spent budget throws
+// take(); the answer then carries the X-RateLimit-* headers of those budgets (set on the reply
+// the request's context holds, rate-limit-hook.ts, so services never see one), and a spent budget throws
 // 429 rate_limit_exceeded with Retry-After.
 import { AsyncLocalStorage } from "node:async_hooks";
 import type { Clock } from "../../lib/clock.ts";
@@ -23,6 +23,8 @@ export interface Budget {
 /** What the current request's answer says about its budgets. */
 export interface RateContext {
   headers: Record<string, string> | null;
+  /** The request's reply, given the headers as soon as they are known (later takes overwrite them). */
+  reply?: { headers(values: Record<string, string>): unknown } | null;
 }
 
 const requestContext = new AsyncLocalStorage<RateContext>();
@@ -54,7 +56,11 @@ export function createRateLimiter(deps: { meter: LeaseMeter; repo: Pick<RateLimi
       const refused = meters.findIndex((m) => m.used > m.limit);
       const shown = refused >= 0 ? meters[refused]! : tightest(meters);
       const context = requestContext.getStore();
-      if (context) context.headers = rateHeaders(shown);
+      if (context) {
+        const headers = rateHeaders(shown);
+        context.headers = headers;
+        context.reply?.headers(headers);
+      }
       if (refused < 0) return;
       const retryAfter = Math.max(1, Math.ceil(resetAt - deps.clock.now().getTime() / 1000));
       const { limit, what } = budgets[refused]!;
