@@ -60,7 +60,7 @@ export function dashboardRoutes() {
     app.get("/", { schema: { hide: true } }, async (request, reply) => send(request, reply.headers(pageHeaders), index));
     app.get<{ Params: { "*": string } }>("/assets/*", { schema: { hide: true } }, async (request, reply) => {
       const a = assets.get(request.params["*"]);
-      if (!a) return reply.code(404).send({ error: "not_found", message: "No such asset" });
+      if (!a) return reply.code(404).send({ error: "not_found", message: "No such asset", request_id: request.id });
       return send(request, reply, a);
     });
   };

@@ -41,14 +41,13 @@ export function preparedRead<R>(pool: pg.Pool, name: string, query: SelectQuery<
   const decoders = keys.map((k) => decoderOf(fields[k]));
   // Each parameter is a placeholder's name or a value fixed in the query.
   const names = params.map((p) => (is(p, Placeholder) ? (p.name as string) : null));
-  const decode = (row: unknown[]): R => {
-    const out: Record<string, unknown> = {};
-    for (let i = 0; i < keys.length; i++) {
-      const v = row[i];
-      out[keys[i]!] = v === null ? null : decoders[i]!.mapFromDriverValue(v);
-    }
-    return out as R;
-  };
+  // One generated object literal per row, not one computed key at a time: an object given more
+  // than a dozen properties by computed keys falls into V8's dictionary mode, slow to build and
+  // then to read for every consumer (views, the response serializer). The keys are the
+  // selection's own names, written as JSON string literals, once per statement.
+  if (keys.includes("__proto__")) throw new Error("preparedRead: a selected field is named __proto__");
+  const literal = keys.map((k, i) => `${JSON.stringify(k)}: (v = row[${i}]) === null ? null : d[${i}].mapFromDriverValue(v)`).join(",\n");
+  const decode = new Function("d", `return function decode(row) { let v; return {\n${literal}\n}; };`)(decoders) as (row: unknown[]) => R;
   return async (args: Record<string, unknown>): Promise<R[]> => {
     const values = names.map((n, i) => (n === null ? params[i] : args[n]));
     const { rows } = await pool.query<unknown[]>({ name, text, values, rowMode: "array", types });

@@ -1,6 +1,8 @@
 // Maps every error to the body { error, message, details?, retry_after?, request_id } with a
 // stable code. 5xx details are logged, never sent. request_id is the request's id (its
-// X-Request-Id, lib/request-id.ts), added to every error body whoever sends it.
+// X-Request-Id, lib/request-id.ts), in every error body: the handlers below add it, and a
+// route that answers an error body itself (dashboard, agent releases) adds it too, so no
+// hook has to look at every answer for it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "./errors.ts";
 import { httpStatusOf } from "./error-codes.ts";
@@ -32,16 +34,7 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   }
 }
 
-const isErrorBody = (payload: unknown): payload is { error: string; message: string; request_id?: string } =>
-  typeof payload === "object" && payload !== null && typeof (payload as { error?: unknown }).error === "string" && typeof (payload as { message?: unknown }).message === "string";
-
 export function installErrorHandling(app: FastifyInstance): void {
-  // Error bodies sent by routes themselves, as well as the handlers' below, get the request's id.
-  // A callback hook, not an async one: it runs on every answer, and needs no promise.
-  app.addHook("preSerialization", (request, reply, payload: unknown, done) => {
-    if (reply.statusCode >= 400 && isErrorBody(payload) && payload.request_id === undefined) return done(null, { ...payload, request_id: request.id });
-    done(null, payload);
-  });
   app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {
     if (err instanceof DomainError) {
       if (err.headers) reply.headers(err.headers);
@@ -51,6 +44,7 @@ export function installErrorHandling(app: FastifyInstance): void {
         message: err.message,
         ...(err.details !== undefined ? { details: err.details } : {}),
         ...(retry ? { retry_after: Number(retry) } : {}),
+        request_id: request.id,
       });
     }
     if (err.validation) {
@@ -62,18 +56,19 @@ export function installErrorHandling(app: FastifyInstance): void {
           path: `${where}${v.instancePath || ""}${missingProperty(v.params)}`,
           message: v.message ?? "is invalid",
         })),
+        request_id: request.id,
       });
     }
     const status = err.statusCode ?? 500;
     if (status < 500) {
-      return reply.code(status).send({ error: FASTIFY_CODES[err.code] ?? "invalid_request", message: err.message });
+      return reply.code(status).send({ error: FASTIFY_CODES[err.code] ?? "invalid_request", message: err.message, request_id: request.id });
     }
     request.log.error({ err }, "request failed");
-    return reply.code(500).send({ error: "internal_error", message: "Something went wrong on our side; try again" });
+    return reply.code(500).send({ error: "internal_error", message: "Something went wrong on our side; try again", request_id: request.id });
   });
 
   app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: "route_not_found", message: `No route for ${request.method} ${request.url.split("?")[0]}` }),
+    reply.code(404).send({ error: "route_not_found", message: `No route for ${request.method} ${request.url.split("?")[0]}`, request_id: request.id }),
   );
 }
 

@@ -1,11 +1,11 @@
 // Every request's id (Fastify's request.id): the X-Request-Id a trusted proxy sent when it is
 // sane (1-128 visible ASCII characters), else a new UUID. "Trusted" is what Fastify itself
 // believes X-Forwarded-For from (trustProxy, BERTH_TRUST_PROXY): the same rule, applied to
-// the socket's address. The id is answered in the X-Request-Id header of every response,
-// in error bodies (request_id, error-handler.ts) and in every log line (reqId).
+// the socket's address. The id is answered in the X-Request-Id header of every response
+// (hijacked ones too, through hijack() below), in error bodies (request_id, error-handler.ts) and in every log line (reqId).
 import { randomUUID } from "node:crypto";
 import proxyAddr from "@fastify/proxy-addr";
-import type { FastifyInstance, FastifyServerOptions } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from "fastify";
 
 type RawRequest = import("node:http").IncomingMessage;
 
@@ -34,12 +34,20 @@ export function requestIdGenerator(trustProxy: FastifyServerOptions["trustProxy"
 }
 
 /**
- * Answers the id in X-Request-Id on every response, set before any handler or error can run,
- * on the raw response so that hijacked ones (event streams, downloads) carry it too.
+ * Answers the id in X-Request-Id on every response, set before any handler or error can run.
+ * It is one of Fastify's reply headers (a raw header would make Node validate and merge every
+ * header of every answer one by one): a route that hijacks its reply calls hijack() below, so
+ * that answer, written on the raw response, carries the id too.
  */
 export function installRequestIdHeader(app: FastifyInstance): void {
   app.addHook("onRequest", (request, reply, done) => {
-    reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+    reply.header(REQUEST_ID_HEADER, request.id);
     done();
   });
+}
+
+/** reply.hijack() keeping X-Request-Id: what the route then writes on reply.raw carries the id. */
+export function hijack(request: FastifyRequest, reply: FastifyReply): void {
+  reply.raw.setHeader(REQUEST_ID_HEADER, request.id);
+  reply.hijack();
 }

@@ -2,7 +2,7 @@
 // (modules/api-keys/key-cache.ts, dropped on revocation everywhere) and budgets are leased
 // from shared counters in PostgreSQL (modules/rate-limits), so most requests make no round
 // trip for either while every replica still counts the same budget exactly.
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Clock } from "../lib/clock.ts";
 import { DomainError, type ErrorCode } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey } from "../modules/api-keys/api-key-format.ts";
@@ -19,8 +19,6 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
   const lastUsedWritten = new Map<string, number>();
 
   async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
-    const cached = deps.keys.get(hash, nowMs);
-    if (cached) return cached;
     const row = await deps.repo.authLookup(hash);
     if (!row) return undefined;
     const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked };
@@ -36,7 +34,8 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     deps.repo.touch(keyId, now).catch(() => {});
   }
 
-  return async function authenticate(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  /** The request authenticated and metered: undefined when decided at once (a cached key, a budget leased here), else its promise. */
+  function authenticateNow(request: FastifyRequest): Promise<void> | undefined {
     const header = request.headers.authorization;
     if (!header) throw unauthorized("authentication_required", "Send your API key as: Authorization: Bearer <API_KEY>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -45,7 +44,13 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     if (!looksLikeApiKey(key)) throw unauthorized("invalid_api_key", "The API key is not valid");
 
     const now = deps.clock.now();
-    const row = await lookup(hashApiKey(key), now.getTime());
+    const hash = hashApiKey(key);
+    const cached = deps.keys.get(hash, now.getTime());
+    if (cached) return admit(request, cached, now);
+    return lookup(hash, now.getTime()).then((row) => admit(request, row, now));
+  }
+
+  function admit(request: FastifyRequest, row: CachedKey | undefined, now: Date): Promise<void> | undefined {
     if (!row) throw unauthorized("invalid_api_key", "The API key is not valid");
     if (row.revoked) throw unauthorized("api_key_revoked", "The API key has been revoked");
     if (row.plan === "free") {
@@ -54,7 +59,13 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
 
     const budgets: Budget[] = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
     if (request.routeOptions.config.webhookWrite === true) budgets.push({ bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT });
-    await deps.limits.take(...budgets);
+    const metering = deps.limits.takeNow(budgets);
+    if (metering) return metering.then(() => admitted(request, row, now));
+    admitted(request, row, now);
+    return undefined;
+  }
+
+  function admitted(request: FastifyRequest, row: CachedKey, now: Date): void {
     request.principal = {
       keyId: row.id,
       organizationId: row.organizationId,
@@ -66,5 +77,18 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     // this request learns that, not what was wrong with its body.
     if (request.method !== "GET" && request.method !== "HEAD" && request.routeOptions.config.readOnly !== true) requireFullAccess(request);
     if (request.routeOptions.config.orgScoped) requireOrgScope(request);
+  }
+
+  // A callback hook: a request whose key is cached and whose budget is leased here (most of
+  // them) is decided without a promise; the others wait for the database.
+  return function authenticate(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+    let pending: Promise<void> | undefined;
+    try {
+      pending = authenticateNow(request);
+    } catch (err) {
+      return done(err as Error);
+    }
+    if (pending === undefined) return done();
+    pending.then(() => done(), (err: unknown) => done(err as Error));
   };
 }

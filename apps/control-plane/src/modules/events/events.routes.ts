@@ -4,6 +4,7 @@
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
+import { hijack } from "../../lib/request-id.ts";
 import { errors, Uuid } from "../../lib/http-schemas.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { Clock } from "../../lib/clock.ts";
@@ -156,7 +157,7 @@ export function eventsRoutes(deps: {
         await hub.ready();
 
         const release = limits.acquire(orgId, viewer.kind === "session" ? viewer.person.userId : `api_key:${viewer.keyId}`);
-        reply.hijack();
+        hijack(request, reply);
         const res = reply.raw;
         res.once("close", release);
         if (res.destroyed) release();

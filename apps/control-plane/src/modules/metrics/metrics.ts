@@ -5,6 +5,7 @@
 // the agents' own host figures) are read from their owners at each scrape (`Sources`).
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { StatsEvent } from "@berth/protocol";
+import { createRequestMetrics } from "./request-metrics.ts";
 
 /** What the registry asks at each scrape. Each may fail (the database is down): that series is then left out. */
 export interface Sources {
@@ -26,22 +27,12 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, prefix: "berth_" });
   let sources: Sources | null = null;
 
-  const httpDuration = new Histogram({
-    name: "berth_http_request_duration_seconds",
-    help: "HTTP requests by method, route pattern and status code, and how long each took",
-    labelNames: ["method", "route", "status_code"] as const,
-    buckets: SECONDS,
-    registers: [registry],
-  });
   // The same count as the histogram's _count, as a plain counter: simpler to query and to alert on.
-  const httpRequests = new Counter({
-    name: "berth_http_requests_total",
-    help: "HTTP requests by method, route pattern and status code",
-    labelNames: ["method", "route", "status_code"] as const,
-    registers: [registry],
-  });
   // Bounded: methods the HTTP parser knows, route patterns (never raw URLs) and status codes.
-  const requestChildren = new Map<string, { duration: ReturnType<typeof httpDuration.labels>; count: ReturnType<typeof httpRequests.labels> }>();
+  const requests = createRequestMetrics(registry, {
+    duration: { name: "berth_http_request_duration_seconds", help: "HTTP requests by method, route pattern and status code, and how long each took", buckets: SECONDS },
+    count: { name: "berth_http_requests_total", help: "HTTP requests by method, route pattern and status code" },
+  });
   const dispatch = new Histogram({
     name: "berth_command_dispatch_seconds",
     help: "From a command's issue to its agent accepting it",
@@ -138,19 +129,8 @@ export function createMetrics() {
       sources = s;
     },
     observe: {
-      request(method: string, route: string, statusCode: number, seconds: number) {
-        // One label set's children looked up by a plain string: prom-client would hash the
-        // label object twice per request otherwise (this runs on every request).
-        const id = `${method} ${statusCode} ${route}`;
-        let child = requestChildren.get(id);
-        if (!child) {
-          const labels = { method, route, status_code: String(statusCode) };
-          child = { duration: httpDuration.labels(labels), count: httpRequests.labels(labels) };
-          requestChildren.set(id, child);
-        }
-        child.duration.observe(seconds);
-        child.count.inc();
-      },
+      /** Runs on every request: plain additions, the series are built at each scrape (request-metrics.ts). */
+      request: requests.observe,
       commandAccepted(seconds: number) {
         dispatch.observe(Math.max(0, seconds));
       },

@@ -6,6 +6,7 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import multipart from "@fastify/multipart";
 import { DomainError } from "../../lib/errors.ts";
+import { hijack } from "../../lib/request-id.ts";
 import { errors, StringEnum, Uuid, refTo } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
@@ -230,7 +231,7 @@ export function migrationsRoutes(deps: {
       if (request.method === "POST" && concat !== "partial" && request.headers["upload-length"] !== String(m.declaredSizeBytes)) {
         throw new DomainError("validation_error", `Upload-Length must be ${m.declaredSizeBytes}, the size given to upload/init`);
       }
-      reply.hijack();
+      hijack(request, reply);
       await deps.tus.handle(request.raw, reply.raw);
     };
     const tusSchema = (summary: string, withId: boolean) => ({

@@ -32,6 +32,8 @@ interface Local {
 
 export interface LeaseMeter {
   hit(bucket: string, windowStart: number, limit: number, resetAt: number): Promise<Meter>;
+  /** hit() when it needs no lease (a unit left here, or the budget spent): the meter, else undefined and nothing spent. */
+  hitNow?(bucket: string, windowStart: number, limit: number, resetAt: number): Meter | undefined;
 }
 
 export function createLeaseMeter(repo: Pick<RateLimitsRepo, "lease">): LeaseMeter {
@@ -39,22 +41,36 @@ export function createLeaseMeter(repo: Pick<RateLimitsRepo, "lease">): LeaseMete
   let currentWindow = 0;
   const lease = repo.lease;
 
+  /** This replica's state of a bucket in a window (a new window forgets what was left of the old ones). */
+  function localOf(bucket: string, windowStart: number): Local {
+    if (windowStart !== currentWindow) {
+      // A new window: what was left of the old ones is gone.
+      if (windowStart > currentWindow) {
+        for (const k of state.keys()) if (!k.endsWith(`@${windowStart}`)) state.delete(k);
+        currentWindow = windowStart;
+      }
+    }
+    const id = `${bucket}@${windowStart}`;
+    let s = state.get(id);
+    if (!s) {
+      s = { units: 0, counted: 0, spent: false, pending: null };
+      state.set(id, s);
+    }
+    return s;
+  }
+
   return {
+    hitNow(bucket, windowStart, limit, resetAt) {
+      const local = localOf(bucket, windowStart);
+      if (local.units > 0) {
+        local.units -= 1;
+        return { limit, used: Math.min(limit, local.counted - local.units), resetAt };
+      }
+      if (local.spent) return { limit, used: limit + 1, resetAt };
+      return undefined;
+    },
     async hit(bucket, windowStart, limit, resetAt) {
-      if (windowStart !== currentWindow) {
-        // A new window: what was left of the old ones is gone.
-        if (windowStart > currentWindow) {
-          for (const k of state.keys()) if (!k.endsWith(`@${windowStart}`)) state.delete(k);
-          currentWindow = windowStart;
-        }
-      }
-      const id = `${bucket}@${windowStart}`;
-      let s = state.get(id);
-      if (!s) {
-        s = { units: 0, counted: 0, spent: false, pending: null };
-        state.set(id, s);
-      }
-      const local = s;
+      const local = localOf(bucket, windowStart);
       for (;;) {
         if (local.units > 0) {
           local.units -= 1;
