@@ -58,7 +58,8 @@ const ROUNDS = Math.round(setting("BENCH_ROUNDS", 1));
 const METERED: Variant[] = ATTRIBUTION ? ["full", "bare-auth"] : ["full"];
 const VARIANTS: Variant[] = ATTRIBUTION ? ["full", "bare-auth", "bare"] : ["full", "bare"];
 
-const GOAL_RATIO = 0.7;
+/** The production issue's goal: the full stack keeps at least 90% of the bare route's throughput. */
+const GOAL_RATIO = 0.9;
 /** Read-only keys may make 120 requests per 60 s window (rate-limits.ts). */
 const READ_ONLY_LIMIT = 120;
 /** Half the limit, so the rate limiter is never what is measured, even if the estimate is off. */
