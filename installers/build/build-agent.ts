@@ -299,30 +299,42 @@ export async function buildAgentExecutable(options: BuildOptions = {}): Promise<
   return { file: target, name, sha256, sizeBytes, version, built: true, ms: Date.now() - started };
 }
 
-async function cli(argv: string[]): Promise<number> {
-  const options: BuildOptions = { log: (line) => process.stderr.write(`[build:agent] ${line}\n`) };
+/**
+ * The command line the build scripts share: --out DIR, --arch x64|arm64, --force, and the
+ * value options a script adds (`extra`, e.g. --version-override); `usage` names the script's.
+ */
+export function parseBuildArgs(argv: string[], usage: string, extra: readonly string[] = []): { outDir?: string; arch?: Arch; force?: boolean; values: Record<string, string> } {
+  const parsed: { outDir?: string; arch?: Arch; force?: boolean; values: Record<string, string> } = { values: {} };
   for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
+    const arg = argv[i]!;
     const value = () => {
       const v = argv[++i];
       if (v === undefined) throw new Error(`${arg} needs a value`);
       return v;
     };
-    if (arg === "--out") options.outDir = value();
+    if (arg === "--out") parsed.outDir = value();
     else if (arg === "--arch") {
       const a = value();
       if (a !== "x64" && a !== "arm64") throw new Error(`--arch must be x64 or arm64, got ${a}`);
-      options.arch = a;
-    } else if (arg === "--version-override") options.versionOverride = value();
-    else if (arg === "--force") options.force = true;
-    else throw new Error(`unknown argument ${arg} (usage: build-agent.ts [--out DIR] [--arch x64] [--version-override V] [--force])`);
+      parsed.arch = a;
+    } else if (arg === "--force") parsed.force = true;
+    else if (extra.includes(arg)) parsed.values[arg] = value();
+    else throw new Error(`unknown argument ${arg} (usage: ${usage})`);
   }
-  const result = await buildAgentExecutable(options);
-  const mb = (result.sizeBytes / 1024 / 1024).toFixed(1);
-  process.stdout.write(
-    `${result.built ? "built" : "up to date:"} ${result.file} (${mb} MB, version ${result.version}${result.built ? `, ${(result.ms / 1000).toFixed(1)} s` : ""})\n` +
-      `sha256 ${result.sha256}\n`,
-  );
+  return parsed;
+}
+
+/** What a build script prints when it is done: the file, its size and version, and its SHA-256. */
+export function reportBuild(r: Pick<BuiltExecutable, "file" | "sizeBytes" | "version" | "built" | "ms" | "sha256">): void {
+  const mb = (r.sizeBytes / 1024 / 1024).toFixed(1);
+  process.stdout.write(`${r.built ? "built" : "up to date:"} ${r.file} (${mb} MB, version ${r.version}${r.built ? `, ${(r.ms / 1000).toFixed(1)} s` : ""})\nsha256 ${r.sha256}\n`);
+}
+
+async function cli(argv: string[]): Promise<number> {
+  const { values, ...common } = parseBuildArgs(argv, "build-agent.ts [--out DIR] [--arch x64] [--version-override V] [--force]", ["--version-override"]);
+  const options: BuildOptions = { log: (line) => process.stderr.write(`[build:agent] ${line}\n`), ...common };
+  if (values["--version-override"] !== undefined) options.versionOverride = values["--version-override"];
+  reportBuild(await buildAgentExecutable(options));
   return 0;
 }
 

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writ
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { CLI_VERSION } from "../../apps/control-plane/src/cli/main.ts";
-import { CACHE_DIR, DEFAULT_DIST_DIR, filesUnder, makeSeaExecutable, nodePackageDir, REPO_ROOT, sha256File, type BuiltExecutable } from "./build-agent.ts";
+import { CACHE_DIR, DEFAULT_DIST_DIR, filesUnder, makeSeaExecutable, nodePackageDir, parseBuildArgs, REPO_ROOT, reportBuild, sha256File, type BuiltExecutable } from "./build-agent.ts";
 import { bundleSource } from "./bundle.ts";
 import { assertCanBuild, runTarget, type Arch } from "./cross.ts";
 
@@ -95,25 +95,8 @@ export async function buildCliExecutable(options: CliBuildOptions = {}): Promise
 }
 
 async function cli(argv: string[]): Promise<number> {
-  const options: CliBuildOptions = { log: (line) => process.stderr.write(`[build:cli] ${line}\n`) };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i];
-    const value = () => {
-      const v = argv[++i];
-      if (v === undefined) throw new Error(`${arg} needs a value`);
-      return v;
-    };
-    if (arg === "--out") options.outDir = value();
-    else if (arg === "--arch") {
-      const a = value();
-      if (a !== "x64" && a !== "arm64") throw new Error(`--arch must be x64 or arm64, got ${a}`);
-      options.arch = a;
-    } else if (arg === "--force") options.force = true;
-    else throw new Error(`unknown argument ${arg} (usage: build-cli.ts [--out DIR] [--arch x64] [--force])`);
-  }
-  const r = await buildCliExecutable(options);
-  const mb = (r.sizeBytes / 1024 / 1024).toFixed(1);
-  process.stdout.write(`${r.built ? "built" : "up to date:"} ${r.file} (${mb} MB, version ${r.version}${r.built ? `, ${(r.ms / 1000).toFixed(1)} s` : ""})\nsha256 ${r.sha256}\n`);
+  const { values: _none, ...common } = parseBuildArgs(argv, "build-cli.ts [--out DIR] [--arch x64] [--force]");
+  reportBuild(await buildCliExecutable({ log: (line) => process.stderr.write(`[build:cli] ${line}\n`), ...common }));
   return 0;
 }
 
