@@ -13,6 +13,24 @@ import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentRow } from "../environments/environments.repo.ts";
 
 export type DeploymentRow = typeof deployments.$inferSelect;
+/** The columns the public task projection (task-view.ts) reads. */
+const TASK_COLUMNS = {
+  id: deployments.id,
+  kind: deployments.kind,
+  status: deployments.status,
+  environmentId: deployments.environmentId,
+  progressPercent: deployments.progressPercent,
+  currentStep: deployments.currentStep,
+  stepsCompleted: deployments.stepsCompleted,
+  totalSteps: deployments.totalSteps,
+  startedAt: deployments.startedAt,
+  completedAt: deployments.completedAt,
+  errorMessage: deployments.errorMessage,
+  triggeredBy: deployments.triggeredBy,
+  createdAt: deployments.createdAt,
+  modulesResult: deployments.modulesResult,
+};
+export type TaskRow = Pick<DeploymentRow, keyof typeof TASK_COLUMNS>;
 /** A row of deployment_logs (deployment-record.ts's LogRow, which shows it). */
 export interface DeploymentLogRow {
   id: number;
@@ -34,27 +52,27 @@ export type CreateOutcome =
 
 export function createDeploymentsRepo(db: Database) {
   // Task polling is hot: its SQL is a named statement per shape (organisation or project key),
-  // sent without drizzle (db/prepared-read.ts).
-  const columns = getTableColumns(deployments);
-  const getTask = (scoped: boolean) =>
-    preparedRead(
-      db.$client,
-      `deployments_get_${scoped}`,
-      db
-        .select(columns)
-        .from(deployments)
-        .innerJoin(projects, eq(projects.id, deployments.projectId))
-        .where(
-          and(
-            eq(deployments.id, sql.placeholder("id")),
-            eq(deployments.organizationId, sql.placeholder("org")),
-            isNull(projects.deletedAt),
-            ...(scoped ? [eq(deployments.projectId, sql.placeholder("project"))] : []),
-          ),
-        ),
-      columns,
+  // sent without drizzle (db/prepared-read.ts). A poll reads only what the task shows, not the
+  // configuration snapshot and the rest of the row.
+  const visibleById = (scoped: boolean) =>
+    and(
+      eq(deployments.id, sql.placeholder("id")),
+      eq(deployments.organizationId, sql.placeholder("org")),
+      isNull(projects.deletedAt),
+      ...(scoped ? [eq(deployments.projectId, sql.placeholder("project"))] : []),
     );
-  const getStatements = { org: getTask(false), project: getTask(true) };
+  type VisibleById = ReturnType<typeof visibleById>;
+  /** The named statements of one read, for organisation keys and for project keys. */
+  const byScope = <R>(name: string, query: (where: VisibleById) => Parameters<typeof preparedRead<R>>[2], fields: Record<string, unknown>) => {
+    const [org, project] = [false, true].map((scoped) => preparedRead<R>(db.$client, `${name}_${scoped}`, query(visibleById(scoped)), fields));
+    return async (scope: Scope, id: string): Promise<R | undefined> => {
+      const [row] = scope.projectId ? await project!({ id, org: scope.organizationId, project: scope.projectId }) : await org!({ id, org: scope.organizationId });
+      return row;
+    };
+  };
+  const columns = getTableColumns(deployments);
+  const visibleRow = byScope<DeploymentRow>("deployments_get", (where) => db.select(columns).from(deployments).innerJoin(projects, eq(projects.id, deployments.projectId)).where(where), columns);
+  const visibleTask = byScope<TaskRow>("deployments_task", (where) => db.select(TASK_COLUMNS).from(deployments).innerJoin(projects, eq(projects.id, deployments.projectId)).where(where), TASK_COLUMNS);
   return {
     /** Log lines of a deployment in the order they were written, after the line `afterId` (limit+1 rows), and how many it has. */
     async logsAfter(deploymentId: string, afterId: string | null, limit: number): Promise<{ rows: DeploymentLogRow[]; total: number }> {
@@ -67,12 +85,10 @@ export function createDeploymentsRepo(db: Database) {
       return { rows, total: n[0]?.n ?? 0 };
     },
 
-    async get(scope: Scope, id: string): Promise<DeploymentRow | undefined> {
-      const [row] = scope.projectId
-        ? await getStatements.project({ id, org: scope.organizationId, project: scope.projectId })
-        : await getStatements.org({ id, org: scope.organizationId });
-      return row;
-    },
+    get: visibleRow,
+
+    /** What the task projection shows of an operation (TASK_COLUMNS), for polling. */
+    getTask: visibleTask,
 
     async listForEnvironment(environmentId: string, kinds: string[], limit: number, after?: CursorPosition) {
       const where = and(eq(deployments.environmentId, environmentId), inArray(deployments.kind, kinds));

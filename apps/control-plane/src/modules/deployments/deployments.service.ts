@@ -168,7 +168,7 @@ export function createDeploymentsService(deps: {
     },
 
     async getTask(scope: Scope, id: string) {
-      const row = await deps.deployments.get(scope, id);
+      const row = await deps.deployments.getTask(scope, id);
       if (!row) throw notFound("Task");
       return taskView(row);
     },

@@ -1,10 +1,10 @@
 // The public API's task projection of an operation row (public spec 2.4).
 import { STEP_NAMES, type StepId } from "@berth/protocol";
 import { toTaskStatus } from "./deployment-state.ts";
-import type { DeploymentRow } from "./deployments.repo.ts";
+import type { TaskRow } from "./deployments.repo.ts";
 import { modulesView } from "./deploy-options.ts";
 
-export function taskView(d: DeploymentRow) {
+export function taskView(d: TaskRow) {
   const durationSeconds =
     d.startedAt && d.completedAt ? Math.max(0, Math.round((d.completedAt.getTime() - d.startedAt.getTime()) / 1000)) : null;
   return {
