@@ -130,6 +130,10 @@ it("start runs the 12 steps: project, linked environment, a deploy that restores
   const done = await until(id, (m) => m.status === "completed", "the migration to complete");
   expect(done).toMatchObject({ progress_percent: 100, current_step: "completed", error_message: null, environment_url: "https://erp.acme-migrated.example" });
   expect(done.steps!.every((s) => s.status === "completed")).toBe(true);
+  // The list shows where each migrated ERP is served too (one lookup for the page).
+  const listed = (await owner.api.get(`/migrations?organization_id=${d.organization_id}`)).body as { items: (MigrationBody & { id: string })[] };
+  expect(listed.items.find((m) => m.id === id)?.environment_url).toBe("https://erp.acme-migrated.example");
+  expect(listed.items.filter((m) => m.id !== id && m.environment_id === null).every((m) => m.environment_url === null)).toBe(true);
 
   // Steps 1 and 2: the project on the target server with the detected version and the repository, the environment sized by the recommendation.
   const { rows: projects } = await cp.database.pool.query("select * from projects where id = $1", [done.project_id]);

@@ -163,9 +163,9 @@ export function createServices(deps: {
     clock,
     analyze: deps.analyzeBackup ?? analyzeMigrationBackup,
     discardUpload: (uploadId) => tusUploads.discard(uploadId),
-    environmentUrl: async (organizationId, environmentId) => {
-      const env = await repos.environments.get({ organizationId, projectId: null }, environmentId);
-      return env ? addresses.url(env) : null;
+    environmentUrls: async (organizationId, environmentIds) => {
+      const envs = await repos.environments.getMany({ organizationId, projectId: null }, environmentIds);
+      return new Map(envs.map((env) => [env.id, addresses.url(env)]));
     },
     cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
     ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),

@@ -1,5 +1,5 @@
 // SQL for environments. An environment is visible when its project is visible.
-import { and, count, eq, isNull, type SQL } from "drizzle-orm";
+import { and, count, eq, inArray, isNull, type SQL } from "drizzle-orm";
 import { environmentDomains, environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
@@ -85,6 +85,16 @@ export function createEnvironmentsRepo(db: Database) {
         .innerJoin(projects, eq(projects.id, environments.projectId))
         .where(and(eq(environments.id, id), ...visibleEnvironment(scope)));
       return row?.env;
+    },
+    /** The environments among `ids` that the scope sees, in one query. */
+    async getMany(scope: Scope, ids: string[]): Promise<EnvironmentRow[]> {
+      if (ids.length === 0) return [];
+      const rows = await db
+        .select({ env: environments })
+        .from(environments)
+        .innerJoin(projects, eq(projects.id, environments.projectId))
+        .where(and(inArray(environments.id, ids), ...visibleEnvironment(scope)));
+      return rows.map((r) => r.env);
     },
     async listForProject(projectId: string, limit: number, after?: CursorPosition) {
       const where = and(eq(environments.projectId, projectId), eq(environments.isActive, true));

@@ -132,8 +132,8 @@ export function createMigrationsService(deps: {
   failedRetentionMs?: number;
   /** Where tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB). */
   tierLimits?: TierLimits;
-  /** Where an environment is served (https://…); absent: environment_url stays null. */
-  environmentUrl?: (organizationId: string, environmentId: string) => Promise<string | null>;
+  /** Where the organisation's environments among `ids` are served (https://…), in one lookup; absent: environment_url stays null. */
+  environmentUrls?: (organizationId: string, environmentIds: string[]) => Promise<Map<string, string | null>>;
   /** Cancels the deployment a running migration is (the agent is told); absent: nothing to tell. */
   cancelDeployment?: (deploymentId: string, by: string) => Promise<void>;
 }) {
@@ -201,10 +201,17 @@ export function createMigrationsService(deps: {
     return row;
   }
 
+  /** The API's migrations, each with where its environment is served (one lookup for all of them). */
+  async function views(organizationId: string, ms: MigrationRow[]) {
+    const linked = ms.flatMap((m) => (m.environmentId === null ? [] : [m.environmentId]));
+    const urls = linked.length > 0 && deps.environmentUrls ? await deps.environmentUrls(organizationId, linked) : new Map<string, string | null>();
+    return ms.map((m) => migrationView(m, m.environmentId === null ? null : (urls.get(m.environmentId) ?? null)));
+  }
+
   /** The API's migration, with where its environment is served. */
   async function view(m: MigrationRow) {
-    const url = m.environmentId !== null && deps.environmentUrl ? await deps.environmentUrl(m.organizationId, m.environmentId) : null;
-    return migrationView(m, url);
+    const [v] = await views(m.organizationId, [m]);
+    return v!;
   }
 
   return {
@@ -240,7 +247,7 @@ export function createMigrationsService(deps: {
 
     async list(organizationId: string, q: { status?: string | undefined; page: number; page_size: number }) {
       const { rows, total } = await repo.list(organizationId, { status: q.status, limit: q.page_size, offset: (q.page - 1) * q.page_size });
-      return { items: await Promise.all(rows.map(view)), total, page: q.page, page_size: q.page_size, pages: Math.ceil(total / q.page_size) };
+      return { items: await views(organizationId, rows), total, page: q.page, page_size: q.page_size, pages: Math.ceil(total / q.page_size) };
     },
 
     /**
