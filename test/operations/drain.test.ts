@@ -214,6 +214,17 @@ describe("SIGTERM drains a replica", () => {
     // The drain's own events are among them: the servers added while A drained.
     expect(resumed.filter((e) => e.event === "server.status" && e.data !== null).length).toBeGreaterThanOrEqual(6);
   }, 180_000);
+
+  it("past BERTH_DRAIN_TIMEOUT_MS exits 1, saying which step it was in and what was still open", async () => {
+    const a = await startReplicaProcess({ BERTH_DRAIN_SETTLE_MS: "20000", BERTH_DRAIN_TIMEOUT_MS: "1000" });
+    const stream = await SseStream.open(a.url, { organization_id: d.organization_id }, { token: owner.token });
+    cleanups.push(async () => stream.close());
+    expect(stream.status).toBe(200);
+    a.child.kill("SIGTERM");
+    expect(await a.exited).toBe(1);
+    expect(a.output()).toMatch(/drain deadline passed during "settle"; exiting with 0 agent link\(s\), 1 event stream\(s\), \d+ HTTP connection\(s\), jobs running still open/);
+    expect(a.output()).not.toContain("drained");
+  }, 120_000);
 });
 
 describe("a drain in process", () => {

@@ -41,6 +41,9 @@ export function drainSettings(env: NodeJS.ProcessEnv = process.env): DrainSettin
 export const STREAM_RETRY_MIN_MS = 500;
 export const STREAM_RETRY_SPREAD_MS = 2_500;
 
+/** Past the deadline, how long the database (pool, embedded PostgreSQL) may take to close before the exit. */
+const RELEASE_GRACE_MS = 5_000;
+
 export interface DrainDeps {
   app: Pick<App, "drainState" | "gateway" | "hub" | "close" | "jobs" | "server">;
   settings: DrainSettings;
@@ -95,12 +98,13 @@ export function drainOnSignals(deps: DrainDeps, exit: (code: number) => void = (
     draining = true;
     deps.log(`${signal}: draining this replica (deadline ${deps.settings.timeoutMs} ms)`);
     const deadline = setTimeout(() => {
-      void stillOpen(deps.app)
-        .catch((err: unknown) => String(err))
-        .then((open) => {
-          deps.log(`drain deadline passed during "${current}"; exiting with ${open} still open`);
-          exit(1);
-        });
+      void (async () => {
+        const open = await stillOpen(deps.app).catch((err: unknown) => String(err));
+        deps.log(`drain deadline passed during "${current}"; exiting with ${open} still open`);
+        // An embedded PostgreSQL must not outlive the process: a few seconds to stop it.
+        if (current !== "database") await Promise.race([deps.release().catch(() => {}), new Promise((resolve) => setTimeout(resolve, RELEASE_GRACE_MS))]);
+        exit(1);
+      })();
     }, deps.settings.timeoutMs);
     drainReplica(deps, (name) => (current = name)).then(
       () => {

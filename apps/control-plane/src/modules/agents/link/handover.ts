@@ -33,7 +33,7 @@ export async function handOverLinks(conns: readonly Connection[], windowMs: numb
 async function handOver(conn: Connection): Promise<boolean> {
   const socket = conn.socket;
   if (socket.readyState !== socket.OPEN) {
-    await closed(conn);
+    await closedWithin(conn, CLOSE_GRACE_MS);
     return false;
   }
   // No more frames are read; those already received are handled (and answered) first.
@@ -45,14 +45,19 @@ async function handOver(conn: Connection): Promise<boolean> {
   // still stored, but can no longer be acknowledged: the agent sends it again to the next
   // replica, which de-duplicates it by seq.
   socket.resume();
-  const timer = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
-  await closed(conn);
-  clearTimeout(timer);
+  await closedWithin(conn, CLOSE_GRACE_MS);
   return true;
 }
 
-function closed(conn: Connection): Promise<void> {
+/** Resolves once the socket is closed, dropping it after `ms` if its peer has not answered the close. */
+function closedWithin(conn: Connection, ms: number): Promise<void> {
   const socket = conn.socket;
   if (socket.readyState === socket.CLOSED) return Promise.resolve();
-  return new Promise((resolve) => socket.once("close", () => resolve()));
+  const timer = setTimeout(() => socket.terminate(), ms);
+  return new Promise((resolve) =>
+    socket.once("close", () => {
+      clearTimeout(timer);
+      resolve();
+    }),
+  );
 }
