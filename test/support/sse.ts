@@ -20,6 +20,8 @@ export class SseStream {
   readonly events: SseEvent[] = [];
   lastId: string | null = null;
   retry: number | null = null;
+  /** Every `retry:` hint, in order. */
+  readonly retries: number[] = [];
   comments = 0;
   ended = false;
   private buffer = "";
@@ -79,7 +81,7 @@ export class SseStream {
         else if (line.startsWith("id: ")) this.lastId = line.slice(4);
         else if (line.startsWith("event: ")) event = line.slice(7);
         else if (line.startsWith("data: ")) data = data === null ? line.slice(6) : `${data}\n${line.slice(6)}`;
-        else if (line.startsWith("retry: ")) this.retry = Number(line.slice(7));
+        else if (line.startsWith("retry: ")) this.retries.push((this.retry = Number(line.slice(7))));
       }
       if (data !== null) this.events.push({ id: this.lastId, event, data: JSON.parse(data) });
     }

@@ -13,7 +13,7 @@ import { ERROR_BODIES, ErrorBody } from "./lib/http-schemas.ts";
 import { instanceSecret } from "./db/instance-secrets.ts";
 import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
-import { createEventHub } from "./modules/events/event-hub.ts";
+import { createEventHub, type EventHub } from "./modules/events/event-hub.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.routes.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { Backup } from "./modules/backups/backups.routes.ts";
@@ -49,7 +49,7 @@ import {
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
 import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
-import { createMetrics } from "./modules/metrics/metrics.ts";
+import { createMetrics, type Metrics } from "./modules/metrics/metrics.ts";
 import { installRequestMetrics, metricsRoutes } from "./modules/metrics/metrics.routes.ts";
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
@@ -57,6 +57,7 @@ import { createRelaxedDb } from "./db/relaxed-pool.ts";
 import type { Jobs, JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 import { healthRoutes } from "./modules/health/health.routes.ts";
+import { createDrainState, type DrainState } from "./lifecycle/drain-state.ts";
 import { STUCK_SWEEP_QUEUE } from "./modules/deployments/stuck-sweep.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
@@ -113,7 +114,7 @@ export interface AppOptions {
   migrationTiers?: TierLimits;
 }
 
-export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs };
+export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs; hub: EventHub; drainState: DrainState; metrics: Metrics };
 
 export async function buildApp(opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? systemClock;
@@ -144,6 +145,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
 
   installRequestIdHeader(app);
   const metrics = createMetrics();
+  const drainState = createDrainState();
   installRequestMetrics(app, metrics);
   installErrorHandling(app);
   installRateLimitHook(app);
@@ -179,7 +181,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),
     limits: { ...agentLimitSettings(), ...opts.agentLimits },
     now: () => clock.now().getTime(),
-    observe: { commandAccepted: metrics.observe.commandAccepted, eventsIngested: metrics.observe.eventsIngested },
+    observe: { commandAccepted: metrics.observe.commandAccepted, eventsIngested: metrics.observe.eventsIngested, agentHandedOver: metrics.observe.agentHandedOver },
     log: app.log,
   });
   app.addHook("onClose", async () => {
@@ -196,13 +198,14 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     agentsConnected: () => gateway.connectedCount(),
     agentStats: () => gateway.agentStats(),
     sseSubscribers: () => hub.subscriberCount(),
+    draining: () => drainState.draining,
     pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     queueDepths: async () => new Map(await Promise.all(background.jobs.queueNames().map(async (q) => [q, await background.jobs.queueSize(q)] as [string, number]))),
   });
   const metricsAccess = opts.metrics ?? metricsSetting();
   if (metricsAccess.enabled) await app.register(metricsRoutes({ metrics, token: metricsAccess.token }));
 
-  await app.register(healthRoutes({ pool, jobs: background.jobs, probeQueue: STUCK_SWEEP_QUEUE }));
+  await app.register(healthRoutes({ pool, jobs: background.jobs, probeQueue: STUCK_SWEEP_QUEUE, draining: () => drainState.draining }));
   // Scoped so the WebSocket plugin's hooks run on the agent routes only, not on every API call.
   await app.register(async (agentScope) => {
     // Frames of 4 MiB at most; before its handshake ends, a link reads 64 KiB at most (link/admission.ts lowers it per socket).
@@ -227,5 +230,5 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   app.addHook("onClose", async () => maintenance.stop());
 
-  return Object.assign(app, { services, gateway, maintenance, jobs: background.jobs }) as unknown as App;
+  return Object.assign(app, { services, gateway, maintenance, jobs: background.jobs, hub, drainState, metrics }) as unknown as App;
 }

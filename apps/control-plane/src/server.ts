@@ -1,4 +1,5 @@
-// Entry point: check the settings, resolve the database, build the app, listen, print the URL, stop cleanly.
+// Entry point: check the settings, resolve the database, build the app, listen, print the URL;
+// on SIGTERM or SIGINT, drain (lifecycle/drain.ts) and exit.
 import { createDb } from "@berth/db";
 import { SettingsError } from "@berth/protocol";
 import { buildApp } from "./app.ts";
@@ -6,6 +7,7 @@ import { checkedStartSettings } from "./config/start-checks.ts";
 import { resolveDatabase } from "./db/database.ts";
 import { createObjectStore } from "./lib/object-store/index.ts";
 import { loadMasterKey } from "./lib/master-key.ts";
+import { drainOnSignals, drainSettings } from "./lifecycle/drain.ts";
 
 const log = (msg: string) => process.stdout.write(`berth: ${msg}\n`);
 
@@ -43,15 +45,12 @@ const address = await app.listen({ port: config.port, host: config.host });
 log(`control plane listening on ${address}`);
 log(`public API docs: ${address}/api/public/v1/docs`);
 
-let stopping = false;
-for (const signal of ["SIGINT", "SIGTERM"] as const) {
-  process.on(signal, async () => {
-    if (stopping) return;
-    stopping = true;
-    log(`${signal}: shutting down`);
-    await app.close();
+drainOnSignals({
+  app,
+  settings: drainSettings(),
+  log,
+  release: async () => {
     await handle.close();
     await database.stop();
-    process.exit(0);
-  });
-}
+  },
+});

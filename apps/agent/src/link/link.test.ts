@@ -6,6 +6,7 @@ import { toJournalInput } from "../events/wire-events.ts";
 import { recordingLogger } from "../logger.ts";
 import { AGENT_VERSION } from "../version.ts";
 import { eventually, framesOf } from "./fake-control-plane.test-helpers.ts";
+import { DRAIN_RECONNECT_SPREAD_MS } from "./link.ts";
 
 const info = (message: string): EventInput => ({
   kind: "log",
@@ -80,6 +81,32 @@ describe("link", () => {
     const expected = [99, 199, 399, 99, 199];
     expect(delays).toHaveLength(expected.length);
     delays.forEach((d, i) => expect(Math.abs(d - expected[i]!), `delay ${i}: ${d} vs ${expected[i]}`).toBeLessThanOrEqual(2));
+  });
+
+  it("comes back after a drain (1012) within the spread without growing its backoff; other drops keep the backoff", async () => {
+    const cp = await harness.controlPlane();
+    // Connections 0, 1 and 3 drop (1001); connection 2 is handed over by a draining replica (1012).
+    cp.settings.afterReady = (connection) => {
+      const draining = connection.index === 2;
+      setTimeout(() => connection.socket.close(draining ? CLOSE_CODES.service_restart : 1001, draining ? "draining" : "restarting"), 0);
+    };
+    const identity = harness.identity(cp);
+    const waits: { code: string; delay: number }[] = [];
+    harness.agent(cp, identity, harness.journal(), {
+      // The same draw (0.1 of the range) for the backoff and the drain spread: 10% of each ceiling, 10% of the spread.
+      backoff: { baseMs: 100, capMs: 6_400, random: () => 0.1 },
+      onStatus: (status) => {
+        if (status.state === "waiting" && status.next_attempt_at !== null && waits.length < 4) {
+          waits.push({ code: status.last_error ?? "", delay: Date.parse(status.next_attempt_at) - Date.parse(status.since) });
+        }
+      },
+    });
+    await eventually(() => waits.length === 4, "four reconnect delays", 10_000);
+    expect(waits.map((w) => w.code.slice(0, 16))).toEqual(["closed with 1001", "closed with 1001", "closed with 1012", "closed with 1001"]);
+    // 1001: ceilings 100, 200; 1012: 10% of DRAIN_RECONNECT_SPREAD_MS; 1001 again: the next ceiling, 400 (not 800).
+    const expected = [9, 19, Math.floor(0.1 * DRAIN_RECONNECT_SPREAD_MS), 39];
+    waits.forEach((w, i) => expect(Math.abs(w.delay - expected[i]!), `delay ${i}: ${w.delay} vs ${expected[i]}`).toBeLessThanOrEqual(2));
+    expect(DRAIN_RECONNECT_SPREAD_MS).toBeLessThanOrEqual(10_000);
   });
 
   it("sends journalled events in batches of at most 500 and deletes them once acknowledged", async () => {

@@ -3,11 +3,18 @@
 // that reached `ready` stayed up for a while (10 s by default): a control plane that accepts
 // and then drops at once (crash loop, misrouted balancer) must not be hammered at the
 // shortest delay forever, which resetting on `ready` alone would do.
+//
+// A replica that drains (close code 1012, service_restart) is not a failure: the agent comes
+// back after a uniform random delay in [0, DRAIN_RECONNECT_SPREAD_MS), so the agents of a
+// draining replica spread over the survivors, and its backoff stays where it was.
 import { CLOSE_CODES } from "@berth/protocol";
 import { sleep } from "../clock.ts";
 import type { LinkStatus } from "../state/link-status-file.ts";
 import { createBackoff, type BackoffOptions } from "./backoff.ts";
 import { openSession, type Session, type SessionDeps, type SessionEnd } from "./session.ts";
+
+/** Reconnects after a drain (close 1012) are spread uniformly over this long. */
+export const DRAIN_RECONNECT_SPREAD_MS = 5_000;
 
 /** What a session needs (session.ts), with the link's own timing and status in place of the session's callbacks. */
 export interface LinkDeps extends Omit<SessionDeps, "handshakeTimeoutMs" | "onHandshaking" | "onReady" | "onPong"> {
@@ -17,6 +24,8 @@ export interface LinkDeps extends Omit<SessionDeps, "handshakeTimeoutMs" | "onHa
   /** From opening the socket to `ready`. Default 15 s. */
   handshakeTimeoutMs?: number;
   onStatus?: (status: LinkStatus) => void;
+  /** After a drain close (1012), the delay is drawn from [0, this). Default DRAIN_RECONNECT_SPREAD_MS. */
+  drainSpreadMs?: number;
 }
 
 /** Why the link stopped for good: asked to, or another agent took this identity over. */
@@ -34,7 +43,9 @@ export interface Link {
 export function createLink(deps: LinkDeps): Link {
   const { clock, logger } = deps;
   const backoff = createBackoff(deps.backoff);
-  const { backoff: _backoff, stableAfterMs: _stableAfterMs, onStatus: _onStatus, ...sessionDeps } = deps;
+  const { backoff: _backoff, stableAfterMs: _stableAfterMs, onStatus: _onStatus, drainSpreadMs: _drainSpreadMs, ...sessionDeps } = deps;
+  const drainSpreadMs = deps.drainSpreadMs ?? DRAIN_RECONNECT_SPREAD_MS;
+  const random = deps.backoff?.random ?? Math.random;
   const stableAfterMs = deps.stableAfterMs ?? 10_000;
   const stopping = new AbortController();
   let session: Session | null = null;
@@ -85,8 +96,7 @@ export function createLink(deps: LinkDeps): Link {
         logger.error({}, "another agent connected with this server's identity; this one stops (is the agent running twice?)");
         return "replaced";
       }
-      adjustBackoff(end);
-      const delay = backoff.next();
+      const delay = nextDelay(end);
       logger.info({ code: end.code, reason: end.reason || end.error, retry_in_ms: delay }, "link down; reconnecting");
       update({ state: "waiting", next_attempt_at: new Date(clock.now().getTime() + delay).toISOString() });
       await sleep(clock, delay, stopping.signal);
@@ -94,8 +104,22 @@ export function createLink(deps: LinkDeps): Link {
     return "stopped";
   }
 
+  /** How long to wait before dialling again after `end`. */
+  function nextDelay(end: SessionEnd): number {
+    if (end.code === CLOSE_CODES.service_restart) {
+      if (wasStable(end)) backoff.reset();
+      return Math.floor(random() * drainSpreadMs);
+    }
+    adjustBackoff(end);
+    return backoff.next();
+  }
+
+  function wasStable(end: SessionEnd): boolean {
+    return end.readyAt !== null && end.endedAt - end.readyAt >= stableAfterMs;
+  }
+
   function adjustBackoff(end: SessionEnd): void {
-    if (end.readyAt !== null && end.endedAt - end.readyAt >= stableAfterMs) backoff.reset();
+    if (wasStable(end)) backoff.reset();
     if (end.code === CLOSE_CODES.auth_failed) {
       logger.error({}, "the control plane refused this agent's identity (auth_failed): re-enrol the server if it was removed");
       backoff.toMax();

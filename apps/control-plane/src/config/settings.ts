@@ -41,6 +41,14 @@ function positiveWhole(name: string) {
   };
 }
 
+/** Milliseconds from 0 to `max`. */
+function millis(name: string, max: number) {
+  return (raw: string): number => {
+    if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) > max) throw new Error(`${name} must be a whole number of milliseconds from 0 to ${max}, got ${JSON.stringify(raw)}`);
+    return Number(raw);
+  };
+}
+
 function trustProxy(raw: string): boolean | number | string[] | undefined {
   if (raw === "false") return undefined;
   if (raw === "true") return true;
@@ -208,6 +216,25 @@ export const CONTROL_PLANE_SETTINGS = {
     defaultText: String(DEFAULT_LINK_LIMITS.hellosPerAddressPerMinute),
     description: "Agent handshakes one address may start a minute, per replica",
     parse: positiveWhole("BERTH_AGENT_HELLOS_PER_ADDRESS_PER_MINUTE"),
+  }),
+  // Graceful drain of a replica on SIGTERM (lifecycle/drain.ts).
+  drainSettleMs: setting({
+    name: "BERTH_DRAIN_SETTLE_MS",
+    default: "2000",
+    description: "On SIGTERM: how long `/readyz` answers 503 before the replica hands its agents over, so the load balancer stops sending it new work",
+    parse: millis("BERTH_DRAIN_SETTLE_MS", 600_000),
+  }),
+  drainHandoverMs: setting({
+    name: "BERTH_DRAIN_HANDOVER_MS",
+    default: "10000",
+    description: "On SIGTERM: the window over which the replica's agents are closed (code 1012) one after another, so they do not all reconnect to the others at once",
+    parse: millis("BERTH_DRAIN_HANDOVER_MS", 600_000),
+  }),
+  drainTimeoutMs: setting({
+    name: "BERTH_DRAIN_TIMEOUT_MS",
+    default: "30000",
+    description: "On SIGTERM: the whole drain's deadline; past it the process exits (code 1) and logs what was still open",
+    parse: millis("BERTH_DRAIN_TIMEOUT_MS", 3_600_000),
   }),
   baseDomain: setting({
     name: "BERTH_BASE_DOMAIN",

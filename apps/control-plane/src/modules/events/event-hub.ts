@@ -152,6 +152,19 @@ export function createEventHub(opts: HubOptions) {
     /** Open streams on this replica. */
     subscriberCount: () => registry.open().length,
 
+    /**
+     * Drain (lifecycle/drain.ts): every open stream gets a `retry: <ms>` hint, `retryMs()` for
+     * each, and ends; its client reconnects after that long (to another replica: the load
+     * balancer no longer sends here) with Last-Event-ID and misses nothing. Then as close().
+     * Resolves with how many streams were ended.
+     */
+    async handOver(retryMs: () => number): Promise<number> {
+      const open = registry.open();
+      for (const s of open) s.sink.write(`retry: ${Math.max(0, Math.round(retryMs()))}\n\n`);
+      await this.close();
+      return open.length;
+    },
+
     /** Ends every stream (on shutdown) and stops listening. */
     async close() {
       heartbeat.stop();

@@ -13,6 +13,8 @@ export interface Sources {
   /** The latest host figures per server whose agent is connected to this replica. */
   agentStats(): Iterable<[string, StatsEvent]>;
   sseSubscribers(): number;
+  /** This replica is draining (SIGTERM, lifecycle/drain.ts). */
+  draining(): boolean;
   pool(): { total: number; idle: number; waiting: number };
   /** Jobs waiting per queue (dead-letter queues included). */
   queueDepths(): Promise<Map<string, number>>;
@@ -58,6 +60,12 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const handedOver = new Counter({
+    name: "berth_agents_handed_over_total",
+    help: "Agent links this replica closed with 1012 while draining, so their agents reconnect to another replica",
+    registers: [registry],
+  });
+
   const gauge = (name: string, help: string, read: (s: Sources) => number) =>
     new Gauge({
       name,
@@ -69,6 +77,7 @@ export function createMetrics() {
     });
   gauge("berth_agents_connected", "Agents connected to this replica", (s) => s.agentsConnected());
   gauge("berth_sse_subscribers", "Open event streams on this replica", (s) => s.sseSubscribers());
+  gauge("berth_draining", "1 while this replica drains (SIGTERM: /readyz 503, agents and event streams handed over), else 0", (s) => (s.draining() ? 1 : 0));
   new Gauge({
     name: "berth_db_pool_connections",
     help: "The database pool of this replica: total and idle connections, and requests waiting for one",
@@ -140,6 +149,9 @@ export function createMetrics() {
           const at = Date.parse(e.ts);
           if (Number.isFinite(at)) ingestLag.observe(Math.max(0, (now - at) / 1000));
         }
+      },
+      agentHandedOver() {
+        handedOver.inc();
       },
       jobFailed(queue: string, final: boolean) {
         jobFailures.inc({ queue, final: String(final) });

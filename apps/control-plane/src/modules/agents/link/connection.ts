@@ -45,6 +45,8 @@ export interface Connection {
   broken: boolean;
   /** `ready` was sent: commands may go out (before it the agent refuses them). */
   ready: boolean;
+  /** Being handed over (handover.ts): the socket stays paused, whatever the frame queue's back-pressure would do. */
+  held: boolean;
   /** Events this link sent that named another server's deployment or command (not applied). */
   refusedEvents: number;
   /** Log lines this link sent past its server's budget (acknowledged, not stored). */
@@ -72,6 +74,7 @@ export function newConnection(socket: WebSocket, address: string): Connection {
     nonce: randomBytes(32).toString("base64"),
     broken: false,
     ready: false,
+    held: false,
     refusedEvents: 0,
     droppedLogLines: 0,
   };

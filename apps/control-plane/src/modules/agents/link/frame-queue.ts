@@ -29,6 +29,6 @@ export function enqueue(conn: Connection, task: () => Promise<void> | void, onEr
     .catch(onError)
     .finally(() => {
       conn.queued -= 1;
-      if (conn.queued <= RESUME_AT && conn.socket.isPaused) conn.socket.resume();
+      if (conn.queued <= RESUME_AT && conn.socket.isPaused && !conn.held) conn.socket.resume();
     });
 }

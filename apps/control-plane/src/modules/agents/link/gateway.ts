@@ -9,6 +9,10 @@
 // through (small frames, one hello, per address a few handshakes at once and a few hellos a
 // minute); after it, a bounded queue of frames (frame-queue.ts) and a log budget per server
 // (budgets.ts).
+//
+// A draining replica (lifecycle/drain.ts) first stops taking new links (the connect route
+// answers 503), then hands the ones it holds over (handover.ts): each finishes the frames it
+// has received, then is closed with 1012 so its agent reconnects to another replica.
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import { CLOSE_CODES, type Event, type Frame, type Payload, type StatsEvent } from "@berth/protocol";
@@ -23,6 +27,7 @@ import { DEFAULT_OUTBOX_SWEEP_MS, createDelivery, type Delivery } from "./delive
 import { createEventIntake } from "./events.ts";
 import { enqueue, type QueueStats } from "./frame-queue.ts";
 import { createHandshake, type Handshake } from "./handshake.ts";
+import { handOverLinks } from "./handover.ts";
 import { linkLimits, type LinkLimits } from "./limits.ts";
 import type { LinkRepo } from "./link.repo.ts";
 import { createLiveness, type Liveness } from "./liveness.ts";
@@ -43,7 +48,7 @@ export interface GatewayOptions {
   now?: () => number;
   log: { info(o: object, m: string): void; warn(o: object, m: string): void };
   /** Metrics: a command accepted (seconds since its issue), events stored from a link. */
-  observe?: { commandAccepted(seconds: number): void; eventsIngested(events: readonly Event[], now: number): void };
+  observe?: { commandAccepted(seconds: number): void; eventsIngested(events: readonly Event[], now: number): void; agentHandedOver?(): void };
 }
 
 /** What the gateway counted since it started, for its stats. */
@@ -121,6 +126,7 @@ export async function createAgentGateway(opts: GatewayOptions) {
   );
   delivery.start();
   liveness.start();
+  let accepting = true;
 
   return {
     /** Handler for the WebSocket route; `address` is the request's (request.ip). */
@@ -136,6 +142,22 @@ export async function createAgentGateway(opts: GatewayOptions) {
         enqueue(conn, () => onClose(link, conn), (err) => opts.log.warn({ err }, "agent close handling failed"), counters);
       });
       handshake.challenge(conn);
+    },
+
+    /** False once the replica drains: the connect route refuses new links with 503. */
+    accepting: () => accepting,
+    stopAccepting() {
+      accepting = false;
+    },
+
+    /**
+     * Drain: no new links from now on; every link held here finishes the frames already
+     * received (stored and acknowledged) and is closed with 1012, spread over `windowMs`.
+     * Resolves with how many links were handed over, once their sockets are closed.
+     */
+    async handOver(windowMs: number): Promise<number> {
+      accepting = false;
+      return handOverLinks([...all], windowMs, () => opts.observe?.agentHandedOver?.());
     },
 
     /** The agent finished its handshake here: recorded online and ready for commands. */
