@@ -2234,7 +2234,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 503
              * @enum {string}
              */
-            error: "jobs_unavailable" | "mail_unavailable";
+            error: "jobs_unavailable" | "replica_draining" | "mail_unavailable";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
