@@ -566,6 +566,8 @@ async function main() {
       rssBeforeMb: baselines[i]!.rssMb,
       rssAfterMb: settledByReplica[i]!.rssMb,
       rssPer1000Mb: links > 0 ? ((settledByReplica[i]!.rssMb - baselines[i]!.rssMb) / links) * 1000 : Number.NaN,
+      // RSS after a GC can fall below the fresh process's (start-up pages handed back): the heap is the steadier figure.
+      heapPer1000Mb: links > 0 ? ((settledByReplica[i]!.heapUsedMb - baselines[i]!.heapUsedMb) / links) * 1000 : Number.NaN,
       cpuPct,
       // CPU seconds per agent per second of the steady period, in microseconds.
       cpuUsPerAgentS: links > 0 ? ((cpuPct / 100) * 1e6) / links : Number.NaN,
@@ -826,10 +828,14 @@ async function main() {
   out.push("");
   {
     out.push("");
-    out.push(`Per replica, steady period (${round(steadyReport.wallS)} s): links, RSS (MB, after GC) before the ramp and after, MB per 1,000 links, CPU (% of one core), CPU per agent-second`);
-    const w3 = [8, 8, 10, 10, 12, 8, 14];
-    out.push(row(["replica", "links", "RSS before", "RSS after", "MB / 1,000", "CPU %", "CPU us/agent-s"], w3));
-    for (const r of perReplica) out.push(row([r.index, r.links, r.rssBeforeMb, r.rssAfterMb, round(r.rssPer1000Mb, 2), r.cpuPct, round(r.cpuUsPerAgentS, 1)], w3));
+    out.push(
+      `Per replica, steady period (${round(steadyReport.wallS)} s): links, RSS (MB, after GC) before the ramp and after, RSS and JS heap MB per 1,000 links, CPU (% of one core), CPU per agent-second`,
+    );
+    const w3 = [8, 8, 10, 10, 12, 12, 8, 14];
+    out.push(row(["replica", "links", "RSS before", "RSS after", "RSS/1,000", "heap/1,000", "CPU %", "CPU us/agent-s"], w3));
+    for (const r of perReplica) {
+      out.push(row([r.index, r.links, r.rssBeforeMb, r.rssAfterMb, round(r.rssPer1000Mb, 2), round(r.heapPer1000Mb, 2), r.cpuPct, round(r.cpuUsPerAgentS, 1)], w3));
+    }
   }
   out.push("");
   out.push("PostgreSQL per phase: commits/s (pg_stat_database.xact_commit, reported by backends up to ~1 s late), write transactions/s (transaction ids), WAL kB/s");
@@ -962,6 +968,8 @@ async function main() {
     goal_events_per_s_met: eventsPerS >= GOALS.eventsPerS,
     replica_links: perReplica.map((r) => r.links),
     replica_rss_per_1000_agents_mb: perReplica.map((r) => round(r.rssPer1000Mb, 2)),
+    replica_heap_per_1000_agents_mb: perReplica.map((r) => round(r.heapPer1000Mb, 2)),
+    replica_rss_at_n_mb: perReplica.map((r) => r.rssAfterMb),
     replica_cpu_us_per_agent_s: perReplica.map((r) => round(r.cpuUsPerAgentS, 1)),
     steady_cp_cpu_pct: steadyReport.cpu.cp ?? 0,
     steady_pg_cpu_pct: steadyReport.cpu.postgres ?? 0,
