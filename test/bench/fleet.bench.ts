@@ -24,7 +24,7 @@
 // BENCH_BLAST_WINDOW (1 batch in flight per agent), BENCH_POOL_MAX (10, createDb's default),
 // BENCH_ENROLL (db: servers inserted with the agents' public keys; http: servers and tokens
 // created by services.enrollment, agents enrol over POST /agent/v1/enroll), DATABASE_URL
-// (use that server, in a fresh database), BENCH_TIMEOUT_S (295: a watchdog; every phase has its
+// (use that server, in a fresh database), BENCH_TIMEOUT_S (295, or all phase bounds added up when more: a watchdog; every phase has its
 // own bound, so a healthy or an overloaded run ends well before it).
 // Diagnostics (they slow the control plane a little): BENCH_INSTRUMENT=1 (every SQL statement
 // timed, per phase), BENCH_CPU_PROF=1 (a V8 profile of the control plane per phase, kept in a
