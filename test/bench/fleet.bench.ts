@@ -24,7 +24,7 @@
 // BENCH_BLAST_WINDOW (1 batch in flight per agent), BENCH_POOL_MAX (10, createDb's default),
 // BENCH_ENROLL (db: servers inserted with the agents' public keys; http: servers and tokens
 // created by services.enrollment, agents enrol over POST /agent/v1/enroll), DATABASE_URL
-// (use that server, in a fresh database), BENCH_TIMEOUT_S (295: a watchdog; every phase has its
+// (use that server, in a fresh database), BENCH_TIMEOUT_S (295, or all phase bounds added up when more: a watchdog; every phase has its
 // own bound, so a healthy or an overloaded run ends well before it).
 // Diagnostics (they slow the control plane a little): BENCH_INSTRUMENT=1 (every SQL statement
 // timed, per phase), BENCH_CPU_PROF=1 (a V8 profile of the control plane per phase, kept in a
@@ -32,6 +32,20 @@
 // database), BENCH_LOG_LEVEL (control-plane logs at that level to /dev/null), BENCH_COLD_SIGNER=1
 // (leave the control plane's signing-key cache cold, as after a restart), BENCH_DISPATCH_DUMP=path
 // (every command's issue time, issue() duration and dispatch latency as a tab-separated file).
+//
+// Replicas: BENCH_REPLICAS (1) control-plane processes on the one PostgreSQL; agent i of each
+// agent process is homed on replica i % BENCH_REPLICAS (round robin by port; no balancer
+// process). Per replica: RSS before the ramp and after the steady period (MB per 1,000 links),
+// CPU per agent-second in the steady period; per phase: PostgreSQL commits per second
+// (pg_stat_database.xact_commit). Dispatch issues command k on replica k % BENCH_REPLICAS, so
+// most commands go to an agent linked to another replica (NOTIFY), and reports both kinds.
+// With 2 or more replicas, the herd phases: the last replica is killed (SIGKILL) and its agents
+// reconnect round robin to the survivors, first with the real agent's full-jitter backoff
+// (apps/agent/src/link/backoff.ts), then (the replica restarted and its agents moved back)
+// with an immediate reconnect; both report the peak attempts and handshakes per second, kill
+// to back again (p50/p99/max) and failed attempts, and the ratio of the peaks (BENCH_HERD=0 skips them). BENCH_HERD_S
+// (90: the bound of each herd phase), BENCH_DRAIN_SPREAD_MS (5000: a 1012 close brings an
+// agent back after a uniform delay below it).
 import { randomUUID } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -57,6 +71,9 @@ import type {
   QueryStats,
   VerifiedItem,
 } from "./fleet/ipc.ts";
+import { herdFigures, mergeHerdReports, type HerdFigures } from "./fleet/herd.ts";
+import type { ReconnectPolicy } from "./fleet/ipc.ts";
+import { monoMs } from "./fleet/ipc.ts";
 import { cpuSnapshot, cpuUse, findPostmaster, openFilesLimit, rssMb, type CpuSnapshot } from "./fleet/proc.ts";
 import { setting } from "./settings.ts";
 import { startBenchDatabase } from "./database.ts";
@@ -83,7 +100,24 @@ const BLAST_S = setting("BENCH_BLAST_S", 10);
 const BLAST_BATCH = 500;
 const BLAST_WINDOW = Math.floor(setting("BENCH_BLAST_WINDOW", 1));
 const POOL_MAX = Math.floor(setting("BENCH_POOL_MAX", 10));
-const TIMEOUT_S = setting("BENCH_TIMEOUT_S", 295);
+const REPLICAS = Math.floor(setting("BENCH_REPLICAS", 1));
+const HERD_S = setting("BENCH_HERD_S", 90);
+/** BENCH_HERD=0 skips the herd phases (a run that only looks for how many agents the replicas hold). */
+const HERD = REPLICAS >= 2 && process.env.BENCH_HERD !== "0";
+const DRAIN_SPREAD_MS = Math.floor(setting("BENCH_DRAIN_SPREAD_MS", 5000));
+/** Every phase's bound added up (and a minute of setup); 295 s for the default single-replica run. */
+/** A replica restarted in the herd phases starts beside busy survivors: it may take long. */
+const RESTART_S = 180;
+const TIMEOUT_S = setting(
+  "BENCH_TIMEOUT_S",
+  Math.max(
+    295,
+    Math.ceil(
+      60 + N / RAMP_PER_S + RAMP_GRACE_S + STEADY_S + (COMMANDS / COMMAND_RATE) * 1.5 + 30 + BLAST_S + 30 +
+        (HERD ? 3 * HERD_S + N / REPLICAS / RAMP_PER_S + RESTART_S + 30 : 0),
+    ),
+  ),
+);
 const ENROLL = process.env.BENCH_ENROLL === "http" ? "http" : "db";
 const INSTRUMENT = process.env.BENCH_INSTRUMENT === "1";
 const CPU_PROF = process.env.BENCH_CPU_PROF === "1";
@@ -173,42 +207,115 @@ type AgentChild = Child<AgentRequest, AgentReplies, AgentEvent>;
 interface PhaseReport {
   name: string;
   wallS: number;
+  /** % of one core per group; with replicas, cp0..cpN-1 per replica and cp their sum. */
   cpu: Record<string, number>;
+  /** PostgreSQL commits per second in the bench database (pg_stat_database.xact_commit; lags up to a second or so). */
+  commitsPerS: number;
+  /** Write transactions (transaction ids assigned) per second, and WAL kB per second: the write load. */
+  writeXactsPerS: number;
+  walKbPerS: number;
+  /** The worst replica's event-loop delay. */
   loop: LoopDelay;
   queries: QueryStats | null;
   profile: ProfileSummary | null;
 }
 
+interface PgCounters {
+  /** Commits in the bench database as pg_stat_database has been told (backends report at most once a second, idle ones up to 10 s late). */
+  commits: number;
+  /** The next transaction id: write transactions so far, server-wide, counted at once (reading it assigns none). */
+  nextXid: number;
+  /** WAL written so far, bytes, server-wide. */
+  walBytes: number;
+}
+
+async function pgCounters(handle: DbHandle): Promise<PgCounters> {
+  const { rows } = await handle.pool.query<{ commits: string; next_xid: string; wal: string }>(
+    `select (select xact_commit from pg_stat_database where datname = current_database()) as commits,
+            txid_snapshot_xmax(txid_current_snapshot()) as next_xid,
+            pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0') as wal`,
+  );
+  const r = rows[0]!;
+  return { commits: Number(r.commits), nextXid: Number(r.next_xid), walBytes: Number(r.wal) };
+}
+
 class Phases {
   readonly reports: PhaseReport[] = [];
-  private current: { name: string; snap: CpuSnapshot; started: number } | null = null;
+  private current: { name: string; snap: CpuSnapshot; started: number; pg: PgCounters } | null = null;
 
+  /** `cps()`: the live replicas (instrumentation and profiles: the first one's). */
   constructor(
-    private readonly cp: CpChild,
+    private readonly cps: () => CpChild[],
     private readonly pids: () => Record<string, number[]>,
     private readonly profileDir: string | null,
     private readonly postmaster: number | undefined,
+    private readonly handle: DbHandle,
   ) {}
 
   async begin(name: string) {
-    await this.cp.request({ type: "loop" });
-    if (INSTRUMENT) await this.cp.request({ type: "queries" });
-    if (this.profileDir) await this.cp.request({ type: "profile-start" });
-    this.current = { name, snap: await cpuSnapshot(this.pids(), this.postmaster), started: performance.now() };
+    await Promise.all(this.cps().map((cp) => cp.request({ type: "loop" })));
+    const first = this.cps()[0]!;
+    if (INSTRUMENT) await first.request({ type: "queries" });
+    if (this.profileDir) await first.request({ type: "profile-start" });
+    this.current = { name, snap: await cpuSnapshot(this.pids(), this.postmaster), started: performance.now(), pg: await pgCounters(this.handle) };
     log(`phase ${name}`);
   }
 
   async end(): Promise<PhaseReport> {
     const cur = this.current!;
     const snap = await cpuSnapshot(this.pids(), this.postmaster);
-    const loop = await this.cp.request({ type: "loop" });
-    const queries = INSTRUMENT ? await this.cp.request({ type: "queries" }) : null;
-    const profile = this.profileDir ? await this.cp.request({ type: "profile-stop", file: path.join(this.profileDir, `${cur.name}.cpuprofile`) }) : null;
-    const report = { name: cur.name, wallS: (performance.now() - cur.started) / 1000, cpu: cpuUse(cur.snap, snap, os.cpus().length), loop, queries, profile };
+    const wallS = (performance.now() - cur.started) / 1000;
+    const pgNow = await pgCounters(this.handle);
+    const loops = await Promise.all(this.cps().map((cp) => cp.request({ type: "loop" })));
+    const loop = loops.reduce((w, l) => (l.p99Ms > w.p99Ms ? { ...l, maxMs: Math.max(l.maxMs, w.maxMs) } : { ...w, maxMs: Math.max(l.maxMs, w.maxMs) }));
+    const first = this.cps()[0]!;
+    const queries = INSTRUMENT ? await first.request({ type: "queries" }) : null;
+    const profile = this.profileDir ? await first.request({ type: "profile-stop", file: path.join(this.profileDir, `${cur.name}.cpuprofile`) }) : null;
+    const cpu = cpuUse(cur.snap, snap, os.cpus().length);
+    if (REPLICAS > 1) cpu.cp = Object.entries(cpu).reduce((n, [k, v]) => (/^cp\d+$/.test(k) ? n + v : n), 0);
+    const report = {
+      name: cur.name,
+      wallS,
+      cpu,
+      commitsPerS: (pgNow.commits - cur.pg.commits) / wallS,
+      writeXactsPerS: (pgNow.nextXid - cur.pg.nextXid) / wallS,
+      walKbPerS: (pgNow.walBytes - cur.pg.walBytes) / 1024 / wallS,
+      loop,
+      queries,
+      profile,
+    };
     this.reports.push(report);
     this.current = null;
     return report;
   }
+}
+
+interface Replica {
+  index: number;
+  child: CpChild;
+  pid: number;
+  port: number;
+  alive: boolean;
+}
+
+function sumMemory(list: MemoryFigures[]): MemoryFigures {
+  const sum = (k: keyof MemoryFigures) => round(list.reduce((n, m) => n + m[k], 0));
+  return { rssMb: sum("rssMb"), heapUsedMb: sum("heapUsedMb"), heapTotalMb: sum("heapTotalMb"), externalMb: sum("externalMb"), arrayBuffersMb: sum("arrayBuffersMb") };
+}
+
+interface HerdRun {
+  policy: ReconnectPolicy;
+  victim: number;
+  /** Links the victim held when it was killed. */
+  victimLinks: number;
+  figures: HerdFigures;
+  /** Survivors' CPU (% of one core) and PostgreSQL's, and commits per second, over the phase. */
+  survivorsCpu: number;
+  postgresCpu: number;
+  commitsPerS: number;
+  writeXactsPerS: number;
+  wallS: number;
+  heldAfter: number;
 }
 
 function sumStatus(list: AgentStatus[]): AgentStatus {
@@ -241,6 +348,11 @@ function sumStatus(list: AgentStatus[]): AgentStatus {
     for (const [c, n] of Object.entries(s.nacks)) total.nacks[c] = (total.nacks[c] ?? 0) + n;
     total.handshakeMs.push(...s.handshakeMs);
     total.readyIds!.push(...(s.readyIds ?? []));
+    if (s.readyReplicas) (total.readyReplicas ??= []).push(...s.readyReplicas);
+    if (s.heldByReplica) {
+      total.heldByReplica ??= [];
+      s.heldByReplica.forEach((n, i) => (total.heldByReplica![i] = (total.heldByReplica![i] ?? 0) + n));
+    }
   }
   return total;
 }
@@ -272,6 +384,7 @@ watchdog.unref();
 
 async function main() {
   const runStarted = performance.now();
+  const loadAtStart = os.loadavg();
   const softLimit = await openFilesLimit();
   const perAgentProc = Math.ceil(N / AGENT_PROCS);
   log(`agents ${N} in ${AGENT_PROCS} processes; open-files soft limit ${softLimit}`);
@@ -319,38 +432,63 @@ async function main() {
   const seeded = await seed(handle, publicKeys);
   log(`seeded ${N} servers (${ENROLL}) in ${Math.round(seeded.ms)} ms`);
 
-  // The control plane.
-  const cpProc = startChild(path.join(here, "fleet", "control-plane-process.ts"), {
-    env: {
-      ...process.env,
-      BENCH_DATABASE_URL: database.url,
-      BENCH_MASTER_KEY: MASTER_KEY.toString("base64"),
-      BENCH_HEARTBEAT_MS: String(HEARTBEAT_MS),
-      BENCH_POOL_MAX: String(POOL_MAX),
-    },
-    needFiles: N + 512,
-    softLimit,
-  });
-  const cpReady = await firstEvent<CpEvent>(cpProc, "control plane", 60_000);
-  const cp = new Child<CpRequest, CpReplies, CpEvent>("control plane", cpProc, () => {});
-  cleanups.controlPlane.push(async () => {
-    // A graceful close runs the gateway's per-link disconnect queries; past a few seconds, kill.
-    await cp.request({ type: "close" }, 8000).catch((err: unknown) => log(`control plane close: ${err instanceof Error ? err.message : String(err)}; killing`));
-    await cp.stop(1000);
-  });
-  const port = cpReady.port;
-  log(`control plane pid ${cpReady.pid} on 127.0.0.1:${port}`);
+  // The control planes: BENCH_REPLICAS processes on the one database.
+  const replicas: Replica[] = [];
+  async function startReplica(index: number): Promise<Replica> {
+    const proc = startChild(path.join(here, "fleet", "control-plane-process.ts"), {
+      env: {
+        ...process.env,
+        BENCH_DATABASE_URL: database.url,
+        BENCH_MASTER_KEY: MASTER_KEY.toString("base64"),
+        BENCH_HEARTBEAT_MS: String(HEARTBEAT_MS),
+        BENCH_POOL_MAX: String(POOL_MAX),
+      },
+      // A survivor of the herd holds the dead replica's agents too.
+      needFiles: N + 512,
+      softLimit,
+    });
+    const name = REPLICAS > 1 ? `control plane ${index}` : "control plane";
+    const ready = await firstEvent<CpEvent>(proc, name, replicas.length > index ? RESTART_S * 1000 : 60_000).catch((err: unknown) => {
+      proc.kill("SIGKILL");
+      throw err;
+    });
+    const child = new Child<CpRequest, CpReplies, CpEvent>(name, proc, () => {});
+    cleanups.controlPlane.push(async () => {
+      if (child.exited) return;
+      // A graceful close runs the gateway's per-link disconnect queries; past a few seconds, kill.
+      await child.request({ type: "close" }, 8000).catch((err: unknown) => log(`${name} close: ${err instanceof Error ? err.message : String(err)}; killing`));
+      await child.stop(1000);
+    });
+    log(`${name} pid ${ready.pid} on 127.0.0.1:${ready.port}`);
+    return { index, child, pid: ready.pid, port: ready.port, alive: true };
+  }
+  for (let i = 0; i < REPLICAS; i++) replicas.push(await startReplica(i));
+  const cpReady = { pid: replicas[0]!.pid };
+  const port = replicas[0]!.port;
+  const live = () => replicas.filter((r) => r.alive);
 
   await Promise.all(
     agentChildren.map((c, i) =>
-      c.request({ type: "assign", port, serverIds: seeded.serverIds?.[i] ?? null, tokens: seeded.tokens?.[i] ?? null, trustedKeys: seeded.trustedKeys, statsMs: STATS_MS }),
+      c.request({
+        type: "assign",
+        port,
+        ports: replicas.map((r) => r.port),
+        serverIds: seeded.serverIds?.[i] ?? null,
+        tokens: seeded.tokens?.[i] ?? null,
+        trustedKeys: seeded.trustedKeys,
+        statsMs: STATS_MS,
+      }),
     ),
   );
 
   const profileDir = CPU_PROF ? await mkdtemp(path.join(os.tmpdir(), "berth-fleet-prof-")) : null;
-  const pids = () => ({ cp: [cpReady.pid], agents: agentChildren.map((c) => c.proc.pid!), bench: [process.pid] });
+  const pids = (): Record<string, number[]> => ({
+    ...(REPLICAS > 1 ? Object.fromEntries(live().map((r) => [`cp${r.index}`, [r.pid]])) : { cp: [cpReady.pid] }),
+    agents: agentChildren.map((c) => c.proc.pid!),
+    bench: [process.pid],
+  });
   const postmaster = database.dataDir ? await findPostmaster(database.dataDir) : undefined;
-  const phases = new Phases(cp, pids, profileDir, postmaster);
+  const phases = new Phases(() => live().map((r) => r.child), pids, profileDir, postmaster, handle);
   const status = async (readyIds = false) => sumStatus(await Promise.all(agentChildren.map((c) => c.request({ type: "status", readyIds }))));
 
   let enrolment: { ms: number; enrolled: number; failed: number; errors: string[] } | null = null;
@@ -369,7 +507,8 @@ async function main() {
 
   // Baseline: the idle control plane, settled by a full GC.
   await sleep(1000);
-  const baseline = await cp.request({ type: "memory", gc: true });
+  const baselines = await Promise.all(replicas.map((r) => r.child.request({ type: "memory", gc: true })));
+  const baseline = sumMemory(baselines);
   const baselineProcRss = await rssMb(cpReady.pid);
 
   // Ramp.
@@ -410,26 +549,70 @@ async function main() {
   await sleep(STEADY_S * 1000);
   const steadyReport = await phases.end();
   const afterSteady = await status(true);
-  const cpConnected = (await cp.request({ type: "connected" })).count;
+  const connectedByReplica = await Promise.all(replicas.map(async (r) => (await r.child.request({ type: "connected" })).count));
+  const cpConnected = connectedByReplica.reduce((a, b) => a + b, 0);
   const sessions = Number((await handle.pool.query<{ n: string }>("select count(*) as n from agent_sessions")).rows[0]!.n);
   const online = Number((await handle.pool.query<{ n: string }>("select count(*) as n from servers where status = 'online'")).rows[0]!.n);
-  const atN: MemoryFigures = await cp.request({ type: "memory", gc: false });
+  const atN: MemoryFigures = sumMemory(await Promise.all(replicas.map((r) => r.child.request({ type: "memory", gc: false }))));
   const atNProcRss = await rssMb(cpReady.pid);
-  const atNSettled = await cp.request({ type: "memory", gc: true });
+  const settledByReplica = await Promise.all(replicas.map((r) => r.child.request({ type: "memory", gc: true })));
+  const atNSettled = sumMemory(settledByReplica);
+  const perReplica = replicas.map((r, i) => {
+    const links = connectedByReplica[i]!;
+    const cpuPct = REPLICAS > 1 ? (steadyReport.cpu[`cp${i}`] ?? 0) : (steadyReport.cpu.cp ?? 0);
+    return {
+      index: i,
+      links,
+      rssBeforeMb: baselines[i]!.rssMb,
+      rssAfterMb: settledByReplica[i]!.rssMb,
+      rssPer1000Mb: links > 0 ? ((settledByReplica[i]!.rssMb - baselines[i]!.rssMb) / links) * 1000 : Number.NaN,
+      // RSS after a GC can fall below the fresh process's (start-up pages handed back): the heap is the steadier figure.
+      heapPer1000Mb: links > 0 ? ((settledByReplica[i]!.heapUsedMb - baselines[i]!.heapUsedMb) / links) * 1000 : Number.NaN,
+      cpuPct,
+      // CPU seconds per agent per second of the steady period, in microseconds.
+      cpuUsPerAgentS: links > 0 ? ((cpuPct / 100) * 1e6) / links : Number.NaN,
+    };
+  });
   const statsRows = Number((await handle.pool.query<{ n: string }>("select count(*) as n from server_stats")).rows[0]!.n);
   log(`held ${afterSteady.held}; control plane sees ${cpConnected}; rss ${atN.rssMb} MB (${atNSettled.rssMb} MB after GC)`);
 
   // Dispatch: commands to random held agents at a steady rate.
   const ids = afterSteady.readyIds!;
+  const linkedTo = new Map(ids.map((id, i) => [id, afterSteady.readyReplicas?.[i] ?? 0]));
   const targets = Array.from({ length: ids.length === 0 ? 0 : COMMANDS }, () => ids[Math.floor(Math.random() * ids.length)]!);
   verified.clear();
   await phases.begin("dispatch");
   const issueDeadlineMs = (COMMANDS / COMMAND_RATE) * 1500 + 5000;
-  const issue = await cp.request({ type: "issue", organizationId: seeded.organizationId, serverIds: targets, ratePerSec: COMMAND_RATE, deadlineMs: issueDeadlineMs }, issueDeadlineMs + 60_000);
+  // Command k is issued on replica k % REPLICAS: with a balancer in front, the API request
+  // lands on any replica, whichever holds the agent.
+  const issuedOn = new Map<string, number>();
+  const issues = await Promise.all(
+    replicas.map((r, i) =>
+      r.child.request(
+        {
+          type: "issue",
+          organizationId: seeded.organizationId,
+          serverIds: targets.filter((_, k) => k % REPLICAS === i),
+          ratePerSec: COMMAND_RATE / REPLICAS,
+          deadlineMs: issueDeadlineMs,
+        },
+        issueDeadlineMs + 60_000,
+      ),
+    ),
+  );
+  issues.forEach((x, i) => x.issued.forEach(([id]) => issuedOn.set(id, i)));
+  const issue = { issued: issues.flatMap((x) => x.issued), errors: issues.flatMap((x) => x.errors), skipped: issues.reduce((n, x) => n + x.skipped, 0) };
+  issue.issued.sort((a, b) => a[1] - b[1]);
   const dispatchDeadline = performance.now() + 10_000;
   while (issue.issued.some(([id]) => !verified.has(id)) && performance.now() < dispatchDeadline) await sleep(100);
   await sleep(300); // The last accepted frames reach the control plane.
   await phases.end();
+  const serverOf = new Map(
+    (await handle.pool.query<{ command_id: string; server_id: string }>("select command_id, server_id from agent_commands")).rows.map((r) => [r.command_id, r.server_id]),
+  );
+  /** Dispatch latency of commands issued on the replica holding the agent, and on another one. */
+  const sameReplica: number[] = [];
+  const crossReplica: number[] = [];
   const latencies: number[] = [];
   const issueMs: number[] = [];
   const toArrival: number[] = [];
@@ -439,6 +622,7 @@ async function main() {
     const v = verified.get(id);
     if (!v) continue;
     latencies.push(v[1] - t0);
+    (linkedTo.get(serverOf.get(id) ?? "") === issuedOn.get(id) ? sameReplica : crossReplica).push(v[1] - t0);
     toArrival.push(v[0] - t0);
     verifyMs.push(v[1] - v[0]);
   }
@@ -467,10 +651,109 @@ async function main() {
   const eventsPerS = blastAcked / ((blastEnd - blastStart) / 1000);
   const batchAcks = sortNum(blasts.flatMap((b) => b.batchAckMs));
 
+  // Herd: kill a replica; its agents reconnect to the survivors. Jitter first, then immediate.
+  const herds: HerdRun[] = [];
+  const tellAgents = async <T extends AgentRequest>(request: T) => {
+    await Promise.all(agentChildren.map((c) => c.request(request)));
+  };
+  const portsNow = () => replicas.map((r) => (r.alive ? r.port : null));
+  async function herd(policy: ReconnectPolicy, victim: Replica): Promise<HerdRun> {
+    await tellAgents({ type: "policy", policy, drainSpreadMs: DRAIN_SPREAD_MS });
+    await tellAgents({ type: "herd-mark" });
+    const before = await status();
+    const victimLinks = before.heldByReplica?.[victim.index] ?? 0;
+    await phases.begin(`herd-${policy}`);
+    // A balancer that sees the replica gone at once: reconnects go to the survivors only.
+    victim.alive = false;
+    await tellAgents({ type: "replicas", ports: portsNow() });
+    const killAt = monoMs();
+    process.kill(victim.pid, "SIGKILL");
+    log(`herd (${policy}): killed replica ${victim.index} (pid ${victim.pid}) holding ${victimLinks} links`);
+    const deadline = performance.now() + HERD_S * 1000;
+    let merged = mergeHerdReports(await Promise.all(agentChildren.map((c) => c.request({ type: "herd-report" }))));
+    while (performance.now() < deadline) {
+      await sleep(500);
+      merged = mergeHerdReports(await Promise.all(agentChildren.map((c) => c.request({ type: "herd-report" }))));
+      if (merged.dropped >= victimLinks && merged.pending === 0) break;
+    }
+    await sleep(1000);
+    const report = await phases.end();
+    merged = mergeHerdReports(await Promise.all(agentChildren.map((c) => c.request({ type: "herd-report" }))));
+    const figures = herdFigures(merged, killAt);
+    const after = await status();
+    log(`herd (${policy}): ${figures.back}/${figures.dropped} back, peak ${figures.peakHandshakesPerS1s} handshakes/s, held ${after.held}`);
+    const survivorsCpu = live().reduce((n, r) => n + (report.cpu[`cp${r.index}`] ?? 0), 0);
+    return {
+      policy,
+      victim: victim.index,
+      victimLinks,
+      figures,
+      survivorsCpu,
+      postgresCpu: report.cpu.postgres ?? 0,
+      commitsPerS: report.commitsPerS,
+      writeXactsPerS: report.writeXactsPerS,
+      wallS: report.wallS,
+      heldAfter: after.held,
+    };
+  }
+  let herdError: string | null = null;
+  if (HERD) {
+    try {
+      await runHerds();
+    } catch (err) {
+      // What the herd phases measured so far is still reported.
+      herdError = err instanceof Error ? err.message : String(err);
+      log(`herd phases stopped: ${herdError}`);
+    }
+  }
+  async function runHerds() {
+    const victimIndex = REPLICAS - 1;
+    herds.push(await herd("jitter", replicas[victimIndex]!));
+    // The replica comes back; its own agents move back to it (ramped like the first ramp), so
+    // the second herd starts from the same spread.
+    await phases.begin("rehome");
+    const back = await startReplica(victimIndex);
+    replicas[victimIndex] = back;
+    await tellAgents({ type: "policy", policy: "none", drainSpreadMs: DRAIN_SPREAD_MS });
+    const moving = (
+      await Promise.all(
+        agentChildren.map((c) =>
+          c.request({ type: "rehome", replica: victimIndex, port: back.port, ratePerSec: RAMP_PER_S / AGENT_PROCS, maxConnecting: Math.ceil(MAX_CONNECTING / AGENT_PROCS) }),
+        ),
+      )
+    ).reduce((n, r) => n + r.moving, 0);
+    const rehomeDeadline = performance.now() + (moving / RAMP_PER_S + HERD_S) * 1000;
+    let onIt = 0;
+    while (performance.now() < rehomeDeadline) {
+      await sleep(1000);
+      const s = await status();
+      onIt = s.heldByReplica?.[victimIndex] ?? 0;
+      if (s.connecting + s.notStarted === 0) break;
+    }
+    await phases.end();
+    log(`rehome: ${onIt} of ${moving} back on replica ${victimIndex}`);
+    herds.push(await herd("immediate", replicas[victimIndex]!));
+    await tellAgents({ type: "policy", policy: "none", drainSpreadMs: DRAIN_SPREAD_MS });
+  }
+
   const final = await status();
   const finalRss = await rssMb(cpReady.pid);
 
   // ---- report ------------------------------------------------------------------------------------
+  const loadAtEnd = os.loadavg();
+  const same = sortNum(sameReplica);
+  const cross = sortNum(crossReplica);
+  const hj = herds.find((h) => h.policy === "jitter")?.figures;
+  const hi = herds.find((h) => h.policy === "immediate")?.figures;
+  const herdRatio =
+    hj && hi
+      ? {
+          handshakes100ms: hi.peakHandshakesPerS100ms / hj.peakHandshakesPerS100ms,
+          handshakes1s: hi.peakHandshakesPerS1s / hj.peakHandshakesPerS1s,
+          attempts100ms: hi.peakAttemptsPerS100ms / hj.peakAttemptsPerS100ms,
+          attempts1s: hi.peakAttemptsPerS1s / hj.peakAttemptsPerS1s,
+        }
+      : null;
   const held = afterSteady.held;
   // Memory is per open link: held ones plus any still in their handshake when measured.
   const links = afterSteady.held + afterSteady.connecting;
@@ -497,6 +780,8 @@ async function main() {
       `${COMMANDS} commands at ${COMMAND_RATE}/s; blast ${BLAST_AGENTS} agents x ${BLAST_BATCH}-event batches, ${BLAST_WINDOW} in flight each, ${BLAST_S} s`,
   );
   out.push(`Machine: ${os.cpus().length} cores, ${Math.round(os.totalmem() / 2 ** 30)} GiB; Node ${process.version}; ${database.description}`);
+  out.push(`Load average (uptime) at the start ${loadAtStart.map((l) => round(l, 2)).join(" ")}, at the end ${loadAtEnd.map((l) => round(l, 2)).join(" ")}`);
+  if (REPLICAS > 1) out.push(`Replicas: ${REPLICAS} control-plane processes on one PostgreSQL; agents homed round robin by port (no balancer process)`);
   out.push(
     `Setup: keys ${Math.round(keysMs)} ms; seeding ${Math.round(seeded.ms)} ms (${ENROLL === "db" ? "servers inserted with the agents' public keys" : "servers + tokens via services.enrollment"})` +
       (enrolment ? `; HTTP enrolment ${enrolment.enrolled} in ${round(enrolment.ms / 1000)} s (${Math.round(enrolment.enrolled / (enrolment.ms / 1000))}/s, ${enrolment.failed} failed)` : ""),
@@ -520,6 +805,10 @@ async function main() {
   }
   out.push(row(["dispatch p50 (ms, issue() to verified)", ms(p50), "", ""], w1));
   out.push(row(["dispatch p99 (ms)", ms(p99), `<= ${GOALS.dispatchP99Ms}`, met(p99 <= GOALS.dispatchP99Ms)], w1));
+  if (REPLICAS > 1) {
+    out.push(row(["  issued on the agent's replica: n, p50 / p99", `${same.length}: ${round(percentile(same, 50))} / ${round(percentile(same, 99))}`, "", ""], w1));
+    out.push(row(["  issued on another replica: n, p50 / p99", `${cross.length}: ${round(percentile(cross, 50))} / ${round(percentile(cross, 99))}`, "", ""], w1));
+  }
   out.push(row(["agent_commands by state", commandStates.map((r) => `${r.state} ${r.n}`).join(", "), "", ""], w1));
   out.push(row(["  issue() p50 / p99 (ms, commit included)", `${round(percentile(sortNum(issueMs), 50))} / ${round(percentile(sortNum(issueMs), 99))}`, "", ""], w1));
   out.push(row(["  issue() to frame at agent p50 / p99 (ms)", `${round(percentile(sortNum(toArrival), 50))} / ${round(percentile(sortNum(toArrival), 99))}`, "", ""], w1));
@@ -536,6 +825,57 @@ async function main() {
   out.push(row(["close codes seen / nacks", `${JSON.stringify(final.closeCodes)} ${JSON.stringify(final.nacks)}`, "", ""], w1));
   out.push(row(["agent processes RSS (MB, total)", final.rssMb, "", ""], w1));
   out.push(row(["CP RSS at the end (MB, /proc)", `${finalRss} (baseline /proc ${baselineProcRss}, at N ${atNProcRss})`, "", ""], w1));
+  out.push("");
+  {
+    out.push("");
+    out.push(
+      `Per replica, steady period (${round(steadyReport.wallS)} s): links, RSS (MB, after GC) before the ramp and after, RSS and JS heap MB per 1,000 links, CPU (% of one core), CPU per agent-second`,
+    );
+    const w3 = [8, 8, 10, 10, 12, 12, 8, 14];
+    out.push(row(["replica", "links", "RSS before", "RSS after", "RSS/1,000", "heap/1,000", "CPU %", "CPU us/agent-s"], w3));
+    for (const r of perReplica) {
+      out.push(row([r.index, r.links, r.rssBeforeMb, r.rssAfterMb, round(r.rssPer1000Mb, 2), round(r.heapPer1000Mb, 2), r.cpuPct, round(r.cpuUsPerAgentS, 1)], w3));
+    }
+  }
+  out.push("");
+  out.push("PostgreSQL per phase: commits/s (pg_stat_database.xact_commit, reported by backends up to ~1 s late), write transactions/s (transaction ids), WAL kB/s");
+  const w5 = [16, 10, 10, 10];
+  out.push(row(["phase", "commits/s", "writes/s", "WAL kB/s"], w5));
+  for (const r of phases.reports) out.push(row([r.name, Math.round(r.commitsPerS), Math.round(r.writeXactsPerS), Math.round(r.walKbPerS)], w5));
+  if (herds.length > 0 || herdError) {
+    out.push("");
+    out.push(
+      `Herd: a replica killed (SIGKILL), its agents reconnect to the ${REPLICAS - 1} survivors (bound ${HERD_S} s); peaks are the busiest 100 ms window and 1 s window after the kill, per second`,
+    );
+    const w4 = [10, 8, 10, 16, 16, 20, 14, 12, 12];
+    out.push(row(["policy", "links", "back", "attempts/s 100ms/1s", "handshakes/s 100ms/1s", "kill to back p50/p99/max ms", "failed attempts", "survivors CPU", "PG CPU/commits/writes"], w4));
+    for (const h of herds) {
+      const f = h.figures;
+      out.push(
+        row(
+          [
+            h.policy,
+            h.victimLinks,
+            `${f.back}/${f.dropped}`,
+            `${f.peakAttemptsPerS100ms} / ${f.peakAttemptsPerS1s}`,
+            `${f.peakHandshakesPerS100ms} / ${f.peakHandshakesPerS1s}`,
+            `${f.backP50Ms} / ${f.backP99Ms} / ${f.backMaxMs}`,
+            `${f.failed} of ${f.attempts}`,
+            `${h.survivorsCpu} %`,
+            `${h.postgresCpu} % / ${Math.round(h.commitsPerS)} / ${Math.round(h.writeXactsPerS)}`,
+          ],
+          w4,
+        ),
+      );
+      if (f.failed > 0 || f.pending > 0) out.push(`  ${h.policy}: failed by close code ${JSON.stringify(f.failedByCode)}, socket errors ${JSON.stringify(f.errors)}, still away ${f.pending}`);
+    }
+    if (herdError) out.push(`Herd phases stopped early: ${herdError}`);
+    if (herdRatio) {
+      out.push(
+        `Peak ratio immediate / jitter: handshakes ${round(herdRatio.handshakes100ms, 2)} (100 ms) ${round(herdRatio.handshakes1s, 2)} (1 s); attempts ${round(herdRatio.attempts100ms, 2)} (100 ms) ${round(herdRatio.attempts1s, 2)} (1 s)`,
+      );
+    }
+  }
   out.push("");
   const w2 = [10, 7, 6, 6, 7, 6, 6, 7, 8, 14];
   out.push(`CPU per phase, % of one core (${os.cpus().length} cores = ${os.cpus().length * 100} %; steal = taken by the hypervisor; other = not this benchmark; machine = % of all cores busy); CP event-loop delay`);
@@ -584,7 +924,30 @@ async function main() {
   process.stdout.write(out.join("\n") + "\n");
 
   await cleanup();
+  const herdOf = (policy: ReconnectPolicy) => herds.find((h) => h.policy === policy);
+  const herdJson = (h: HerdRun | undefined, prefix: string) =>
+    h
+      ? {
+          [`${prefix}_links`]: h.victimLinks,
+          [`${prefix}_back`]: h.figures.back,
+          [`${prefix}_peak_handshakes_per_s_100ms`]: h.figures.peakHandshakesPerS100ms,
+          [`${prefix}_peak_handshakes_per_s_1s`]: h.figures.peakHandshakesPerS1s,
+          [`${prefix}_peak_attempts_per_s_100ms`]: h.figures.peakAttemptsPerS100ms,
+          [`${prefix}_back_p50_ms`]: h.figures.backP50Ms,
+          [`${prefix}_back_p99_ms`]: h.figures.backP99Ms,
+          [`${prefix}_back_max_ms`]: h.figures.backMaxMs,
+          [`${prefix}_failed_attempts`]: h.figures.failed,
+          [`${prefix}_survivors_cpu_pct`]: h.survivorsCpu,
+          [`${prefix}_commits_per_s`]: Math.round(h.commitsPerS),
+          [`${prefix}_write_xacts_per_s`]: Math.round(h.writeXactsPerS),
+        }
+      : {};
+  const phaseFigure = (name: string, k: "commitsPerS" | "writeXactsPerS" | "walKbPerS") => Math.round(phases.reports.find((r) => r.name === name)?.[k] ?? Number.NaN);
+  const commitsIn = (name: string) => phaseFigure(name, "commitsPerS");
   const json = {
+    replicas: REPLICAS,
+    load1_start: round(loadAtStart[0]!, 2),
+    load1_end: round(loadAtEnd[0]!, 2),
     agents_target: N,
     agents_held: held,
     handshake_p99_ms: round(percentile(hs, 99)),
@@ -603,6 +966,27 @@ async function main() {
     goal_agents_met: held >= GOALS.agents,
     goal_dispatch_p99_met: p99 <= GOALS.dispatchP99Ms,
     goal_events_per_s_met: eventsPerS >= GOALS.eventsPerS,
+    replica_links: perReplica.map((r) => r.links),
+    replica_rss_per_1000_agents_mb: perReplica.map((r) => round(r.rssPer1000Mb, 2)),
+    replica_heap_per_1000_agents_mb: perReplica.map((r) => round(r.heapPer1000Mb, 2)),
+    replica_rss_at_n_mb: perReplica.map((r) => r.rssAfterMb),
+    replica_cpu_us_per_agent_s: perReplica.map((r) => round(r.cpuUsPerAgentS, 1)),
+    steady_cp_cpu_pct: steadyReport.cpu.cp ?? 0,
+    steady_pg_cpu_pct: steadyReport.cpu.postgres ?? 0,
+    pg_commits_per_s_steady: commitsIn("steady"),
+    pg_commits_per_s_blast: commitsIn("blast"),
+    pg_commits_per_s_dispatch: commitsIn("dispatch"),
+    pg_write_xacts_per_s_steady: phaseFigure("steady", "writeXactsPerS"),
+    pg_write_xacts_per_s_blast: phaseFigure("blast", "writeXactsPerS"),
+    pg_wal_kb_per_s_steady: phaseFigure("steady", "walKbPerS"),
+    pg_wal_kb_per_s_blast: phaseFigure("blast", "walKbPerS"),
+    dispatch_same_replica_p99_ms: jsonMs(percentile(same, 99)),
+    dispatch_cross_replica_p50_ms: jsonMs(percentile(cross, 50)),
+    dispatch_cross_replica_p99_ms: jsonMs(percentile(cross, 99)),
+    ...herdJson(herdOf("jitter"), "herd_jitter"),
+    ...herdJson(herdOf("immediate"), "herd_immediate"),
+    herd_peak_ratio_immediate_to_jitter_100ms: herdRatio ? round(herdRatio.handshakes100ms, 2) : null,
+    herd_peak_ratio_immediate_to_jitter_1s: herdRatio ? round(herdRatio.handshakes1s, 2) : null,
   };
   process.stdout.write(JSON.stringify(json) + "\n");
 }

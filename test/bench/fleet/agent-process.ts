@@ -9,8 +9,17 @@
 // after `ready` is counted as dropped and not reopened, so "held" means connected throughout
 // (the real agent would reconnect, adding handshakes to an overloaded control plane).
 //
+// Replicas: with several ports assigned, agent i is homed on ports[i % ports.length]. Once a
+// reconnect policy is set ("policy", see ReconnectPolicy in ipc.ts), a dropped link comes
+// back: after the real agent's backoff (createBackoff from apps/agent/src/link/backoff.ts, the
+// same function, reset after a link stable for 10 s as link.ts does), or at once; a 1012 close
+// (a draining replica) waits a uniform delay in [0, drainSpreadMs) and leaves the backoff as it
+// was. Reconnects go round robin over the replicas not marked down ("replicas"), as a balancer
+// in front of them would send them. "herd-mark" / "herd-report" record the reconnects.
+//
 // Started by fleet.bench.ts with fork (IPC); driven by AgentRequest messages (ipc.ts).
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
+import { createBackoff, type Backoff } from "../../../apps/agent/src/link/backoff.ts";
 import WebSocket, { type RawData } from "ws";
 import {
   AGENT_CONNECT_PATH,
@@ -31,7 +40,18 @@ import {
   type SignedCommand,
   type SigningKey,
 } from "@berth/protocol";
-import { monoMs, serveRequests, type AgentEvent, type AgentReplies, type AgentRequest, type AgentStatus, type BlastResult, type VerifiedItem } from "./ipc.ts";
+import {
+  monoMs,
+  serveRequests,
+  type AgentEvent,
+  type AgentReplies,
+  type AgentRequest,
+  type AgentStatus,
+  type BlastResult,
+  type HerdReport,
+  type ReconnectPolicy,
+  type VerifiedItem,
+} from "./ipc.ts";
 
 if (!process.send) throw new Error("agent-process.ts is started by fleet.bench.ts (fork with IPC)");
 
@@ -40,6 +60,12 @@ const TICK_MS = 100;
 const SPKI_PREFIX_BYTES = 12;
 const MAX_ATTEMPTS = 5;
 const AGENT_VERSION = "fleet-sim-1.0.0";
+/** The real agent's link resets its backoff after a connection up this long (link.ts stableAfterMs). */
+const STABLE_AFTER_MS = 10_000;
+/** Close code of a draining replica: come back after a uniform delay, backoff unchanged. */
+const DRAINING = 1012;
+/** An attempt whose WebSocket upgrade does not finish in this long is closed (1006) and retried. */
+const HANDSHAKE_TIMEOUT_MS = 15_000;
 
 interface Blast {
   active: boolean;
@@ -66,10 +92,30 @@ interface Agent {
   attempts: number;
   startedAt: number;
   blast: Blast | null;
+  /** Replica index this agent is homed on (round robin), and the one its link goes to. */
+  home?: number;
+  replica?: number;
+  /** The real agent's reconnect backoff, made at the first drop. */
+  backoff?: Backoff;
+  /** monoMs of the last ready, and of the drop being recovered from (0: none). */
+  readyAt?: number;
+  droppedAt?: number;
+  /** Already on the ping and stats wheels (a reconnect must not add it twice). */
+  onWheel?: boolean;
+  /** A reconnect is scheduled (its timer). */
+  retry?: NodeJS.Timeout | null;
 }
 
 let agents: Agent[] = [];
-let port = 0;
+/** Replica ports by index; null: marked down. */
+let ports: (number | null)[] = [];
+let policy: ReconnectPolicy = "none";
+let drainSpreadMs = 5000;
+let liveCursor = 0;
+const newHerd = (): HerdReport => ({ dropped: 0, backAt: [], attemptAt: [], readyAt: [], failedByCode: {}, errors: {}, drainCloses: 0, pending: 0 });
+let herd: HerdReport = newHerd();
+/** The no-jitter policy's retries: the same exponential ceilings, each drawn at its top. */
+const noJitter = () => 1 - 1e-9;
 let statsMs = 10_000;
 let trustedKeys = new Map<string, KeyObject>();
 /** Command ids already answered: the real agent's journal, shared (ids are unique anyway). */
@@ -178,12 +224,54 @@ function connect(a: Agent) {
   a.state = "connecting";
   a.attempts++;
   a.startedAt = monoMs();
-  const ws = new WebSocket(`ws://127.0.0.1:${port}${AGENT_CONNECT_PATH}`, { perMessageDeflate: false, handshakeTimeout: 15_000 });
+  a.retry = null;
+  if (policy !== "none") herd.attemptAt.push(a.startedAt);
+  const target = ports[a.replica ?? 0] ?? 0;
+  const ws = new WebSocket(`ws://127.0.0.1:${target}${AGENT_CONNECT_PATH}`, { perMessageDeflate: false, handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
   a.ws = ws;
   a.version = PROTOCOL_VERSIONS[0]!;
   ws.on("message", (data: RawData) => onMessage(a, ws, data));
   ws.on("close", (code: number) => onClose(a, ws, code));
-  ws.on("error", () => {});
+  ws.on("error", (err: Error & { code?: string }) => {
+    if (policy !== "none" && a.state === "connecting") herd.errors[err.code ?? err.message] = (herd.errors[err.code ?? err.message] ?? 0) + 1;
+  });
+}
+
+/** A live replica for a reconnect: the agent's own if it is up, else round robin over the live ones. */
+function pickReplica(a: Agent): number {
+  const own = a.replica ?? 0;
+  if (ports[own] != null) return own;
+  const live = ports.flatMap((p, i) => (p == null ? [] : [i]));
+  if (live.length === 0) return own;
+  return live[liveCursor++ % live.length]!;
+}
+
+/** Schedules the reconnect of a link that closed, by the policy (see the header). */
+function reconnect(a: Agent, code: number, wasReady: boolean) {
+  const now = monoMs();
+  a.backoff ??= createBackoff(policy === "immediate" ? { random: noJitter } : {});
+  if (wasReady) {
+    herd.dropped++;
+    a.droppedAt = now;
+    if (a.readyAt !== undefined && now - a.readyAt >= STABLE_AFTER_MS) a.backoff.reset();
+  } else {
+    herd.failedByCode[code] = (herd.failedByCode[code] ?? 0) + 1;
+  }
+  let delay: number;
+  if (code === DRAINING) {
+    herd.drainCloses++;
+    delay = Math.floor(Math.random() * drainSpreadMs);
+  } else if (policy === "immediate" && wasReady) {
+    delay = 0;
+  } else {
+    delay = a.backoff.next();
+  }
+  a.state = "idle";
+  a.replica = pickReplica(a);
+  a.retry = setTimeout(() => {
+    a.replica = pickReplica(a);
+    connect(a);
+  }, delay);
 }
 
 function onClose(a: Agent, ws: WebSocket, code: number) {
@@ -191,6 +279,15 @@ function onClose(a: Agent, ws: WebSocket, code: number) {
   closeCodes[code] = (closeCodes[code] ?? 0) + 1;
   a.ws = null;
   if (a.state === "connecting") inHandshake--;
+  if (policy !== "none" && (a.state === "ready" || a.state === "connecting")) {
+    // The real agent stops for good when another connection took its identity over.
+    if (code === CLOSE_CODES.replaced) {
+      a.state = "dropped";
+      return;
+    }
+    reconnect(a, code, a.state === "ready");
+    return;
+  }
   if (a.state === "ready") {
     a.state = "dropped";
     return;
@@ -240,8 +337,21 @@ function onMessage(a: Agent, ws: WebSocket, data: RawData) {
       a.state = "ready";
       a.version = ready.protocol_version;
       a.nextSeq = Math.max(a.nextSeq, ready.resend_from);
-      handshakeMs.push(arrivedAt - a.startedAt);
+      a.readyAt = arrivedAt;
+      if (policy !== "none") {
+        herd.readyAt.push(arrivedAt);
+        if (a.droppedAt) {
+          herd.backAt.push(arrivedAt);
+          a.droppedAt = 0;
+        }
+        // Batches in flight on the old link are not acknowledged now; stats are not resent.
+        a.outstanding = [];
+      } else {
+        handshakeMs.push(arrivedAt - a.startedAt);
+      }
       if (pingWheel.length === 0) startWheel(ready.heartbeat_ms);
+      if (a.onWheel) return;
+      a.onWheel = true;
       // First ping one heartbeat after ready; first stats at a random point of the period.
       pingWheel[tick % pingSlots]!.push(a);
       statsWheel[Math.floor(Math.random() * statsWheel.length)]!.push(a);
@@ -369,7 +479,7 @@ async function enrollAll(concurrency: number): Promise<AgentReplies["enroll"]> {
       const a = agents[next++]!;
       if (!a.token) continue;
       try {
-        const res = await fetch(`http://127.0.0.1:${port}${AGENT_ENROLL_PATH}`, {
+        const res = await fetch(`http://127.0.0.1:${ports[a.home ?? 0]}${AGENT_ENROLL_PATH}`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body: JSON.stringify({
@@ -402,8 +512,7 @@ let inHandshake = 0;
  * cap). The cap turns a control plane that handshakes slower than the offered rate into a slower
  * ramp instead of a queue that outgrows the handshake timeout.
  */
-function ramp(ratePerSec: number, maxConnecting: number) {
-  const queue = agents.filter((a) => a.state === "idle" && a.serverId !== "");
+function ramp(ratePerSec: number, maxConnecting: number, queue = agents.filter((a) => a.state === "idle" && a.serverId !== "")) {
   const started = performance.now();
   let opened = 0;
   const timer = setInterval(() => {
@@ -437,16 +546,26 @@ function status(withIds: boolean): AgentStatus {
     rssMb: Math.round(process.memoryUsage().rss / 1024 / 1024),
   };
   const ids: string[] = [];
+  const replicasOfIds: number[] = [];
+  const heldByReplica = new Array<number>(Math.max(1, ports.length)).fill(0);
   for (const a of agents) {
     if (a.state === "ready" && a.ws?.readyState === WebSocket.OPEN) {
       s.held++;
-      if (withIds) ids.push(a.serverId);
+      heldByReplica[a.replica ?? 0]!++;
+      if (withIds) {
+        ids.push(a.serverId);
+        replicasOfIds.push(a.replica ?? 0);
+      }
     } else if (a.state === "connecting") s.connecting++;
     else if (a.state === "idle") s.notStarted++;
     else if (a.state === "failed") s.failed++;
     else if (a.state === "dropped") s.dropped++;
   }
-  if (withIds) s.readyIds = ids;
+  if (withIds) {
+    s.readyIds = ids;
+    s.readyReplicas = replicasOfIds;
+  }
+  s.heldByReplica = heldByReplica;
   return s;
 }
 
@@ -486,12 +605,13 @@ async function handle(request: AgentRequest): Promise<AgentReplies[AgentRequest[
       return { publicKeys: agents.map((a) => a.publicKey) };
     }
     case "assign":
-      port = request.port;
+      ports = request.ports && request.ports.length > 0 ? [...request.ports] : [request.port];
       statsMs = request.statsMs;
       trustedKeys = keyMap(request.trustedKeys);
       agents.forEach((a, i) => {
         a.serverId = request.serverIds?.[i] ?? "";
         a.token = request.tokens?.[i] ?? null;
+        a.home = a.replica = i % ports.length;
       });
       return null;
     case "enroll":
@@ -503,8 +623,43 @@ async function handle(request: AgentRequest): Promise<AgentReplies[AgentRequest[
       return status(request.readyIds);
     case "blast":
       return blast(request.agents, request.batchSize, request.window, request.durationMs);
+    case "replicas":
+      ports = [...request.ports];
+      return null;
+    case "policy":
+      policy = request.policy;
+      drainSpreadMs = request.drainSpreadMs;
+      // A new policy starts from the first backoff step, as a freshly started agent would.
+      for (const a of agents) a.backoff = undefined;
+      return null;
+    case "herd-mark":
+      herd = newHerd();
+      return null;
+    case "herd-report": {
+      let pending = 0;
+      for (const a of agents) if (a.droppedAt) pending++;
+      return { ...herd, pending };
+    }
+    case "rehome": {
+      ports[request.replica] = request.port;
+      const queue: Agent[] = [];
+      for (const a of agents) {
+        if (a.home !== request.replica || a.state !== "ready" || !a.ws) continue;
+        // The agent's own close: nothing reconnects it but this ramp.
+        const ws = a.ws;
+        a.ws = null;
+        a.state = "idle";
+        a.replica = request.replica;
+        a.attempts = 0;
+        ws.close(1000, "moving back to its replica");
+        queue.push(a);
+      }
+      ramp(request.ratePerSec, request.maxConnecting, queue);
+      return { moving: queue.length };
+    }
     case "close":
       for (const a of agents) {
+        if (a.retry) clearTimeout(a.retry);
         a.state = "failed";
         a.ws?.terminate();
       }

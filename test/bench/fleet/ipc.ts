@@ -107,6 +107,40 @@ export interface AgentStatus {
   deadLinks: number;
   rssMb: number;
   readyIds?: string[];
+  /** With readyIds: the replica (index into the assigned ports) each of those agents is linked to. */
+  readyReplicas?: number[];
+  /** Held links per replica (index into the assigned ports); one entry with a single port. */
+  heldByReplica?: number[];
+}
+
+/**
+ * How simulated agents reconnect after a link drops. "none" (the default): a link that drops
+ * after ready stays down, so "held" means connected throughout. "jitter": the real agent's
+ * policy (apps/agent/src/link/backoff.ts createBackoff, full jitter). "immediate": at once after
+ * the drop, then the same exponential ceilings without jitter after failed attempts. Either
+ * way a close with 1012 (a draining replica) waits a uniform delay in [0, drainSpreadMs)
+ * without escalating the backoff.
+ */
+export type ReconnectPolicy = "none" | "jitter" | "immediate";
+
+/** What happened to reconnecting links since the last "herd-mark". */
+export interface HerdReport {
+  /** Links that dropped after ready since the mark. */
+  dropped: number;
+  /** monoMs of each such link's ready again. */
+  backAt: number[];
+  /** monoMs of each connection attempt (socket opened). */
+  attemptAt: number[];
+  /** monoMs of every handshake completed (ready). */
+  readyAt: number[];
+  /** Attempts that closed before ready, by close code (1006: refused, reset or no answer). */
+  failedByCode: Record<string, number>;
+  /** Socket errors of those attempts, by error code (ECONNREFUSED, ECONNRESET, ...). */
+  errors: Record<string, number>;
+  /** Links told by a 1012 close to come back after a uniform delay. */
+  drainCloses: number;
+  /** Still waiting or connecting when asked. */
+  pending: number;
 }
 
 export interface BlastResult {
@@ -134,11 +168,21 @@ export type AgentRequest =
       tokens: string[] | null;
       trustedKeys: SigningKey[];
       statsMs: number;
+      /** Several replicas: agent i is homed on ports[i % ports.length] (round robin); `port` is then ignored. */
+      ports?: number[];
     }
   | { type: "enroll"; concurrency: number }
   | { type: "connect"; ratePerSec: number; maxConnecting: number }
   | { type: "status"; readyIds: boolean }
   | { type: "blast"; agents: number; batchSize: number; window: number; durationMs: number }
+  /** Replica ports; null marks one down (reconnects go round robin over the live ones, as a balancer would send them). */
+  | { type: "replicas"; ports: (number | null)[] }
+  | { type: "policy"; policy: ReconnectPolicy; drainSpreadMs: number }
+  /** Starts a new herd record (see HerdReport). */
+  | { type: "herd-mark" }
+  | { type: "herd-report" }
+  /** Agents homed on `replica` close their links and reconnect to it (its new port), ramped. */
+  | { type: "rehome"; replica: number; port: number; ratePerSec: number; maxConnecting: number }
   | { type: "close" };
 
 export interface AgentReplies {
@@ -148,6 +192,11 @@ export interface AgentReplies {
   connect: null;
   status: AgentStatus;
   blast: BlastResult;
+  replicas: null;
+  policy: null;
+  "herd-mark": null;
+  "herd-report": HerdReport;
+  rehome: { moving: number };
   close: null;
 }
 
