@@ -13,8 +13,12 @@
 // Rows of a month still partly inside the retention stay until the whole month has expired:
 // a row is kept at least its retention and at most a month longer.
 //
-// org_events are not here: they are pruned row by row within hours and days
-// (events/retention.ts), as their readers (event-stream resume, webhook fan-out, charts) need.
+// org_events are not partitioned: events/retention.ts prunes them row by row every minute,
+// server.stats (most of their rows; the dashboard's charts read two hours) after two hours and
+// the rest after seven days (the event stream's Last-Event-ID resume window, which
+// events.routes.ts answers with `reset` beyond, and the webhook fan-out's reach). Month or day
+// partitions do not fit a two-hour window, and hour partitions would make every event-stream
+// read, which names no time, visit some 170 of them.
 import type pg from "pg";
 import { deleteExpiredFromDefault, dropPartition, ensurePartition, monthPartitions, releaseRetentionLock, tryRetentionLock, type PartitionedTable } from "./retention.repo.ts";
 
