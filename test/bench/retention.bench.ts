@@ -7,7 +7,8 @@
 // - the retention job's time when nothing has expired (its hourly steady state);
 // - inserting: batches of log lines as the ingest writes them (one unnest statement per batch),
 //   into each table in turn;
-// - reading a deployment's logs by deployment_id (the API's statement), on each table.
+// - reading a deployment's logs by deployment_id (the API's statement), on each table, before
+//   the removal (every month of BENCH_DAYS) and after it (the kept months: the steady state).
 // Rows: BENCH_ROWS (50,000,000) lines over the last BENCH_DAYS (180) days, BENCH_LINES_PER_DEPLOYMENT
 // (2000) per deployment, made by generate_series in PostgreSQL. BENCH_INSERT_BATCHES (200) batches of
 // BENCH_BATCH (500) lines per table; BENCH_READS (300) reads per table. DATABASE_URL: use that server.
@@ -62,6 +63,7 @@ async function main() {
   const db = await startBenchDatabase();
   const loadAtStart = load();
   const pool = new pg.Pool({ connectionString: db.url, max: 4 });
+  pool.on("error", () => {}); // an idle connection cut as the server stops
   try {
     await runMigrations(db.url);
     const now = new Date();
@@ -87,17 +89,22 @@ async function main() {
     log(`  unpartitioned copy made in ${secondsSince(t).toFixed(0)} s`);
     const partitions = (await pool.query("select count(*)::int as n from pg_inherits where inhparent = 'deployment_logs'::regclass")).rows[0].n as number;
 
-    // Reads: a deployment's logs, random deployments, alternating tables.
+    // Reads: a deployment's logs, random deployments (of the newest `share` of them), alternating tables.
     const deployments = Math.ceil(ROWS / PER_DEPLOYMENT);
-    const readMs: Record<string, number[]> = { deployment_logs: [], deployment_logs_flat: [] };
-    for (let r = 0; r < READS; r++) {
-      const dep = (await pool.query("select md5('dep' || $1::int)::uuid as id", [Math.floor(Math.random() * deployments)])).rows[0].id as string;
-      for (const table of r % 2 === 0 ? ["deployment_logs", "deployment_logs_flat"] : ["deployment_logs_flat", "deployment_logs"]) {
-        const s = performance.now();
-        await pool.query(sql(READ, table), [dep]);
-        readMs[table]!.push(performance.now() - s);
+    async function reads(share: number): Promise<Record<string, number[]>> {
+      const ms: Record<string, number[]> = { deployment_logs: [], deployment_logs_flat: [] };
+      for (let r = 0; r < READS; r++) {
+        const pick = deployments - 1 - Math.floor(Math.random() * deployments * share);
+        const dep = (await pool.query("select md5('dep' || $1::int)::uuid as id", [pick])).rows[0].id as string;
+        for (const table of r % 2 === 0 ? ["deployment_logs", "deployment_logs_flat"] : ["deployment_logs_flat", "deployment_logs"]) {
+          const s = performance.now();
+          await pool.query(sql(READ, table), [dep]);
+          ms[table]!.push(performance.now() - s);
+        }
       }
+      return ms;
     }
+    const readMs = await reads(1);
 
     // Inserts: batches of current lines, alternating tables.
     const insertS: Record<string, number> = { deployment_logs: 0, deployment_logs_flat: 0 };
@@ -131,6 +138,9 @@ async function main() {
     t = performance.now();
     await runRetention(pool, RETENTION, now);
     const steadyS = secondsSince(t);
+    // The steady state: only the kept months left (fewer partitions to visit), reads of kept deployments.
+    const partitionsAfter = (await pool.query("select count(*)::int as n from pg_inherits where inhparent = 'deployment_logs'::regclass")).rows[0].n as number;
+    const afterMs = await reads((ROWS - expired) / ROWS);
 
     const rows: [string, string, string, string][] = [
       ["", "partitioned (monthly)", "unpartitioned", "ratio"],
@@ -140,6 +150,8 @@ async function main() {
       ["insert (rows/s)", insertRate("deployment_logs").toFixed(0), insertRate("deployment_logs_flat").toFixed(0), (insertRate("deployment_logs") / insertRate("deployment_logs_flat")).toFixed(2)],
       ["read a deployment's logs, median ms", median(readMs.deployment_logs!).toFixed(2), median(readMs.deployment_logs_flat!).toFixed(2), (median(readMs.deployment_logs!) / median(readMs.deployment_logs_flat!)).toFixed(2)],
       ["read, p99 ms", percentile(readMs.deployment_logs!, 99).toFixed(2), percentile(readMs.deployment_logs_flat!, 99).toFixed(2), (percentile(readMs.deployment_logs!, 99) / percentile(readMs.deployment_logs_flat!, 99)).toFixed(2)],
+      [`read after removal (${partitionsAfter} partitions), median ms`, median(afterMs.deployment_logs!).toFixed(2), median(afterMs.deployment_logs_flat!).toFixed(2), (median(afterMs.deployment_logs!) / median(afterMs.deployment_logs_flat!)).toFixed(2)],
+      ["read after removal, p99 ms", percentile(afterMs.deployment_logs!, 99).toFixed(2), percentile(afterMs.deployment_logs_flat!, 99).toFixed(2), (percentile(afterMs.deployment_logs!, 99) / percentile(afterMs.deployment_logs_flat!, 99)).toFixed(2)],
     ];
     const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
     const out = (s: string) => process.stdout.write(`${s}\n`);
@@ -169,6 +181,10 @@ async function main() {
         read_partitioned_over_unpartitioned_ratio: round(median(readMs.deployment_logs!) / median(readMs.deployment_logs_flat!)),
         read_partitioned_p99_ms: round(percentile(readMs.deployment_logs!, 99)),
         read_unpartitioned_p99_ms: round(percentile(readMs.deployment_logs_flat!, 99)),
+        partitions_after_removal: partitionsAfter,
+        read_after_removal_partitioned_median_ms: round(median(afterMs.deployment_logs!)),
+        read_after_removal_unpartitioned_median_ms: round(median(afterMs.deployment_logs_flat!)),
+        read_after_removal_ratio: round(median(afterMs.deployment_logs!) / median(afterMs.deployment_logs_flat!)),
         load_avg_1m_start: Number(loadAtStart.split(" ")[0]),
         load_avg_1m_end: os.loadavg()[0]!,
       }),
