@@ -49,8 +49,8 @@ export async function startBackgroundWork(deps: {
   });
   await jobs.schedule(BACKUP_SCHEDULER_QUEUE, BACKUP_SCHEDULER_CRON);
   // Month partitions ahead and expired ones dropped; once now too, so a replica started after a
-  // long stop makes the current month before its first hourly run. Runs on two replicas at once
-  // take turns on an advisory lock (the second finds nothing left to do).
+  // long stop makes the current month before its first hourly run. One run at a time across
+  // replicas (an advisory lock): a run that finds another one going does nothing.
   const retention = deps.retention ?? retentionSettings();
   await jobs.define(RETENTION_QUEUE, async () => {
     await runRetention(deps.pool, retention, deps.clock.now());
