@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { readSettings, settingsOrThrow, SettingsError, type ProxySettings, type SettingValues, type SettingsEnv } from "@berth/protocol";
 import type { ObjectStoreSettings } from "./lib/object-store/index.ts";
 import { CONTROL_PLANE_SETTINGS, type ControlPlaneSettingKey } from "./config/settings.ts";
+import type { RetentionSettings } from "./modules/retention/retention.ts";
 
 export { LOG_LEVELS, REGISTRATION_MODES, type LogLevel, type RegistrationMode } from "./config/settings.ts";
 
@@ -77,6 +78,7 @@ const GROUPS = {
   adminPassword: group(["adminPassword"], (v) => v.adminPassword),
   seedDemoUrl: group(["seedDemoUrl"], (v) => v.seedDemoUrl),
   migrationUploadDir: group(["dataDir", "migrationUploadDir"], (v) => v.migrationUploadDir ?? path.join(v.dataDir, "migration-uploads")),
+  retention: group(["logRetentionDays", "agentEventRetentionDays"], (v): RetentionSettings => ({ logDays: v.logRetentionDays, agentEventDays: v.agentEventRetentionDays })),
 };
 
 /** The proxy settings read BERTH_ACME_CA_ROOT's file once, at start. */
@@ -159,6 +161,11 @@ export function migrationUploadDir(env: SettingsEnv = process.env, dataDir?: str
 /** GET /metrics: off, open (BERTH_METRICS=on) or behind a bearer token (BERTH_METRICS_TOKEN). */
 export function metricsSetting(env: SettingsEnv = process.env): { enabled: boolean; token: string | null } {
   return fromEnv(GROUPS.metrics, env);
+}
+
+/** How long deployment_logs and agent_events are kept (modules/retention/retention.ts). */
+export function retentionSettings(env: SettingsEnv = process.env): RetentionSettings {
+  return fromEnv(GROUPS.retention, env);
 }
 
 /** npm run admin:create: the new account's password, else it is read from stdin. */

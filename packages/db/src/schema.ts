@@ -450,7 +450,12 @@ export const agentSessions = pgTable("agent_sessions", {
   connectedAt: ts("connected_at").notNull(),
 });
 
-/** Events received from agents (logs, steps, results), unique on (server_id, seq). */
+/**
+ * Events received from agents (logs, steps, results), unique on (server_id, seq). Partitioned
+ * by month on `ts` (migration 0022): the uniqueness is a UNIQUE (server_id, seq) index on each
+ * partition, which drizzle cannot declare; the partitions are made and dropped by the control
+ * plane's retention job.
+ */
 export const agentEvents = pgTable(
   "agent_events",
   {
@@ -467,7 +472,6 @@ export const agentEvents = pgTable(
   // Most events (a server's own logs, stats) belong to no deployment: they stay out of the
   // deployment index, one index insertion less per event on the hottest write path.
   (t) => [
-    primaryKey({ columns: [t.serverId, t.seq] }),
     index("agent_events_deployment_idx").on(t.deploymentId, t.seq).where(sql`${t.deploymentId} is not null`),
   ],
 );
@@ -589,11 +593,14 @@ export const gitHookDeliveries = pgTable(
   (t) => [primaryKey({ columns: [t.gitHost, t.deliveryId, t.projectId] })],
 );
 
-/** Structured log entries of an operation, from its agent or from the control plane. */
+/**
+ * Structured log entries of an operation, from its agent or from the control plane. Partitioned
+ * by month on `ts` (migration 0022), hence the key (id, ts); ids are unique by their sequence.
+ */
 export const deploymentLogs = pgTable(
   "deployment_logs",
   {
-    id: bigserial("id", { mode: "number" }).primaryKey(),
+    id: bigserial("id", { mode: "number" }).notNull(),
     organizationId: uuid("organization_id").notNull(),
     deploymentId: uuid("deployment_id").notNull(),
     ts: ts("ts").notNull(),
@@ -604,7 +611,11 @@ export const deploymentLogs = pgTable(
     data: jsonb("data").notNull().default({}),
     tx: txId(),
   },
-  (t) => [index("deployment_logs_deployment_idx").on(t.deploymentId, t.id), index("deployment_logs_org_tx_idx").on(t.organizationId, t.tx, t.id)],
+  (t) => [
+    primaryKey({ columns: [t.id, t.ts] }),
+    index("deployment_logs_deployment_idx").on(t.deploymentId, t.id),
+    index("deployment_logs_org_tx_idx").on(t.organizationId, t.tx, t.id),
+  ],
 );
 
 /** An organisation's live events other than log lines (status changes, server figures, migrations). */

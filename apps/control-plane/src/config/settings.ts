@@ -9,6 +9,7 @@ import { parseAllowList } from "../lib/outbound/address-policy.ts";
 import { parseKey } from "../lib/master-key.ts";
 import { DEFAULT_LINK_LIMITS } from "../modules/agents/link/limits.ts";
 import { hostnameProblem, MAX_BASE_DOMAIN_LENGTH } from "../modules/environments/domains.ts";
+import { DEFAULT_RETENTION } from "../modules/retention/retention.ts";
 
 /** pino's levels, which the control plane's logger takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -45,6 +46,13 @@ function positiveWhole(name: string) {
 function millis(name: string, max: number) {
   return (raw: string): number => {
     if (!/^[0-9]{1,9}$/.test(raw) || Number(raw) > max) throw new Error(`${name} must be a whole number of milliseconds from 0 to ${max}, got ${JSON.stringify(raw)}`);
+    return Number(raw);
+  };
+}
+
+function days(name: string) {
+  return (raw: string): number => {
+    if (!/^(?:0|[1-9][0-9]{0,5})$/.test(raw)) throw new Error(`${name} must be a whole number of days (0 keeps for good), got ${JSON.stringify(raw)}`);
     return Number(raw);
   };
 }
@@ -343,6 +351,22 @@ export const CONTROL_PLANE_SETTINGS = {
     defaultText: "`<BERTH_DATA_DIR>/migration-uploads`",
     description: "Where resumable migration uploads and import-URL downloads are assembled before they move, verified, into the backup store",
     parse: localPath,
+  }),
+  logRetentionDays: setting({
+    name: "BERTH_LOG_RETENTION_DAYS",
+    default: String(DEFAULT_RETENTION.logDays),
+    description:
+      "Days a deployment's log lines are kept; `0` keeps them as long as the deployment record (records are never deleted). " +
+      "The platform spec states both a 90-day cleanup and keeping logs for the life of the record: the default is the cleanup, `0` the other. " +
+      "Whole months expire at once, so a line goes between this many days and a month later",
+    parse: days("BERTH_LOG_RETENTION_DAYS"),
+  }),
+  agentEventRetentionDays: setting({
+    name: "BERTH_AGENT_EVENT_RETENTION_DAYS",
+    default: String(DEFAULT_RETENTION.agentEventDays),
+    description:
+      "Days the raw journal of what agents sent (steps, results, server logs; the table agent_events) is kept for support and audit; nothing in the product reads it back. `0` keeps it for good",
+    parse: days("BERTH_AGENT_EVENT_RETENTION_DAYS"),
   }),
   adminPassword: setting({
     name: "BERTH_ADMIN_PASSWORD",

@@ -1,5 +1,6 @@
 // Starts the background work of one replica on pg-boss (see db/jobs.ts for the policy):
-// the stuck-deployment sweep every 5 minutes, the backup scheduler every minute, and outgoing webhook deliveries with their
+// the stuck-deployment sweep every 5 minutes, the backup scheduler every minute, the retention of
+// the time-partitioned tables every hour (and once at start), and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
 // (repository URL credentials, webhook signing secrets) are sealed with the master key.
 import type pg from "pg";
@@ -11,6 +12,8 @@ import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup
 import { startMigrationJobs } from "../migrations/migration-jobs.ts";
 import { createUrlImport } from "../migrations/url-import.ts";
 import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
+import { RETENTION_CRON, RETENTION_QUEUE, runRetention, type RetentionSettings } from "../retention/retention.ts";
+import { retentionSettings } from "../../config.ts";
 
 export interface BackgroundWork {
   jobs: Jobs;
@@ -25,6 +28,8 @@ export async function startBackgroundWork(deps: {
   outbound?: RequestGuard;
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
   options?: JobsOptions | undefined;
+  /** How long the time-partitioned tables are kept (default: BERTH_LOG_RETENTION_DAYS and BERTH_AGENT_EVENT_RETENTION_DAYS). */
+  retention?: RetentionSettings;
   onError: (err: unknown) => void;
   /** A job's try failed (final: dead-lettered), for metrics. */
   onTryFailed?: (queue: string, final: boolean) => void;
@@ -43,6 +48,15 @@ export async function startBackgroundWork(deps: {
     for (const err of pass.errors) deps.onError(err);
   });
   await jobs.schedule(BACKUP_SCHEDULER_QUEUE, BACKUP_SCHEDULER_CRON);
+  // Month partitions ahead and expired ones dropped; once now too, so a replica started after a
+  // long stop makes the current month before its first hourly run. One run at a time across
+  // replicas (an advisory lock): a run that finds another one going does nothing.
+  const retention = deps.retention ?? retentionSettings();
+  await jobs.define(RETENTION_QUEUE, async () => {
+    await runRetention(deps.pool, retention, deps.clock.now());
+  });
+  await jobs.schedule(RETENTION_QUEUE, RETENTION_CRON);
+  await jobs.send(RETENTION_QUEUE, {});
   await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
   // Migrations: analysis, import-url downloads, and the cleanup of abandoned bytes.
   const urlImport = deps.outbound
