@@ -1,7 +1,8 @@
 // npm run drill:failover: three control-plane replicas behind HAProxy, real and simulated
 // agents, API clients and SSE subscribers, and a fault schedule (see README, Failover drill).
 // Prints a table per fault window and the goals, then ONE JSON line of the figures. Exits 1
-// when a loss, duplicate, gap, stuck operation or unfixed API error goal fails.
+// when a loss, duplicate, gap, stuck operation, unfixed API error or agent-not-back goal
+// fails (the p99 and the skewed agent's rejections are figures, reported but not gating).
 // Settings: DRILL_FAULTS (comma-separated, default all), DRILL_SIMS, DRILL_REAL_AGENTS,
 // DRILL_CUT_S, DRILL_PG_DOWN_S, DRILL_WINDOW_S, DRILL_SETTLE_S, DRILL_SKEW_S,
 // DRILL_JOURNAL_BOUND, DRILL_API_RATE, DRILL_LOG_DIR (test/drill/settings.ts).
@@ -19,7 +20,7 @@ console.log(table(result.rows));
 console.log("");
 for (const r of result.rows) for (const n of r.notes) console.log(`${r.fault}: ${n}`);
 console.log("");
-for (const g of result.goals) console.log(`${g.met ? "met    " : "NOT MET"}  ${g.name} (${g.detail})`);
+for (const g of result.goals) console.log(`${g.met ? "met    " : "NOT MET"}  ${g.name} (${g.detail})${g.gate ? "" : " [figure, does not fail the run]"}`);
 console.log(`logs of the replicas, HAProxy and the real agents: ${result.logDir}; load at the end ${load()}`);
 console.log(
   JSON.stringify(
@@ -34,4 +35,4 @@ console.log(
     }),
   ),
 );
-process.exit(result.goals.every((g) => g.met) ? 0 : 1);
+process.exit(result.goals.every((g) => g.met || !g.gate) ? 0 : 1);

@@ -6,19 +6,19 @@
 import { describe, expect, it } from "vitest";
 import { runDrill } from "./drill.ts";
 import { table } from "./report.ts";
-import type { DrillSettings } from "./settings.ts";
+import { ALL_FAULTS, type DrillSettings } from "./settings.ts";
 
 const SHORT: DrillSettings = {
   sims: 6,
   realAgents: 1,
-  cutS: 8,
+  cutS: 6,
   pgDownS: 3,
-  windowS: 12,
-  settleS: 10,
+  windowS: 10,
+  settleS: 8,
   skewS: -600,
   journalBound: 200,
   apiRatePerS: 2,
-  faults: ["kill9", "sigterm"],
+  faults: [...ALL_FAULTS],
   logDir: null,
 };
 
@@ -27,9 +27,10 @@ describe("failover drill (one of each fault, short windows)", () => {
     const lines: string[] = [];
     const result = await runDrill(SHORT, (l) => lines.push(l));
     const figures = table(result.rows);
-    const failed = result.goals.filter((g) => !g.met && !g.name.includes("p99"));
+    const failed = result.goals.filter((g) => g.gate && !g.met);
     expect(failed, `${figures}\n${result.rows.flatMap((r) => r.notes.map((n) => `${r.fault}: ${n}`)).join("\n")}\n${lines.join("\n")}`).toEqual([]);
-    // Each fault really happened and knocked agents off.
-    for (const fault of SHORT.faults) expect(result.rows.find((r) => r.fault === fault)?.affected, fault).toBeGreaterThan(0);
+    // Each fault really happened and knocked agents off (a PostgreSQL restart need not: links may survive it).
+    for (const fault of SHORT.faults.filter((f) => f !== "pg_restart")) expect(result.rows.find((r) => r.fault === fault)?.affected, fault).toBeGreaterThan(0);
+    expect(result.rows.find((r) => r.fault === "pg_restart")?.notes.join(" ")).toMatch(/PostgreSQL down/);
   });
 });

@@ -1,7 +1,9 @@
 // HAProxy (Debian's package) in front of the replicas: health-checked on /readyz every
 // 500 ms (down after 2 failures, up after 2 successes), long tunnel timeout for the agents'
 // WebSockets and the SSE streams, redispatch and retries for requests whose connection to a
-// replica failed. It listens on 127.0.0.1 and, when given, on the network namespace's veth
+// replica failed. A replica marked down keeps its open WebSockets and streams (no
+// shutdown-sessions): when PostgreSQL restarts every replica's /readyz fails at once, and
+// whether the links survive that is the product's to show, not the proxy's to decide. It listens on 127.0.0.1 and, when given, on the network namespace's veth
 // address too.
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
@@ -47,7 +49,6 @@ backend replicas
   balance leastconn
   option httpchk GET /readyz
   http-check expect status 200
-  default-server on-marked-down shutdown-sessions
 ${servers}
 `;
 }

@@ -8,6 +8,8 @@ export interface Goal {
   name: string;
   met: boolean;
   detail: string;
+  /** A loss, duplicate, gap, open operation, unfixed error or agent not back: fails the run (exit 1, the CI test). */
+  gate: boolean;
 }
 
 const sum = (rows: FaultFigures[], k: keyof FaultFigures) => rows.reduce((n, r) => n + (r[k] as number), 0);
@@ -18,10 +20,12 @@ export function judge(rows: FaultFigures[]): Goal[] {
     const r = rows.find((x) => x.fault === fault);
     if (!r) continue;
     const ok = r.notBack === 0 && (r.backP99S ?? 0) <= AGENTS_BACK_P99_GOAL_S;
-    goals.push({ name: `${fault}: agents back p99 <= ${AGENTS_BACK_P99_GOAL_S} s`, met: ok, detail: `p99 ${r.backP99S ?? "-"} s, ${r.notBack} not back of ${r.affected}` });
+    goals.push({ name: `${fault}: agents back p99 <= ${AGENTS_BACK_P99_GOAL_S} s`, met: ok, detail: `p99 ${r.backP99S ?? "-"} s, ${r.notBack} not back of ${r.affected}`, gate: false });
   }
+  const skew = rows.find((x) => x.fault === "clock_skew");
+  if (skew) goals.push({ name: "clock_skew: the skewed agent's commands verify", met: skew.commandsRejected === 0, detail: `${skew.commandsRejected} rejected`, gate: false });
   const notBack = sum(rows, "notBack");
-  goals.push({ name: "every agent back after every fault", met: notBack === 0, detail: `${notBack} not back within the window` });
+  goals.push({ name: "every agent back after every fault", met: notBack === 0, detail: `${notBack} not back within the window`, gate: true });
   for (const [k, label] of [
     ["commandsLost", "0 commands lost"],
     ["commandsRunTwice", "0 commands run twice"],
@@ -33,7 +37,7 @@ export function judge(rows: FaultFigures[]): Goal[] {
     ["apiNotFixed", "every API error fixed by a retry with the same key"],
   ] as const) {
     const n = sum(rows, k);
-    goals.push({ name: label, met: n === 0, detail: String(n) });
+    goals.push({ name: label, met: n === 0, detail: String(n), gate: true });
   }
   return goals;
 }
@@ -81,6 +85,7 @@ export function figuresJson(rows: FaultFigures[], goals: Goal[], extra: Record<s
       out[`${r.fault}_${unit}`] = v;
     }
   }
+  out.gates_met = goals.every((g) => g.met || !g.gate);
   out.goals_met = goals.every((g) => g.met);
   out.goals_failed = goals.filter((g) => !g.met).map((g) => g.name);
   return out;
