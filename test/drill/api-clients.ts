@@ -1,5 +1,5 @@
-// API clients: each organisation's CI job restarting its environment through HAProxy with an
-// Idempotency-Key, retrying a failed request (connection reset, 5xx, 409 "still in
+// API clients: each organisation's CI job restarting (and every fourth time deploying) its
+// environment through HAProxy with an Idempotency-Key, retrying a failed request (connection reset, 5xx, 409 "still in
 // progress") with the SAME key, then polling the task until it is terminal. Every request's
 // outcome is kept so the drill can say which errors a retry fixed and which it did not, and
 // whether a retry ever produced a second task.
@@ -60,14 +60,14 @@ export class ApiClient {
     return { status: res.status, body, retryAfterS: Number(res.headers.get("retry-after") ?? 1) || 1 };
   }
 
-  /** One restart with one key, retried with the same key until it is answered or RETRY_FOR_MS passed. */
-  private async restart(): Promise<string | null> {
+  /** One action with one key, retried with the same key until it is answered or RETRY_FOR_MS passed. */
+  private async act(action: "restart" | "deploy"): Promise<string | null> {
     const rec: ApiRequestRecord = { key: randomUUID(), at: Date.now(), errors: [], taskIds: new Set(), outcome: "failed" };
     this.requests.push(rec);
     let delay = 250;
     while (Date.now() - rec.at < RETRY_FOR_MS) {
       try {
-        const r = await this.call("POST", `/environments/${this.target.environmentId}/restart`, rec.key);
+        const r = await this.call("POST", `/environments/${this.target.environmentId}/${action}`, rec.key);
         if (r.status === 202 && typeof r.body?.task_id === "string") {
           rec.taskIds.add(r.body.task_id);
           rec.outcome = "accepted";
@@ -88,7 +88,6 @@ export class ApiClient {
       } catch (err) {
         rec.errors.push(`network: ${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message}`);
       }
-      if (this.stopped && rec.errors.length > 0 && Date.now() - rec.at > RETRY_FOR_MS) break;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 4000);
     }
@@ -111,8 +110,8 @@ export class ApiClient {
   start(): void {
     this.loop = (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * this.pauseMs));
-      while (!this.stopped) {
-        const taskId = await this.restart();
+      for (let n = 1; !this.stopped; n++) {
+        const taskId = await this.act(n % 4 === 0 ? "deploy" : "restart");
         if (taskId) {
           this.tasks.push(taskId);
           await this.waitTerminal(taskId);

@@ -48,6 +48,7 @@ export async function runDrill(settings: DrillSettings, log: (line: string) => v
     await sleep(settings.settleS * 1000);
     await w.stopTraffic();
     // The agents' last events and the streams' last frames.
+    for (const { sim } of w.sims) sim.quiet();
     await sleep(5000);
     await Promise.all(w.subscribers.map((s) => s.stop()));
     const rows = await computeFigures(w, trafficStart, windows);

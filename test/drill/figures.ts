@@ -26,6 +26,8 @@ export interface FaultFigures {
   apiFixedByRetry: number;
   apiNotFixed: number;
   deploymentsNonTerminal: number;
+  /** Replicas that exited in the window without being the fault's target. */
+  replicasDied: number;
   notes: string[];
 }
 
@@ -57,6 +59,7 @@ function emptyFigures(fault: string): FaultFigures {
     apiFixedByRetry: 0,
     apiNotFixed: 0,
     deploymentsNonTerminal: 0,
+    replicasDied: 0,
     notes: [],
   };
 }
@@ -75,6 +78,7 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
     r.backP50S = percentile(win.backS, 50);
     r.backP99S = percentile(win.backS, 99);
     r.notBack = win.notBack;
+    r.replicasDied = win.replicasDied.length;
     r.notes.push(...win.notes);
   });
 
@@ -94,12 +98,20 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
     if (c.deploymentId && (c.results > 0 || executions.has(c.commandId))) executedPerDeployment.set(c.deploymentId, (executedPerDeployment.get(c.deploymentId) ?? 0) + 1);
   }
 
-  // Operations: terminal after the settle time; one operation run by two commands counts as run twice.
+  // Operations: terminal after the settle time; one operation run by two commands counts as
+  // run twice, and so does one no client got a task id for (a request whose answer was lost
+  // and whose same-key retry made another operation instead of replaying the first).
   const orgIds = [...w.sims.map((e) => e.org.organization_id), ...w.reals.map((e) => e.org.organization_id)];
+  const known = new Set(w.clients.flatMap((c) => c.tasks));
+  const simOrgs = new Set(w.sims.map((e) => e.org.organization_id));
   for (const d of await w.ledger.deployments(orgIds)) {
     const r = at(d.createdAt);
     if (!TERMINAL_DEPLOYMENT_STATUSES.includes(d.status)) r.deploymentsNonTerminal++;
     if ((executedPerDeployment.get(d.id) ?? 0) > 1) r.commandsRunTwice++;
+    if (simOrgs.has(d.organizationId) && !known.has(d.id)) {
+      r.commandsRunTwice++;
+      r.notes.push(`operation ${d.id} (${d.status}) was made but no client got its task id`);
+    }
   }
 
   // Events of the simulated agents: numbered lines made vs rows stored.

@@ -35,6 +35,7 @@ export function judge(rows: FaultFigures[]): Goal[] {
     ["sseDuplicates", "0 SSE duplicates"],
     ["deploymentsNonTerminal", "0 deployments non-terminal after the settle time"],
     ["apiNotFixed", "every API error fixed by a retry with the same key"],
+    ["replicasDied", "no replica exits unless it is the fault's target"],
   ] as const) {
     const n = sum(rows, k);
     goals.push({ name: label, met: n === 0, detail: String(n), gate: true });
@@ -68,6 +69,7 @@ export function table(rows: FaultFigures[]): string {
     ["fixed", (r) => String(r.apiFixedByRetry)],
     ["not fixed", (r) => String(r.apiNotFixed)],
     ["open ops", (r) => String(r.deploymentsNonTerminal)],
+    ["died", (r) => String(r.replicasDied)],
   ];
   const cells = [cols.map(([h]) => h), ...rows.map((r) => cols.map(([, f]) => f(r)))];
   const widths = cols.map((_, i) => Math.max(...cells.map((row) => row[i]!.length)));

@@ -135,6 +135,12 @@ export class DrillSimAgent {
     this.connect();
   }
 
+  /** Makes no more log lines (the drill reads the ledger once the last ones had time to arrive). */
+  quiet(): void {
+    if (this.logTimer) clearInterval(this.logTimer);
+    this.logTimer = null;
+  }
+
   stop(): void {
     this.stopped = true;
     for (const t of [this.pingTimer, this.logTimer, this.reconnectTimer]) if (t) clearInterval(t);

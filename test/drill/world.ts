@@ -89,10 +89,19 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
   const logDir = settings.logDir ?? (await mkdtemp(path.join(os.tmpdir(), "berth-drill-logs-")));
   const dataDir = await mkdtemp(path.join(os.tmpdir(), "berth-drill-data-"));
   const cleanups: (() => Promise<unknown>)[] = [() => rm(dataDir, { recursive: true, force: true })];
+  // Interrupted (Ctrl-C, a CI timeout), the drill still removes its namespace and processes.
+  const onSignal = (signal: NodeJS.Signals) => {
+    log(`${signal}: tearing down`);
+    void teardown().finally(() => process.exit(130));
+  };
   const teardown = async () => {
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
     for (const c of cleanups.reverse()) await c().catch((err: unknown) => log(`cleanup: ${(err as Error).message}`));
     cleanups.length = 0;
   };
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
   try {
     log(`logs: ${logDir}`);
     const pg = await startDrillPostgres();
