@@ -150,7 +150,15 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
     });
     const unannounced = missing - announced;
     if (unannounced > 0) at(firstMissingAt).eventsLost += unannounced;
-    if (missing > 0 || announced > 0) at(firstMissingAt || Date.now()).notes.push(`overflow agent: ${missing} lines not stored, the stored drop notice announces ${announced} dropped; ${sim.pending} events still pending`);
+    // The journal's order: debug lines go before any info line does.
+    const missingOf = (level: string) => sim.lineLevels.filter((l, i) => l === level && !got.has(i + 1)).length;
+    const storedDebug = sim.lineLevels.filter((l, i) => l === "debug" && got.has(i + 1)).length;
+    const order = missingOf("info") > 0 && storedDebug > 0 ? `; ${storedDebug} debug lines were kept while info lines were dropped (the journal promises debug first)` : "";
+    if (missing > 0 || announced > 0) {
+      at(firstMissingAt || Date.now()).notes.push(
+        `overflow agent: ${missing} lines not stored (${missingOf("debug")} debug, ${missingOf("info")} info), the stored drop notice announces ${announced} dropped; ${sim.pending} events still pending${order}`,
+      );
+    }
   }
 
   // The real agents: stats and deployment log lines are not stored per seq, so their events are

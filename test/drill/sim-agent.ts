@@ -81,6 +81,7 @@ export class DrillSimAgent {
   /** Log lines made (numbered 1..logsMade); lineTimes[n - 1] is when line n was made. */
   logsMade = 0;
   readonly lineTimes: number[] = [];
+  readonly lineLevels: ("info" | "debug")[] = [];
   connects = 0;
   readonly closes: number[] = [];
   connected = false;
@@ -158,6 +159,7 @@ export class DrillSimAgent {
   log(level: "info" | "debug" = "info"): void {
     this.logsMade++;
     this.lineTimes.push(Date.now());
+    this.lineLevels.push(level);
     this.append({ kind: "log", command_id: null, deployment_id: null, level, message: `drill-line ${this.logsMade}`, step: null });
   }
 

@@ -14,7 +14,7 @@ import { agentJournal } from "./agent-journal.ts";
 import { ApiClient } from "./api-clients.ts";
 import { startHaproxy, type Haproxy } from "./haproxy.ts";
 import { Ledger } from "./ledger.ts";
-import { createNetns, NETNS_HOST_ADDRESS, type Netns } from "./netns.ts";
+import { createNetns, type Netns } from "./netns.ts";
 import { startDrillPostgres, type DrillPostgres } from "./postgres.ts";
 import { DrillRealAgent } from "./real-agent.ts";
 import { makeReplica, type Replica } from "./replicas.ts";
@@ -118,9 +118,9 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     log(`replicas on ports ${replicas.map((r) => r.port).join(", ")}`);
 
     const wantNetns = settings.faults.includes("net_cut");
-    const netns = wantNetns ? await createNetns("0") : null;
+    const netns = wantNetns ? await createNetns() : null;
     if (netns) cleanups.push(() => netns.remove());
-    const haproxy = await startHaproxy({ port: await freePort(), extraBinds: netns ? [NETNS_HOST_ADDRESS] : [], replicaPorts: replicas.map((r) => r.port), dir: logDir });
+    const haproxy = await startHaproxy({ port: await freePort(), extraBinds: netns ? [netns.hostAddress] : [], replicaPorts: replicas.map((r) => r.port), dir: logDir });
     cleanups.push(() => haproxy.stop());
     log(`haproxy at ${haproxy.url}`);
 
@@ -165,7 +165,7 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     for (const [i, role] of roles.entries()) {
       const org = await newOrg(`Drill real ${role} ${i + 1}`);
       const agent = await DrillRealAgent.create(`${role}${i}`, logDir);
-      const url = role === "netns" ? `http://${NETNS_HOST_ADDRESS}:${new URL(haproxy.url).port}` : haproxy.url;
+      const url = role === "netns" && netns ? `http://${netns.hostAddress}:${new URL(haproxy.url).port}` : haproxy.url;
       await agent.enroll(url, await token(org), org.server_id);
       agent.start(role === "netns" && netns ? { prefix: netns.prefix } : {});
       reals.push({ agent, org, role });
