@@ -110,7 +110,11 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
     if ((executedPerDeployment.get(d.id) ?? 0) > 1) r.commandsRunTwice++;
     if (simOrgs.has(d.organizationId) && !known.has(d.id)) {
       r.commandsRunTwice++;
-      r.notes.push(`operation ${d.id} (${d.status}) was made but no client got its task id`);
+      // The request that made it: the organisation's last one started before it.
+      const client = w.clients.find((c) => c.target.organizationId === d.organizationId);
+      const req = client?.requests.filter((q) => q.at <= d.createdAt).at(-1);
+      const seen = req ? [...new Set(req.errors)].join(", ") : "no request found";
+      r.notes.push(`operation ${d.id} (${d.status}) was made but no client got its task id; its request saw: ${seen}; it ended ${req?.outcome ?? "?"} with task ${req ? [...req.taskIds].join(",") || "none" : "?"}`);
     }
   }
 
