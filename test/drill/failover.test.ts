@@ -3,6 +3,7 @@
 // command, lost or duplicated event, SSE gap or duplicate, operation left open, API error a
 // retry with the same key did not fix, or agent not back within its window. How fast the
 // agents come back is the full drill's figure (npm run drill:failover), not asserted here.
+import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { runDrill } from "./drill.ts";
 import { table } from "./report.ts";
@@ -28,9 +29,11 @@ describe("failover drill (one of each fault, short windows)", () => {
     const result = await runDrill(SHORT, (l) => lines.push(l));
     const figures = table(result.rows);
     const failed = result.goals.filter((g) => g.gate && !g.met);
-    expect(failed, `${figures}\n${result.rows.flatMap((r) => r.notes.map((n) => `${r.fault}: ${n}`)).join("\n")}\n${lines.join("\n")}`).toEqual([]);
+    expect(failed, `logs: ${result.logDir}\n${figures}\n${result.rows.flatMap((r) => r.notes.map((n) => `${r.fault}: ${n}`)).join("\n")}\n${lines.join("\n")}`).toEqual([]);
     // Each fault really happened and knocked agents off (a PostgreSQL restart need not: links may survive it).
     for (const fault of SHORT.faults.filter((f) => f !== "pg_restart")) expect(result.rows.find((r) => r.fault === fault)?.affected, fault).toBeGreaterThan(0);
     expect(result.rows.find((r) => r.fault === "pg_restart")?.notes.join(" ")).toMatch(/PostgreSQL down/);
+    // The logs of the replicas, HAProxy and the agents are kept only when the drill failed.
+    rmSync(result.logDir, { recursive: true, force: true });
   });
 });
