@@ -26,10 +26,12 @@ readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # pebble-challtestsrv) and openssl: the ACME server, DNS and certificates of the proxy tests;
 # openssh-server (sshd) and python3-venv: the private Git host and the Python layer of the
 # add-on repository tests; zsh and fish (bash is there): the CLI's completion scripts are
-# tested in each shell; bsdutils (script): the CLI's terminal tests run it under a pseudo-terminal.
+# tested in each shell; bsdutils (script): the CLI's terminal tests run it under a pseudo-terminal;
+# haproxy: the failover drill's load balancer in front of three replicas; faketime (libfaketime):
+# the drill's agent with a skewed clock.
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
 	binutils util-linux debootstrap shellcheck g++ make python3 g++-aarch64-linux-gnu qemu-user-static chromium fonts-dejavu-core
-	caddy pebble openssl openssh-server python3-venv zsh fish bsdutils)
+	caddy pebble openssl openssh-server python3-venv zsh fish bsdutils haproxy faketime)
 
 die() {
 	echo "docker-setup: $*" >&2

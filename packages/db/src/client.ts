@@ -12,10 +12,21 @@ export interface DbHandle {
   close(): Promise<void>;
 }
 
-export function createDb(connectionString: string, options: { max?: number } = {}): DbHandle {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 20 });
-  // An idle client that loses its server must not crash the process; the next query reconnects.
+/**
+ * Keeps a lost database server from crashing the process: an idle client's error goes to the
+ * pool's listener, and every client gets a listener of its own for the time it is checked out
+ * (pg-pool removes its idle listener then, and a client in use when PostgreSQL restarts emits
+ * 'error', which with no listener is an uncaught exception). The queries in flight still fail
+ * and the pool discards the broken client when it is released; the next query reconnects.
+ */
+export function survivePgRestarts(pool: pg.Pool): pg.Pool {
   pool.on("error", () => {});
+  pool.on("connect", (client) => client.on("error", () => {}));
+  return pool;
+}
+
+export function createDb(connectionString: string, options: { max?: number } = {}): DbHandle {
+  const pool = survivePgRestarts(new pg.Pool({ connectionString, max: options.max ?? 20 }));
   const db = drizzle(pool, { schema });
   return { pool, db, close: () => pool.end() };
 }

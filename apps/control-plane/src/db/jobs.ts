@@ -26,6 +26,7 @@
 // left in place (with its finished jobs) for an operator to drop.
 import pg from "pg";
 import { PgBoss, type Db, type JobResult, type JobWithMetadata, type Queue } from "pg-boss";
+import { survivePgRestarts } from "@berth/db";
 
 export const JOB_POLICY = {
   /** Retries after the first try. */
@@ -148,8 +149,8 @@ export async function startJobs(deps: {
   let running = true;
 
   // Slot connections: one per running job of this replica, never more than the system-wide cap.
-  const slotPool = new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots });
-  slotPool.on("error", () => {});
+  // A slot's client stays checked out for the whole job: a PostgreSQL restart meanwhile must not crash the replica.
+  const slotPool = survivePgRestarts(new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots }));
   let stopping = false;
 
   async function withSlot<R>(fn: () => Promise<R>): Promise<R> {

@@ -5,7 +5,7 @@
 // fsync takes milliseconds these would otherwise queue with the writes that must wait for it.
 import pg from "pg";
 import { drizzle } from "drizzle-orm/node-postgres";
-import { schema, type Database } from "@berth/db";
+import { schema, survivePgRestarts, type Database } from "@berth/db";
 
 export interface RelaxedDb {
   pool: pg.Pool;
@@ -14,7 +14,6 @@ export interface RelaxedDb {
 }
 
 export function createRelaxedDb(pool: pg.Pool, max = 3): RelaxedDb {
-  const relaxed = new pg.Pool({ ...pool.options, max, options: "-c synchronous_commit=off" });
-  relaxed.on("error", () => {});
+  const relaxed = survivePgRestarts(new pg.Pool({ ...pool.options, max, options: "-c synchronous_commit=off" }));
   return { pool: relaxed, db: drizzle(relaxed, { schema }), close: () => relaxed.end() };
 }

@@ -1,0 +1,59 @@
+// One run of the failover drill: stand the world up, let traffic run for a baseline window,
+// run each fault in its own window with traffic still running, let in-flight work finish,
+// stop the traffic, read the ledger and judge the goals. The world is torn down whatever
+// happened (the network namespace, the replicas, HAProxy, PostgreSQL, the agents' state).
+import { runFault, type FaultWindow } from "./faults.ts";
+import { computeFigures, type FaultFigures } from "./figures.ts";
+import { judge, type Goal } from "./report.ts";
+import type { DrillSettings } from "./settings.ts";
+import { buildWorld } from "./world.ts";
+
+export interface DrillResult {
+  rows: FaultFigures[];
+  goals: Goal[];
+  windows: FaultWindow[];
+  logDir: string;
+  /** Issue calls of the drill's own that failed (PostgreSQL down), not product errors. */
+  drillIssueFailures: number;
+  durationS: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function runDrill(settings: DrillSettings, log: (line: string) => void): Promise<DrillResult> {
+  const t0 = Date.now();
+  const w = await buildWorld(settings, log);
+  try {
+    const trafficStart = Date.now();
+    // Work for the real agents: a diagnostics command each every 3 s.
+    let issuing = true;
+    const issuer = (async () => {
+      while (issuing) {
+        await Promise.all(w.reals.filter((r) => r.agent.running).map((r) => w.issueDiagnostics(r.org.server_id, r.org.organization_id)));
+        await sleep(3000);
+      }
+    })();
+    log(`baseline: ${settings.windowS} s of traffic`);
+    await sleep(settings.windowS * 1000);
+    const windows: FaultWindow[] = [];
+    for (const fault of settings.faults) {
+      log(`fault: ${fault}`);
+      const win = await runFault(w, fault);
+      windows.push(win);
+      log(`  ${win.affected} affected, back: ${win.backS.length}, not back: ${win.notBack}; ${win.notes.join("; ")}`);
+    }
+    issuing = false;
+    await issuer;
+    log(`settling: ${settings.settleS} s for in-flight work, then stopping the clients`);
+    await sleep(settings.settleS * 1000);
+    await w.stopTraffic();
+    // The agents' last events and the streams' last frames.
+    for (const { sim } of w.sims) sim.quiet();
+    await sleep(5000);
+    await Promise.all(w.subscribers.map((s) => s.stop()));
+    const rows = await computeFigures(w, trafficStart, windows);
+    return { rows, goals: judge(rows), windows, logDir: w.logDir, drillIssueFailures: w.issueFailures, durationS: Math.round((Date.now() - t0) / 1000) };
+  } finally {
+    await w.teardown();
+  }
+}
