@@ -101,7 +101,11 @@ export function createDelivery(opts: DeliveryOptions) {
     /** A command was written (server_id:command_id); one this replica sent when it was issued needs nothing. */
     onCommandNotice(payload: string) {
       const { conn, commandId } = target(live, payload);
-      if (conn && !(commandId && conn.delivered.has(commandId))) void deliver(conn);
+      // A read that fails (PostgreSQL restarting) must not end the process: the command stays
+      // pending, and the outbox sweep or the agent's next connection delivers it.
+      if (conn && !(commandId && conn.delivered.has(commandId))) {
+        deliver(conn).catch((err: unknown) => opts.log.warn({ err, serverId: conn.serverId }, "command delivery deferred: the outbox could not be read"));
+      }
     },
 
     /** A command the agent took is to stop (server_id:command_id). */
