@@ -18,6 +18,8 @@ const SHORT: DrillSettings = {
   settleS: 8,
   skewS: -600,
   journalBound: 200,
+  drainSettleMs: 1500,
+  drainHandoverMs: 3000,
   apiRatePerS: 2,
   faults: [...ALL_FAULTS],
   logDir: null,

@@ -72,12 +72,15 @@ async function stopReplica(w: World, signal: NodeJS.Signals, win: FaultWindow): 
   win.affected = affected.size;
   win.startedAt = Date.now();
   const stopped = victim.stop(signal).then(() => (Date.now() - win.startedAt) / 1000);
-  const r = await awaitBack(w, affected, win.startedAt, win.startedAt + w.settings.windowS * 1000, replicaId);
+  // A draining replica keeps its agents until it hands them over, after its settle and within its handover window.
+  const drainMs = signal === "SIGTERM" ? w.settings.drainSettleMs + w.settings.drainHandoverMs : 0;
+  const windowEnd = win.startedAt + drainMs + w.settings.windowS * 1000;
+  const r = await awaitBack(w, affected, win.startedAt, windowEnd, replicaId);
   win.backS = r.backS;
   win.notBack = r.notBack;
   const stopS = await stopped;
   win.notes.push(`replica ${index} held ${affected.size} agents; it exited ${stopS.toFixed(1)} s after ${signal}`);
-  await sleep(Math.max(0, win.startedAt + w.settings.windowS * 1000 - Date.now()));
+  await sleep(Math.max(0, windowEnd - Date.now()));
   await victim.start();
   // Its probe finds it again (after its backoff), so the next fault knows which replica is which.
   const probe = w.probes[index]!;

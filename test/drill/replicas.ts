@@ -25,6 +25,7 @@ export interface ReplicaOptions {
   masterKey: Buffer;
   dataDir: string;
   logDir: string;
+  drain: { settleMs: number; handoverMs: number };
 }
 
 async function ready(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
@@ -70,6 +71,8 @@ export async function makeReplica(index: number, opts: ReplicaOptions): Promise<
           // Every agent reaches the replicas through one proxy address.
           BERTH_AGENT_HANDSHAKES_PER_ADDRESS: "10000",
           BERTH_AGENT_HELLOS_PER_ADDRESS_PER_MINUTE: "100000",
+          BERTH_DRAIN_SETTLE_MS: String(opts.drain.settleMs),
+          BERTH_DRAIN_HANDOVER_MS: String(opts.drain.handoverMs),
           NODE_ENV: "production",
         },
         stdio: ["ignore", "pipe", "pipe"],

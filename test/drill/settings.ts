@@ -21,6 +21,14 @@ export interface DrillSettings {
   skewS: number;
   /** The journal bound of the overflow fault's agent (pending events). */
   journalBound: number;
+  /**
+   * The replicas' drain (BERTH_DRAIN_SETTLE_MS, BERTH_DRAIN_HANDOVER_MS): HAProxy, checking
+   * /readyz every 500 ms and failing a server after 2 checks, has noticed within the settle;
+   * the handover window suits the drill's small fleet. A SIGTERM's agents are judged back
+   * within settle + handover + the fault window.
+   */
+  drainSettleMs: number;
+  drainHandoverMs: number;
   /** API requests each client starts a second (all clients together). */
   apiRatePerS: number;
   faults: FaultName[];
@@ -52,6 +60,8 @@ export function drillSettingsFromEnv(): DrillSettings {
     settleS: num("DRILL_SETTLE_S", 20),
     skewS: num("DRILL_SKEW_S", -600, true),
     journalBound: num("DRILL_JOURNAL_BOUND", 200),
+    drainSettleMs: num("DRILL_DRAIN_SETTLE_MS", 1500),
+    drainHandoverMs: num("DRILL_DRAIN_HANDOVER_MS", 3000),
     apiRatePerS: num("DRILL_API_RATE", 8),
     faults: faults as FaultName[],
     logDir: process.env.DRILL_LOG_DIR ?? null,

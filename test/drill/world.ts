@@ -110,7 +110,7 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     cleanups.push(() => ledger.close());
     const masterKey = randomBytes(32);
     const replicas: Replica[] = [];
-    for (let i = 0; i < 3; i++) replicas.push(await makeReplica(i, { databaseUrl: pg.url, masterKey, dataDir, logDir }));
+    for (let i = 0; i < 3; i++) replicas.push(await makeReplica(i, { databaseUrl: pg.url, masterKey, dataDir, logDir, drain: { settleMs: settings.drainSettleMs, handoverMs: settings.drainHandoverMs } }));
     cleanups.push(() => Promise.all(replicas.map((r) => r.stop("SIGKILL"))));
     // The first replica migrates the database; the others start on it.
     await replicas[0]!.start();
