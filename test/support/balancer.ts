@@ -3,6 +3,7 @@
 // new connection to the first upstream whose last answer was 200 (none: the connection is
 // dropped). Connections already open stay where they are, as with HAProxy.
 import net from "node:net";
+import { splice } from "./tcp-proxy.ts";
 
 export interface Balancer {
   port: number;
@@ -50,15 +51,7 @@ export async function startBalancer(upstreams: readonly number[], checkMs = 50):
     const target = upstreams.find((p) => healthy.get(p));
     if (target === undefined) return client.destroy();
     routed.push(target);
-    const upstream = net.connect(target, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-    client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
+    splice(client, net.connect(target, "127.0.0.1"), sockets);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const port = (server.address() as net.AddressInfo).port;

@@ -9,20 +9,24 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
+/** Joins a client's connection to its upstream both ways, each tracked in `sockets` while open; one closing closes the other. */
+export function splice(client: net.Socket, upstream: net.Socket, sockets: Set<net.Socket>): void {
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+    s.on("error", () => {});
+  }
+  client.pipe(upstream).pipe(client);
+  client.on("close", () => upstream.destroy());
+  upstream.on("close", () => client.destroy());
+}
+
 export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   const sockets = new Set<net.Socket>();
   let up = true;
   const server = net.createServer((client) => {
     if (!up) return client.destroy();
-    const upstream = net.connect(targetPort, "127.0.0.1");
-    for (const s of [client, upstream]) {
-      sockets.add(s);
-      s.on("close", () => sockets.delete(s));
-      s.on("error", () => {});
-    }
-    client.pipe(upstream).pipe(client);
-    client.on("close", () => upstream.destroy());
-    upstream.on("close", () => client.destroy());
+    splice(client, net.connect(targetPort, "127.0.0.1"), sockets);
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const addr = server.address() as net.AddressInfo;
