@@ -8,12 +8,10 @@
 import WebSocket from "ws";
 import {
   AGENT_CONNECT_PATH,
-  AGENT_ENROLL_PATH,
   CONTROL_PLANE_MESSAGE_TYPES,
   MAX_EVENTS_PER_BATCH,
   PROTOCOL_VERSIONS,
   encodeFrame,
-  exportPublicKey,
   generateKeyPair,
   importPublicKey,
   parseFrame,
@@ -27,6 +25,7 @@ import {
   type Payload,
   type SignedCommand,
 } from "@berth/protocol";
+import { enrollSimulatedAgent } from "../support/sim-agent.ts";
 
 export interface SimAgentOptions {
   /** Where it enrols and connects (HAProxy). */
@@ -113,19 +112,10 @@ export class DrillSimAgent {
   }
 
   async enroll(): Promise<void> {
-    const res = await fetch(`${this.opts.url}${AGENT_ENROLL_PATH}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        token: this.opts.token,
-        public_key: exportPublicKey(this.keys.publicKey),
-        agent_version: "drill-sim-1.0.0",
-        host: { hostname: "drill-sim", os: "Debian 12", arch: "x64", cpu_cores: 2, ram_mb: 4096, disk_gb: 40, docker_version: "28.2.2" },
-      }),
+    this.identity = await enrollSimulatedAgent(this.opts.url, this.opts.token, this.keys, {
+      agentVersion: "drill-sim-1.0.0",
+      host: { hostname: "drill-sim", os: "Debian 12", arch: "x64", cpu_cores: 2, ram_mb: 4096, disk_gb: 40, docker_version: "28.2.2" },
     });
-    const body = await res.json();
-    if (res.status !== 200) throw new Error(`enroll failed: ${res.status} ${JSON.stringify(body)}`);
-    this.identity = body as EnrollResponse;
   }
 
   start(): void {

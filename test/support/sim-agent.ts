@@ -29,6 +29,18 @@ export interface SimAgentOptions {
   now?: () => Date;
 }
 
+/** Enrols a simulated agent over POST /agent/v1/enroll; a refusal throws with its status and body. */
+export async function enrollSimulatedAgent(baseUrl: string, token: string, keys: KeyPair, as: { agentVersion: string; host: Record<string, unknown> }): Promise<EnrollResponse> {
+  const res = await fetch(`${baseUrl}${AGENT_ENROLL_PATH}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ token, public_key: exportPublicKey(keys.publicKey), agent_version: as.agentVersion, host: as.host }),
+  });
+  const body = await res.json();
+  if (res.status !== 200) throw Object.assign(new Error(`enroll failed: ${res.status} ${JSON.stringify(body)}`), { status: res.status, body });
+  return body as EnrollResponse;
+}
+
 export class SimAgent {
   readonly keys: KeyPair = generateKeyPair();
   identity!: EnrollResponse;
@@ -46,19 +58,10 @@ export class SimAgent {
   constructor(readonly opts: SimAgentOptions) {}
 
   async enroll(): Promise<EnrollResponse> {
-    const res = await fetch(`${this.opts.baseUrl}${AGENT_ENROLL_PATH}`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({
-        token: this.opts.token,
-        public_key: exportPublicKey(this.keys.publicKey),
-        agent_version: "sim-1.0.0",
-        host: { hostname: "sim-host", os: "Debian 12", arch: "x64", cpu_cores: 8, ram_mb: 32768, disk_gb: 500, docker_version: "28.2.2" },
-      }),
+    this.identity = await enrollSimulatedAgent(this.opts.baseUrl, this.opts.token, this.keys, {
+      agentVersion: "sim-1.0.0",
+      host: { hostname: "sim-host", os: "Debian 12", arch: "x64", cpu_cores: 8, ram_mb: 32768, disk_gb: 500, docker_version: "28.2.2" },
     });
-    const body = await res.json();
-    if (res.status !== 200) throw Object.assign(new Error(`enroll failed: ${res.status} ${JSON.stringify(body)}`), { status: res.status, body });
-    this.identity = body as EnrollResponse;
     return this.identity;
   }
 
