@@ -186,3 +186,71 @@ describe("a duplicate while the first request is in flight", () => {
     }
   });
 });
+
+describe("a retry after the operation was made but its answer was lost", () => {
+  // What a replica that died (or lost PostgreSQL) between the operation's commit and keeping
+  // the answer leaves behind: the claim still in flight, its holder gone.
+  const abandonClaim = (k: string) =>
+    cp.database.pool.query(
+      `update idempotency_records set state = 'in_flight', status_code = null, response_body = null, response_headers = null,
+         locked_at = locked_at - interval '2 minutes' where key = $1`,
+      [k],
+    );
+  // What a request that failed with a 5xx after the commit leaves: the key given up.
+  const releaseClaim = (k: string) => cp.database.pool.query("delete from idempotency_records where key = $1", [k]);
+  const operations = async (environmentId: string) =>
+    (await cp.database.pool.query("select id from deployments where environment_id = $1", [environmentId])).rows.map((r) => r.id as string);
+
+  for (const [lost, lose] of [
+    ["the claim was abandoned", abandonClaim],
+    ["the key was released", releaseClaim],
+  ] as const) {
+    it(`${lost}: the same key gets the operation it made, even after it finished, and nothing is made twice`, async () => {
+      const d = await demo();
+      const api = publicClient(cp.app, d.api_keys.org_rw);
+      const env = d.environments.running;
+      const k = key();
+      const first = await api.post(`/environments/${env}/restart`, undefined, { "idempotency-key": k });
+      expect(first.status).toBe(202);
+      // The operation ran to its end meanwhile: nothing active would refuse a second one.
+      await cp.database.pool.query("update deployments set status = 'success', completed_at = now() where id = $1", [first.body.task_id]);
+      await lose(k);
+      const retry = await api.post(`/environments/${env}/restart`, undefined, { "idempotency-key": k });
+      expect(retry.status).toBe(202);
+      expect(retry.body.task_id).toBe(first.body.task_id);
+      expect(await operations(env)).toEqual([first.body.task_id]);
+      // Another key is another request.
+      const other = await api.post(`/environments/${env}/restart`, undefined, { "idempotency-key": key() });
+      expect(other.status).toBe(202);
+      expect(other.body.task_id).not.toBe(first.body.task_id);
+    });
+  }
+
+  it("a backup: the retry answers with the backup the first try made, and no second record is left", async () => {
+    const d = await demo();
+    const api = publicClient(cp.app, d.api_keys.org_rw);
+    const env = d.environments.running;
+    const k = key();
+    const first = await api.post(`/environments/${env}/backups`, {}, { "idempotency-key": k });
+    expect(first.status).toBe(202);
+    await abandonClaim(k);
+    const retry = await api.post(`/environments/${env}/backups`, {}, { "idempotency-key": k });
+    expect(retry.status).toBe(202);
+    expect(retry.body).toMatchObject({ task_id: first.body.task_id, backup_id: first.body.backup_id });
+    const { rows } = await cp.database.pool.query("select id from backups where environment_id = $1", [env]);
+    expect(rows.map((r) => r.id)).toEqual([first.body.backup_id]);
+  });
+
+  it("after 24 hours the key no longer finds its operation: a new request makes a new one", async () => {
+    const d = await demo();
+    const api = publicClient(cp.app, d.api_keys.org_rw);
+    const env = d.environments.running;
+    const k = key();
+    const first = await api.post(`/environments/${env}/restart`, undefined, { "idempotency-key": k });
+    await cp.database.pool.query("update deployments set status = 'success', completed_at = now() where id = $1", [first.body.task_id]);
+    cp.clock.advance(24 * 3600_000 + 60_000);
+    const later = await api.post(`/environments/${env}/restart`, undefined, { "idempotency-key": k });
+    expect(later.status).toBe(202);
+    expect(later.body.task_id).not.toBe(first.body.task_id);
+  });
+});

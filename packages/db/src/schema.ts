@@ -274,12 +274,20 @@ export const deployments = pgTable(
     stepsCompleted: integer("steps_completed").notNull().default(0),
     totalSteps: integer("total_steps").notNull().default(0),
     errorMessage: text("error_message"),
+    /**
+     * The idempotency key of the API request that made it (public spec 4.4) and whose key it
+     * is: written in the operation's own transaction, so a retry after the answer was lost
+     * finds this operation instead of making a second one.
+     */
+    idempotencyScope: text("idempotency_scope"),
+    idempotencyKey: text("idempotency_key"),
     createdAt: ts("created_at").notNull().defaultNow(),
     startedAt: ts("started_at"),
     completedAt: ts("completed_at"),
   },
   (t) => [
     uniqueIndex("deployments_env_version_key").on(t.environmentId, t.version),
+    index("deployments_idempotency_idx").on(t.idempotencyScope, t.idempotencyKey).where(sql`${t.idempotencyKey} is not null`),
     // The database, not a check-then-insert, guarantees one active operation per environment.
     uniqueIndex("deployments_one_active_per_env")
       .on(t.environmentId)

@@ -4,6 +4,7 @@ import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../lib/errors.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { KeyAccess } from "./api-key-format.ts";
+import type { Actor } from "../deployments/deployments.service.ts";
 
 export interface KeyPrincipal {
   keyId: string;
@@ -29,6 +30,11 @@ declare module "fastify" {
 export function principalOf(request: FastifyRequest): KeyPrincipal {
   if (!request.principal) throw new DomainError("authentication_required", "Send your API key as: Authorization: Bearer <API_KEY>");
   return request.principal;
+}
+
+/** The key as the actor of what it asks for, with the request's idempotency key if it holds one. */
+export function keyActorOf(request: FastifyRequest): Actor {
+  return { userId: null, apiKeyId: principalOf(request).keyId, idempotency: request.idempotencyClaim };
 }
 
 export function scopeOf(request: FastifyRequest): Scope {

@@ -5,7 +5,7 @@ import type { FastifyRequest } from "fastify";
 import { publicUrl } from "../../config.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { installOrigin } from "../agent-releases/install-origin.ts";
-import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
+import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse } from "../deployments/deployments.routes.ts";
 import type { BackupsService } from "./backups.service.ts";
 
@@ -89,7 +89,7 @@ export function backupsRoutes(service: BackupsService, publicPrefix: string): Fa
         },
       },
       async (request, reply) => {
-        const { op, backupId } = await service.create(scopeOf(request), request.params.id, request.body ?? {}, { userId: null, apiKeyId: principalOf(request).keyId });
+        const { op, backupId } = await service.create(scopeOf(request), request.params.id, request.body ?? {}, keyActorOf(request));
         return reply.code(202).send({ ...accepted(op), backup_id: backupId });
       },
     );
@@ -148,7 +148,7 @@ export function backupsRoutes(service: BackupsService, publicPrefix: string): Fa
         },
       },
       async (request, reply) =>
-        reply.code(202).send(accepted(await service.restore(scopeOf(request), request.params.id, request.body.backup_id, { userId: null, apiKeyId: principalOf(request).keyId }))),
+        reply.code(202).send(accepted(await service.restore(scopeOf(request), request.params.id, request.body.backup_id, keyActorOf(request)))),
     );
   };
 }

@@ -121,6 +121,11 @@ export function createBackupsService(deps: {
         // A scheduled backup's operation says so (trigger "scheduled"); any other is the caller's.
         const trigger = input.backup_type === "scheduled" ? { trigger: "scheduled" } : {};
         const op = await deps.deployments.requestOperation(scope, env.id, "backup", actor, { id: taskId, extraData: { backup_id: backupId }, ...trigger });
+        if (op.id !== taskId) {
+          // A retry of a request that made its backup before its answer was lost: that one is the answer.
+          await deps.backups.delete(backupId);
+          return { op, backupId: String((op.extraData as { backup_id?: string }).backup_id) };
+        }
         return { op, backupId };
       } catch (err) {
         await deps.backups.delete(backupId);

@@ -1,7 +1,7 @@
 // SQL for operations (rows of `deployments`). Creating one locks the environment row,
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
-import { and, count, eq, getTableColumns, inArray, isNull, sql } from "drizzle-orm";
+import { and, count, eq, getTableColumns, gt, inArray, isNull, sql } from "drizzle-orm";
 import { isUniqueViolation } from "../../lib/errors.ts";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { ACTIVE_STATUSES } from "./deployment-state.ts";
@@ -45,6 +45,8 @@ export type NewOperation = Omit<typeof deployments.$inferInsert, "version" | "or
 
 export type CreateOutcome =
   | { kind: "created"; row: DeploymentRow }
+  /** The operation the same request (same idempotency scope and key) made before. */
+  | { kind: "existing"; row: DeploymentRow }
   | { kind: "not_found" }
   | { kind: "busy"; active: DeploymentRow }
   | { kind: "refused"; environment: EnvironmentRow };
@@ -144,6 +146,8 @@ export function createDeploymentsRepo(db: Database) {
       allowed: (env: EnvironmentRow) => boolean,
       /** Fields taken from the environment as it is under the lock (e.g. a configuration snapshot). */
       fill: (env: EnvironmentRow) => Partial<NewOperation> = () => ({}),
+      /** With op's idempotency key: an operation made with it since then is this request's. */
+      sameRequestSince?: Date,
     ): Promise<CreateOutcome> {
       try {
         return await db.transaction(async (tx) => {
@@ -157,6 +161,21 @@ export function createDeploymentsRepo(db: Database) {
             .for("update", { of: environments });
           if (!found) return { kind: "not_found" } as const;
           const env = found.env;
+          if (op.idempotencyKey && op.idempotencyScope && sameRequestSince) {
+            // Looked up under the environment's lock: a retry racing its first try waits for it.
+            const [made] = await tx
+              .select()
+              .from(deployments)
+              .where(
+                and(
+                  eq(deployments.idempotencyScope, op.idempotencyScope),
+                  eq(deployments.idempotencyKey, op.idempotencyKey),
+                  eq(deployments.environmentId, env.id),
+                  gt(deployments.createdAt, sameRequestSince),
+                ),
+              );
+            if (made) return { kind: "existing", row: made } as const;
+          }
           const [active] = await tx
             .select()
             .from(deployments)

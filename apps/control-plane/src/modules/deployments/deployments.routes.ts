@@ -3,7 +3,7 @@
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
-import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
+import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
 import { TASK_STATUSES } from "./deployment-state.ts";
 import { LogEntry } from "./platform-deployments.routes.ts";
@@ -80,8 +80,7 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
             },
           },
           async (request, reply) => {
-            const p = principalOf(request);
-            const row = await service.requestAction(scopeOf(request), request.params.id, action, { userId: null, apiKeyId: p.keyId }, request.body);
+            const row = await service.requestAction(scopeOf(request), request.params.id, action, keyActorOf(request), request.body);
             return reply.code(202).send({
               task_id: row.id,
               status: "queued" as const,
@@ -109,8 +108,7 @@ export function deploymentsRoutes(service: DeploymentsService, publicPrefix: str
             },
           },
           async (request, reply) => {
-            const p = principalOf(request);
-            const row = await service.requestAction(scopeOf(request), request.params.id, action, { userId: null, apiKeyId: p.keyId });
+            const row = await service.requestAction(scopeOf(request), request.params.id, action, keyActorOf(request));
             return reply.code(202).send({
               task_id: row.id,
               status: "queued" as const,

@@ -16,6 +16,7 @@ import { logEntry } from "./deployment-record.ts";
 import { sealedSnapshot } from "../environments/variables.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
 import type { ErpCredentials } from "../environments/erp-credentials.ts";
+import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from "../idempotency/idempotency.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -33,11 +34,15 @@ const REQUIRED_STATUS: Partial<Record<Action, Requirement>> = {
   start: { status: "stopped", code: "environment_not_stopped", message: "The environment is not stopped" },
 };
 
-/** Who asked: a user (platform API) or an API key (public API). */
+/** Who asked: a user (platform API) or an API key (public API), and the request's idempotency key if it sent one. */
 export interface Actor {
   userId: string | null;
   apiKeyId: string | null;
+  idempotency?: IdempotencyClaim | null;
 }
+
+/** How an actor is named on what it issued (a command's issued_by, a cancel's by). */
+const issuerOf = (actor: Actor) => (actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`);
 
 
 export interface OperationOptions {
@@ -90,6 +95,7 @@ export function createDeploymentsService(deps: {
     ): Promise<RequestedOperation> {
       const required = opts.required;
       const deploys = isDeployKind(kind);
+      const now = deps.clock.now();
       const outcome = await deps.deployments.createOperation(
         scope,
         environmentId,
@@ -106,7 +112,9 @@ export function createDeploymentsService(deps: {
           imageTag: opts.imageTag ?? null,
           rollbackFromId: opts.rollbackFromId ?? null,
           totalSteps: stepsForKind(kind).length,
-          createdAt: deps.clock.now(),
+          idempotencyScope: actor.idempotency?.scope ?? null,
+          idempotencyKey: actor.idempotency?.key ?? null,
+          createdAt: now,
         },
         (env) => !required || env.status === required.status,
         (env) => ({
@@ -114,6 +122,10 @@ export function createDeploymentsService(deps: {
           // A deployment records the configuration it ran with: retry and rollback reuse it.
           extraData: deploys ? { config: configOf(env), ...opts.extraData } : (opts.extraData ?? {}),
         }),
+        // A retry of a request whose operation was made but whose answer was lost (the replica
+        // died, or PostgreSQL restarted, before the idempotency record was kept) gets that
+        // operation back, for as long as the key would have been replayed.
+        new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
       );
       switch (outcome.kind) {
         case "not_found":
@@ -126,13 +138,17 @@ export function createDeploymentsService(deps: {
           throw new DomainError("task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
         case "refused":
           throw new DomainError(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
+        case "existing":
+          // Its dispatch may have been cut short too; a second dispatch of one operation is a no-op.
+          await deps.dispatcher.dispatch(outcome.row, issuerOf(actor)).catch(() => {});
+          return outcome.row;
         case "created": {
           // The environment's first deploy makes its ERP master password, shown once in this
           // answer (the dispatcher would otherwise make it, unseen, e.g. for a push-triggered deploy).
           const password = deploys ? await deps.credentials.ensure(environmentId) : null;
           const login = deploys ? await deps.credentials.ensureLogin(environmentId) : null;
           // The row is the record; a failed dispatch here is repaired by the sweep.
-          await deps.dispatcher.dispatch(outcome.row, actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`).catch(() => {});
+          await deps.dispatcher.dispatch(outcome.row, issuerOf(actor)).catch(() => {});
           return {
             ...outcome.row,
             ...(password?.created ? { adminPassword: password.password } : {}),
@@ -161,7 +177,7 @@ export function createDeploymentsService(deps: {
     async cancel(scope: Scope, id: string, actor: Actor) {
       const row = await deps.deployments.get(scope, id);
       if (!row) throw notFound("Task");
-      const by = actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`;
+      const by = issuerOf(actor);
       const cancelled = await deps.deployments.cancel(row.id, deps.clock.now(), by);
       if (!cancelled) throw new DomainError("task_not_cancellable", `Cannot cancel deployment in ${row.status} state`);
       return taskView(cancelled);

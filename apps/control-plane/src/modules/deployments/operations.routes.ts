@@ -5,7 +5,7 @@ import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
 import { errors, IdParams, refTo } from "../../lib/http-schemas.ts";
-import { principalOf, scopeOf } from "../api-keys/key-principal.ts";
+import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
 import type { DeploymentsService, RequestedOperation } from "./deployments.service.ts";
 import type { PlatformDeployments } from "./platform-deployments.service.ts";
@@ -33,7 +33,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
         },
       },
       async (request, reply) => {
-        const row = await platform.retryTask(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId });
+        const row = await platform.retryTask(scopeOf(request), request.params.id, keyActorOf(request));
         return reply.code(202).send(queued(row));
       },
     );
@@ -54,7 +54,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
         },
       },
       async (request, reply) => {
-        const row = await platform.rollbackTask(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId });
+        const row = await platform.rollbackTask(scopeOf(request), request.params.id, keyActorOf(request));
         return reply.code(202).send(queued(row));
       },
     );
@@ -72,7 +72,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
           response: { 200: TaskRef, ...errors(404, 409) },
         },
       },
-      async (request) => service.cancel(scopeOf(request), request.params.id, { userId: null, apiKeyId: principalOf(request).keyId }),
+      async (request) => service.cancel(scopeOf(request), request.params.id, keyActorOf(request)),
     );
 
     app.delete(
@@ -96,7 +96,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
         if (request.headers["x-confirm-delete"] !== "true") {
           throw new DomainError("confirm_required", "Destroying an environment needs the header X-Confirm-Delete: true");
         }
-        const row = await service.destroy(scopeOf(request), request.params.id, request.query.delete_data, { userId: null, apiKeyId: principalOf(request).keyId });
+        const row = await service.destroy(scopeOf(request), request.params.id, request.query.delete_data, keyActorOf(request));
         return reply.code(202).send(queued(row));
       },
     );

@@ -2,6 +2,12 @@
 // PostgreSQL; its response is stored and replayed for 24 hours with the original status,
 // whichever replica answers. A duplicate while the first is in flight gets 409.
 //
+// The answer is kept after the work committed, in another transaction, so a replica can die
+// (or lose PostgreSQL) between the two. What such a request made must not be made twice by
+// its retry: an operation keeps the request's key in its own transaction (Actor.idempotency,
+// deployments.idempotency_key), and the retry, which takes over the abandoned or released
+// claim, is answered with that operation.
+//
 // A response that carries a secret shown once (a route's `shownOnce` config: the webhook
 // signing secret, an enrolment token) is stored with those fields set to null, so no
 // idempotency record holds the secret. Its replay is the same body with those fields null
@@ -19,9 +25,15 @@ const REPLAYED_HEADERS = ["content-type", "location"];
 /** The header of a replay whose shown-once fields were withheld (null in the body). */
 export const WITHHELD_HEADER = "x-idempotency-withheld";
 
+/** The key a request holds: whose key it is (e.g. api_key:<id>) and the key itself. */
+export interface IdempotencyClaim {
+  scope: string;
+  key: string;
+}
+
 declare module "fastify" {
   interface FastifyRequest {
-    idempotencyClaim: { scope: string; key: string } | null;
+    idempotencyClaim: IdempotencyClaim | null;
   }
   interface FastifyContextConfig {
     /** Fields of the response (dotted paths, e.g. "enrollment.token") shown once: never stored for a replay. */
