@@ -8,7 +8,7 @@ export interface Goal {
   name: string;
   met: boolean;
   detail: string;
-  /** A loss, duplicate, gap, open operation, unfixed error or agent not back: fails the run (exit 1, the CI test). */
+  /** A loss, duplicate, gap, open operation, unfixed error, rejected command or agent not back: fails the run (exit 1, the CI test). */
   gate: boolean;
 }
 
@@ -23,7 +23,8 @@ export function judge(rows: FaultFigures[]): Goal[] {
     goals.push({ name: `${fault}: agents back p99 <= ${AGENTS_BACK_P99_GOAL_S} s`, met: ok, detail: `p99 ${r.backP99S ?? "-"} s, ${r.notBack} not back of ${r.affected}`, gate: false });
   }
   const skew = rows.find((x) => x.fault === "clock_skew");
-  if (skew) goals.push({ name: "clock_skew: the skewed agent's commands verify", met: skew.commandsRejected === 0, detail: `${skew.commandsRejected} rejected`, gate: false });
+  // The agent judges commands by the control plane's time (agent clock.ts), so a clock minutes off rejects none.
+  if (skew) goals.push({ name: "clock_skew: the skewed agent's commands verify", met: skew.commandsRejected === 0, detail: `${skew.commandsRejected} rejected`, gate: true });
   const notBack = sum(rows, "notBack");
   goals.push({ name: "every agent back after every fault", met: notBack === 0, detail: `${notBack} not back within the window`, gate: true });
   for (const [k, label] of [

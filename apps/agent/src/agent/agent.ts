@@ -2,7 +2,7 @@
 // sampler around one journal and one Docker client. Every dependency comes in as an
 // argument, so tests build real agents against a fake control plane and temp journals.
 import type { KeyObject, SigningKey } from "@berth/protocol";
-import { systemClock, type Clock } from "../clock.ts";
+import { createControlPlaneTime, systemClock, type Clock, type ControlPlaneTime } from "../clock.ts";
 import type { DockerClient } from "../docker/docker-client.ts";
 import { createEventOutbox, type EventOutbox } from "../events/event-outbox.ts";
 import { createCommandRunner, type CommandRunner } from "../executor/runner/command-runner.ts";
@@ -37,6 +37,11 @@ export interface AgentDeps {
   WebSocket: WebSocketConstructor;
   logger: Logger;
   clock?: Clock;
+  /**
+   * The control plane's time, set at each handshake; commands are judged by it. Pass the one
+   * the journal stamps events with, so logs carry it too. Default: one made from `clock`.
+   */
+  controlPlaneTime?: ControlPlaneTime;
   /** Defaults to every handler this build has (createRegistry). */
   registry?: HandlerRegistry;
   /** Null disables the sampler (tests that count events). Default every 10 s. */
@@ -76,6 +81,7 @@ export interface Agent {
 
 export function createAgent(deps: AgentDeps): Agent {
   const clock = deps.clock ?? systemClock;
+  const controlPlaneTime = deps.controlPlaneTime ?? createControlPlaneTime(clock);
   const { journal, logger } = deps;
   const outbox = createEventOutbox(journal);
   const pinnedKeys =
@@ -106,6 +112,7 @@ export function createAgent(deps: AgentDeps): Agent {
     serverId: deps.serverId,
     docker: deps.docker,
     clock,
+    controlPlaneTime,
     logger,
     ...(deps.maxRunMs === undefined ? {} : { maxRunMs: deps.maxRunMs }),
   });
@@ -120,6 +127,7 @@ export function createAgent(deps: AgentDeps): Agent {
     commands,
     WebSocket: deps.WebSocket,
     clock,
+    controlPlaneTime,
     logger,
     ...(deps.backoff === undefined ? {} : { backoff: deps.backoff }),
     ...(deps.stableAfterMs === undefined ? {} : { stableAfterMs: deps.stableAfterMs }),
@@ -140,7 +148,7 @@ export function createAgent(deps: AgentDeps): Agent {
     start() {
       const interrupted = commands.finishInterrupted();
       if (interrupted > 0) logger.warn({ count: interrupted }, "reported commands interrupted by the last restart");
-      pruning = startCommandPruning({ journal, clock, logger });
+      pruning = startCommandPruning({ journal, clock, controlPlaneTime, logger });
       link.start();
       sampler?.start();
       proxyMonitor = startProxyMonitor({ proxy, docker: deps.docker, logger });

@@ -4,7 +4,7 @@
 // refused as expired by verifyCommand, never run again; and one whose seq is at or below a
 // forgotten command's is refused as stale_command (journal/command-forgetting.ts).
 import { DEFAULT_CLOCK_SKEW_MS } from "@berth/protocol";
-import type { Clock, TimerHandle } from "../clock.ts";
+import type { Clock, ControlPlaneTime, TimerHandle } from "../clock.ts";
 import type { Journal } from "../journal/journal-types.ts";
 import type { Logger } from "../logger.ts";
 
@@ -14,6 +14,8 @@ const EVERY_MS = 6 * 3_600_000;
 export function startCommandPruning(deps: {
   journal: Pick<Journal, "pruneCommands">;
   clock: Clock;
+  /** What expiries are compared with (the control plane's time, as verifyCommand does); default `clock`. */
+  controlPlaneTime?: Pick<ControlPlaneTime, "now">;
   logger: Logger;
 }): { stop(): void } {
   const { journal, clock, logger } = deps;
@@ -22,7 +24,7 @@ export function startCommandPruning(deps: {
   const prune = () => {
     if (stopped) return;
     try {
-      const now = clock.now().getTime();
+      const now = (deps.controlPlaneTime ?? clock).now().getTime();
       // verifyCommand still takes a command up to the skew past its expiry.
       const removed = journal.pruneCommands({
         finishedBefore: new Date(now - KEEP_MS),

@@ -1,7 +1,7 @@
 // `berth-agent run`: the daemon. Loads the identity, opens the journal, connects, and on
 // SIGINT/SIGTERM shuts down in order: no new commands, running ones get time to finish,
 // the last events get time to be acknowledged, the link closes normally, the journal closes.
-import { systemClock } from "../clock.ts";
+import { createControlPlaneTime, systemClock } from "../clock.ts";
 import { EXIT_CONFIG, type RunConfig } from "../config/agent-config.ts";
 import { checkControlPlaneUrl, connectUrl } from "../config/control-plane-url.ts";
 import { createAgent } from "../agent/agent.ts";
@@ -35,9 +35,11 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     io.err(`berth-agent: ${url.message} (the URL comes from ${paths.identity})`);
     return EXIT_CONFIG;
   }
+  // Events are stamped with the control plane's time, as commands are judged by it (clock.ts).
+  const controlPlaneTime = createControlPlaneTime(systemClock);
   let journal: Journal;
   try {
-    journal = openJournal({ path: paths.journal });
+    journal = openJournal({ path: paths.journal, now: controlPlaneTime.now });
   } catch (error) {
     io.err(`berth-agent: cannot open the journal ${paths.journal}: ${error instanceof Error ? error.message : String(error)}`);
     return mayPass(error) ? 1 : EXIT_CONFIG;
@@ -74,6 +76,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
       ? undefined
       : { executable: process.execPath, stateDir: paths.dir, insecure: config.insecure, fetch: io.fetch, requestRestart: () => restartRequested() };
   const agent = createAgent({
+    controlPlaneTime,
     url: connectUrl(url.url, loaded.identity.connect_path),
     serverId: loaded.identity.server_id,
     privateKey: loaded.privateKey,

@@ -18,7 +18,7 @@ import {
   type Payload,
   type Ready,
 } from "@berth/protocol";
-import type { Clock } from "../clock.ts";
+import { MAX_CLOCK_CORRECTION_MS, type Clock, type ControlPlaneTime } from "../clock.ts";
 import type { EventOutbox } from "../events/event-outbox.ts";
 import type { CommandRunner } from "../executor/runner/command-runner.ts";
 import type { Journal } from "../journal/journal-types.ts";
@@ -47,6 +47,8 @@ export interface SessionDeps {
   outbox: Pick<EventOutbox, "subscribe">;
   commands: Pick<CommandRunner, "receive" | "cancel">;
   clock: Clock;
+  /** Set from each handshake's challenge. */
+  controlPlaneTime: Pick<ControlPlaneTime, "observe">;
   logger: Logger;
   /** From opening the socket to `ready`. */
   handshakeTimeoutMs: number;
@@ -122,12 +124,17 @@ export function openSession(deps: SessionDeps): Session {
 
   function onChallenge(challenge: Challenge): void {
     phase = "hello_sent";
-    // Command expiry compares the control plane's timestamps with this clock.
-    const skewMs = Date.parse(challenge.server_time) - clock.now().getTime();
-    if (Math.abs(skewMs) > DEFAULT_CLOCK_SKEW_MS) {
+    // Commands are judged by the control plane's time from now on (clock.ts ControlPlaneTime).
+    const skewMs = deps.controlPlaneTime.observe(new Date(challenge.server_time));
+    if (Math.abs(skewMs) > MAX_CLOCK_CORRECTION_MS) {
+      logger.error(
+        { skew_ms: skewMs },
+        "this server's clock is more than a day off the control plane's; commands will be rejected as expired until it is set right (is NTP running?)",
+      );
+    } else if (Math.abs(skewMs) > DEFAULT_CLOCK_SKEW_MS) {
       logger.warn(
         { skew_ms: skewMs },
-        "this server's clock differs from the control plane's; commands may be rejected as expired (is NTP running?)",
+        "this server's clock differs from the control plane's; commands are judged by the control plane's time, but logs and stats carry this clock's (is NTP running?)",
       );
     }
     send("hello", {

@@ -14,7 +14,7 @@ import {
   type KeyObject,
   type SignedCommand,
 } from "@berth/protocol";
-import type { Clock } from "../../clock.ts";
+import type { Clock, ControlPlaneTime } from "../../clock.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import type { EventOutbox } from "../../events/event-outbox.ts";
 import { withBoundedMessages } from "../../events/bounded-messages.ts";
@@ -61,6 +61,8 @@ export interface CommandRunnerDeps {
   serverId: string;
   docker: DockerClient;
   clock: Clock;
+  /** What a command's validity is judged by (the control plane's time); default `clock`. */
+  controlPlaneTime?: Pick<ControlPlaneTime, "now">;
   logger: Logger;
   /** A command still running after this is aborted with `timeout`. Default 30 minutes. */
   maxRunMs?: number;
@@ -178,7 +180,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
       const verdict = verifyCommand(cmd, {
         trustedKeys: deps.trustedKeys,
         serverId: deps.serverId,
-        now: clock.now(),
+        now: (deps.controlPlaneTime ?? clock).now(),
         seenCommandIds: (id) => journal.getCommand(id) !== null,
         // Seqs may arrive out of order, so only one at or below a forgotten command's is refused.
         forgottenSeq: journal.forgottenCommandSeq(),

@@ -287,4 +287,31 @@ describe("commands", () => {
     expect(connection.frames.filter((f) => f.type.startsWith("command."))).toHaveLength(0);
     expect(journal.getCommand(command.command_id)).toBeNull();
   });
+
+  // The control plane signs with its own time; a server without NTP is minutes off it.
+  it.each([
+    ["10 minutes behind takes its commands", -10 * 60_000, "runs"],
+    ["10 minutes ahead takes its commands", 10 * 60_000, "runs"],
+    ["two days behind (too wrong to correct) refuses them as expired", -2 * 24 * 3_600_000, "expired"],
+  ] as const)("an agent whose clock is %s, judging them by the control plane's time", async (_case, offsetMs, expected) => {
+    const runs: string[] = [];
+    const cp = await harness.controlPlane();
+    const identity = harness.identity(cp);
+    const journal = harness.journal();
+    const skewed = { ...systemClock, now: () => new Date(Date.now() + offsetMs) };
+    harness.agent(cp, identity, journal, { clock: skewed, registry: countingRegistry(runs)(journal) });
+    const connection = await cp.readyConnection(0);
+    // Valid for five minutes from the control plane's now: outside the 30 s skew either way by the agent's own clock.
+    const command = signedCommand(cp, identity, "diagnostics", {});
+    sendCommand(connection, command);
+    if (expected === "runs") {
+      await eventually(() => resultsFor(cp, command.command_id).length === 1, "the result", 25_000);
+      expect(runs).toEqual([command.command_id]);
+      expect(framesOf(connection, "command.rejected")).toHaveLength(0);
+    } else {
+      await eventually(() => framesOf(connection, "command.rejected").length === 1, "the rejection");
+      expect(framesOf(connection, "command.rejected")[0]?.payload).toMatchObject({ command_id: command.command_id, code: "expired" });
+      expect(runs).toEqual([]);
+    }
+  }, 30_000);
 });
