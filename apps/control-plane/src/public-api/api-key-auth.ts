@@ -8,7 +8,7 @@ import { DomainError, type ErrorCode } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey } from "../modules/api-keys/api-key-format.ts";
 import { requireFullAccess, requireOrgScope } from "../modules/api-keys/key-principal.ts";
 import { KEY_LIMITS, WEBHOOK_WRITE_LIMIT } from "../modules/rate-limits/limits.ts";
-import type { Budget, RateLimiter } from "../modules/rate-limits/rate-limiter.ts";
+import type { RateLimiter } from "../modules/rate-limits/rate-limiter.ts";
 import type { CachedKey, KeyCache } from "../modules/api-keys/key-cache.ts";
 import type { ApiKeysRepo } from "../modules/api-keys/api-keys.repo.ts";
 
@@ -21,7 +21,8 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
   async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
     const row = await deps.repo.authLookup(hash);
     if (!row) return undefined;
-    const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked };
+    const budgets = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
+    const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked, budgets };
     deps.keys.set(hash, key, nowMs);
     return key;
   }
@@ -57,8 +58,7 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
       throw new DomainError("plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
-    const budgets: Budget[] = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
-    if (request.routeOptions.config.webhookWrite === true) budgets.push({ bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT });
+    const budgets = request.routeOptions.config.webhookWrite === true ? [...row.budgets, { bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT }] : row.budgets;
     const metering = deps.limits.takeNow(budgets);
     if (metering) return metering.then(() => admitted(request, row, now));
     admitted(request, row, now);

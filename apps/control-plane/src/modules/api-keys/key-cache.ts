@@ -3,6 +3,7 @@
 // NOTIFY on KEYS_CHANNEL, on every other replica; the TTL bounds anything missed (a plan
 // change, a notification lost while the listen connection was down).
 import type { KeyAccess } from "./api-key-format.ts";
+import type { Budget } from "../rate-limits/rate-limiter.ts";
 
 export const KEYS_CHANNEL = "berth_api_keys";
 
@@ -13,6 +14,8 @@ export interface CachedKey {
   access: KeyAccess;
   plan: string;
   revoked: boolean;
+  /** The budget every request with this key takes (built once, not per request). */
+  budgets: readonly Budget[];
 }
 
 export interface KeyCache {

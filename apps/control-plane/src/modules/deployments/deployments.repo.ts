@@ -67,10 +67,9 @@ export function createDeploymentsRepo(db: Database) {
   /** The named statements of one read, for organisation keys and for project keys. */
   const byScope = <R>(name: string, query: (where: VisibleById) => Parameters<typeof preparedRead<R>>[2], fields: Record<string, unknown>) => {
     const [org, project] = [false, true].map((scoped) => preparedRead<R>(db.$client, `${name}_${scoped}`, query(visibleById(scoped)), fields));
-    return async (scope: Scope, id: string): Promise<R | undefined> => {
-      const [row] = scope.projectId ? await project!({ id, org: scope.organizationId, project: scope.projectId }) : await org!({ id, org: scope.organizationId });
-      return row;
-    };
+    const first = (rows: R[]) => rows[0];
+    return (scope: Scope, id: string): Promise<R | undefined> =>
+      (scope.projectId ? project!({ id, org: scope.organizationId, project: scope.projectId }) : org!({ id, org: scope.organizationId })).then(first);
   };
   const columns = getTableColumns(deployments);
   const visibleRow = byScope<DeploymentRow>("deployments_get", (where) => db.select(columns).from(deployments).innerJoin(projects, eq(projects.id, deployments.projectId)).where(where), columns);

@@ -37,24 +37,26 @@ export interface LeaseMeter {
 }
 
 export function createLeaseMeter(repo: Pick<RateLimitsRepo, "lease">): LeaseMeter {
-  const state = new Map<string, Local>();
+  // Window start -> bucket -> state: the bucket strings are the callers' own, so a hit builds
+  // no key. A new window forgets the older ones (what was left of them is gone).
+  const windows = new Map<number, Map<string, Local>>();
   let currentWindow = 0;
   const lease = repo.lease;
 
-  /** This replica's state of a bucket in a window (a new window forgets what was left of the old ones). */
+  /** This replica's state of a bucket in a window. */
   function localOf(bucket: string, windowStart: number): Local {
-    if (windowStart !== currentWindow) {
-      // A new window: what was left of the old ones is gone.
+    let buckets = windows.get(windowStart);
+    if (!buckets) {
       if (windowStart > currentWindow) {
-        for (const k of state.keys()) if (!k.endsWith(`@${windowStart}`)) state.delete(k);
+        windows.clear();
         currentWindow = windowStart;
       }
+      windows.set(windowStart, (buckets = new Map()));
     }
-    const id = `${bucket}@${windowStart}`;
-    let s = state.get(id);
+    let s = buckets.get(bucket);
     if (!s) {
       s = { units: 0, counted: 0, spent: false, pending: null };
-      state.set(id, s);
+      buckets.set(bucket, s);
     }
     return s;
   }

@@ -44,7 +44,7 @@ export interface RateLimiter {
    * take() without a promise when no budget needs a lease (the common case): undefined once
    * decided (throws rate_limit_exceeded synchronously), else the promise of the rest.
    */
-  takeNow(budgets: Budget[]): Promise<void> | undefined;
+  takeNow(budgets: readonly Budget[]): Promise<void> | undefined;
   /** Drops the counters of windows that ended over a minute ago (housekeeping). */
   forgetOldWindows(): Promise<void>;
 }
@@ -71,13 +71,13 @@ export function createRateLimiter(deps: { meter: LeaseMeter; repo: Pick<RateLimi
   };
   return limiter;
 
-  async function leaseRest(budgets: Budget[], from: number, meters: Meter[], windowStart: number, resetAt: number): Promise<void> {
+  async function leaseRest(budgets: readonly Budget[], from: number, meters: Meter[], windowStart: number, resetAt: number): Promise<void> {
     for (let i = from; i < budgets.length; i++) meters.push(await deps.meter.hit(budgets[i]!.bucket, windowStart, budgets[i]!.limit, resetAt));
     decide(budgets, meters, resetAt);
   }
 
   /** Shows the budgets in the answer's headers; throws when one is spent. */
-  function decide(budgets: Budget[], meters: Meter[], resetAt: number): void {
+  function decide(budgets: readonly Budget[], meters: Meter[], resetAt: number): void {
     let refused = -1;
     for (let i = 0; i < meters.length; i++) {
       if (meters[i]!.used > meters[i]!.limit) {
