@@ -2,7 +2,7 @@
 // (modules/api-keys/key-cache.ts, dropped on revocation everywhere) and budgets are leased
 // from shared counters in PostgreSQL (modules/rate-limits), so most requests make no round
 // trip for either while every replica still counts the same budget exactly.
-import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
+import type { FastifyContextConfig, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from "fastify";
 import type { Clock } from "../lib/clock.ts";
 import { DomainError, type ErrorCode } from "../lib/errors.ts";
 import { hashApiKey, looksLikeApiKey } from "../modules/api-keys/api-key-format.ts";
@@ -58,14 +58,16 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
       throw new DomainError("plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
-    const budgets = request.routeOptions.config.webhookWrite === true ? [...row.budgets, { bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT }] : row.budgets;
+    // routeOptions is a getter that builds an object: read once a request.
+    const config = request.routeOptions.config;
+    const budgets = config.webhookWrite === true ? [...row.budgets, { bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT }] : row.budgets;
     const metering = deps.limits.takeNow(budgets);
-    if (metering) return metering.then(() => admitted(request, row, now));
-    admitted(request, row, now);
+    if (metering) return metering.then(() => admitted(request, config, row, now));
+    admitted(request, config, row, now);
     return undefined;
   }
 
-  function admitted(request: FastifyRequest, row: CachedKey, now: Date): void {
+  function admitted(request: FastifyRequest, config: FastifyContextConfig, row: CachedKey, now: Date): void {
     request.principal = {
       keyId: row.id,
       organizationId: row.organizationId,
@@ -75,8 +77,8 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     touch(row.id, now);
     // Permissions are decided before the request is validated: a key that may not make
     // this request learns that, not what was wrong with its body.
-    if (request.method !== "GET" && request.method !== "HEAD" && request.routeOptions.config.readOnly !== true) requireFullAccess(request);
-    if (request.routeOptions.config.orgScoped) requireOrgScope(request);
+    if (request.method !== "GET" && request.method !== "HEAD" && config.readOnly !== true) requireFullAccess(request);
+    if (config.orgScoped) requireOrgScope(request);
   }
 
   // A callback hook: a request whose key is cached and whose budget is leased here (most of
