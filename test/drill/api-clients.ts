@@ -1,5 +1,5 @@
-// API clients: each organisation's CI job restarting (and every fourth time deploying) its
-// environment through HAProxy with an Idempotency-Key, retrying a failed request (connection reset, 5xx, 409 "still in
+// API clients: each organisation's CI job restarting (and every fourth time deploying; a real
+// agent's environment is deployed first) its environment through HAProxy with an Idempotency-Key, retrying a failed request (connection reset, 5xx, 409 "still in
 // progress") with the SAME key, then polling the task until it is terminal. Every request's
 // outcome is kept so the drill can say which errors a retry fixed and which it did not, and
 // whether a retry ever produced a second task.
@@ -39,6 +39,8 @@ export class ApiClient {
     private readonly baseUrl: string,
     readonly target: ClientTarget,
     private readonly pauseMs: number,
+    /** Deploy first (an environment a real agent has not deployed yet), then as the others. */
+    private readonly deployFirst = false,
   ) {}
 
   /** Requests the key's rate limit refused (429, retried after Retry-After with the same key): not errors. */
@@ -111,7 +113,7 @@ export class ApiClient {
     this.loop = (async () => {
       await new Promise((r) => setTimeout(r, Math.random() * this.pauseMs));
       for (let n = 1; !this.stopped; n++) {
-        const taskId = await this.act(n % 4 === 0 ? "deploy" : "restart");
+        const taskId = await this.act(n % 4 === 0 || (n === 1 && this.deployFirst) ? "deploy" : "restart");
         if (taskId) {
           this.tasks.push(taskId);
           await this.waitTerminal(taskId);

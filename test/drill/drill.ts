@@ -6,7 +6,7 @@ import { runFault, type FaultWindow } from "./faults.ts";
 import { computeFigures, type FaultFigures } from "./figures.ts";
 import { judge, type Goal } from "./report.ts";
 import type { DrillSettings } from "./settings.ts";
-import { buildWorld } from "./world.ts";
+import { buildWorld, type World } from "./world.ts";
 
 export interface DrillResult {
   rows: FaultFigures[];
@@ -15,7 +15,38 @@ export interface DrillResult {
   logDir: string;
   /** Issue calls of the drill's own that failed (PostgreSQL down), not product errors. */
   drillIssueFailures: number;
+  /** The host agents' Docker deploys and restarts, which ran through the faults. */
+  realOperations: RealOperations;
   durationS: number;
+}
+
+export interface RealOperations {
+  deploysCompleted: number;
+  restartsCompleted: number;
+  /** Operations that did not complete, with their error. */
+  failed: string[];
+}
+
+/** What the host agents ran in Docker for their API clients. */
+async function realOperationsOf(w: World): Promise<RealOperations> {
+  const orgs = w.reals.filter((r) => r.role === "host").map((r) => r.org.organization_id);
+  const ops = orgs.length === 0 ? [] : await w.ledger.deployments(orgs);
+  const completed = (kind: string) => ops.filter((o) => o.kind === kind && o.status === "success").length;
+  return {
+    deploysCompleted: completed("deploy"),
+    restartsCompleted: completed("restart"),
+    failed: ops.filter((o) => o.status !== "success").map((o) => `${o.kind} ${o.id} ${o.status}: ${o.error ?? "no error message"}`),
+  };
+}
+
+/** A replica dying, draining or losing PostgreSQL mid-deploy must not fail the customer's deploy. */
+function realOperationsGoal(r: RealOperations): Goal {
+  return {
+    name: "the real agents' Docker deploys and restarts all completed (at least one deploy)",
+    met: r.failed.length === 0 && r.deploysCompleted > 0,
+    detail: `${r.deploysCompleted} deploys and ${r.restartsCompleted} restarts completed; ${r.failed.length} not${r.failed.length ? `: ${r.failed.join("; ")}` : ""}`,
+    gate: true,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -52,7 +83,16 @@ export async function runDrill(settings: DrillSettings, log: (line: string) => v
     await sleep(5000);
     await Promise.all(w.subscribers.map((s) => s.stop()));
     const rows = await computeFigures(w, trafficStart, windows);
-    return { rows, goals: judge(rows), windows, logDir: w.logDir, drillIssueFailures: w.issueFailures, durationS: Math.round((Date.now() - t0) / 1000) };
+    const realOperations = await realOperationsOf(w);
+    return {
+      rows,
+      goals: [...judge(rows), realOperationsGoal(realOperations)],
+      windows,
+      logDir: w.logDir,
+      drillIssueFailures: w.issueFailures,
+      realOperations,
+      durationS: Math.round((Date.now() - t0) / 1000),
+    };
   } finally {
     await w.teardown();
   }

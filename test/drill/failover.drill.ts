@@ -1,8 +1,9 @@
 // npm run drill:failover: three control-plane replicas behind HAProxy, real and simulated
 // agents, API clients and SSE subscribers, and a fault schedule (see README, Failover drill).
 // Prints a table per fault window and the goals, then ONE JSON line of the figures. Exits 1
-// when a loss, duplicate, gap, stuck operation, unfixed API error or agent-not-back goal
-// fails (the p99 and the skewed agent's rejections are figures, reported but not gating).
+// when a loss, duplicate, gap, stuck operation, unfixed API error, command rejected for a
+// skewed clock, failed real Docker deploy or agent-not-back goal fails (the p99s are figures,
+// reported but not gating).
 // Settings: DRILL_FAULTS (comma-separated, default all), DRILL_SIMS, DRILL_REAL_AGENTS,
 // DRILL_CUT_S, DRILL_PG_DOWN_S, DRILL_WINDOW_S, DRILL_SETTLE_S, DRILL_SKEW_S,
 // DRILL_JOURNAL_BOUND, DRILL_API_RATE, DRILL_LOG_DIR (test/drill/settings.ts).
@@ -31,6 +32,9 @@ console.log(
       cut_s: settings.cutS,
       window_s: settings.windowS,
       drill_issue_failures: result.drillIssueFailures,
+      real_deploys_completed: result.realOperations.deploysCompleted,
+      real_restarts_completed: result.realOperations.restartsCompleted,
+      real_operations_failed: result.realOperations.failed.length,
       load_1m: os.loadavg()[0]!,
     }),
   ),

@@ -1,8 +1,8 @@
 // The failover drill, shortened for CI: every fault once with short windows, a handful of
 // simulated agents and one real agent of each kind. It fails on any lost or twice-run
 // command, command rejected for a skewed clock, lost or duplicated event, SSE gap or
-// duplicate, operation left open, API error a retry with the same key did not fix, or agent
-// not back within its window. How fast the
+// duplicate, operation left open, API error a retry with the same key did not fix, real
+// agent's Docker deploy or restart that failed, or agent not back within its window. How fast the
 // agents come back is the full drill's figure (npm run drill:failover), not asserted here.
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";

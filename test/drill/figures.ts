@@ -103,12 +103,12 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
   // and whose same-key retry made another operation instead of replaying the first).
   const orgIds = [...w.sims.map((e) => e.org.organization_id), ...w.reals.map((e) => e.org.organization_id)];
   const known = new Set(w.clients.flatMap((c) => c.tasks));
-  const simOrgs = new Set(w.sims.map((e) => e.org.organization_id));
+  const clientOrgs = new Set(w.clients.map((c) => c.target.organizationId));
   for (const d of await w.ledger.deployments(orgIds)) {
     const r = at(d.createdAt);
     if (!TERMINAL_DEPLOYMENT_STATUSES.includes(d.status)) r.deploymentsNonTerminal++;
     if ((executedPerDeployment.get(d.id) ?? 0) > 1) r.commandsRunTwice++;
-    if (simOrgs.has(d.organizationId) && !known.has(d.id)) {
+    if (clientOrgs.has(d.organizationId) && !known.has(d.id)) {
       r.commandsRunTwice++;
       // The request that made it: the organisation's last one started before it.
       const client = w.clients.find((c) => c.target.organizationId === d.organizationId);

@@ -52,12 +52,12 @@ export class Ledger {
     return rows.map((r) => ({ commandId: r.command_id, serverId: r.server_id, state: r.state, createdAt: Number(r.ms), deploymentId: r.deployment_id, results: r.results }));
   }
 
-  async deployments(organizationIds: string[]): Promise<{ id: string; organizationId: string; status: string; createdAt: number }[]> {
-    const { rows } = await this.pool.query<{ id: string; organization_id: string; status: string; ms: string }>(
-      "select id, organization_id, status, (extract(epoch from created_at) * 1000)::bigint::text as ms from deployments where organization_id = any($1::uuid[])",
+  async deployments(organizationIds: string[]): Promise<{ id: string; organizationId: string; kind: string; status: string; error: string | null; createdAt: number }[]> {
+    const { rows } = await this.pool.query<{ id: string; organization_id: string; kind: string; status: string; error_message: string | null; ms: string }>(
+      "select id, organization_id, kind, status, error_message, (extract(epoch from created_at) * 1000)::bigint::text as ms from deployments where organization_id = any($1::uuid[])",
       [organizationIds],
     );
-    return rows.map((r) => ({ id: r.id, organizationId: r.organization_id, status: r.status, createdAt: Number(r.ms) }));
+    return rows.map((r) => ({ id: r.id, organizationId: r.organization_id, kind: r.kind, status: r.status, error: r.error_message, createdAt: Number(r.ms) }));
   }
 
   /** The stream rows of an organisation at or after a position of each table: "l:<tx>.<id>" / "e:<tx>.<id>", with their time. */

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import path from "node:path";
 import { freePort } from "../setup/global-setup.ts";
+import { TEST_PROXY } from "../support/real-agent.ts";
 
 const ROOT = path.resolve(import.meta.dirname, "../..");
 const SERVER = path.join(ROOT, "apps/control-plane/src/server.ts");
@@ -71,6 +72,8 @@ export async function makeReplica(index: number, opts: ReplicaOptions): Promise<
           // Every agent reaches the replicas through one proxy address.
           BERTH_AGENT_HANDSHAKES_PER_ADDRESS: "10000",
           BERTH_AGENT_HELLOS_PER_ADDRESS_PER_MINUTE: "100000",
+          // The real agents' deploys run the images test/images/build.sh made (no registry here).
+          BERTH_PROXY_IMAGE: TEST_PROXY.image,
           BERTH_DRAIN_SETTLE_MS: String(opts.drain.settleMs),
           BERTH_DRAIN_HANDOVER_MS: String(opts.drain.handoverMs),
           NODE_ENV: "production",

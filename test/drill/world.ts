@@ -2,7 +2,9 @@
 // PostgreSQL, three control-plane replicas, HAProxy in front of them, the organisations (one
 // per agent), the simulated agents, the probes (one simulated agent held by each replica
 // directly, which tells the drill each replica's id), the real agents (on the host, inside a
-// network namespace, one for the clock skew), the API clients and the SSE subscribers.
+// network namespace, one for the clock skew), the API clients (one per simulated agent's
+// organisation, and one per host agent's, whose deploys and restarts run in Docker) and the
+// SSE subscribers.
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
@@ -21,6 +23,7 @@ import { makeReplica, type Replica } from "./replicas.ts";
 import type { DrillSettings } from "./settings.ts";
 import { DrillSimAgent } from "./sim-agent.ts";
 import { SseSubscriber } from "./sse-subscriber.ts";
+import { removeEnvironmentObjects, TEST_IMAGES } from "../support/real-agent.ts";
 
 export type RealRole = "host" | "netns" | "skew";
 
@@ -28,6 +31,8 @@ export interface RealAgent {
   agent: DrillRealAgent;
   org: DemoOrganization;
   role: RealRole;
+  /** The environment its API client deploys (host agents): ERP 17.0, no Git repository (nothing outside this machine). */
+  environmentId: string;
 }
 
 export interface SimEntry {
@@ -127,6 +132,8 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     const handle = createDb(pg.url, { max: 4 });
     cleanups.push(() => handle.close());
     const services = createServices({ db: handle.db, clock: systemClock, cursorSecret: "berth-drill", masterKey });
+    // The host agents deploy for real: Docker, with the images test/images/build.sh made.
+    await services.images.set(TEST_IMAGES);
     const newOrg = (name: string) => createDemoOrganization(handle.db, services, { name });
     const token = async (org: DemoOrganization) => (await services.enrollment.newToken(org.organization_id, org.server_id, null)).token;
 
@@ -158,6 +165,8 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     });
 
     const reals: RealAgent[] = [];
+    // Run after the agents are killed (cleanups run last first), so none recreates what goes.
+    cleanups.push(() => removeEnvironmentObjects(reals.map((r) => r.environmentId)));
     cleanups.push(() => Promise.all(reals.map((r) => r.agent.cleanup())));
     const roles: RealRole[] = [...Array.from({ length: settings.realAgents }, () => "host" as const)];
     if (netns) roles.push("netns");
@@ -168,7 +177,10 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
       const url = role === "netns" && netns ? `http://${netns.hostAddress}:${new URL(haproxy.url).port}` : haproxy.url;
       await agent.enroll(url, await token(org), org.server_id);
       agent.start(role === "netns" && netns ? { prefix: netns.prefix } : {});
-      reals.push({ agent, org, role });
+      const scope = { organizationId: org.organization_id, projectId: null };
+      const project = await services.projects.create(scope, { name: `Drill shop ${i + 1}`, server_id: org.server_id, erp_version: "17.0" });
+      const environmentId = (await services.environments.create(scope, { project_id: project.id, name: "production", cpu_cores: 1, ram_mb: 1024 })).id;
+      reals.push({ agent, org, role, environmentId });
     }
 
     for (const s of [...sims.map((e) => e.sim), ...probes, ...(overflow ? [overflow.sim] : [])]) s.start();
@@ -186,9 +198,11 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
     // One restart every clients/apiRatePerS seconds per organisation (the fleet's rate), at
     // most one every 4 s: a full-access key may make 20 requests a minute.
     const pauseMs = Math.max(4000, (1000 * Math.max(1, sims.length)) / Math.max(0.1, settings.apiRatePerS));
-    const clients = sims.map(
-      (e) => new ApiClient(haproxy.url, { organizationId: e.org.organization_id, environmentId: e.org.environments.running, apiKey: e.org.api_keys.org_rw, readKey: e.org.api_keys.org_ro }, pauseMs),
-    );
+    const clientOf = (org: DemoOrganization, environmentId: string, deployFirst = false) =>
+      new ApiClient(haproxy.url, { organizationId: org.organization_id, environmentId, apiKey: org.api_keys.org_rw, readKey: org.api_keys.org_ro }, pauseMs, deployFirst);
+    // Each host agent's environment is deployed, restarted and redeployed in Docker through the faults.
+    const deployers = reals.filter((r) => r.role === "host");
+    const clients = [...sims.map((e) => clientOf(e.org, e.org.environments.running)), ...deployers.map((r) => clientOf(r.org, r.environmentId, true))];
     const subscribers = sims.slice(0, Math.min(3, sims.length)).map((e) => new SseSubscriber(haproxy.url, e.org.organization_id, e.org.api_keys.org_ro));
     for (const s of subscribers) s.start();
     for (const c of clients) c.start();
