@@ -14,3 +14,4 @@ export * from "./close-codes.ts";
 export * from "./enrollment.ts";
 export * from "./settings.ts";
 export * from "./validation.ts";
+export * from "./erp-backup.ts";

@@ -10,12 +10,11 @@ import { pipeline } from "node:stream/promises";
 import { createGunzip } from "node:zlib";
 import { extract, pack } from "tar-stream";
 import yauzl from "yauzl";
+import { dumpMemberRank, normalizeMemberName, zipDumpMember } from "@berth/protocol";
 import { CommandError } from "../runner/handler-types.ts";
 
 export type ErpArchiveFormat = "zip" | "tar" | "tar.gz" | "sql";
 
-/** The name of the dump inside an archive: Odoo's dump.sql, or any single *.sql at the top. */
-const DUMP_NAMES = /^(?:[^/]+\/)?[^/]+\.sql$/;
 /** A file store member: filestore/<one or more safe segments>, at most four deep. */
 const FILESTORE_MEMBER = /^(?:[^/]+\/)?filestore\/((?:[A-Za-z0-9._-]+\/){0,3}[A-Za-z0-9._-]+)$/;
 
@@ -57,7 +56,7 @@ export async function readErpArchive(
     return { format, dump: "(the file itself)", files: 0 };
   }
   const seen = format === "zip" ? await readZip(file, handlers) : await readTar(file, format, handlers);
-  if (seen.dump === null) throw new CommandError("archive_no_dump", "no database dump found in the backup (a dump.sql or another .sql file)");
+  if (seen.dump === null) throw new CommandError("archive_no_dump", "no database dump found in the backup (a dump.sql or another .sql or .dump file)");
   return { format, dump: seen.dump, files: seen.files };
 }
 
@@ -69,39 +68,40 @@ async function readZip(file: string, handlers: Handlers): Promise<{ dump: string
   ).catch((error: unknown) => {
     throw new CommandError("archive_unreadable", `the zip cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   });
-  let dump: string | null = null;
   let files = 0;
   try {
-    await new Promise<void>((resolve, reject) => {
+    // The central directory first: the dump is chosen among every member's name, as the
+    // control plane's analysis chose it (@berth/protocol's zipDumpMember), then read in order.
+    const entries = await new Promise<yauzl.Entry[]>((resolve, reject) => {
+      const all: yauzl.Entry[] = [];
       zip.on("error", reject);
-      zip.on("end", resolve);
+      zip.on("end", () => resolve(all));
       zip.on("entry", (entry: yauzl.Entry) => {
-        const name = entry.fileName;
-        const handle = async () => {
-          if (name.endsWith("/")) return;
-          const store = FILESTORE_MEMBER.exec(name);
-          const isDump = dump === null && DUMP_NAMES.test(name) && !name.includes("filestore/");
-          if (!store && !isDump) return;
-          const stream = await new Promise<Readable>((res, rej) => zip.openReadStream(entry, (error, s) => (error ? rej(error) : res(s))));
-          if (isDump) {
-            dump = name;
-            await handlers.onDump(stream, name);
-          } else {
-            files++;
-            await handlers.onFile({ path: store![1]!, size: entry.uncompressedSize, stream });
-          }
-        };
-        handle().then(() => zip.readEntry(), reject);
+        if (!entry.fileName.endsWith("/")) all.push(entry);
+        zip.readEntry();
       });
       zip.readEntry();
     });
+    const dump = zipDumpMember(entries.map((e) => normalizeMemberName(e.fileName)));
+    for (const entry of entries) {
+      const name = normalizeMemberName(entry.fileName);
+      const store = FILESTORE_MEMBER.exec(name);
+      const isDump = name === dump;
+      if (!store && !isDump) continue;
+      const stream = await new Promise<Readable>((res, rej) => zip.openReadStream(entry, (error, s) => (error ? rej(error) : res(s))));
+      if (isDump) await handlers.onDump(stream, name);
+      else {
+        files++;
+        await handlers.onFile({ path: store![1]!, size: entry.uncompressedSize, stream });
+      }
+    }
+    return { dump, files };
   } catch (error) {
     if (error instanceof CommandError) throw error;
     throw new CommandError("archive_unreadable", `the zip cannot be read: ${error instanceof Error ? error.message : String(error)}`);
   } finally {
     zip.close();
   }
-  return { dump, files };
 }
 
 async function readTar(file: string, format: "tar" | "tar.gz", handlers: Handlers): Promise<{ dump: string | null; files: number }> {
@@ -109,10 +109,11 @@ async function readTar(file: string, format: "tar" | "tar.gz", handlers: Handler
   let files = 0;
   const tar = extract();
   tar.on("entry", (header, stream, next) => {
-    const name = header.name.replace(/^\.\//, "");
+    const name = normalizeMemberName(header.name);
     const handle = async () => {
       const store = header.type === "file" ? FILESTORE_MEMBER.exec(name) : null;
-      const isDump = header.type === "file" && dump === null && DUMP_NAMES.test(name) && !name.includes("filestore/");
+      // A stream: the first member the shared rule takes is the dump, as the analysis read it.
+      const isDump = header.type === "file" && dump === null && dumpMemberRank(name) !== null;
       if (isDump) {
         dump = name;
         await handlers.onDump(stream, name);

@@ -1,5 +1,6 @@
 // Names of archive members: which are unsafe (never used as paths, only reported), and which
 // role a member plays in an ERP backup (dump, manifest, file store).
+import { dumpMemberRank } from "@berth/protocol";
 
 /** True for a name that could escape a folder if it were ever used as a path. */
 export function isUnsafeMemberName(name: string): boolean {
@@ -7,10 +8,8 @@ export function isUnsafeMemberName(name: string): boolean {
   return name.split(/[\\/]+/).some((segment) => segment === "..");
 }
 
-/** The name without a leading "./" and with forward slashes. */
-export function normalizeMemberName(name: string): string {
-  return name.replaceAll("\\", "/").replace(/^(\.\/)+/, "");
-}
+/** The name without a leading "./" and with forward slashes (the agent compares names the same way). */
+export { normalizeMemberName } from "@berth/protocol";
 
 /** A name shown in a message: printable, at most 120 characters. */
 export function displayName(name: string): string {
@@ -21,9 +20,10 @@ export function displayName(name: string): string {
 export type MemberRole = "dump" | "manifest" | "filestore_file" | "filestore_archive" | "other";
 
 /**
- * What a member is, by its place in the archive (its bytes are checked later): `dump.sql`
- * (also under one top folder, or any *.sql / *.dump), `manifest.json`, files under
- * `filestore/`, or a compressed file store (`filestore.tar.gz`, `filestore.zip`, ...).
+ * What a member is, by its place in the archive (its bytes are checked later): a dump
+ * candidate (@berth/protocol's dumpMemberRank: `dump.sql`, also under one top folder, or any
+ * *.sql / *.dump), `manifest.json`, files under `filestore/`, or a compressed file store
+ * (`filestore.tar.gz`, `filestore.zip`, ...).
  */
 export function memberRole(name: string): MemberRole {
   const parts = name.split("/").filter(Boolean);
@@ -32,7 +32,7 @@ export function memberRole(name: string): MemberRole {
   const fsAt = parts.indexOf("filestore");
   if (fsAt >= 0 && fsAt < depth - 1 && fsAt <= 1) return "filestore_file";
   if (depth <= 2 && base === "manifest.json") return "manifest";
-  if (depth <= 2 && (base === "dump.sql" || /\.(sql|dump)$/i.test(base))) return "dump";
+  if (dumpMemberRank(name) !== null) return "dump";
   if (depth <= 2 && /^filestore\.(tar|tar\.gz|tgz|zip)$/i.test(base)) return "filestore_archive";
   return "other";
 }

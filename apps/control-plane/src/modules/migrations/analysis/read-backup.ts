@@ -6,6 +6,7 @@ import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { BackupAnalysisError, type BackupFormat, type BackupSource, type FilestoreLocation } from "./analysis-types.ts";
 import { detectFormat, HEAD_BYTES, looksLikeSql } from "./detect-format.ts";
+import { zipDumpMember } from "@berth/protocol";
 import { displayName, memberRole } from "./member-names.ts";
 import { MAX_MANIFEST_BYTES, parseManifest, type BackupManifest } from "./manifest.ts";
 import { SqlDumpScanner, type DumpFacts } from "./sql-dump-scanner.ts";
@@ -102,13 +103,6 @@ function manifestFrom(text: string, warnings: string[]): BackupManifest | null {
   return manifest;
 }
 
-/** Picks the dump among candidates: dump.sql at the top, then one folder down, then any *.sql or *.dump. */
-function dumpRank(name: string): number {
-  if (name === "dump.sql") return 0;
-  if (name.endsWith("/dump.sql")) return 1;
-  return name.includes("/") ? 3 : 2;
-}
-
 async function readZip(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
   const warnings: string[] = [];
   const fileStore = fileStoreTally();
@@ -129,19 +123,20 @@ async function readZip(source: BackupSource, limits: InflateLimits, signal?: Abo
   try {
     for (const name of zip.unsafeNames) warnings.push(`member ${displayName(name)} has an unsafe name and was ignored`);
     if (members === 0 && zip.unsafeNames.length === 0) throw new BackupAnalysisError("empty_archive", "not a backup: the zip archive is empty");
-    const dumps = zip.members.filter((m) => memberRole(m.name) === "dump").sort((a, b) => dumpRank(a.name) - dumpRank(b.name));
-    if (dumps.length === 0) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
+    // The member the agent will restore (@berth/protocol's rule, shared with it).
+    const dumpName = zipDumpMember(zip.members.map((m) => m.name));
+    if (dumpName === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
     const manifestMember = zip.members.find((m) => memberRole(m.name) === "manifest");
     let manifest: BackupManifest | null = null;
     if (manifestMember) {
       if (manifestMember.size > MAX_MANIFEST_BYTES) warnings.push("manifest.json is too large; it was ignored");
       else manifest = manifestFrom((await readSome(await zip.openMember(manifestMember.name), MAX_MANIFEST_BYTES)).toString("utf8"), warnings);
     }
-    const dump = await scanDump(await zip.openMember(dumps[0]!.name), signal);
+    const dump = await scanDump(await zip.openMember(dumpName), signal);
     const archive = zip.members.find((m) => memberRole(m.name) === "filestore_archive");
     return {
       format: "zip",
-      dumpPath: dumps[0]!.name,
+      dumpPath: dumpName,
       dump,
       manifest,
       hasManifest: manifestMember !== undefined,
