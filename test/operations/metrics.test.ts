@@ -135,6 +135,22 @@ describe("/metrics", () => {
     expect(s.family("berth_process_resident_memory_bytes").type).toBe("GAUGE");
   });
 
+  it("shows when the retention job last ran, and what it dropped and deleted", async () => {
+    // It runs once at start (and hourly): its figures appear once that run has finished.
+    await waitFor(async () => Number((await scrape()).sample("berth_retention_last_run_timestamp_seconds")?.value ?? 0) > 0, 30_000, 250);
+    const s = await scrape();
+    const at = Number(s.sample("berth_retention_last_run_timestamp_seconds")!.value);
+    expect(Math.abs(at - cp.clock.now().getTime() / 1000)).toBeLessThan(600);
+    expect(s.family("berth_retention_partitions_dropped_total").type).toBe("COUNTER");
+    expect(s.family("berth_retention_rows_deleted_total").type).toBe("COUNTER");
+    // A run that drops a month counts it by table.
+    cp.app.metrics.observe.retentionRan({ dropped: ["deployment_logs_p202601", "agent_events_p202601", "agent_events_p202602"], deleted: 5 }, cp.clock.now());
+    const after = await scrape();
+    expect(Number(after.sample("berth_retention_partitions_dropped_total", { table: "agent_events" })!.value)).toBe(2);
+    expect(Number(after.sample("berth_retention_partitions_dropped_total", { table: "deployment_logs" })!.value)).toBe(1);
+    expect(Number(after.sample("berth_retention_rows_deleted_total")!.value)).toBe(5);
+  });
+
   it("the Grafana dashboard in installers/grafana queries only metrics the control plane exports", async () => {
     const dashboard = readFileSync(new URL("../../installers/grafana/berth-control-plane.json", import.meta.url), "utf8");
     const exprs = (JSON.parse(dashboard) as { panels: { targets?: { expr: string }[] }[] }).panels.flatMap((p) => (p.targets ?? []).map((t) => t.expr));

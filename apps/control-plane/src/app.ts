@@ -188,7 +188,10 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await gateway.close();
     await relaxed.close();
   });
-  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed });
+  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed, onRetention: (run) => {
+    metrics.observe.retentionRan(run, clock.now());
+    if (run.dropped.length > 0 || run.deleted > 0) app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created }, "retention: expired months dropped");
+  } });
   app.addHook("onClose", async () => background.stop());
 
   const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });

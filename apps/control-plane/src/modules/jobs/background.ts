@@ -12,7 +12,7 @@ import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup
 import { startMigrationJobs } from "../migrations/migration-jobs.ts";
 import { createUrlImport } from "../migrations/url-import.ts";
 import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
-import { RETENTION_CRON, RETENTION_QUEUE, runRetention, type RetentionSettings } from "../retention/retention.ts";
+import { RETENTION_CRON, RETENTION_QUEUE, runRetention, type RetentionRun, type RetentionSettings } from "../retention/retention.ts";
 import { retentionSettings } from "../../config.ts";
 
 export interface BackgroundWork {
@@ -33,6 +33,8 @@ export async function startBackgroundWork(deps: {
   onError: (err: unknown) => void;
   /** A job's try failed (final: dead-lettered), for metrics. */
   onTryFailed?: (queue: string, final: boolean) => void;
+  /** A retention run that took the lock and finished (figures and a log line for the operator). */
+  onRetention?: (run: RetentionRun) => void;
 }): Promise<BackgroundWork> {
   // Before any delivery is signed; a failure is reported and the readers still accept the old form.
   await deps.services.projects.sealStoredCredentials().catch(deps.onError);
@@ -53,7 +55,8 @@ export async function startBackgroundWork(deps: {
   // replicas (an advisory lock): a run that finds another one going does nothing.
   const retention = deps.retention ?? retentionSettings();
   await jobs.define(RETENTION_QUEUE, async () => {
-    await runRetention(deps.pool, retention, deps.clock.now());
+    const run = await runRetention(deps.pool, retention, deps.clock.now());
+    if (run.ran) deps.onRetention?.(run);
   });
   await jobs.schedule(RETENTION_QUEUE, RETENTION_CRON);
   await jobs.send(RETENTION_QUEUE, {});

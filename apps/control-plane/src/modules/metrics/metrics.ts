@@ -60,6 +60,23 @@ export function createMetrics() {
     registers: [registry],
   });
 
+  const retentionLastRun = new Gauge({
+    name: "berth_retention_last_run_timestamp_seconds",
+    help: "When the retention job last ran to its end here (Unix time): alert when it falls behind the hourly schedule",
+    registers: [registry],
+  });
+  const retentionDropped = new Counter({
+    name: "berth_retention_partitions_dropped_total",
+    help: "Expired month partitions of deployment_logs and agent_events the retention job dropped, by table",
+    labelNames: ["table"] as const,
+    registers: [registry],
+  });
+  const retentionDeleted = new Counter({
+    name: "berth_retention_rows_deleted_total",
+    help: "Expired rows the retention job deleted from the DEFAULT partitions (rows dated where no month partition is)",
+    registers: [registry],
+  });
+
   const handedOver = new Counter({
     name: "berth_agents_handed_over_total",
     help: "Agent links this replica closed with 1012 while draining, so their agents reconnect to another replica",
@@ -155,6 +172,12 @@ export function createMetrics() {
       },
       jobFailed(queue: string, final: boolean) {
         jobFailures.inc({ queue, final: String(final) });
+      },
+      /** A retention run that took the lock and finished; `dropped` are partition names (<table>_pYYYYMM). */
+      retentionRan(run: { dropped: readonly string[]; deleted: number }, at: Date) {
+        retentionLastRun.set(at.getTime() / 1000);
+        for (const name of run.dropped) retentionDropped.inc({ table: name.replace(/_p\d{6}$/, "") });
+        if (run.deleted > 0) retentionDeleted.inc(run.deleted);
       },
     },
   };
