@@ -4,7 +4,7 @@
 // replica failed. A replica marked down keeps its open WebSockets and streams (no
 // shutdown-sessions): when PostgreSQL restarts every replica's /readyz fails at once, and
 // whether the links survive that is the product's to show, not the proxy's to decide. It listens on 127.0.0.1 and, when given, on the network namespace's veth
-// address too.
+// address too. Migration uploads are routed as README's "Load balancer" asks (one replica per upload).
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { writeFile } from "node:fs/promises";
@@ -43,10 +43,21 @@ defaults
 frontend berth
 ${binds}
   option forwardfor
+  # A resumable (tus) upload's file is on the replica that created it: every request of a
+  # migration's upload goes to one replica, by a hash of /api/v1/migrations/<id> (README).
+  acl tus_upload path_reg ^/api/v1/migrations/[^/]+/upload/tus(/|$)
+  use_backend uploads if tus_upload
   default_backend replicas
 
 backend replicas
   balance leastconn
+  option httpchk GET /readyz
+  http-check expect status 200
+${servers}
+
+backend uploads
+  balance uri depth 4
+  hash-type consistent
   option httpchk GET /readyz
   http-check expect status 200
 ${servers}
