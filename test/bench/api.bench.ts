@@ -349,18 +349,31 @@ async function main(): Promise<number> {
       log(`CPU during each measured run, in % of the machine's ${os.cpus().length} cores ("steal": taken by the hypervisor; "other": processes`);
       log("outside the benchmark), and CPU time per request, which holds whatever else ran on the machine:");
       const w = [22, 9, 5, 5, 5, 6, 8, 10, 5, 13, 15];
-      log(pad(["route", "variant", "busy", "steal", "irq", "server", "postgres", "autocannon", "other", "server ms/req", "postgres ms/req"], w));
+      log(pad(["route", "variant", "busy", "steal", "irq", "server", "postgres", "autocannon", "other", "server µs/req", "postgres µs/req"], w));
       const cores = os.cpus().length;
       const shown = (["projects", "task"] as Route[]).flatMap((route) => VARIANTS.map((variant) => find(route, variant)));
       for (const r of shown) {
         if (!r.cpu) continue;
         const u = r.cpu;
-        // percent of all cores -> core-milliseconds per second -> per request
-        const perRequest = (percent: number) => fmt((percent / 100) * cores * 1000 / Math.max(1, r.result.requests.average), 2);
+        const perRequest = (percent: number) => fmt(cpuUsPerRequest(r, percent, cores), 1);
         const shares = [u.busyPercent, u.stealPercent, u.irqPercent, u.serverPercent, u.postgresPercent, u.loadGeneratorPercent, u.otherPercent].map((x) => fmt(x));
         log(pad([ROUTES[r.route].label, r.variant, ...shares, perRequest(u.serverPercent), perRequest(u.postgresPercent)], w));
       }
       for (const r of shown) if (r.cpu?.topOthers.length) log(`  other during ${r.route} ${r.variant}: ${r.cpu.topOthers.join(", ")}`);
+      // The server's CPU per request is the stack's own cost, apart from what PostgreSQL and the
+      // load generator get of the shared cores (which req/s also moves with): its bare/full
+      // ratio is the same comparison, measured on the server alone. It moves between runs too.
+      for (const route of ["projects", "task"] as Route[]) {
+        const [f, b] = [find(route, "full"), find(route, "bare")];
+        if (!f.cpu || !b.cpu) continue;
+        const [fu, bu] = [cpuUsPerRequest(f, f.cpu.serverPercent, cores), cpuUsPerRequest(b, b.cpu.serverPercent, cores)];
+        log(`${ROUTES[route].label}: server CPU per request bare/full = ${fmt(bu / fu, 3)} (${fmt(bu, 1)} / ${fmt(fu, 1)} µs)`);
+        Object.assign(summary, {
+          [`${route}_full_server_cpu_us_per_req`]: Number(fmt(fu, 1)),
+          [`${route}_bare_server_cpu_us_per_req`]: Number(fmt(bu, 1)),
+          [`${route}_server_cpu_ratio`]: Number(fmt(bu / fu, 3)),
+        });
+      }
     }
     if (INSTRUMENT) {
       log();
@@ -402,6 +415,11 @@ async function main(): Promise<number> {
     for (const s of servers) await s.stop().catch((err: unknown) => process.stderr.write(`stopping ${s.variant}: ${String(err)}\n`));
     await database?.stop().catch((err: unknown) => process.stderr.write(`stopping PostgreSQL: ${String(err)}\n`));
   }
+}
+
+/** A run's CPU time per request, in µs: `percent` of all `cores` is core-seconds per second, over its req/s. */
+function cpuUsPerRequest(r: { result: Result }, percent: number, cores: number): number {
+  return ((percent / 100) * cores * 1e6) / Math.max(1, r.result.requests.average);
 }
 
 main().then(
