@@ -6,6 +6,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 import type { StatsEvent } from "@berth/protocol";
 import { createRequestMetrics } from "./request-metrics.ts";
+import { tableOfPartition } from "../retention/retention.ts";
 
 /** What the registry asks at each scrape. Each may fail (the database is down): that series is then left out. */
 export interface Sources {
@@ -176,7 +177,7 @@ export function createMetrics() {
       /** A retention run that took the lock and finished; `dropped` are partition names (<table>_pYYYYMM). */
       retentionRan(run: { dropped: readonly string[]; deleted: number }, at: Date) {
         retentionLastRun.set(at.getTime() / 1000);
-        for (const name of run.dropped) retentionDropped.inc({ table: name.replace(/_p\d{6}$/, "") });
+        for (const name of run.dropped) retentionDropped.inc({ table: tableOfPartition(name) });
         if (run.deleted > 0) retentionDeleted.inc(run.deleted);
       },
     },

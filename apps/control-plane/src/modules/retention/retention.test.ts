@@ -1,7 +1,7 @@
 // When a month partition expires, and the retention settings as an operator writes them.
 import { describe, expect, it } from "vitest";
 import { retentionSettings } from "../../config.ts";
-import { expiryCutoff, monthExpired, monthStart, partitionName } from "./retention.ts";
+import { expiryCutoff, monthExpired, monthStart, partitionName, tableOfPartition } from "./retention.ts";
 
 describe("a month partition", () => {
   const now = new Date("2026-11-26T22:00:00.000Z");
@@ -27,6 +27,7 @@ describe("a month partition", () => {
   it("is named by its UTC month, across a year's end", () => {
     expect(partitionName("deployment_logs", monthStart(new Date("2026-12-31T23:59:59.999Z"), 1))).toBe("deployment_logs_p202701");
     expect(partitionName("agent_events", monthStart(new Date("2027-01-01T00:00:00.000Z"), -1))).toBe("agent_events_p202612");
+    expect(tableOfPartition(partitionName("deployment_logs", monthStart(new Date("2027-01-01T00:00:00.000Z"))))).toBe("deployment_logs");
   });
 });
 

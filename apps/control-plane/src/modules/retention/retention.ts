@@ -98,6 +98,11 @@ export async function runRetention(pool: pg.Pool, settings: RetentionSettings, n
   }
 }
 
+/** The table a month partition (partitionName's name) belongs to. */
+export function tableOfPartition(name: string): string {
+  return name.replace(/_p\d{6}$/, "");
+}
+
 /** The name berth_ensure_partition gives a month's partition. */
 export function partitionName(table: PartitionedTable, month: Date): string {
   return `${table}_p${month.getUTCFullYear()}${String(month.getUTCMonth() + 1).padStart(2, "0")}`;
