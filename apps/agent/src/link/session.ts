@@ -134,7 +134,7 @@ export function openSession(deps: SessionDeps): Session {
     } else if (Math.abs(skewMs) > DEFAULT_CLOCK_SKEW_MS) {
       logger.warn(
         { skew_ms: skewMs },
-        "this server's clock differs from the control plane's; commands are judged by the control plane's time, but logs and stats carry this clock's (is NTP running?)",
+        "this server's clock differs from the control plane's; commands are judged, and events dated, by the control plane's time (is NTP running?)",
       );
     }
     send("hello", {
