@@ -259,7 +259,8 @@ export const CONTROL_PLANE_SETTINGS = {
   proxyImage: setting({
     name: "BERTH_PROXY_IMAGE",
     default: "caddy:2",
-    description: "The image of every server's reverse proxy, sent with each deploy",
+    description:
+      "The image of every server's reverse proxy, sent with each deploy: Caddy 2.8 or later (older ones can register two ACME accounts at once and then have every order refused)",
     parse: (raw) => {
       if (raw.length > 255) throw new Error("BERTH_PROXY_IMAGE must be at most 255 characters");
       return raw;
