@@ -11,7 +11,8 @@
 // server would also slow its own load generator, which skews the ratio. With one process
 // each, the server under test gets a whole event loop while the other one sits idle.
 //
-// Environment: BENCH_DURATION_S (10), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50), BENCH_ROUNDS
+// Environment: BENCH_DURATION_S (10, per variant, measured in BENCH_SLICES (5) slices that alternate
+// with the other variant's), BENCH_WARMUP_S (2), BENCH_CONNECTIONS (50), BENCH_ROUNDS
 // (1; more repeat every run and report the median one, for machines with noisy neighbours),
 // BENCH_ORGS (50), BENCH_PROJECTS_PER_ORG (20), BENCH_POOL_MAX (10), BENCH_ASSUMED_MAX_RPS
 // (9000, sizes the key spread: above the full stack's task rate, or a key passes the half-limit budget and leases more often), DATABASE_URL (use that server, in a fresh database).
@@ -54,6 +55,8 @@ const PROFILE = process.env.BENCH_CPU_PROF === "1";
 const INSTRUMENT = process.env.BENCH_INSTRUMENT === "1";
 const ATTRIBUTION = process.env.BENCH_ATTRIBUTION === "1";
 const ROUNDS = Math.round(setting("BENCH_ROUNDS", 1));
+/** Each variant's BENCH_DURATION_S is measured in this many slices, alternating with the other variant's. */
+const SLICES = Math.max(1, Math.round(setting("BENCH_SLICES", 5)));
 /** Variants that spend rate limit, each on its own keys; bare borrows full's, as it meters nothing. */
 const METERED: Variant[] = ATTRIBUTION ? ["full", "bare-auth"] : ["full"];
 const VARIANTS: Variant[] = ATTRIBUTION ? ["full", "bare-auth", "bare"] : ["full", "bare"];
@@ -143,17 +146,69 @@ async function assertSameSql(url: string, masterKey: Buffer, target: Target): Pr
   }
 }
 
+/** One measured slice of a variant. */
+interface Slice {
+  result: Result;
+  cpu?: CpuUse;
+}
+
+/** A variant's slices in one round, as one measurement. */
+interface Measured {
+  /** All slices' requests over all their time. */
+  rps: number;
+  /** The slices' median p50 and highest p99. */
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  statusCodeStats: Result["statusCodeStats"];
+}
+
 interface Run {
   round: number;
   route: Route;
   variant: Variant;
-  warmup: Result;
-  result: Result;
+  /** Priming and warm-up. */
+  setup: Result[];
+  result: Measured;
   cpu?: CpuUse;
   stats?: Stats;
 }
 
-const count429 = (r: Result) => r.statusCodeStats["429"]?.count ?? 0;
+/** Slices of equal length: counts add up, CPU shares average. */
+function combine(slices: Slice[]): { result: Measured; cpu?: CpuUse } {
+  const results = slices.map((s) => s.result);
+  const sum = (f: (r: Result) => number) => results.reduce((a, r) => a + f(r), 0);
+  const p50s = results.map((r) => r.latency.p50).sort((a, b) => a - b);
+  const statusCodeStats: Result["statusCodeStats"] = {};
+  for (const r of results) for (const [code, n] of Object.entries(r.statusCodeStats)) (statusCodeStats[code as keyof typeof statusCodeStats] ??= { count: 0 }).count += n.count;
+  const result: Measured = {
+    rps: sum((r) => r.requests.total) / Math.max(1e-9, sum((r) => r.duration)),
+    p50: p50s[Math.floor(p50s.length / 2)]!,
+    p99: Math.max(...results.map((r) => r.latency.p99)),
+    non2xx: sum((r) => r.non2xx),
+    errors: sum((r) => r.errors),
+    timeouts: sum((r) => r.timeouts),
+    statusCodeStats,
+  };
+  const cpus = slices.flatMap((s) => (s.cpu ? [s.cpu] : []));
+  if (cpus.length !== slices.length) return { result };
+  const mean = (f: (c: CpuUse) => number) => cpus.reduce((a, c) => a + f(c), 0) / cpus.length;
+  const cpu: CpuUse = {
+    busyPercent: mean((c) => c.busyPercent),
+    stealPercent: mean((c) => c.stealPercent),
+    irqPercent: mean((c) => c.irqPercent),
+    serverPercent: mean((c) => c.serverPercent),
+    postgresPercent: mean((c) => c.postgresPercent),
+    loadGeneratorPercent: mean((c) => c.loadGeneratorPercent),
+    otherPercent: mean((c) => c.otherPercent),
+    topOthers: [...new Set(cpus.flatMap((c) => c.topOthers))].slice(0, 3),
+  };
+  return { result, cpu };
+}
+
+const count429 = (r: { statusCodeStats: Result["statusCodeStats"] }) => r.statusCodeStats["429"]?.count ?? 0;
 const fmt = (n: number, digits = 0) => n.toFixed(digits);
 const pad = (cells: string[], widths: number[]) => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
 
@@ -229,19 +284,17 @@ async function main(): Promise<number> {
       await assertSameBody("task", seeded.task[keysPerVariant]!, full, bareAuth);
     }
     log(`servers: ${servers.map((s) => `${s.variant} ${s.url}`).join(", ")} (one process each, pool max ${POOL_MAX}); SQL and bodies checked identical`);
-    log(`load: autocannon in this process, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per variant`);
+    log(`load: autocannon in this process, ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s per variant in ${SLICES} alternating slices`);
 
     const profileDir = PROFILE ? await mkdtemp(path.join(os.tmpdir(), "berth-bench-prof-")) : undefined;
-    if (profileDir) log(`CPU profiles (figures below are slowed by the profiler): ${profileDir}`);
+    if (profileDir) log(`CPU profiles of each variant's middle slice (figures below are slowed by the profiler): ${profileDir}`);
     if (INSTRUMENT) log("instruments on: figures below are slowed by them");
     log();
 
-    // Full first on one route and last on the other: slow drift (autovacuum, checkpoints,
-    // the neighbours' load) favours no variant.
-    const plan: [Route, Variant][] = [
-      ...VARIANTS.map((v): [Route, Variant] => ["projects", v]),
-      ...[...VARIANTS].reverse().map((v): [Route, Variant] => ["task", v]),
-    ];
+    // Each round measures a route's variants in alternating slices, A B B A A B ..., so that slow
+    // drift (autovacuum, checkpoints, the neighbours' load, seen to move a variant's req/s by
+    // a quarter between rounds) weighs on both alike. One run after the other favoured the
+    // second-measured variant or the first, whichever way the machine drifted.
     const runs: Run[] = [];
     let maxKeyUse = 0;
     const admin = new pg.Client({ connectionString: database.url });
@@ -249,40 +302,52 @@ async function main(): Promise<number> {
     const postmaster = database.local
       ? await parentOf((await admin.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid)
       : undefined;
-    const measure = async (round: number, route: Route, variant: Variant): Promise<Run> => {
+    const sliceS = DURATION_S / SLICES;
+    /** Primes the variant's keys and warms it up: what its slices then measure is steady state. */
+    const prepare = async (round: number, route: Route, variant: Variant): Promise<Result[]> => {
       const server = byVariant[variant]!;
       const targets = targetsFor(seeded[route], variant);
-      log(`${ROUNDS > 1 ? `round ${round}/${ROUNDS}: ` : ""}${ROUTES[route].label} ${variant}: priming, warming up, measuring...`);
+      log(`${ROUNDS > 1 ? `round ${round}/${ROUNDS}: ` : ""}${ROUTES[route].label} ${variant}: priming, warming up...`);
       // One request per key first: the full stack writes api_keys.last_used_at on a key's
       // first use and then at most once a minute. Spreading load over many keys would
       // otherwise turn that write, rare in production, into one in every few requests.
       const prime = await load(server.url, rotatingRequests(route, targets), { amount: targets.length });
-      const requests = rotatingRequests(route, targets);
-      const warmup = await load(server.url, requests, { duration: WARMUP_S });
-      if (INSTRUMENT) await server.call({ type: "stats" });
-      if (profileDir) await server.call({ type: "profile-start" });
+      const warmup = await load(server.url, rotatingRequests(route, targets), { duration: WARMUP_S });
+      return [prime, warmup];
+    };
+    const slice = async (route: Route, variant: Variant, file: string | undefined): Promise<Slice> => {
+      const server = byVariant[variant]!;
+      const requests = rotatingRequests(route, targetsFor(seeded[route], variant));
+      if (file) await server.call({ type: "profile-start" });
       const before = await cpuSnapshot();
-      const result = await load(server.url, requests, { duration: DURATION_S });
+      const result = await load(server.url, requests, { duration: sliceS });
       const after = await cpuSnapshot();
-      if (profileDir) await server.call({ type: "profile-stop", file: path.join(profileDir, `${route}-${variant}-${round}.cpuprofile`) });
-      const stats = INSTRUMENT ? (await server.call({ type: "stats" })).stats : undefined;
+      if (file) await server.call({ type: "profile-stop", file });
       const cpu = before && after ? cpuUse(before, after, { server: server.pid, self: process.pid, ...(postmaster ? { postmaster } : {}) }) : undefined;
-      warmup.non2xx += prime.non2xx;
-      warmup.errors += prime.errors;
-      warmup.timeouts += prime.timeouts;
-      for (const [code, n] of Object.entries(prime.statusCodeStats)) {
-        (warmup.statusCodeStats[code] ??= { count: 0 }).count += n.count;
-      }
-      if (METERED.includes(variant)) {
-        const { rows } = await admin.query<{ max: number }>("select coalesce(max(count), 0)::int as max from rate_limit_counters where bucket like 'key:%'");
-        maxKeyUse = Math.max(maxKeyUse, rows[0]?.max ?? 0);
-      }
-      return { round, route, variant, warmup, result, ...(cpu ? { cpu } : {}), ...(stats ? { stats } : {}) };
+      return { result, ...(cpu ? { cpu } : {}) };
     };
     try {
       for (let round = 1; round <= ROUNDS; round++) {
-        for (const [route, variant] of plan) {
-          runs.push(await measure(round, route, variant));
+        for (const route of ["projects", "task"] as Route[]) {
+          const setup = new Map<Variant, Result[]>();
+          for (const variant of VARIANTS) setup.set(variant, await prepare(round, route, variant));
+          if (INSTRUMENT) for (const variant of VARIANTS) await byVariant[variant]!.call({ type: "stats" });
+          log(`${ROUNDS > 1 ? `round ${round}/${ROUNDS}: ` : ""}${ROUTES[route].label}: measuring ${SLICES} slices of ${fmt(sliceS, 1)} s per variant, alternating...`);
+          const slices = new Map<Variant, Slice[]>(VARIANTS.map((v) => [v, []]));
+          for (let i = 0; i < SLICES; i++) {
+            const order = i % 2 === 0 ? VARIANTS : [...VARIANTS].reverse();
+            for (const variant of order) {
+              // The profile of a variant's middle slice: long enough, and away from the edges.
+              const file = profileDir && i === Math.floor(SLICES / 2) ? path.join(profileDir, `${route}-${variant}-${round}.cpuprofile`) : undefined;
+              slices.get(variant)!.push(await slice(route, variant, file));
+            }
+          }
+          for (const variant of VARIANTS) {
+            const stats = INSTRUMENT ? (await byVariant[variant]!.call({ type: "stats" })).stats : undefined;
+            runs.push({ round, route, variant, setup: setup.get(variant)!, ...combine(slices.get(variant)!), ...(stats ? { stats } : {}) });
+          }
+          const { rows } = await admin.query<{ max: number }>("select coalesce(max(count), 0)::int as max from rate_limit_counters where bucket like 'key:%'");
+          maxKeyUse = Math.max(maxKeyUse, rows[0]?.max ?? 0);
           await sleep(1000);
         }
       }
@@ -292,7 +357,7 @@ async function main(): Promise<number> {
 
     /** The median run by throughput (the upper one of an even count). */
     const find = (route: Route, variant: Variant) => {
-      const all = runs.filter((r) => r.route === route && r.variant === variant).sort((a, b) => a.result.requests.average - b.result.requests.average);
+      const all = runs.filter((r) => r.route === route && r.variant === variant).sort((a, b) => a.result.rps - b.result.rps);
       return all[Math.floor(all.length / 2)]!;
     };
     if (ROUNDS > 1) {
@@ -300,7 +365,7 @@ async function main(): Promise<number> {
       log(`req/s per round (the tables show each variant's median run):`);
       for (const route of ["projects", "task"] as Route[]) {
         for (const variant of VARIANTS) {
-          const each = runs.filter((r) => r.route === route && r.variant === variant).map((r) => fmt(r.result.requests.average));
+          const each = runs.filter((r) => r.route === route && r.variant === variant).map((r) => fmt(r.result.rps));
           log(`  ${ROUTES[route].label} ${variant}: ${each.join(", ")}`);
         }
       }
@@ -312,7 +377,7 @@ async function main(): Promise<number> {
     for (const route of ["projects", "task"] as Route[]) {
       for (const variant of VARIANTS) {
         const r = find(route, variant).result;
-        const cells = [ROUTES[route].label, variant, fmt(r.requests.average), fmt(r.latency.p50, 1), fmt(r.latency.p99, 1), String(r.non2xx)];
+        const cells = [ROUTES[route].label, variant, fmt(r.rps), fmt(r.p50, 1), fmt(r.p99, 1), String(r.non2xx)];
         log(pad([...cells, String(r.errors + r.timeouts)], widths));
       }
     }
@@ -322,22 +387,22 @@ async function main(): Promise<number> {
     for (const route of ["projects", "task"] as Route[]) {
       const f = find(route, "full").result;
       const b = find(route, "bare").result;
-      const ratio = b.requests.average > 0 ? f.requests.average / b.requests.average : 0;
+      const ratio = b.rps > 0 ? f.rps / b.rps : 0;
       goalMet &&= ratio >= GOAL_RATIO;
       log(`${ROUTES[route].label}: full/bare = ${fmt(ratio, 3)}  (goal >= ${GOAL_RATIO}: ${ratio >= GOAL_RATIO ? "met" : "NOT met"})`);
       if (ATTRIBUTION) {
         const a = find(route, "bare-auth").result;
-        log(`  bare-auth/bare = ${fmt(a.requests.average / b.requests.average, 3)} (a metering round trip per request, as the product once made), full/bare-auth = ${fmt(f.requests.average / a.requests.average, 3)}`);
-        Object.assign(summary, { [`${route}_bare_auth_rps`]: Number(fmt(a.requests.average, 1)) });
+        log(`  bare-auth/bare = ${fmt(a.rps / b.rps, 3)} (a metering round trip per request, as the product once made), full/bare-auth = ${fmt(f.rps / a.rps, 3)}`);
+        Object.assign(summary, { [`${route}_bare_auth_rps`]: Number(fmt(a.rps, 1)) });
       }
       Object.assign(summary, {
-        [`${route}_full_rps`]: Number(fmt(f.requests.average, 1)),
-        [`${route}_bare_rps`]: Number(fmt(b.requests.average, 1)),
+        [`${route}_full_rps`]: Number(fmt(f.rps, 1)),
+        [`${route}_bare_rps`]: Number(fmt(b.rps, 1)),
         [`${route}_ratio`]: Number(fmt(ratio, 3)),
-        [`${route}_full_p50_ms`]: f.latency.p50,
-        [`${route}_full_p99_ms`]: f.latency.p99,
-        [`${route}_bare_p50_ms`]: b.latency.p50,
-        [`${route}_bare_p99_ms`]: b.latency.p99,
+        [`${route}_full_p50_ms`]: f.p50,
+        [`${route}_full_p99_ms`]: f.p99,
+        [`${route}_bare_p50_ms`]: b.p50,
+        [`${route}_bare_p99_ms`]: b.p99,
         [`${route}_full_non2xx`]: f.non2xx,
         [`${route}_bare_non2xx`]: b.non2xx,
       });
@@ -384,7 +449,7 @@ async function main(): Promise<number> {
     // A run with failures measured something else than the route (429s: the rate limiter).
     const problems: string[] = [];
     for (const run of runs) {
-      for (const [phase, r] of [["priming and warm-up", run.warmup], ["run", run.result]] as const) {
+      for (const [phase, r] of [...run.setup.map((s) => ["priming and warm-up", s] as const), ["run", run.result] as const]) {
         const name = `${run.route} ${run.variant} ${phase}`;
         if (count429(r) > 0) {
           problems.push(`${name}: ${count429(r)} responses were 429, the key spread is too thin (max ${maxKeyUse} per key per window); raise BENCH_ASSUMED_MAX_RPS`);
@@ -408,6 +473,7 @@ async function main(): Promise<number> {
       connections: CONNECTIONS,
       pool_max: POOL_MAX,
       rounds: ROUNDS,
+      slices: SLICES,
     });
     log(JSON.stringify(summary));
     return 0;
@@ -418,8 +484,8 @@ async function main(): Promise<number> {
 }
 
 /** A run's CPU time per request, in µs: `percent` of all `cores` is core-seconds per second, over its req/s. */
-function cpuUsPerRequest(r: { result: Result }, percent: number, cores: number): number {
-  return ((percent / 100) * cores * 1e6) / Math.max(1, r.result.requests.average);
+function cpuUsPerRequest(r: { result: Measured }, percent: number, cores: number): number {
+  return ((percent / 100) * cores * 1e6) / Math.max(1, r.result.rps);
 }
 
 main().then(
