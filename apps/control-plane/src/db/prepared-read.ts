@@ -50,8 +50,13 @@ export function preparedRead<R>(pool: pg.Pool, name: string, query: SelectQuery<
   const decode = new Function("d", `return function decode(row) { let v; return {\n${literal}\n}; };`)(decoders) as (row: unknown[]) => R;
   // A plain function returning the query's promise: hot reads pay no async frame of their own.
   const decodeAll = (result: pg.QueryResult<unknown[]>) => result.rows.map(decode);
+  // pg copies a query's config, own property by property (with their descriptors), before it
+  // sends it. What is the same on every execution sits on the config's prototype, which the
+  // copy shares: only the values are copied.
+  const statement = { name, text, rowMode: "array" as const, types };
   return (args: Record<string, unknown>): Promise<R[]> => {
-    const values = names.map((n, i) => (n === null ? params[i] : args[n]));
-    return pool.query<unknown[]>({ name, text, values, rowMode: "array", types }).then(decodeAll);
+    const config = Object.create(statement) as pg.QueryArrayConfig;
+    config.values = names.map((n, i) => (n === null ? params[i] : args[n]));
+    return pool.query<unknown[]>(config).then(decodeAll);
   };
 }

@@ -36,7 +36,7 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
   }
 
   /** The request authenticated and metered: undefined when decided at once (a cached key, a budget leased here), else its promise. */
-  function authenticateNow(request: FastifyRequest): Promise<void> | undefined {
+  function authenticateNow(request: FastifyRequest, config: FastifyContextConfig): Promise<void> | undefined {
     const header = request.headers.authorization;
     if (!header) throw unauthorized("authentication_required", "Send your API key as: Authorization: Bearer <API_KEY>");
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -47,19 +47,17 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     const now = deps.clock.now();
     const hash = hashApiKey(key);
     const cached = deps.keys.get(hash, now.getTime());
-    if (cached) return admit(request, cached, now);
-    return lookup(hash, now.getTime()).then((row) => admit(request, row, now));
+    if (cached) return admit(request, config, cached, now);
+    return lookup(hash, now.getTime()).then((row) => admit(request, config, row, now));
   }
 
-  function admit(request: FastifyRequest, row: CachedKey | undefined, now: Date): Promise<void> | undefined {
+  function admit(request: FastifyRequest, config: FastifyContextConfig, row: CachedKey | undefined, now: Date): Promise<void> | undefined {
     if (!row) throw unauthorized("invalid_api_key", "The API key is not valid");
     if (row.revoked) throw unauthorized("api_key_revoked", "The API key has been revoked");
     if (row.plan === "free") {
       throw new DomainError("plan_upgrade_required", "API access requires the Starter plan or higher");
     }
 
-    // routeOptions is a getter that builds an object: read once a request.
-    const config = request.routeOptions.config;
     const budgets = config.webhookWrite === true ? [...row.budgets, { bucket: `webhook:${row.id}`, limit: WEBHOOK_WRITE_LIMIT }] : row.budgets;
     const metering = deps.limits.takeNow(budgets);
     if (metering) return metering.then(() => admitted(request, config, row, now));
@@ -81,16 +79,20 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     if (config.orgScoped) requireOrgScope(request);
   }
 
-  // A callback hook: a request whose key is cached and whose budget is leased here (most of
-  // them) is decided without a promise; the others wait for the database.
-  return function authenticate(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
-    let pending: Promise<void> | undefined;
-    try {
-      pending = authenticateNow(request);
-    } catch (err) {
-      return done(err as Error);
-    }
-    if (pending === undefined) return done();
-    pending.then(() => done(), (err: unknown) => done(err as Error));
+  // A route's hook, given the route's config when it is registered (reading it per request
+  // through request.routeOptions builds an object each time). A callback hook: a request whose
+  // key is cached and whose budget is leased here (most of them) is decided without a promise;
+  // the others wait for the database.
+  return function authenticateFor(config: FastifyContextConfig) {
+    return function authenticate(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+      let pending: Promise<void> | undefined;
+      try {
+        pending = authenticateNow(request, config);
+      } catch (err) {
+        return done(err as Error);
+      }
+      if (pending === undefined) return done();
+      pending.then(() => done(), (err: unknown) => done(err as Error));
+    };
   };
 }

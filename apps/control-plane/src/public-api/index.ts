@@ -26,17 +26,18 @@ import { addonRepositoriesPublicRoutes } from "../modules/addon-repositories/add
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
   return async function (api: FastifyInstance) {
-    const authenticate = createApiKeyAuth({ repo: deps.services.repos.apiKeys, clock: deps.clock, keys: deps.services.keyCache, limits: deps.services.rateLimits });
+    const authenticateFor = createApiKeyAuth({ repo: deps.services.repos.apiKeys, clock: deps.clock, keys: deps.services.keyCache, limits: deps.services.rateLimits });
     // Keys revoked on another replica are forgotten here too.
     const revocations = await listen(deps.pool, [KEYS_CHANNEL], (_channel, keyId) => deps.services.keyCache.drop(keyId), (msg, err) => api.log.warn({ err }, msg));
     api.addHook("onClose", async () => revocations.close());
     const idempotency = createIdempotency({ repo: deps.services.repos.idempotency, clock: deps.clock, scopeOf: (r) => `api_key:${principalOf(r).keyId}` });
     api.decorateRequest("principal", null);
     api.decorateRequest("idempotencyClaim", null);
-    api.addHook("onRequest", authenticate);
-    // Only POST honours an idempotency key (rule 6), so only POST routes carry its hooks: the
-    // reads, the hottest routes, run none.
+    // Every route authenticates first, with its own config at hand. Only POST honours an
+    // idempotency key (rule 6), so only POST routes carry its hooks: the reads, the hottest
+    // routes, run none.
     api.addHook("onRoute", (route) => {
+      route.onRequest = [authenticateFor(route.config ?? {}), ...[route.onRequest ?? []].flat()];
       if (!(Array.isArray(route.method) ? route.method : [route.method]).includes("POST")) return;
       route.preHandler = [idempotency.preHandler, ...[route.preHandler ?? []].flat()];
       route.onSend = [idempotency.onSend, ...[route.onSend ?? []].flat()];
