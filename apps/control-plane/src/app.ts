@@ -192,7 +192,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     metrics.observe.retentionRan(run, clock.now());
     if (run.dropped.length > 0 || run.deleted > 0) app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created }, "retention: expired months dropped");
   } });
-  app.addHook("onClose", async () => background.stop());
+  app.addHook("onClose", async () => background.stop(drainState.jobsGraceMs()));
 
   const hub = createEventHub({ pool, clock, log: app.log, stillAllowed: services.access.stillAllowed });
   // Before the server waits for open requests to finish: event streams never would.

@@ -28,6 +28,9 @@ import pg from "pg";
 import { PgBoss, type Db, type JobResult, type JobWithMetadata, type Queue } from "pg-boss";
 import { survivePgRestarts } from "@berth/db";
 
+/** How long a plain close (not a drain with its deadline) lets running jobs finish. */
+export const JOB_STOP_GRACE_MS = 10_000;
+
 export const JOB_POLICY = {
   /** Retries after the first try. */
   retryLimit: 3,
@@ -153,7 +156,19 @@ export async function startJobs(deps: {
   const slotPool = survivePgRestarts(new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots }));
   let stopping = false;
 
+  /** Handlers running now (waiting for a slot or holding one). */
+  let handlersRunning = 0;
+
   async function withSlot<R>(fn: () => Promise<R>): Promise<R> {
+    handlersRunning += 1;
+    try {
+      return await inSlot(fn);
+    } finally {
+      handlersRunning -= 1;
+    }
+  }
+
+  async function inSlot<R>(fn: () => Promise<R>): Promise<R> {
     for (;;) {
       const client = await slotPool.connect();
       let slot = -1;
@@ -301,11 +316,19 @@ export async function startJobs(deps: {
       return rows[0]?.n ?? 0;
     },
 
-    async stop(): Promise<void> {
+    /**
+     * Stops taking jobs and waits up to `graceMs` for the running ones; pg-boss then fails
+     * those still running, and another replica retries them after the retry delay (not after
+     * the 600 s timeout). A handler still running keeps its slot's connection until it ends:
+     * the stop does not wait for it.
+     */
+    async stop(graceMs: number = JOB_STOP_GRACE_MS): Promise<void> {
       stopping = true;
       running = false;
-      await boss.stop({ graceful: true, timeout: 10_000, close: false });
-      await slotPool.end();
+      await boss.stop({ graceful: true, timeout: graceMs, close: false });
+      const ended = slotPool.end();
+      if (handlersRunning === 0) await ended;
+      else void ended.catch(() => {});
     },
   };
 }

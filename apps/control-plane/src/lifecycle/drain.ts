@@ -12,7 +12,8 @@
 // 4. event streams get a `retry:` hint and end (modules/events/event-hub.ts); clients
 //    reconnect to another replica with Last-Event-ID and miss nothing;
 // 5. app.close(): in-flight HTTP requests finish, background jobs (pg-boss) stop gracefully
-//    (a job still running when its grace ends is failed, and retried by another replica);
+//    until shortly before the deadline (drain-state.ts jobsGraceMs): a job still running then
+//    is failed, and retried by another replica after its retry delay;
 // 6. the database pool (and an embedded PostgreSQL) close; exit 0.
 //
 // BERTH_DRAIN_TIMEOUT_MS bounds it all: past it the process logs what was still open and
@@ -58,7 +59,7 @@ export async function drainReplica(deps: DrainDeps, step: (name: string) => void
   const { app, settings, log } = deps;
   const random = deps.random ?? Math.random;
   step("readiness");
-  if (!app.drainState.begin()) return;
+  if (!app.drainState.begin(Date.now() + settings.timeoutMs)) return;
   app.gateway.stopAccepting();
   log(`draining: /readyz answers 503; agents are handed over in ${settings.settleMs} ms`);
   step("settle");

@@ -17,7 +17,8 @@ import { retentionSettings } from "../../config.ts";
 
 export interface BackgroundWork {
   jobs: Jobs;
-  stop(): Promise<void>;
+  /** Stops the loops, then the jobs, letting running ones go on for `jobsGraceMs` (jobs.ts). */
+  stop(jobsGraceMs?: number): Promise<void>;
 }
 
 export async function startBackgroundWork(deps: {
@@ -68,9 +69,9 @@ export async function startBackgroundWork(deps: {
   await startMigrationJobs({ jobs, migrations: deps.services.migrations, ...(urlImport ? { runImport: (id) => urlImport.run(id) } : {}), onError: deps.onError });
   return {
     jobs,
-    async stop() {
+    async stop(jobsGraceMs?: number) {
       await deps.services.webhookDeliveries.stop();
-      await jobs.stop();
+      await jobs.stop(jobsGraceMs);
     },
   };
 }
