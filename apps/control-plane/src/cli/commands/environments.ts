@@ -94,7 +94,15 @@ interface Size {
   workers?: number;
 }
 
-/** The size options as the APIs name them (create and update take the same). */
+/** --cpu, --ram, --disk and --workers (create and update take the same), `when` closing each description. */
+const withSizeOptions = (command: Command, when = "") =>
+  command
+    .option("--cpu <cores>", `CPU cores${when}`, wholeNumber)
+    .option("--ram <mb>", `memory in MB${when}`, wholeNumber)
+    .option("--disk <gb>", `disk in GB${when}`, wholeNumber)
+    .option("--workers <n>", `ERP worker processes${when}`, wholeNumber);
+
+/** The size options as the APIs name them. */
 const sizeBody = (opts: Size) => ({
   ...(opts.cpu !== undefined ? { cpu_cores: opts.cpu } : {}),
   ...(opts.ram !== undefined ? { ram_mb: opts.ram } : {}),
@@ -150,16 +158,14 @@ export function registerEnvironments(program: Command, context: () => Context): 
       showEnvironment(ctx, await findEnvironment(ctx, id, opts.org));
     });
 
-  environments
-    .command("create")
-    .description("Create an environment of a project (pending until its first deploy)")
-    .requiredOption("--project <project-id>", "the project")
-    .requiredOption("--name <name>", "its name, e.g. staging")
-    .option("--branch <branch>", "the Git branch it runs (default: the project's)")
-    .option("--cpu <cores>", "CPU cores", wholeNumber)
-    .option("--ram <mb>", "memory in MB", wholeNumber)
-    .option("--disk <gb>", "disk in GB", wholeNumber)
-    .option("--workers <n>", "ERP worker processes", wholeNumber)
+  withSizeOptions(
+    environments
+      .command("create")
+      .description("Create an environment of a project (pending until its first deploy)")
+      .requiredOption("--project <project-id>", "the project")
+      .requiredOption("--name <name>", "its name, e.g. staging")
+      .option("--branch <branch>", "the Git branch it runs (default: the project's)"),
+  )
     .option("--domain <name>", "the domain it is served at")
     .option("--alias <name>", "another host name served like the domain (repeatable)", repeated)
     .option("--auto-deploy", "deploy on every push to its branch")
@@ -189,20 +195,19 @@ Examples:
       showEnvironment(ctx, env);
     });
 
-  environments
-    .command("update <environment>")
-    .description("Change an environment's domain, aliases and size (from its next deploy on); with a session also its branch and auto-deploy")
-    .option("--domain <name>", "a new domain")
-    .option("--no-domain", "remove the domain (the generated name stays)")
-    .option("--alias <name>", "the host names served like the domain, replacing the current ones (repeatable)", repeated)
-    .option("--no-aliases", "remove every alias")
-    .option("--branch <branch>", "a new Git branch (signed in by e-mail only)")
-    .option("--auto-deploy", "deploy on every push (signed in by e-mail only)")
-    .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)")
-    .option("--cpu <cores>", "CPU cores, from the next deploy on", wholeNumber)
-    .option("--ram <mb>", "memory in MB, from the next deploy on", wholeNumber)
-    .option("--disk <gb>", "disk in GB, from the next deploy on", wholeNumber)
-    .option("--workers <n>", "ERP worker processes, from the next deploy on", wholeNumber)
+  withSizeOptions(
+    environments
+      .command("update <environment>")
+      .description("Change an environment's domain, aliases and size (from its next deploy on); with a session also its branch and auto-deploy")
+      .option("--domain <name>", "a new domain")
+      .option("--no-domain", "remove the domain (the generated name stays)")
+      .option("--alias <name>", "the host names served like the domain, replacing the current ones (repeatable)", repeated)
+      .option("--no-aliases", "remove every alias")
+      .option("--branch <branch>", "a new Git branch (signed in by e-mail only)")
+      .option("--auto-deploy", "deploy on every push (signed in by e-mail only)")
+      .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)"),
+    ", from the next deploy on",
+  )
     .option(...ORG_OPTION)
     .addHelpText(
       "after",
