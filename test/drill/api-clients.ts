@@ -8,6 +8,8 @@ import { randomUUID } from "node:crypto";
 const PREFIX = "/api/public/v1";
 const RETRY_FOR_MS = 90_000; // longer than an abandoned idempotency claim (60 s) is kept
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+/** The operations the clients ask for (the operation's kind is the action's name). */
+export const CLIENT_ACTIONS = ["restart", "deploy"] as const;
 
 export interface ApiRequestRecord {
   key: string;
@@ -63,7 +65,7 @@ export class ApiClient {
   }
 
   /** One action with one key, retried with the same key until it is answered or RETRY_FOR_MS passed. */
-  private async act(action: "restart" | "deploy"): Promise<string | null> {
+  private async act(action: (typeof CLIENT_ACTIONS)[number]): Promise<string | null> {
     const rec: ApiRequestRecord = { key: randomUUID(), at: Date.now(), errors: [], taskIds: new Set(), outcome: "failed" };
     this.requests.push(rec);
     let delay = 250;

@@ -1,6 +1,7 @@
 // The per-fault figures: everything the run left in the database and in the clients,
 // attributed to the fault window in which it happened (by when the command, log line, request,
 // operation or stream row was made), plus the agents-back times each window measured.
+import { CLIENT_ACTIONS } from "./api-clients.ts";
 import type { FaultWindow } from "./faults.ts";
 import { positionsOf, TERMINAL_COMMAND_STATES, TERMINAL_DEPLOYMENT_STATUSES } from "./ledger.ts";
 import type { World } from "./world.ts";
@@ -99,22 +100,26 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
   }
 
   // Operations: terminal after the settle time; one operation run by two commands counts as
-  // run twice, and so does one no client got a task id for (a request whose answer was lost
-  // and whose same-key retry made another operation instead of replaying the first).
+  // run twice, and so does one of the clients' kinds (restart, deploy) no client got a task id
+  // for (a request whose answer was lost and whose same-key retry made another operation
+  // instead of replaying the first). The control plane makes operations of its own too: a
+  // newly deployed environment's default backup schedule (a minute between 00:00 and 05:59
+  // UTC) takes scheduled backups, during a drill run in those hours.
   const orgIds = [...w.sims.map((e) => e.org.organization_id), ...w.reals.map((e) => e.org.organization_id)];
   const known = new Set(w.clients.flatMap((c) => c.tasks));
+  const CLIENT_KINDS = new Set<string>(CLIENT_ACTIONS);
   const clientOrgs = new Set(w.clients.map((c) => c.target.organizationId));
   for (const d of await w.ledger.deployments(orgIds)) {
     const r = at(d.createdAt);
     if (!TERMINAL_DEPLOYMENT_STATUSES.includes(d.status)) r.deploymentsNonTerminal++;
     if ((executedPerDeployment.get(d.id) ?? 0) > 1) r.commandsRunTwice++;
-    if (clientOrgs.has(d.organizationId) && !known.has(d.id)) {
+    if (clientOrgs.has(d.organizationId) && CLIENT_KINDS.has(d.kind) && !known.has(d.id)) {
       r.commandsRunTwice++;
       // The request that made it: the organisation's last one started before it.
       const client = w.clients.find((c) => c.target.organizationId === d.organizationId);
       const req = client?.requests.filter((q) => q.at <= d.createdAt).at(-1);
       const seen = req ? [...new Set(req.errors)].join(", ") : "no request found";
-      r.notes.push(`operation ${d.id} (${d.status}) was made but no client got its task id; its request saw: ${seen}; it ended ${req?.outcome ?? "?"} with task ${req ? [...req.taskIds].join(",") || "none" : "?"}`);
+      r.notes.push(`operation ${d.id} (${d.kind}, ${d.status}) was made but no client got its task id; its request saw: ${seen}; it ended ${req?.outcome ?? "?"} with task ${req ? [...req.taskIds].join(",") || "none" : "?"}`);
     }
   }
 
