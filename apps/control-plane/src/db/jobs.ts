@@ -156,19 +156,7 @@ export async function startJobs(deps: {
   const slotPool = survivePgRestarts(new pg.Pool({ ...(deps.pool as unknown as { options: pg.PoolConfig }).options, max: slots }));
   let stopping = false;
 
-  /** Handlers running now (waiting for a slot or holding one). */
-  let handlersRunning = 0;
-
   async function withSlot<R>(fn: () => Promise<R>): Promise<R> {
-    handlersRunning += 1;
-    try {
-      return await inSlot(fn);
-    } finally {
-      handlersRunning -= 1;
-    }
-  }
-
-  async function inSlot<R>(fn: () => Promise<R>): Promise<R> {
     for (;;) {
       const client = await slotPool.connect();
       let slot = -1;
@@ -326,8 +314,10 @@ export async function startJobs(deps: {
       stopping = true;
       running = false;
       await boss.stop({ graceful: true, timeout: graceMs, close: false });
+      // end() waits for every checked-out connection: a slot still held by a running handler.
+      const slotsHeld = slotPool.totalCount - slotPool.idleCount;
       const ended = slotPool.end();
-      if (handlersRunning === 0) await ended;
+      if (slotsHeld === 0) await ended;
       else void ended.catch(() => {});
     },
   };
