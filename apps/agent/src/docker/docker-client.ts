@@ -45,7 +45,11 @@ export interface DockerClient extends DockerWorkloads {
 
 export interface DockerClientOptions {
   socketPath: string;
-  /** Deadline of a quick call (version, info, list). */
+  /**
+   * Deadline of the sampler's and diagnostics' calls (version, info, container counts): short,
+   * because a reading that comes late is worth less than a gap. Commands' calls have their own
+   * (workloadDeadlines).
+   */
   callDeadlineMs?: number;
   /** Default deadline of diskUsage. */
   diskUsageDeadlineMs?: number;
@@ -70,7 +74,7 @@ export function createDockerClient(options: DockerClientOptions): DockerClient {
   const call = dockerCall;
 
   return {
-    ...createWorkloads(dockerode, { quick, ...options.workloadDeadlines }),
+    ...createWorkloads(dockerode, options.workloadDeadlines),
     async version() {
       const v = await call("docker version", quick, (abortSignal) => docker.version({ abortSignal }));
       return { version: String(v.Version), api_version: String(v.ApiVersion) };

@@ -11,7 +11,11 @@ import { ExecDemux, demuxToText } from "./exec-demux.ts";
 import { isManaged, MANAGED_FILTER } from "./labels.ts";
 
 export interface WorkloadDeadlines {
-  /** Inspect, list, ping. */
+  /**
+   * Inspect, list, ping. The engine answers these from memory, but waits on the locks a
+   * container create or remove holds; with the vfs driver that is a whole image copy, so a
+   * busy engine can take tens of seconds over an inspect that is otherwise instant.
+   */
   quick: number;
   /** Create a network or volume, start, rename. */
   change: number;
@@ -21,7 +25,7 @@ export interface WorkloadDeadlines {
   pull: number;
 }
 
-const DEFAULT_DEADLINES: WorkloadDeadlines = { quick: 5_000, change: 60_000, heavy: 180_000, pull: 15 * 60_000 };
+const DEFAULT_DEADLINES: WorkloadDeadlines = { quick: 30_000, change: 60_000, heavy: 180_000, pull: 15 * 60_000 };
 
 export type Labels = Record<string, string>;
 
