@@ -5,8 +5,8 @@
 //
 // What the baseline skips, the public spec requires of every product request, so full/bare
 // includes it: authenticating the API key (a hash and a per-replica cache lookup), metering
-// it (leases from the shared counters in PostgreSQL: at the bench's key spread, one write per
-// 20 to 30 requests, and one per key at each new 60 s window), the X-RateLimit-* and
+// it (leases from the shared counters in PostgreSQL: at the bench's key spread, one lease per
+// key at each new 60 s window, the keys' leases coalesced into a few statements), the X-RateLimit-* and
 // X-Request-Id headers, request metrics, validation of the path and query, and the response
 // schema. Neither side is slowed to match the other.
 //

@@ -57,3 +57,44 @@ it("spends far fewer round trips than requests while the budget is far from spen
     await counting.end();
   }
 });
+
+it("a new window's leases for many keys go out together, each answered on its own", async () => {
+  const counting = new pg.Pool({ connectionString: db.url, max: 10 });
+  let statements = 0;
+  const query = counting.query.bind(counting);
+  (counting as unknown as { query: typeof query }).query = ((...args: Parameters<typeof query>) => {
+    statements++;
+    return query(...args);
+  }) as typeof query;
+  try {
+    // One key whose budget another replica has already spent in this window.
+    await pools[0]!.query("insert into rate_limit_counters (bucket, window_start, count) values ('key:herd-spent', 1_000_020, 120)");
+    const meter = createLeaseMeter(createRateLimitsRepo(counting));
+    // 300 keys' first requests of the window, all at once, as when a window starts.
+    const buckets = Array.from({ length: 300 }, (_, i) => `key:herd-${String(i).padStart(3, "0")}`);
+    const meters = await Promise.all([...buckets, "key:herd-spent"].map((b) => meter.hit(b, 1_000_020, 120, 1_000_080)));
+    expect(meters.slice(0, 300).every((m) => m.used === 1 && m.limit === 120)).toBe(true);
+    expect(meters[300]!.used).toBeGreaterThan(120);
+    // The first lease goes at once; the others wait for it and go together.
+    expect(statements).toBeLessThanOrEqual(6);
+    const { rows } = await pools[0]!.query<{ n: number; total: number }>(
+      "select count(*)::int as n, sum(count)::int as total from rate_limit_counters where bucket like 'key:herd-%' and bucket <> 'key:herd-spent'",
+    );
+    // Each key leased a quarter of its budget, once.
+    expect(rows[0]).toEqual({ n: 300, total: 300 * 30 });
+  } finally {
+    await counting.end();
+  }
+});
+
+it("replicas leasing the same keys in different orders admit exactly each limit and never deadlock", async () => {
+  const meters = pools.map((p) => createLeaseMeter(createRateLimitsRepo(p)));
+  const buckets = Array.from({ length: 40 }, (_, i) => `key:cross-${i}`);
+  // Each replica walks the keys in its own order, so its statements hold several keys' rows
+  // in an order of their own making unless the repository sorts them.
+  const orders = [buckets, [...buckets].reverse(), buckets.map((_, i) => buckets[(i * 7) % buckets.length]!)];
+  const hits = await Promise.all(
+    meters.flatMap((meter, r) => Array.from({ length: 60 }, () => orders[r]!.map((b) => meter.hit(b, 1_000_020, 120, 1_000_080).then((m) => ({ b, admitted: m.used <= m.limit })))).flat()),
+  );
+  for (const b of buckets) expect(hits.filter((h) => h.b === b && h.admitted)).toHaveLength(120);
+});
