@@ -342,6 +342,11 @@ async function main(): Promise<number> {
               slices.get(variant)!.push(await slice(route, variant, file));
             }
           }
+          // Each slice's req/s and the second of the minute it started at: a dip in a slice that
+          // holds :00 is the keys leasing their budgets for the new rate window.
+          for (const variant of VARIANTS) {
+            log(`  ${variant} slices: ${slices.get(variant)!.map((s) => `${fmt(s.result.requests.total / Math.max(1e-9, s.result.duration))} @:${String(new Date(s.result.start).getUTCSeconds()).padStart(2, "0")}`).join(", ")}`);
+          }
           for (const variant of VARIANTS) {
             const stats = INSTRUMENT ? (await byVariant[variant]!.call({ type: "stats" })).stats : undefined;
             runs.push({ round, route, variant, setup: setup.get(variant)!, ...combine(slices.get(variant)!), ...(stats ? { stats } : {}) });

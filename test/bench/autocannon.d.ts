@@ -43,7 +43,10 @@ declare module "autocannon" {
   }
 
   export interface Result {
+    /** Seconds. */
     duration: number;
+    start: Date;
+    finish: Date;
     errors: number;
     timeouts: number;
     non2xx: number;
