@@ -4,16 +4,28 @@ import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
 import { apiKeys, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
+import { coalesce } from "../../db/coalesce.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { KeyAccess } from "./api-key-format.ts";
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
-// The public API's hot path: a named statement, parsed once per connection.
+// The public API's hot path: a named statement, parsed once per connection, for the keys
+// asked for together (db/coalesce.ts: when many keys' cache entries run out at once, their
+// lookups take one connection, not one each).
 const LOOKUP = `
-select k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
+select k.key_hash, k.id, k.organization_id, k.project_id, k.access, k.revoked_at is not null as revoked, o.plan
 from api_keys k join organizations o on o.id = k.organization_id
-where k.key_hash = $1`;
+where k.key_hash = any($1::text[])`;
+
+// last_used_at of the keys a replica saw used: a minute apart per key at most
+// (public-api/api-key-auth.ts), so when many keys were first seen together their touches
+// come due together too, and go in one statement.
+const TOUCH = `
+with v as (select id, at from unnest($1::uuid[], $2::timestamptz[]) as v(id, at)),
+locked as (select k.id from api_keys k join v on v.id = k.id order by k.id for update of k)
+update api_keys k set last_used_at = greatest(k.last_used_at, v.at)
+from v join locked on locked.id = v.id where k.id = v.id`;
 
 export interface KeyLookupRow {
   id: string;
@@ -35,13 +47,27 @@ export function createApiKeysRepo(db: Database) {
     const [row] = await db.select().from(apiKeys).where(and(eq(apiKeys.id, id), ...inScope(scope)));
     return row;
   };
+  const lookup = coalesce(
+    async (hashes: string[]): Promise<(KeyLookupRow | undefined)[]> => {
+      const { rows } = await db.$client.query<KeyLookupRow & { key_hash?: string }>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hashes] });
+      const byHash = new Map<string, KeyLookupRow>();
+      for (const { key_hash, ...row } of rows) byHash.set(key_hash!, row);
+      return hashes.map((h) => byHash.get(h));
+    },
+    { max: 500, idOf: (hash) => hash },
+  );
+  // Rows locked in id order, the same on every replica, so two replicas' statements never deadlock.
+  const touch = coalesce(
+    async (batch: { id: string; at: Date }[]): Promise<void[]> => {
+      await db.$client.query({ name: "berth_api_key_touch", text: TOUCH, values: [batch.map((t) => t.id), batch.map((t) => t.at)] });
+      return batch.map(() => undefined);
+    },
+    { max: 500, idOf: (t) => t.id },
+  );
   return {
     get,
     /** A key by its hash, with its organisation's plan, for authentication. */
-    async authLookup(hash: string): Promise<KeyLookupRow | undefined> {
-      const { rows } = await db.$client.query<KeyLookupRow>({ name: "berth_api_key_lookup", text: LOOKUP, values: [hash] });
-      return rows[0];
-    },
+    authLookup: (hash: string): Promise<KeyLookupRow | undefined> => lookup(hash),
     /** A key by id, for what it was issued (a stream ticket): undefined when unknown. */
     async byIdForTicket(id: string): Promise<Omit<KeyLookupRow, "access"> | undefined> {
       const { rows } = await db.$client.query<Omit<KeyLookupRow, "access">>(
@@ -51,9 +77,8 @@ export function createApiKeysRepo(db: Database) {
       );
       return rows[0];
     },
-    async touch(id: string, at: Date): Promise<void> {
-      await db.$client.query("update api_keys set last_used_at = $2 where id = $1", [id, at]);
-    },
+    /** Sets last_used_at (never backwards); the keys touched together go in one statement. */
+    touch: (id: string, at: Date): Promise<void> => touch({ id, at }),
     /**
      * Inserts the key unless its organisation already holds `limit` active (unrevoked) keys:
      * the row, or null. Creations in one organisation take turns (a transaction lock), so
