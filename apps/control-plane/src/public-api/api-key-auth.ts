@@ -17,14 +17,32 @@ const unauthorized = (code: ErrorCode, message: string) =>
 
 export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | "touch">; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
   const lastUsedWritten = new Map<string, number>();
+  /** Lookups in flight by hash: requests for the same key wait for one. */
+  const lookups = new Map<string, Promise<CachedKey | undefined>>();
 
-  async function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
-    const row = await deps.repo.authLookup(hash);
-    if (!row) return undefined;
-    const budgets = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
-    const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked, budgets };
-    deps.keys.set(hash, key, nowMs);
-    return key;
+  function lookup(hash: string, nowMs: number): Promise<CachedKey | undefined> {
+    let pending = lookups.get(hash);
+    if (pending) return pending;
+    const readAt = deps.keys.drops();
+    pending = deps.repo.authLookup(hash).then((row) => {
+      if (!row) {
+        deps.keys.dropHash(hash);
+        return undefined;
+      }
+      const budgets = [{ bucket: `key:${row.id}`, limit: KEY_LIMITS[row.access] }];
+      const key = { id: row.id, organizationId: row.organization_id, projectId: row.project_id, access: row.access, plan: row.plan, revoked: row.revoked, budgets };
+      deps.keys.set(hash, key, nowMs, readAt);
+      return key;
+    });
+    lookups.set(hash, pending);
+    const forget = () => lookups.delete(hash);
+    pending.then(forget, forget);
+    return pending;
+  }
+
+  /** A stale entry's refresh, off the request's path: a failure leaves the entry as it was. */
+  function refresh(hash: string, nowMs: number): void {
+    if (!lookups.has(hash)) lookup(hash, nowMs).catch(() => {});
   }
 
   /** last_used_at is informative: written at most once a minute per key, off the hot path. */
@@ -47,7 +65,10 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
     const now = deps.clock.now();
     const hash = hashApiKey(key);
     const cached = deps.keys.get(hash, now.getTime());
-    if (cached) return admit(request, config, cached, now);
+    if (cached) {
+      if (cached.stale) refresh(hash, now.getTime());
+      return admit(request, config, cached.key, now);
+    }
     return lookup(hash, now.getTime()).then((row) => admit(request, config, row, now));
   }
 

@@ -2,6 +2,12 @@
 // lookup. A revoked key is dropped at once on the replica that revoked it and, through
 // NOTIFY on KEYS_CHANNEL, on every other replica; the TTL bounds anything missed (a plan
 // change, a notification lost while the listen connection was down).
+//
+// An entry past its TTL is not thrown away at once: the request that finds it is answered
+// from it and has it refreshed (public-api/api-key-auth.ts), so no request of a busy key waits
+// for the database once a minute, and keys first seen together (a replica's start) do not all
+// look themselves up again in the same moment. Past a second TTL the entry is gone: a
+// refresh that keeps failing (the database down) cannot stretch a key's life further.
 import type { KeyAccess } from "./api-key-format.ts";
 import type { Budget } from "../rate-limits/rate-limiter.ts";
 
@@ -18,49 +24,73 @@ export interface CachedKey {
   budgets: readonly Budget[];
 }
 
+export interface CacheHit {
+  key: CachedKey;
+  /** Past the TTL: still answered from, and to be refreshed. */
+  stale: boolean;
+}
+
 export interface KeyCache {
-  get(hash: string, nowMs: number): CachedKey | undefined;
-  set(hash: string, key: CachedKey, nowMs: number): void;
+  get(hash: string, nowMs: number): CacheHit | undefined;
+  /** Counts drops: a lookup that began before one may have read what was dropped. */
+  drops(): number;
+  /** Remembers a key read when drops() was `readAt`; not if a key was dropped since. */
+  set(hash: string, key: CachedKey, nowMs: number, readAt?: number): void;
   /** Forgets a key (revoked, changed). */
   drop(keyId: string): void;
+  /** Forgets what is remembered under a hash (the key is gone). */
+  dropHash(hash: string): void;
   clear(): void;
 }
 
 export function createKeyCache(opts: { ttlMs?: number; max?: number } = {}): KeyCache {
   const ttl = opts.ttlMs ?? 60_000;
   const max = opts.max ?? 50_000;
-  const byHash = new Map<string, { key: CachedKey; expires: number }>();
+  const byHash = new Map<string, { hit: CacheHit; staleAt: number; expires: number }>();
   const hashById = new Map<string, string>();
+  let drops = 0;
   return {
+    drops: () => drops,
     get(hash, nowMs) {
-      const hit = byHash.get(hash);
-      if (!hit) return undefined;
-      if (hit.expires <= nowMs) {
+      const entry = byHash.get(hash);
+      if (!entry) return undefined;
+      if (entry.staleAt > nowMs) return entry.hit;
+      if (entry.expires <= nowMs) {
         byHash.delete(hash);
-        hashById.delete(hit.key.id);
+        hashById.delete(entry.hit.key.id);
         return undefined;
       }
-      return hit.key;
+      entry.hit.stale = true;
+      return entry.hit;
     },
-    set(hash, key, nowMs) {
-      if (byHash.size >= max) {
+    set(hash, key, nowMs, readAt = drops) {
+      if (readAt !== drops) return;
+      if (byHash.size >= max && !byHash.has(hash)) {
         // Maps iterate in insertion order: the oldest entry goes first.
         const oldest = byHash.keys().next().value;
         if (oldest !== undefined) {
-          hashById.delete(byHash.get(oldest)!.key.id);
+          hashById.delete(byHash.get(oldest)!.hit.key.id);
           byHash.delete(oldest);
         }
       }
-      byHash.set(hash, { key, expires: nowMs + ttl });
+      byHash.set(hash, { hit: { key, stale: false }, staleAt: nowMs + ttl, expires: nowMs + 2 * ttl });
       hashById.set(key.id, hash);
     },
     drop(keyId) {
+      drops++;
       const hash = hashById.get(keyId);
       if (hash === undefined) return;
       hashById.delete(keyId);
       byHash.delete(hash);
     },
+    dropHash(hash) {
+      const entry = byHash.get(hash);
+      if (!entry) return;
+      byHash.delete(hash);
+      hashById.delete(entry.hit.key.id);
+    },
     clear() {
+      drops++;
       byHash.clear();
       hashById.clear();
     },
