@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createDb, type DbHandle } from "@berth/db";
 import { createApiKeysRepo } from "../../apps/control-plane/src/modules/api-keys/api-keys.repo.ts";
+import { countStatements } from "../support/counting-pool.ts";
 import { createTestDatabase, type TestDatabase } from "../support/database.ts";
 
 let db: TestDatabase;
@@ -29,17 +30,12 @@ afterAll(async () => {
 
 it("touches that come due together go in one statement or a few", async () => {
   const handle = createDb(db.url, { max: 10 });
-  let statements = 0;
-  const query = handle.pool.query.bind(handle.pool);
-  (handle.pool as unknown as { query: typeof query }).query = ((...args: Parameters<typeof query>) => {
-    statements++;
-    return query(...args);
-  }) as typeof query;
+  const statements = countStatements(handle.pool);
   try {
     const repo = createApiKeysRepo(handle.db);
     const at = new Date("2026-01-01T00:00:00Z");
     await Promise.all(keyIds.map((id) => repo.touch(id, at)));
-    expect(statements).toBeLessThanOrEqual(2);
+    expect(statements()).toBeLessThanOrEqual(2);
     const { rows } = await handle.pool.query<{ n: number }>("select count(*)::int as n from api_keys where last_used_at = $1", [at]);
     expect(rows[0]!.n).toBe(40);
   } finally {
