@@ -11,5 +11,9 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 120_000,
+    // expect.poll waits for what a user would wait for (a page's answer, a row written behind
+    // a request). Vitest's 1 s default failed a sign-in error check in a loaded CI run; a
+    // poll that passes returns as soon as it does, so a longer bound costs nothing then.
+    expect: { poll: { timeout: 15_000 } },
   },
 });

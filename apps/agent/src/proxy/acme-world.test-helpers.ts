@@ -137,12 +137,20 @@ export async function startAcmeWorld(options: { httpPort: number }): Promise<Acm
   }
 }
 
-/** The default bridge's gateway: an address of this machine every container can reach. */
+/**
+ * The default bridge's gateway: an address of this machine every container can reach. The
+ * engine does not always name it in the network's IPAM config (seen with Docker 20.10 when
+ * it chose the bridge's subnet itself); it is then the subnet's first address, which the
+ * engine gives the bridge.
+ */
 async function bridgeGateway(): Promise<string> {
-  const bridge = await new Dockerode().getNetwork("bridge").inspect();
-  const gateway = (bridge as { IPAM?: { Config?: { Gateway?: string }[] } }).IPAM?.Config?.[0]?.Gateway;
-  if (!gateway) throw new Error("the Docker bridge network has no gateway address");
-  return gateway;
+  const bridge = (await new Dockerode().getNetwork("bridge").inspect()) as { IPAM?: { Config?: { Gateway?: string; Subnet?: string }[] } };
+  const config = bridge.IPAM?.Config?.find((c) => c.Subnet !== undefined && isIP(c.Subnet.split("/")[0]!) === 4);
+  if (config?.Gateway) return config.Gateway;
+  const network = config?.Subnet?.split("/")[0];
+  if (!network) throw new Error("the Docker bridge network has neither a gateway address nor an IPv4 subnet");
+  const n = network.split(".").reduce((acc, octet) => acc * 256 + Number(octet), 0) + 1;
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join(".");
 }
 
 /** GET over HTTPS trusting `ca` only. */
