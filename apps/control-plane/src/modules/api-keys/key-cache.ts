@@ -49,6 +49,13 @@ export function createKeyCache(opts: { ttlMs?: number; max?: number } = {}): Key
   const byHash = new Map<string, { hit: CacheHit; staleAt: number; expires: number }>();
   const hashById = new Map<string, string>();
   let drops = 0;
+  /** Forgets the entry under a hash, and its key's way back to it. */
+  const forget = (hash: string) => {
+    const entry = byHash.get(hash);
+    if (!entry) return;
+    byHash.delete(hash);
+    hashById.delete(entry.hit.key.id);
+  };
   return {
     drops: () => drops,
     get(hash, nowMs) {
@@ -56,8 +63,7 @@ export function createKeyCache(opts: { ttlMs?: number; max?: number } = {}): Key
       if (!entry) return undefined;
       if (entry.staleAt > nowMs) return entry.hit;
       if (entry.expires <= nowMs) {
-        byHash.delete(hash);
-        hashById.delete(entry.hit.key.id);
+        forget(hash);
         return undefined;
       }
       entry.hit.stale = true;
@@ -68,10 +74,7 @@ export function createKeyCache(opts: { ttlMs?: number; max?: number } = {}): Key
       if (byHash.size >= max && !byHash.has(hash)) {
         // Maps iterate in insertion order: the oldest entry goes first.
         const oldest = byHash.keys().next().value;
-        if (oldest !== undefined) {
-          hashById.delete(byHash.get(oldest)!.hit.key.id);
-          byHash.delete(oldest);
-        }
+        if (oldest !== undefined) forget(oldest);
       }
       byHash.set(hash, { hit: { key, stale: false }, staleAt: nowMs + ttl, expires: nowMs + 2 * ttl });
       hashById.set(key.id, hash);
@@ -79,16 +82,9 @@ export function createKeyCache(opts: { ttlMs?: number; max?: number } = {}): Key
     drop(keyId) {
       drops++;
       const hash = hashById.get(keyId);
-      if (hash === undefined) return;
-      hashById.delete(keyId);
-      byHash.delete(hash);
+      if (hash !== undefined) forget(hash);
     },
-    dropHash(hash) {
-      const entry = byHash.get(hash);
-      if (!entry) return;
-      byHash.delete(hash);
-      hashById.delete(entry.hit.key.id);
-    },
+    dropHash: forget,
     clear() {
       drops++;
       byHash.clear();
