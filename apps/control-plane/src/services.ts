@@ -140,7 +140,7 @@ export function createServices(deps: {
     environments: createEnvironmentsRepo(db),
     deployments: createDeploymentsRepo(db),
     webhooks: createWebhooksRepo(db),
-    apiKeys: createApiKeysRepo(db),
+    apiKeys: createApiKeysRepo(db, deps.relaxedDb ?? db),
     rateLimits: createRateLimitsRepo(db.$client),
     idempotency: createIdempotencyRepo(db.$client),
   };

@@ -11,12 +11,12 @@ import { KEY_LIMITS, WEBHOOK_WRITE_LIMIT } from "../modules/rate-limits/limits.t
 import type { RateLimiter } from "../modules/rate-limits/rate-limiter.ts";
 import type { CachedKey, KeyCache } from "../modules/api-keys/key-cache.ts";
 import type { ApiKeysRepo } from "../modules/api-keys/api-keys.repo.ts";
+import type { KeyTouches } from "../modules/api-keys/key-touches.ts";
 
 const unauthorized = (code: ErrorCode, message: string) =>
   new DomainError(code, message, undefined, { "www-authenticate": 'Bearer realm="berth"' });
 
-export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | "touch">; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
-  const lastUsedWritten = new Map<string, number>();
+export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup">; touches: KeyTouches; clock: Clock; keys: KeyCache; limits: RateLimiter }) {
   /** Lookups in flight by hash: requests for the same key wait for one. */
   const lookups = new Map<string, Promise<CachedKey | undefined>>();
 
@@ -43,14 +43,6 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
   /** A stale entry's refresh, off the request's path: a failure leaves the entry as it was. */
   function refresh(hash: string, nowMs: number): void {
     if (!lookups.has(hash)) lookup(hash, nowMs).catch(() => {});
-  }
-
-  /** last_used_at is informative: written at most once a minute per key, off the hot path. */
-  function touch(keyId: string, now: Date) {
-    const prev = lastUsedWritten.get(keyId) ?? 0;
-    if (now.getTime() - prev < 60_000) return;
-    lastUsedWritten.set(keyId, now.getTime());
-    deps.repo.touch(keyId, now).catch(() => {});
   }
 
   /** The request authenticated and metered: undefined when decided at once (a cached key, a budget leased here), else its promise. */
@@ -93,7 +85,7 @@ export function createApiKeyAuth(deps: { repo: Pick<ApiKeysRepo, "authLookup" | 
       projectId: row.projectId,
       access: row.access,
     };
-    touch(row.id, now);
+    deps.touches.touch(row.id, now);
     // Permissions are decided before the request is validated: a key that may not make
     // this request learns that, not what was wrong with its body.
     if (request.method !== "GET" && request.method !== "HEAD" && config.readOnly !== true) requireFullAccess(request);

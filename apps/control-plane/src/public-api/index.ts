@@ -19,6 +19,7 @@ import { createApiKeyAuth } from "./api-key-auth.ts";
 import { KEYS_CHANNEL } from "../modules/api-keys/key-cache.ts";
 import { listen } from "../db/pg-listener.ts";
 import { principalOf } from "../modules/api-keys/key-principal.ts";
+import { createKeyTouches } from "../modules/api-keys/key-touches.ts";
 import { createIdempotency } from "../modules/idempotency/idempotency.ts";
 import { PUBLIC_PREFIX } from "./openapi.ts";
 import { eventsPublicRoutes } from "../modules/events/events-public.routes.ts";
@@ -26,7 +27,9 @@ import { addonRepositoriesPublicRoutes } from "../modules/addon-repositories/add
 
 export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Services }) {
   return async function (api: FastifyInstance) {
-    const authenticateFor = createApiKeyAuth({ repo: deps.services.repos.apiKeys, clock: deps.clock, keys: deps.services.keyCache, limits: deps.services.rateLimits });
+    const touches = createKeyTouches({ write: deps.services.repos.apiKeys.touchMany, onError: (err) => api.log.warn({ err }, "api key last_used_at not written") });
+    api.addHook("onClose", async () => touches.flush());
+    const authenticateFor = createApiKeyAuth({ repo: deps.services.repos.apiKeys, touches, clock: deps.clock, keys: deps.services.keyCache, limits: deps.services.rateLimits });
     // Keys revoked on another replica are forgotten here too.
     const revocations = await listen(deps.pool, [KEYS_CHANNEL], (_channel, keyId) => deps.services.keyCache.drop(keyId), (msg, err) => api.log.warn({ err }, msg));
     api.addHook("onClose", async () => revocations.close());

@@ -18,9 +18,10 @@ select k.key_hash, k.id, k.organization_id, k.project_id, k.access, k.revoked_at
 from api_keys k join organizations o on o.id = k.organization_id
 where k.key_hash = any($1::text[])`;
 
-// last_used_at of the keys a replica saw used: a minute apart per key at most
-// (public-api/api-key-auth.ts), so when many keys were first seen together their touches
-// come due together too, and go in one statement.
+// last_used_at of the keys a replica saw used (key-touches.ts gathers them): one statement
+// per batch, on the relaxed pool (the column is informative: a database crash may lose the
+// last moments of it at no cost). Rows are locked in id order, the same on every replica, so
+// two replicas' batches never deadlock; the time never goes backwards.
 const TOUCH = `
 with v as (select id, at from unnest($1::uuid[], $2::timestamptz[]) as v(id, at)),
 locked as (select k.id from api_keys k join v on v.id = k.id order by k.id for update of k)
@@ -37,7 +38,8 @@ export interface KeyLookupRow {
 }
 
 
-export function createApiKeysRepo(db: Database) {
+/** `relaxed`: the pool whose commits do not wait for the disk (db/relaxed-pool.ts), for touches. */
+export function createApiKeysRepo(db: Database, relaxed: Database = db) {
   const inScope = (scope: Scope): SQL[] => {
     const conds = [eq(apiKeys.organizationId, scope.organizationId)];
     if (scope.projectId) conds.push(eq(apiKeys.projectId, scope.projectId));
@@ -56,14 +58,6 @@ export function createApiKeysRepo(db: Database) {
     },
     { max: 500, idOf: (hash) => hash },
   );
-  // Rows locked in id order, the same on every replica, so two replicas' statements never deadlock.
-  const touch = coalesce(
-    async (batch: { id: string; at: Date }[]): Promise<void[]> => {
-      await db.$client.query({ name: "berth_api_key_touch", text: TOUCH, values: [batch.map((t) => t.id), batch.map((t) => t.at)] });
-      return batch.map(() => undefined);
-    },
-    { max: 500, idOf: (t) => t.id },
-  );
   return {
     get,
     /** A key by its hash, with its organisation's plan, for authentication. */
@@ -77,8 +71,10 @@ export function createApiKeysRepo(db: Database) {
       );
       return rows[0];
     },
-    /** Sets last_used_at (never backwards); the keys touched together go in one statement. */
-    touch: (id: string, at: Date): Promise<void> => touch({ id, at }),
+    /** Sets last_used_at of each key (never backwards), in one statement; a key appears once. */
+    async touchMany(batch: { id: string; at: Date }[]): Promise<void> {
+      await relaxed.$client.query({ name: "berth_api_key_touch", text: TOUCH, values: [batch.map((t) => t.id), batch.map((t) => t.at)] });
+    },
     /**
      * Inserts the key unless its organisation already holds `limit` active (unrevoked) keys:
      * the row, or null. Creations in one organisation take turns (a transaction lock), so
