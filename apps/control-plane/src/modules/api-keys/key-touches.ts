@@ -2,8 +2,9 @@
 // this key last used, to the minute), so a replica writes it at most once a minute per key
 // and in batches: the keys it saw used go together every FLUSH_MS, in one statement and one
 // commit. Written one key at a time, a busy replica sent one UPDATE and commit per active key
-// per minute, each costing PostgreSQL ~0.4 ms of CPU (bench:api: ~9 µs of every request's
-// share at 1,800 active keys); a batch of a hundred costs about what three single ones did.
+// per minute, each costing ~0.36 ms of PostgreSQL's CPU and ~0.1 ms of the replica's
+// (bench:api's task route: ~10 µs of PostgreSQL per request at 1,800 active keys); in a
+// batch of a hundred, a key costs ~40 µs of both together.
 // A flush that fails (the database down) loses its touches; the keys are touched again a
 // minute later.
 
