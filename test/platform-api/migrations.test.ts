@@ -197,6 +197,9 @@ describe("upload tiers", () => {
     expect(last !== "cut" && last.headers["x-checksum-sha256"]).toBe(sha(data));
     await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
     expect(analysed).toContain(data.length);
+    // A client that lost the last PATCH's answer asks again: the upload is complete, not gone.
+    const done = await raw("HEAD", uploadUrl, auth);
+    expect(done !== "cut" && [done.status, done.headers["upload-offset"], done.headers["upload-length"], done.headers["x-checksum-sha256"]]).toEqual([200, String(data.length), String(data.length), sha(data)]);
     // The tus folder keeps nothing of a finished upload.
     expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 60_000);
@@ -239,6 +242,11 @@ describe("upload tiers", () => {
     if (joined === "cut") throw new Error("cut");
     expect(joined.status).toBe(201);
     expect(joined.headers["x-checksum-sha256"]).toBe(sha(data));
+    // The final upload is a resource: HEAD on its Location says complete.
+    const finalUrl = String(joined.headers.location);
+    expect(finalUrl).toMatch(new RegExp(`/upload/tus/${m.id}\\.[0-9a-f]{32}$`));
+    const done = await raw("HEAD", finalUrl, auth);
+    expect(done !== "cut" && [done.status, done.headers["upload-offset"], done.headers["upload-length"]]).toEqual([200, String(data.length), String(data.length)]);
     await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
     expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 60_000);

@@ -27,7 +27,7 @@ const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and re
 - **tier_1** (under 50 MB): \`POST upload_url\` (…/upload/direct) as multipart/form-data with one field \`file\`; the SHA-256 goes in \`sha256\` here, a form field \`sha256\` before the file, or the \`X-Checksum-Sha256\` header.
 - **tier_2** (50 to 500 MB), **tier_3** (500 MB to 5 GB), **tier_4** (over 5 GB): the [tus 1.0 protocol](https://tus.io/protocols/resumable-upload) at \`upload_url\` (…/upload/tus), in chunks of \`chunk_size_bytes\` (10 MiB):
   \`POST\` with \`Tus-Resumable: 1.0.0\`, \`Upload-Length\` (the size declared here) and \`Upload-Metadata\` (\`filename\`, and \`sha256\` unless given here) creates the upload and answers its URL in \`Location\`;
-  \`PATCH\` that URL with \`Content-Type: application/offset+octet-stream\` and \`Upload-Offset\`; after a cut connection, \`HEAD\` answers \`Upload-Offset\` and the client continues from there.
+  \`PATCH\` that URL with \`Content-Type: application/offset+octet-stream\` and \`Upload-Offset\`; after a cut connection, \`HEAD\` answers \`Upload-Offset\` and the client continues from there. Once the backup is in (the last chunk's answer carries X-Checksum-Sha256), \`HEAD\` on the upload answers 200 with \`Upload-Offset\` equal to \`Upload-Length\`: complete, also after that answer was lost.
   **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, \`HEAD\` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again.
 - **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again.
 - **parallel parts with tus** (tiers 3 and 4 on a local backup store; any tus tier may use it): the tus concatenation extension. \`POST upload_url\` with \`Upload-Concat: partial\` and the part's own \`Upload-Length\` creates a part (send and resume each as above, in parallel); once every part is complete, \`POST upload_url\` with \`Upload-Concat: final;<part URL> <part URL> …\` (in order; \`Upload-Metadata\` may carry sha256) joins them through the integrity check into the store and answers 201 with X-Checksum-Sha256 (409 upload_incomplete while a part misses bytes or the parts do not add up to the declared size).
@@ -206,20 +206,33 @@ export function migrationsRoutes(deps: {
       return deps.tus.serve(request.params.migration_id, () => tusRequest(org, request, reply));
     };
     const tusRequest = async (org: string, request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
-      const m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
       const id = request.params.upload_id;
+      // An upload whose backup arrived: HEAD says complete (offset = length), whatever the migration went on to.
+      const finished = request.method === "HEAD" && id !== undefined ? await migrations.finishedUpload(org, request.params.migration_id, id) : null;
+      if (finished) {
+        return reply
+          .code(200)
+          .header("tus-resumable", "1.0.0")
+          .header("upload-offset", String(finished.storedSizeBytes))
+          .header("upload-length", String(finished.storedSizeBytes))
+          .header("cache-control", "no-store")
+          .header("x-migration-status", finished.status)
+          .header("x-checksum-sha256", finished.storedSha256 ?? "")
+          .send();
+      }
+      const m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
       // The current upload, or one of its parts (a new upload/init removes every earlier file of the migration).
       const other = id === undefined ? null : notThisUpload(m, id);
       if (other) throw other;
       const concat = String(request.headers["upload-concat"] ?? "").trim();
       if (request.method === "POST" && concat.startsWith("final;")) {
         const metaSha = /(?:^|,)\s*sha256 ([A-Za-z0-9+/=]+)/.exec(String(request.headers["upload-metadata"] ?? ""))?.[1];
-        const row = await deps.tus.concatenate(m, concat.slice("final;".length).trim().split(/\s+/), metaSha ? Buffer.from(metaSha, "base64").toString() : null);
+        const { finalId, row } = await deps.tus.concatenate(m, concat.slice("final;".length).trim().split(/\s+/), metaSha ? Buffer.from(metaSha, "base64").toString() : null);
         return reply
           .code(201)
           .header("tus-resumable", "1.0.0")
           .header("upload-concat", concat)
-          .header("location", `${originOf(request)}/api/v1/migrations/${m.id}/upload/tus/${m.id}.${"0".repeat(32)}`)
+          .header("location", `${originOf(request)}/api/v1/migrations/${m.id}/upload/tus/${finalId}`)
           .header("x-migration-status", row.status)
           .header("x-checksum-sha256", row.storedSha256 ?? "")
           .send();

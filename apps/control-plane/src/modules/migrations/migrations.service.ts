@@ -324,6 +324,16 @@ export function createMigrationsService(deps: {
       return m;
     },
 
+    /**
+     * The migration whose backup arrived through the resumable upload `uploadId`: its URL
+     * answers HEAD with the whole length as the offset (tus: complete), so a client that lost
+     * the answer to its last PATCH learns that it is done rather than to start again. Else null.
+     */
+    async finishedUpload(organizationId: string, id: string, uploadId: string): Promise<MigrationRow | null> {
+      const m = await get(organizationId, id);
+      return m.uploadId === uploadId && m.storageKey !== null && m.storedSizeBytes !== null ? m : null;
+    },
+
     async noteUploadId(id: string, uploadId: string): Promise<void> {
       await repo.update(id, { uploadId }, { from: ["uploading"], event: false });
     },
@@ -358,7 +368,8 @@ export function createMigrationsService(deps: {
       }
       const row = await repo.update(
         m.id,
-        { storage: store.kind, storageKey: key, storedSha256: stored.sha256, storedSizeBytes: stored.size_bytes, receivedBytes: stored.size_bytes, currentStep: STEPS.analyzing, uploadId: null },
+        // The upload's id stays: its URL then answers HEAD with "complete" (finishedUpload).
+        { storage: store.kind, storageKey: key, storedSha256: stored.sha256, storedSizeBytes: stored.size_bytes, receivedBytes: stored.size_bytes, currentStep: STEPS.analyzing },
         { from: ["uploading", "importing"] },
       );
       if (!row) {

@@ -10,7 +10,8 @@
 // `Upload-Concat: partial` creates a part (its own Upload-Length; id "<migration>.p<32 hex>"),
 // each part is sent and resumed like any upload, in parallel; `Upload-Concat: final;<url>
 // <url>…` joins the complete parts in the order given, streamed through the same integrity
-// check into the store, and removes them.
+// check into the store, and removes them; the final upload gets an id of its own (its
+// Location), which answers HEAD like a finished upload.
 //
 // URLs: POST {prefix}/{migration_id}/upload/tus creates the upload (Upload-Length must be the
 // size given to upload/init; Upload-Metadata may carry filename and sha256); the upload is
@@ -243,13 +244,16 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
       if (total !== m.declaredSizeBytes) {
         throw new DomainError("upload_incomplete", `The parts hold ${total} bytes together, but upload/init declared ${m.declaredSizeBytes}`);
       }
+      // The final upload is a resource of its own (its Location answers HEAD once the backup is in).
+      const finalId = `${m.id}.${randomBytes(16).toString("hex")}`;
+      await deps.migrations().noteUploadId(m.id, finalId);
       const joined = Readable.from(
         (async function* () {
           for (const p of parts) yield* createReadStream(path.join(deps.dir, p.id), { highWaterMark: 1 << 20 });
         })(),
       );
       try {
-        return await deps.migrations().receive(m, joined, { size: total, sha256: declaredSha256 });
+        return { finalId, row: await deps.migrations().receive(m, joined, { size: total, sha256: declaredSha256 }) };
       } finally {
         await discardAll(m.id, true);
       }
