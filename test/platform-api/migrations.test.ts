@@ -200,6 +200,10 @@ describe("upload tiers", () => {
     // A client that lost the last PATCH's answer asks again: the upload is complete, not gone.
     const done = await raw("HEAD", uploadUrl, auth);
     expect(done !== "cut" && [done.status, done.headers["upload-offset"], done.headers["upload-length"], done.headers["x-checksum-sha256"]]).toEqual([200, String(data.length), String(data.length), sha(data)]);
+    // Its last chunk sent again: refused with the API's error, nothing changes.
+    const again = await raw("PATCH", uploadUrl, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": data.length - 10 }, data.subarray(data.length - 10));
+    expect(again !== "cut" && [again.status, JSON.parse(again.body).error]).toEqual([404, "not_found"]);
+    expect((await owner.api.get(`/migrations/${m.id}`)).body.status).toBe("analyzed");
     // The tus folder keeps nothing of a finished upload.
     expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 60_000);

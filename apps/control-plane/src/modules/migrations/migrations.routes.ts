@@ -14,7 +14,7 @@ import { personOf } from "../auth/session-principal.ts";
 import { originOf } from "../backups/backups.routes.ts";
 import { Analysis, AvailableServer, ConfigureBody, CreateMigrationBody, Migration, Sha256, StatusAnswer, UploadInit, UploadResult } from "./migration-schemas.ts";
 import { CHUNK_BYTES, MAX_UPLOAD_BYTES, MIGRATION_STATUSES, TIER_LIMITS } from "./migration-states.ts";
-import type { MigrationsService } from "./migrations.service.ts";
+import { isFinishedUpload, type MigrationsService } from "./migrations.service.ts";
 import type { MigrationExecution } from "./migration-execution.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
 import { notThisUpload, type TusUploads } from "./tus-uploads.ts";
@@ -207,20 +207,28 @@ export function migrationsRoutes(deps: {
     };
     const tusRequest = async (org: string, request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
       const id = request.params.upload_id;
-      // An upload whose backup arrived: HEAD says complete (offset = length), whatever the migration went on to.
-      const finished = request.method === "HEAD" && id !== undefined ? await migrations.finishedUpload(org, request.params.migration_id, id) : null;
-      if (finished) {
+      let m;
+      try {
+        m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
+      } catch (refused) {
+        // Past uploading (analysed, ready…): only the upload its backup arrived through still answers.
+        const done = id === undefined ? null : await migrations.finishedUpload(org, request.params.migration_id, id);
+        if (!done) throw refused;
+        m = done;
+      }
+      // An upload whose backup arrived: HEAD says complete (offset = length); nothing more goes to it.
+      if (id !== undefined && isFinishedUpload(m, id)) {
+        if (request.method !== "HEAD") throw new DomainError("not_found", "This upload is finished: its backup was received (HEAD answers Upload-Offset equal to Upload-Length)");
         return reply
           .code(200)
           .header("tus-resumable", "1.0.0")
-          .header("upload-offset", String(finished.storedSizeBytes))
-          .header("upload-length", String(finished.storedSizeBytes))
+          .header("upload-offset", String(m.storedSizeBytes))
+          .header("upload-length", String(m.storedSizeBytes))
           .header("cache-control", "no-store")
-          .header("x-migration-status", finished.status)
-          .header("x-checksum-sha256", finished.storedSha256 ?? "")
+          .header("x-migration-status", m.status)
+          .header("x-checksum-sha256", m.storedSha256 ?? "")
           .send();
       }
-      const m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
       // The current upload, or one of its parts (a new upload/init removes every earlier file of the migration).
       const other = id === undefined ? null : notThisUpload(m, id);
       if (other) throw other;
