@@ -115,14 +115,14 @@ export interface MigrationQueue {
  * more (cancelled, failed, …) or never initialised. The upload routes ask it before a chunk,
  * and the tus uploads again once a chunk has arrived (a cancel may come while it is sent).
  */
-/** Whether `uploadId` is the resumable upload the migration's backup arrived through (see finishedUpload). */
-export function isFinishedUpload(m: MigrationRow, uploadId: string): boolean {
-  return m.uploadId === uploadId && m.storageKey !== null && m.storedSizeBytes !== null;
-}
-
 export function notUploading(m: MigrationRow): DomainError | null {
   if (m.status === "uploading" && m.uploadTier !== null && m.declaredSizeBytes !== null) return null;
   return new DomainError("upload_not_initialized", `Migration ${m.id} is ${m.status}: call upload/init first`);
+}
+
+/** Whether `uploadId` is the resumable upload the migration's backup arrived through (see finishedUpload). */
+export function isFinishedUpload(m: MigrationRow, uploadId: string): boolean {
+  return m.uploadId === uploadId && m.storageKey !== null && m.storedSizeBytes !== null;
 }
 
 export function createMigrationsService(deps: {
