@@ -14,7 +14,7 @@ import { personOf } from "../auth/session-principal.ts";
 import { originOf } from "../backups/backups.routes.ts";
 import { Analysis, AvailableServer, ConfigureBody, CreateMigrationBody, Migration, Sha256, StatusAnswer, UploadInit, UploadResult } from "./migration-schemas.ts";
 import { CHUNK_BYTES, MAX_UPLOAD_BYTES, MIGRATION_STATUSES, TIER_LIMITS } from "./migration-states.ts";
-import { isFinishedUpload, type MigrationsService } from "./migrations.service.ts";
+import type { MigrationsService } from "./migrations.service.ts";
 import type { MigrationExecution } from "./migration-execution.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
 import { notThisUpload, type TusUploads } from "./tus-uploads.ts";
@@ -207,17 +207,9 @@ export function migrationsRoutes(deps: {
     };
     const tusRequest = async (org: string, request: FastifyRequest<{ Params: { migration_id: string; upload_id?: string } }>, reply: import("fastify").FastifyReply) => {
       const id = request.params.upload_id;
-      let m;
-      try {
-        m = await migrations.uploading(org, request.params.migration_id, ["tier_2", "tier_3", "tier_4"]);
-      } catch (refused) {
-        // Past uploading (analysed, ready…): only the upload its backup arrived through still answers.
-        const done = id === undefined ? null : await migrations.finishedUpload(org, request.params.migration_id, id);
-        if (!done) throw refused;
-        m = done;
-      }
+      const { m, finished } = await migrations.resumable(org, request.params.migration_id, id, ["tier_2", "tier_3", "tier_4"]);
       // An upload whose backup arrived: HEAD says complete (offset = length); nothing more goes to it.
-      if (id !== undefined && isFinishedUpload(m, id)) {
+      if (finished) {
         if (request.method !== "HEAD") throw new DomainError("not_found", "This upload is finished: its backup was received (HEAD answers Upload-Offset equal to Upload-Length)");
         return reply
           .code(200)

@@ -120,9 +120,14 @@ export function notUploading(m: MigrationRow): DomainError | null {
   return new DomainError("upload_not_initialized", `Migration ${m.id} is ${m.status}: call upload/init first`);
 }
 
-/** Whether `uploadId` is the resumable upload the migration's backup arrived through (see finishedUpload). */
-export function isFinishedUpload(m: MigrationRow, uploadId: string): boolean {
-  return m.uploadId === uploadId && m.storageKey !== null && m.storedSizeBytes !== null;
+/** The migration, if it takes bytes now through an endpoint of `tiers`; else the refusal is thrown. */
+function takesBytes(m: MigrationRow, tiers: readonly UploadTier[]): MigrationRow {
+  const refused = notUploading(m);
+  if (refused) throw refused;
+  if (!tiers.includes(m.uploadTier as UploadTier)) {
+    throw new DomainError("wrong_upload_tier", `Migration ${m.id} was given ${m.uploadTier} for ${m.declaredSizeBytes} bytes; this endpoint takes ${tiers.join(" or ")}`);
+  }
+  return m;
 }
 
 export function createMigrationsService(deps: {
@@ -320,23 +325,20 @@ export function createMigrationsService(deps: {
 
     /** The migration a chunk or file of an upload belongs to, checked for the tier it was given. */
     async uploading(organizationId: string, id: string, tiers: readonly UploadTier[]): Promise<MigrationRow> {
-      const m = await get(organizationId, id);
-      const refused = notUploading(m);
-      if (refused) throw refused;
-      if (!tiers.includes(m.uploadTier as UploadTier)) {
-        throw new DomainError("wrong_upload_tier", `Migration ${id} was given ${m.uploadTier} for ${m.declaredSizeBytes} bytes; this endpoint takes ${tiers.join(" or ")}`);
-      }
-      return m;
+      return takesBytes(await get(organizationId, id), tiers);
     },
 
     /**
-     * The migration whose backup arrived through the resumable upload `uploadId`: its URL
-     * answers HEAD with the whole length as the offset (tus: complete), so a client that lost
-     * the answer to its last PATCH learns that it is done rather than to start again. Else null.
+     * uploading() for a request to the resumable upload `uploadId` (none: its creation), in
+     * the same read: `finished` when the migration's backup arrived through that upload,
+     * whatever the migration went on to. Its URL then answers HEAD with the whole length as
+     * the offset (tus: complete), so a client that lost the answer to its last PATCH learns
+     * that it is done rather than to start again.
      */
-    async finishedUpload(organizationId: string, id: string, uploadId: string): Promise<MigrationRow | null> {
+    async resumable(organizationId: string, id: string, uploadId: string | undefined, tiers: readonly UploadTier[]): Promise<{ m: MigrationRow; finished: boolean }> {
       const m = await get(organizationId, id);
-      return isFinishedUpload(m, uploadId) ? m : null;
+      if (uploadId !== undefined && m.uploadId === uploadId && m.storageKey !== null && m.storedSizeBytes !== null) return { m, finished: true };
+      return { m: takesBytes(m, tiers), finished: false };
     },
 
     async noteUploadId(id: string, uploadId: string): Promise<void> {
@@ -373,7 +375,7 @@ export function createMigrationsService(deps: {
       }
       const row = await repo.update(
         m.id,
-        // The upload's id stays: its URL then answers HEAD with "complete" (finishedUpload).
+        // The upload's id stays: its URL then answers HEAD with "complete" (resumable()).
         { storage: store.kind, storageKey: key, storedSha256: stored.sha256, storedSizeBytes: stored.size_bytes, receivedBytes: stored.size_bytes, currentStep: STEPS.analyzing },
         { from: ["uploading", "importing"] },
       );
