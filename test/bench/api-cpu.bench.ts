@@ -11,12 +11,12 @@
 // BENCH_KEYS (2000 per route), DATABASE_URL (use that server, in a fresh database; PostgreSQL's
 // CPU is then not counted).
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import pg from "pg";
 import { createDb, runMigrations } from "@berth/db";
 import { buildApp } from "@berth/control-plane";
 import { buildBareApp } from "./bare-app.ts";
-import { cpuSnapshot } from "./cpu.ts";
+import { ROUTES, type Route } from "./api-routes.ts";
+import { cpuSnapshot, parentOf, postgresUsed, type CpuSnapshot } from "./cpu.ts";
 import { startBenchDatabase } from "./database.ts";
 import { median } from "./median.ts";
 import { seed, type Target } from "./seed.ts";
@@ -26,8 +26,6 @@ const ROUNDS = Math.round(setting("BENCH_ROUNDS", 7));
 const REQUESTS = Math.round(setting("BENCH_REQUESTS", 10_000));
 const KEYS = Math.round(setting("BENCH_KEYS", 2_000));
 const IN_FLIGHT = 10;
-const PREFIX = "/api/public/v1";
-type Route = "projects" | "task";
 type Injector = { inject(opts: { method: "GET"; url: string; headers: Record<string, string> }): Promise<{ statusCode: number; body: string }> };
 const log = (line = "") => process.stdout.write(`${line}\n`);
 const fmt = (n: number, digits = 1) => n.toFixed(digits);
@@ -48,15 +46,8 @@ try {
   handles.unshift({ close: () => bare.close() });
   await Promise.all([full.ready(), bare.ready()]);
 
-  /** PostgreSQL's processes: the postmaster (from its data directory) and its children. */
-  const postmaster = database.dataDir ? Number(readFileSync(`${database.dataDir}/postmaster.pid`, "utf8").split("\n")[0]) : null;
-  const postgresJiffies = async () => {
-    const snap = postmaster === null ? undefined : await cpuSnapshot();
-    if (!snap) return 0;
-    let sum = 0;
-    for (const [pid, s] of snap.byPid) if (pid === postmaster || s.ppid === postmaster) sum += s.jiffies;
-    return sum;
-  };
+  /** PostgreSQL's postmaster, found from one backend as bench:api does (on this machine only). */
+  const postmaster = database.local ? await parentOf((await pool.query<{ pid: number }>("select pg_backend_pid() as pid")).rows[0]!.pid) : undefined;
 
   let next = 0;
   const run = async (app: Injector, route: Route, n: number) => {
@@ -66,8 +57,7 @@ try {
       while (sent < n) {
         sent++;
         const t = targets[next++ % targets.length]!;
-        const url = route === "task" ? `${PREFIX}/deployments/${t.taskId}` : `${PREFIX}/projects`;
-        const res = await app.inject({ method: "GET", url, headers: { authorization: t.authorization, "x-organization-id": t.organizationId } });
+        const res = await app.inject({ method: "GET", url: ROUTES[route].path(t), headers: { authorization: t.authorization, "x-organization-id": t.organizationId } });
         if (res.statusCode !== 200) throw new Error(`${route} answered ${res.statusCode}: ${res.body}`);
       }
     };
@@ -76,10 +66,11 @@ try {
   /** µs of this process's and of PostgreSQL's CPU per request. */
   const measure = async (app: Injector, route: Route) => {
     const cpu0 = process.cpuUsage();
-    const pg0 = await postgresJiffies();
+    const pg0: CpuSnapshot | undefined = postmaster === undefined ? undefined : await cpuSnapshot();
     await run(app, route, REQUESTS);
     const cpu = process.cpuUsage(cpu0);
-    const pgUs = ((await postgresJiffies()) - pg0) * 10_000; // jiffies of 10 ms
+    const pg1 = pg0 && postmaster !== undefined ? await cpuSnapshot() : undefined;
+    const pgUs = pg0 && pg1 && postmaster !== undefined ? postgresUsed(pg0, pg1, postmaster) * 10_000 : 0; // jiffies of 10 ms
     return { node: (cpu.user + cpu.system) / REQUESTS, postgres: pgUs / REQUESTS };
   };
 

@@ -34,6 +34,7 @@ import autocannon, { type Request, type Result } from "autocannon";
 import pg from "pg";
 import { createDb, runMigrations } from "@berth/db";
 import { createServices, systemClock } from "@berth/control-plane";
+import { ROUTES, type Route } from "./api-routes.ts";
 import { BASELINE_SQL } from "./bare-app.ts";
 import { cpuSnapshot, cpuUse, parentOf, type CpuUse } from "./cpu.ts";
 import { startBenchDatabase, type BenchDatabase } from "./database.ts";
@@ -69,13 +70,6 @@ const GOAL_RATIO = 0.9;
 const READ_ONLY_LIMIT = 120;
 /** Half the limit, so the rate limiter is never what is measured, even if the estimate is off. */
 const PER_KEY_BUDGET = READ_ONLY_LIMIT / 2;
-const PREFIX = "/api/public/v1";
-
-type Route = "projects" | "task";
-const ROUTES: Record<Route, { label: string; path: (t: Target) => string }> = {
-  projects: { label: "GET /projects", path: () => `${PREFIX}/projects` },
-  task: { label: "GET /deployments/{id}", path: (t) => `${PREFIX}/deployments/${t.taskId}` },
-};
 
 const log = (line = "") => process.stdout.write(`${line}\n`);
 

@@ -71,17 +71,21 @@ export async function parentOf(pid: number): Promise<number | undefined> {
   return (await readStat(String(pid)))?.ppid;
 }
 
+/** Jiffies PostgreSQL used between two snapshots: the postmaster and its children (backends, workers). */
+export function postgresUsed(before: CpuSnapshot, after: CpuSnapshot, postmaster: number): number {
+  const used = (pid: number) => Math.max(0, (after.byPid.get(pid)?.jiffies ?? 0) - (before.byPid.get(pid)?.jiffies ?? 0));
+  let sum = used(postmaster);
+  for (const [pid, s] of after.byPid) if (s.ppid === postmaster) sum += used(pid);
+  return sum;
+}
+
 export function cpuUse(before: CpuSnapshot, after: CpuSnapshot, pids: { server: number; postmaster?: number; self: number }): CpuUse {
   const used = (pid: number) => Math.max(0, (after.byPid.get(pid)?.jiffies ?? 0) - (before.byPid.get(pid)?.jiffies ?? 0));
   const total = Math.max(1, after.machineTotal - before.machineTotal);
   const busy = after.machineBusy - before.machineBusy;
   const steal = after.machineSteal - before.machineSteal;
   const irq = after.machineIrq - before.machineIrq;
-  let postgres = 0;
-  if (pids.postmaster !== undefined) {
-    postgres += used(pids.postmaster);
-    for (const [pid, s] of after.byPid) if (s.ppid === pids.postmaster) postgres += used(pid);
-  }
+  const postgres = pids.postmaster === undefined ? 0 : postgresUsed(before, after, pids.postmaster);
   const server = used(pids.server);
   const self = used(pids.self);
   const pct = (j: number) => (100 * j) / total;
