@@ -48,6 +48,7 @@ import {
 } from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
+import { distinctSchemaSerializers } from "./lib/response-serializers.ts";
 import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
 import { createMetrics, type Metrics } from "./modules/metrics/metrics.ts";
 import { installRequestMetrics, metricsRoutes } from "./modules/metrics/metrics.routes.ts";
@@ -132,6 +133,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     // (found by the fuzz suite: ?limit=1e309 reached SQL as LIMIT Infinity).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, strictNumbers: false } },
     frameworkErrors,
+    schemaController: { compilersFactory: { buildSerializer: distinctSchemaSerializers() } },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The APIs speak JSON only: any other body is a 415, not a confusing validation error.
