@@ -5,6 +5,7 @@
 import { runFault, type FaultWindow } from "./faults.ts";
 import { computeFigures, type FaultFigures } from "./figures.ts";
 import { judge, type Goal } from "./report.ts";
+import type { Operation } from "./ledger.ts";
 import type { DrillSettings } from "./settings.ts";
 import { buildWorld, type World } from "./world.ts";
 
@@ -27,10 +28,10 @@ export interface RealOperations {
   failed: string[];
 }
 
-/** What the host agents ran in Docker for their API clients. */
-async function realOperationsOf(w: World): Promise<RealOperations> {
-  const orgs = w.reals.filter((r) => r.role === "host").map((r) => r.org.organization_id);
-  const ops = orgs.length === 0 ? [] : await w.ledger.deployments(orgs);
+/** What the host agents ran in Docker for their API clients, of all the drill's operations. */
+function realOperationsOf(w: World, operations: Operation[]): RealOperations {
+  const hosts = new Set(w.reals.filter((r) => r.role === "host").map((r) => r.org.organization_id));
+  const ops = operations.filter((o) => hosts.has(o.organizationId));
   const completed = (kind: string) => ops.filter((o) => o.kind === kind && o.status === "success").length;
   return {
     deploysCompleted: completed("deploy"),
@@ -82,8 +83,10 @@ export async function runDrill(settings: DrillSettings, log: (line: string) => v
     for (const { sim } of w.sims) sim.quiet();
     await sleep(5000);
     await Promise.all(w.subscribers.map((s) => s.stop()));
-    const rows = await computeFigures(w, trafficStart, windows);
-    const realOperations = await realOperationsOf(w);
+    // Every operation of the drill's organisations, read once for the figures and the real agents' goal.
+    const operations = await w.ledger.deployments([...w.sims, ...w.reals].map((e) => e.org.organization_id));
+    const rows = await computeFigures(w, trafficStart, windows, operations);
+    const realOperations = realOperationsOf(w, operations);
     return {
       rows,
       goals: [...judge(rows), realOperationsGoal(realOperations)],

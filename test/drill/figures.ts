@@ -3,7 +3,7 @@
 // operation or stream row was made), plus the agents-back times each window measured.
 import { CLIENT_ACTIONS } from "./api-clients.ts";
 import type { FaultWindow } from "./faults.ts";
-import { positionsOf, TERMINAL_COMMAND_STATES, TERMINAL_DEPLOYMENT_STATUSES } from "./ledger.ts";
+import { positionsOf, TERMINAL_COMMAND_STATES, TERMINAL_DEPLOYMENT_STATUSES, type Operation } from "./ledger.ts";
 import type { World } from "./world.ts";
 
 export interface FaultFigures {
@@ -65,7 +65,8 @@ function emptyFigures(fault: string): FaultFigures {
   };
 }
 
-export async function computeFigures(w: World, trafficStart: number, windows: FaultWindow[]): Promise<FaultFigures[]> {
+/** `operations`: every operation of the drill's organisations, simulated and real (read once by drill.ts). */
+export async function computeFigures(w: World, trafficStart: number, windows: FaultWindow[], operations: Operation[]): Promise<FaultFigures[]> {
   const rows: FaultFigures[] = [emptyFigures("baseline"), ...windows.map((win) => emptyFigures(win.fault))];
   const starts = [trafficStart, ...windows.map((win) => win.startedAt)];
   const at = (t: number): FaultFigures => {
@@ -105,11 +106,10 @@ export async function computeFigures(w: World, trafficStart: number, windows: Fa
   // instead of replaying the first). The control plane makes operations of its own too: a
   // newly deployed environment's default backup schedule (a minute between 00:00 and 05:59
   // UTC) takes scheduled backups, during a drill run in those hours.
-  const orgIds = [...w.sims.map((e) => e.org.organization_id), ...w.reals.map((e) => e.org.organization_id)];
   const known = new Set(w.clients.flatMap((c) => c.tasks));
   const CLIENT_KINDS = new Set<string>(CLIENT_ACTIONS);
   const clientOrgs = new Set(w.clients.map((c) => c.target.organizationId));
-  for (const d of await w.ledger.deployments(orgIds)) {
+  for (const d of operations) {
     const r = at(d.createdAt);
     if (!TERMINAL_DEPLOYMENT_STATUSES.includes(d.status)) r.deploymentsNonTerminal++;
     if ((executedPerDeployment.get(d.id) ?? 0) > 1) r.commandsRunTwice++;

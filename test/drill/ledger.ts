@@ -13,6 +13,16 @@ export interface Session {
   connectedAt: number;
 }
 
+/** An operation (a deployments row) of one of the drill's organisations. */
+export interface Operation {
+  id: string;
+  organizationId: string;
+  kind: string;
+  status: string;
+  error: string | null;
+  createdAt: number;
+}
+
 export class Ledger {
   readonly pool: pg.Pool;
   constructor(url: string) {
@@ -52,7 +62,7 @@ export class Ledger {
     return rows.map((r) => ({ commandId: r.command_id, serverId: r.server_id, state: r.state, createdAt: Number(r.ms), deploymentId: r.deployment_id, results: r.results }));
   }
 
-  async deployments(organizationIds: string[]): Promise<{ id: string; organizationId: string; kind: string; status: string; error: string | null; createdAt: number }[]> {
+  async deployments(organizationIds: string[]): Promise<Operation[]> {
     const { rows } = await this.pool.query<{ id: string; organization_id: string; kind: string; status: string; error_message: string | null; ms: string }>(
       "select id, organization_id, kind, status, error_message, (extract(epoch from created_at) * 1000)::bigint::text as ms from deployments where organization_id = any($1::uuid[])",
       [organizationIds],
