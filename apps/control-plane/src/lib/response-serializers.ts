@@ -2,14 +2,15 @@
 //
 // Fastify compiles a fast-json-stringify serialiser for every status of every route, in every
 // plugin's context, and most of them are the same few error bodies (http-schemas.ts errors()):
-// about 1,500 compiles of some 300 distinct schemas. Besides the start-up time, each compile
+// 1,493 compiles of 163 distinct schemas. Besides the start-up time, each compile
 // leaves objects whose first property has a name of its own (fast-json-stringify's
 // `__fjs_root_<n>`), and V8 keeps one hidden-class transition per such name on the map every
 // `{}` literal starts from. Past about 1,500 that map takes no more transitions: until the
 // next full garbage collection, every object built key by key from `{}` (each reply's and
 // each request's headers) then gets hidden classes of its own, a few new maps per request
-// and property reads that miss every inline cache (bench:api measured ~10 % of the task
-// route's server CPU). Compiling each distinct schema once keeps the process clear of it.
+// and property reads that miss every inline cache (perf, right after start: ~5 us of new maps
+// per task read). Compiling each distinct schema once keeps the process clear of it (1,130
+// transitions at ready instead of 1,536) and halves ready() (~580 ms instead of ~1,350).
 import { SerializerSelector } from "@fastify/fast-json-stringify-compiler";
 
 type SerializerFactory = ReturnType<typeof SerializerSelector>;
