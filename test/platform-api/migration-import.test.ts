@@ -5,8 +5,9 @@
 // (shortened to 4 s here: "Download timed out after 4s"); HTTP and metadata addresses are
 // refused. The analysis is a fixed function (this file tests the download, not the analysis).
 import { execFile } from "node:child_process";
+import fs from "node:fs";
 import { createHash, randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, open, readFile, rm } from "node:fs/promises";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
@@ -93,6 +94,35 @@ it("a cut download resumes with Range, passes the integrity check and is analyse
   expect(Number(/\d+/.exec(mine[1]!.range!)![0])).toBeGreaterThan(0);
   const { rows } = await cp.database.pool.query<{ data: Record<string, unknown> }>("select data from org_events where type = 'migration_progress' and data->>'migration_id' = $1 order by id", [id]);
   expect(rows.some((r) => r.data.status === "importing" && r.data.current_step === "downloading")).toBe(true);
+}, 30_000);
+
+it("with a disk slower than the network, a cut download still resumes where the file ends and passes the integrity check", async () => {
+  // Every file write of this process (the control plane's included) waits 300 ms, whichever
+  // API makes it: when the connection is cut, part of what arrived has not reached the file yet.
+  const probe = await open(path.join(dir, "probe"), "w");
+  const handles = Object.getPrototypeOf(probe) as Record<string, unknown>;
+  await probe.close();
+  const slowed: [Record<string, unknown>, string, unknown][] = [];
+  const slow = (owner: Record<string, unknown>, name: string, callback: boolean) => {
+    const original = owner[name] as (...a: unknown[]) => unknown;
+    slowed.push([owner, name, original]);
+    owner[name] = function (this: unknown, ...a: unknown[]) {
+      if (callback) return void setTimeout(() => original.apply(this, a), 300);
+      return new Promise((r) => setTimeout(r, 300)).then(() => original.apply(this, a));
+    };
+  };
+  slow(fs as unknown as Record<string, unknown>, "write", true);
+  slow(fs as unknown as Record<string, unknown>, "writev", true);
+  slow(handles, "write", false);
+  slow(handles, "writev", false);
+  try {
+    const id = await newMigration();
+    await owner.api.post(`/migrations/${id}/import-url`, { cloud_url: `${origin}/backups/acme.zip`, sha256: sha(data) });
+    await waitUntil("the import and analysis", async () => ["analyzed", "failed"].includes((await statusOf(id)).status), { timeoutMs: 20_000, intervalMs: 100 });
+    expect(await statusOf(id)).toMatchObject({ status: "analyzed", sha256: sha(data), bytes_received: data.length });
+  } finally {
+    for (const [owner, name, original] of slowed) owner[name] = original;
+  }
 }, 30_000);
 
 it("a download still running at the deadline fails with \"Download timed out after 4s\"", async () => {

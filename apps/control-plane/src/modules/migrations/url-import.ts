@@ -6,10 +6,10 @@
 // timed out after 600s". Then the file goes into the backup store through the same
 // integrity check as an upload, and is removed.
 import { createHash } from "node:crypto";
-import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, rm } from "node:fs/promises";
+import { createReadStream } from "node:fs";
+import { mkdir, open as openFile, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
-import { Transform } from "node:stream";
+import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
@@ -19,6 +19,33 @@ const MAX_TRIES = 5;
 const MAX_REDIRECTS = 5;
 
 class Stopped extends Error {}
+
+/**
+ * Writes a download into a file, each run of bytes counted (`written`) only once the file has
+ * it. Counting bytes as they passed, before the file had them, lost what was still waiting to
+ * be written when a connection was cut: the resume asked for the bytes after it and the file
+ * failed its integrity check (seen on a loaded CI machine). `settled()`: no write running.
+ */
+function intoFile(out: FileHandle, on: { check(bytes: number): Error | null; written(bytes: Buffer): void }): Writable & { settled(): Promise<void> } {
+  let running: Promise<void> = Promise.resolve();
+  const writer = new Writable({
+    highWaterMark: 1 << 20,
+    writev(chunks, done) {
+      const bytes = Buffer.concat(chunks.map((c) => c.chunk as Buffer));
+      const refused = on.check(bytes.length);
+      if (refused) return done(refused);
+      running = (async () => {
+        for (let at = 0; at < bytes.length; ) {
+          const { bytesWritten } = await out.write(bytes, at, bytes.length - at);
+          on.written(bytes.subarray(at, at + bytesWritten));
+          at += bytesWritten;
+        }
+      })();
+      running.then(() => done(), done);
+    },
+  });
+  return Object.assign(writer, { settled: () => running.catch(() => undefined) });
+}
 
 export function createUrlImport(deps: {
   guard: RequestGuard;
@@ -82,19 +109,26 @@ export function createUrlImport(deps: {
               throw new Error(`the server answered HTTP ${res.status}, not 200 with the file`);
             }
             let lastNote = Date.now();
-            const count = new Transform({
-              transform(chunk: Buffer, _e, cb) {
-                received += chunk.length;
-                hash.update(chunk);
-                if (total !== null && received > total) return cb(new Error(`more than the announced ${total} bytes arrived`));
+            const out = await openFile(file, received > 0 && res.status === 206 ? "a" : "w");
+            const writer = intoFile(out, {
+              // Refused before it is written: the file never holds more than was announced.
+              check: (bytes) => (total !== null && received + bytes > total ? new Error(`more than the announced ${total} bytes arrived`) : null),
+              written: (bytes) => {
+                received += bytes.length;
+                hash.update(bytes);
                 if (Date.now() - lastNote >= 1000) {
                   lastNote = Date.now();
                   void deps.migrations.noteProgress(m.id, received).catch(() => undefined);
                 }
-                cb(null, chunk);
               },
             });
-            await pipeline(res.body, count, createWriteStream(file, { flags: received > 0 && res.status === 206 ? "a" : "w", highWaterMark: 1 << 20 }), { signal });
+            try {
+              await pipeline(res.body, writer, { signal });
+            } finally {
+              // After a cut too, `received` and the hash are then exactly what the file holds.
+              await writer.settled();
+              await out.close();
+            }
             if (total === null || received === total) break;
             throw new Error(`the connection ended after ${received} of ${total} bytes`);
           } catch (error) {
