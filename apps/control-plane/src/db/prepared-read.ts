@@ -53,7 +53,8 @@ interface RowDescription {
 interface Statement {
   name: string;
   text: string;
-  decodeRow: (row: unknown[]) => unknown;
+  /** A data row's text values, each parsed by its column's parser and decoded by its field. */
+  decodeRow: (values: (string | null)[], parsers: ((value: string) => unknown)[]) => unknown;
   /** Each column's parser from text, from the first RowDescription PostgreSQL sent for it. */
   parsers: ((value: string) => unknown)[] | null;
 }
@@ -94,15 +95,8 @@ class HotRead extends pg.Query {
   handleDataRow(msg: { fields: (string | null)[] }): void {
     const self = this as unknown as PgQueryInternals;
     if (self._canceledDueToError) return;
-    const parsers = this.statement.parsers!;
-    const values = msg.fields;
-    const row = new Array<unknown>(values.length);
     try {
-      for (let i = 0; i < values.length; i++) {
-        const v = values[i];
-        row[i] = v === null || v === undefined ? null : parsers[i]!(v);
-      }
-      self._result.rows.push(this.statement.decodeRow(row));
+      self._result.rows.push(this.statement.decodeRow(msg.fields, this.statement.parsers!));
     } catch (err) {
       // As pg: the query fails with this error once PostgreSQL has finished answering it.
       self._canceledDueToError = err;
@@ -133,8 +127,8 @@ export function preparedRead<R>(pool: pg.Pool, name: string, query: SelectQuery<
   // then to read for every consumer (views, the response serializer). The keys are the
   // selection's own names, written as JSON string literals, once per statement.
   if (keys.includes("__proto__")) throw new Error("preparedRead: a selected field is named __proto__");
-  const literal = keys.map((k, i) => `${JSON.stringify(k)}: (v = row[${i}]) === null ? null : d[${i}].mapFromDriverValue(v)`).join(",\n");
-  const decode = new Function("d", `return function decode(row) { let v; return {\n${literal}\n}; };`)(decoders) as (row: unknown[]) => R;
+  const literal = keys.map((k, i) => `${JSON.stringify(k)}: (v = row[${i}]) === null ? null : d[${i}].mapFromDriverValue(p[${i}](v))`).join(",\n");
+  const decode = new Function("d", `return function decode(row, p) { let v; return {\n${literal}\n}; };`)(decoders) as Statement["decodeRow"];
   const statement: Statement = { name, text, decodeRow: decode, parsers: null };
   // A plain function returning the query's promise: hot reads pay no async frame of their own.
   const rowsOf = (result: { rows: unknown[] }) => result.rows as R[];
