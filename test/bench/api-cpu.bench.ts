@@ -16,7 +16,7 @@ import { createDb, runMigrations } from "@berth/db";
 import { buildApp } from "@berth/control-plane";
 import { buildBareApp } from "./bare-app.ts";
 import { ROUTES, type Route } from "./api-routes.ts";
-import { cpuSnapshot, parentOf, postgresUsed, type CpuSnapshot } from "./cpu.ts";
+import { cpuSnapshot, parentOf, postgresUsed } from "./cpu.ts";
 import { startBenchDatabase } from "./database.ts";
 import { median } from "./median.ts";
 import { seed, type Target } from "./seed.ts";
@@ -66,11 +66,11 @@ try {
   /** µs of this process's and of PostgreSQL's CPU per request. */
   const measure = async (app: Injector, route: Route) => {
     const cpu0 = process.cpuUsage();
-    const pg0: CpuSnapshot | undefined = postmaster === undefined ? undefined : await cpuSnapshot();
+    const pg0 = postmaster === undefined ? undefined : await cpuSnapshot();
     await run(app, route, REQUESTS);
     const cpu = process.cpuUsage(cpu0);
-    const pg1 = pg0 && postmaster !== undefined ? await cpuSnapshot() : undefined;
-    const pgUs = pg0 && pg1 && postmaster !== undefined ? postgresUsed(pg0, pg1, postmaster) * 10_000 : 0; // jiffies of 10 ms
+    const pg1 = pg0 === undefined ? undefined : await cpuSnapshot();
+    const pgUs = pg0 && pg1 ? postgresUsed(pg0, pg1, postmaster!) * 10_000 : 0; // jiffies of 10 ms
     return { node: (cpu.user + cpu.system) / REQUESTS, postgres: pgUs / REQUESTS };
   };
 

@@ -71,16 +71,19 @@ export async function parentOf(pid: number): Promise<number | undefined> {
   return (await readStat(String(pid)))?.ppid;
 }
 
+/** Jiffies a process used between two snapshots. */
+const usedBetween = (before: CpuSnapshot, after: CpuSnapshot, pid: number) => Math.max(0, (after.byPid.get(pid)?.jiffies ?? 0) - (before.byPid.get(pid)?.jiffies ?? 0));
+
 /** Jiffies PostgreSQL used between two snapshots: the postmaster and its children (backends, workers). */
 export function postgresUsed(before: CpuSnapshot, after: CpuSnapshot, postmaster: number): number {
-  const used = (pid: number) => Math.max(0, (after.byPid.get(pid)?.jiffies ?? 0) - (before.byPid.get(pid)?.jiffies ?? 0));
+  const used = (pid: number) => usedBetween(before, after, pid);
   let sum = used(postmaster);
   for (const [pid, s] of after.byPid) if (s.ppid === postmaster) sum += used(pid);
   return sum;
 }
 
 export function cpuUse(before: CpuSnapshot, after: CpuSnapshot, pids: { server: number; postmaster?: number; self: number }): CpuUse {
-  const used = (pid: number) => Math.max(0, (after.byPid.get(pid)?.jiffies ?? 0) - (before.byPid.get(pid)?.jiffies ?? 0));
+  const used = (pid: number) => usedBetween(before, after, pid);
   const total = Math.max(1, after.machineTotal - before.machineTotal);
   const busy = after.machineBusy - before.machineBusy;
   const steal = after.machineSteal - before.machineSteal;
