@@ -4,7 +4,13 @@
 // line takes the last dropped one's place when one is due, and the drop is logged here.
 // Events naming another server's deployment or command are acknowledged too (the agent's
 // journal must not jam on them) but were not applied: they are counted and logged here.
+//
+// A write that fails because PostgreSQL cannot be reached (restarting, failing over) is tried
+// again, the link held meanwhile, for up to `storeRetryMs`: a database restart then costs the
+// fleet a delayed ack, not every link and a wave of reconnects when it is back. The agent
+// keeps journaling, and the frames behind the batch wait (frame-queue.ts back-pressure).
 import { CLOSE_CODES, type Payload } from "@berth/protocol";
+import { retryWhileDatabaseUnavailable } from "../../../db/database-unavailable.ts";
 import type { EventIngest } from "../event-ingest.ts";
 import type { LogBudget } from "./budgets.ts";
 import { close, send, type Connection } from "./connection.ts";
@@ -15,6 +21,8 @@ export interface EventIntakeDeps {
   seen(serverId: string): void;
   /** Log lines the budget dropped, for the gateway's stats. */
   dropped(count: number): void;
+  /** How long a batch is retried while the database is unreachable before the link is dropped. */
+  storeRetryMs: number;
   /** Events stored (acknowledged) from this link, for metrics and the host figures it last sent. */
   stored?(serverId: string, events: Payload<"events">["events"]): void;
   log: { warn(o: object, m: string): void };
@@ -39,7 +47,11 @@ export function createEventIntake(deps: EventIntakeDeps) {
     try {
       // Dropped lines at the batch's end (no notice in their place) are acknowledged too.
       const through = admitted.dropped > 0 ? events[events.length - 1]!.seq : undefined;
-      const ingested = await deps.ingest.ingest(serverId, admitted.events, through);
+      const ingested = await retryWhileDatabaseUnavailable(() => deps.ingest.ingest(serverId, admitted.events, through), {
+        forMs: deps.storeRetryMs,
+        keepTrying: () => conn.socket.readyState === conn.socket.OPEN,
+        onWait: (err) => deps.log.warn({ err, serverId }, "database unreachable; holding the link and retrying its events"),
+      });
       upTo = ingested.upTo;
       deps.stored?.(serverId, admitted.events);
       if (ingested.refused > 0) {

@@ -16,6 +16,7 @@
 import type { WebSocket } from "ws";
 import type pg from "pg";
 import { CLOSE_CODES, type Event, type Frame, type Payload, type StatsEvent } from "@berth/protocol";
+import { retryWhileDatabaseUnavailable } from "../../../db/database-unavailable.ts";
 import { listen, type PgListener } from "../../../db/pg-listener.ts";
 import type { AgentCommands } from "../agent-commands.ts";
 import { CANCEL_CHANNEL, COMMANDS_CHANNEL, TAKEOVER_CHANNEL } from "../channels.ts";
@@ -31,6 +32,9 @@ import { handOverLinks } from "./handover.ts";
 import { linkLimits, type LinkLimits } from "./limits.ts";
 import type { LinkRepo } from "./link.repo.ts";
 import { createLiveness, type Liveness } from "./liveness.ts";
+
+/** How long a session whose link ended during a database outage keeps being ended (the server offline) once the database answers again. */
+const END_SESSION_RETRY_MS = 10 * 60_000;
 
 export interface GatewayOptions {
   /** For LISTEN (a connection of its own, made from the pool's settings). */
@@ -111,7 +115,15 @@ export async function createAgentGateway(opts: GatewayOptions) {
       break;
     }
   };
-  const onEvents = createEventIntake({ ingest: opts.ingest, budget, seen: liveness.seen, dropped: (n) => (counters.logLinesDropped += n), stored, log: opts.log });
+  const onEvents = createEventIntake({
+    ingest: opts.ingest,
+    budget,
+    seen: liveness.seen,
+    dropped: (n) => (counters.logLinesDropped += n),
+    stored,
+    storeRetryMs: limits.storeRetryMs,
+    log: opts.log,
+  });
   const link: Link = { live, all, latestStats, repo: opts.repo, admission, counters, handshake, delivery, liveness, onEvents, log: opts.log, shuttingDown: false };
 
   const listener: PgListener = await listen(
@@ -241,6 +253,12 @@ async function onClose(link: Link, conn: Connection) {
   link.live.delete(conn.serverId);
   link.latestStats.delete(conn.serverId);
   if (link.shuttingDown) return;
-  await link.repo.endSession(conn.serverId, conn.id);
-  link.log.info({ serverId: conn.serverId }, "agent disconnected");
+  // A link that ends while PostgreSQL is unreachable would leave its session row naming a
+  // connection that is gone until the agent is back: ended once the database answers again.
+  const serverId = conn.serverId;
+  await retryWhileDatabaseUnavailable(() => link.repo.endSession(serverId, conn.id), {
+    forMs: END_SESSION_RETRY_MS,
+    keepTrying: () => !link.shuttingDown,
+  });
+  link.log.info({ serverId }, "agent disconnected");
 }

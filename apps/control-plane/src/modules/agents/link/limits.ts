@@ -11,6 +11,12 @@ export interface LinkLimits {
   handshakesPerAddress: number;
   /** Hellos one address may send to a replica per minute, counted before the hello's query. */
   hellosPerAddressPerMinute: number;
+  /**
+   * How long a replica holds a link whose event batch cannot be stored because PostgreSQL is
+   * unreachable, retrying the write, before it drops the link (events.ts). Not a setting:
+   * below the agent's 30 s ack timeout, and longer than a database restart or failover.
+   */
+  storeRetryMs: number;
 }
 
 export const DEFAULT_LINK_LIMITS: LinkLimits = {
@@ -18,6 +24,7 @@ export const DEFAULT_LINK_LIMITS: LinkLimits = {
   logBytesPerMinute: 64 * 1024 * 1024,
   handshakesPerAddress: 20,
   hellosPerAddressPerMinute: 120,
+  storeRetryMs: 20_000,
 };
 
 /** The defaults with `overrides` applied; a limit must be a positive integer. */
