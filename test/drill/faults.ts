@@ -93,9 +93,11 @@ async function pgRestart(w: World, win: FaultWindow): Promise<void> {
   const before = new Map([...(await w.ledger.sessions())].filter(([id]) => ids.has(id)).map(([id, s]) => [id, s.connectionId]));
   win.startedAt = Date.now();
   await w.pg.restart(w.settings.pgDownS * 1000);
-  win.notes.push(`PostgreSQL down ${((Date.now() - win.startedAt) / 1000).toFixed(1)} s (fast shutdown, then start)`);
-  // Which agents lost their link shows only afterwards: poll the whole window.
-  const deadline = win.startedAt + w.settings.windowS * 1000;
+  const backUpAt = Date.now();
+  win.notes.push(`PostgreSQL down ${((backUpAt - win.startedAt) / 1000).toFixed(1)} s (fast shutdown, then start)`);
+  // Which agents lost their link shows only afterwards: poll the whole window, which runs
+  // from PostgreSQL's return (as a cut's runs from the link's).
+  const deadline = backUpAt + w.settings.windowS * 1000;
   const back = new Map<string, number>();
   const lost = new Set<string>();
   while (Date.now() < deadline) {
