@@ -6,9 +6,9 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
+import type { TestDatabase } from "../support/database.ts";
 import { SimAgent } from "../support/sim-agent.ts";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import { databaseBehindProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { waitUntil } from "../support/wait.ts";
 
 /** The hold this test gives the replica (the default is 20 s). */
@@ -21,12 +21,9 @@ let direct: pg.Pool;
 let base: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  proxy = await startTcpProxy(Number(new URL(db.url).port));
-  const through = new URL(db.url);
-  through.hostname = "127.0.0.1";
-  through.port = String(proxy.port);
-  cp = await startControlPlane({ url: through.toString(), listen: true, agentLimits: { storeRetryMs: STORE_RETRY_MS } });
+  let url: string;
+  ({ db, proxy, url } = await databaseBehindProxy());
+  cp = await startControlPlane({ url, listen: true, agentLimits: { storeRetryMs: STORE_RETRY_MS } });
   const a = cp.app.server.address();
   if (!a || typeof a !== "object") throw new Error("not listening");
   base = `http://127.0.0.1:${a.port}`;

@@ -2,8 +2,8 @@
 // connections go through a TCP proxy the test cuts (no mock: the pool really fails to connect).
 import { afterAll, describe, expect, it } from "vitest";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
-import { createTestDatabase, type TestDatabase } from "../support/database.ts";
-import { startTcpProxy, type TcpProxy } from "../support/tcp-proxy.ts";
+import type { TestDatabase } from "../support/database.ts";
+import { databaseBehindProxy, type TcpProxy } from "../support/tcp-proxy.ts";
 import { waitFor } from "../support/wait.ts";
 
 const started: TestControlPlane[] = [];
@@ -27,13 +27,9 @@ describe("/readyz", () => {
   });
 
   it("answers 503 naming the database (and the queue that lives in it) while the database is unreachable, and recovers", async () => {
-    proxied = await createTestDatabase();
-    const direct = new URL(proxied.url);
-    proxy = await startTcpProxy(Number(direct.port));
-    const through = new URL(proxied.url);
-    through.hostname = "127.0.0.1";
-    through.port = String(proxy.port);
-    const cp = await startControlPlane({ url: through.toString() });
+    let url: string;
+    ({ db: proxied, proxy, url } = await databaseBehindProxy());
+    const cp = await startControlPlane({ url });
     started.push(cp);
     expect((await cp.app.inject({ method: "GET", url: "/readyz" })).statusCode).toBe(200);
 

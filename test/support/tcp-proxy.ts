@@ -1,5 +1,6 @@
 // A TCP proxy the test controls, to cut and restore the agent's link for real.
 import net from "node:net";
+import { createTestDatabase, type TestDatabase } from "./database.ts";
 
 export interface TcpProxy {
   port: number;
@@ -45,4 +46,17 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
         server.close(() => r());
       }),
   };
+}
+
+/**
+ * A fresh test database that the control plane reaches through a proxy the test can cut:
+ * `url` goes through the proxy, `db.url` straight to PostgreSQL (for the test's own reads).
+ */
+export async function databaseBehindProxy(): Promise<{ db: TestDatabase; proxy: TcpProxy; url: string }> {
+  const db = await createTestDatabase();
+  const proxy = await startTcpProxy(Number(new URL(db.url).port));
+  const through = new URL(db.url);
+  through.hostname = "127.0.0.1";
+  through.port = String(proxy.port);
+  return { db, proxy, url: through.toString() };
 }
