@@ -21,6 +21,9 @@ describe("isDatabaseUnavailable", () => {
     for (const code of ["57P01", "57P02", "57P03", "53300", "08006", "08001"]) expect(isDatabaseUnavailable(sqlError(code)), code).toBe(true);
     expect(isDatabaseUnavailable(new Error("Connection terminated unexpectedly"))).toBe(true);
     expect(isDatabaseUnavailable(new Error("Client has encountered a connection error and is not queryable"))).toBe(true);
+    // As drizzle raises it: its own error, the driver's as the cause.
+    expect(isDatabaseUnavailable(new Error("Failed query: select 1", { cause: new Error("Connection terminated unexpectedly") }))).toBe(true);
+    expect(isDatabaseUnavailable(new Error("Failed query: insert", { cause: sqlError("23505") }))).toBe(false);
     for (const code of ["23505", "42601", "40001", "22P02", "57014"]) expect(isDatabaseUnavailable(sqlError(code)), code).toBe(false);
     expect(isDatabaseUnavailable(new Error("server 1 does not exist"))).toBe(false);
     expect(isDatabaseUnavailable("ECONNREFUSED")).toBe(false);

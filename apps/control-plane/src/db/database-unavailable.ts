@@ -13,15 +13,18 @@ const UNAVAILABLE_SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE",
 /** node-postgres's own errors for a connection that ended or never became usable (they carry no code). */
 const LOST_CONNECTION = /^Connection terminated|is not queryable|^timeout exceeded when trying to connect/;
 
+/** The error, or one it was raised for (drizzle wraps the driver's error as its `cause`). */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  if (!(err instanceof Error)) return false;
-  const code = (err as { code?: unknown }).code;
-  if (typeof code === "string") {
-    // Class 08: connection exception.
-    if (code.startsWith("08") && code.length === 5) return true;
-    if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string") {
+      // Class 08: connection exception.
+      if (code.startsWith("08") && code.length === 5) return true;
+      if (UNAVAILABLE_SQLSTATES.has(code) || UNAVAILABLE_SOCKET_CODES.has(code)) return true;
+    }
+    if (LOST_CONNECTION.test(e.message)) return true;
   }
-  return LOST_CONNECTION.test(err.message);
+  return false;
 }
 
 const FIRST_RETRY_MS = 250;

@@ -4,6 +4,7 @@
 // route that answers an error body itself (dashboard, agent releases) adds it too, so no
 // hook has to look at every answer for it.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { isDatabaseUnavailable } from "../db/database-unavailable.ts";
 import { DomainError } from "./errors.ts";
 import { httpStatusOf } from "./error-codes.ts";
 import { REQUEST_ID_HEADER } from "./request-id.ts";
@@ -34,6 +35,9 @@ export function frameworkErrors(err: FastifyError, request: FastifyRequest, repl
   }
 }
 
+/** Retry-After of a request that failed because PostgreSQL was unreachable (a restart or failover takes seconds). */
+const DATABASE_RETRY_AFTER_S = 2;
+
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError | DomainError, request, reply) => {
     if (err instanceof DomainError) {
@@ -62,6 +66,14 @@ export function installErrorHandling(app: FastifyInstance): void {
     const status = err.statusCode ?? 500;
     if (status < 500) {
       return reply.code(status).send({ error: FASTIFY_CODES[err.code] ?? "invalid_request", message: err.message, request_id: request.id });
+    }
+    if (isDatabaseUnavailable(err)) {
+      // Not a fault of the request nor a bug: said as such, with when to try again.
+      request.log.warn({ err }, "request failed: database unreachable");
+      return reply
+        .code(503)
+        .header("retry-after", String(DATABASE_RETRY_AFTER_S))
+        .send({ error: "database_unavailable", message: "The database is briefly unreachable; nothing was done, try again shortly", retry_after: DATABASE_RETRY_AFTER_S, request_id: request.id });
     }
     request.log.error({ err }, "request failed");
     return reply.code(500).send({ error: "internal_error", message: "Something went wrong on our side; try again", request_id: request.id });

@@ -72,7 +72,8 @@ export const Page = <T extends TSchema>(item: T) =>
  */
 export function errors(...statuses: number[]) {
   const out: Record<number, typeof ErrorBody> = {};
-  for (const s of [400, 401, 403, 429, ...statuses]) out[s] = errorBodyRef(s);
+  // 503 database_unavailable can come from any route that reads or writes (error-handler.ts).
+  for (const s of [400, 401, 403, 429, 503, ...statuses]) out[s] = errorBodyRef(s);
   return out;
 }
 

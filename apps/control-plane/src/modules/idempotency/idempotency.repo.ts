@@ -44,9 +44,12 @@ export function createIdempotencyRepo(pool: pg.Pool) {
       );
     },
 
-    /** Gives the key up (the request failed on our side), so the client may retry with it. */
-    async release(scope: string, key: string): Promise<void> {
-      await pool.query("delete from idempotency_records where scope = $1 and key = $2", [scope, key]);
+    /**
+     * Gives the key up (the request failed on our side), so the client may retry with it: the
+     * claim made at `claimedAt` only, never a later request's that took the key over.
+     */
+    async release(scope: string, key: string, claimedAt: Date): Promise<void> {
+      await pool.query("delete from idempotency_records where scope = $1 and key = $2 and state = 'in_flight' and locked_at = $3", [scope, key, claimedAt]);
     },
 
     async pruneExpired(now: Date): Promise<void> {

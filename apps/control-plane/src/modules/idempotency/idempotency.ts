@@ -14,6 +14,7 @@
 // and the header `X-Idempotency-Withheld: <the fields, comma-separated>`: the secret was
 // in the first response only; a client that lost it rotates or recreates the resource.
 import type { FastifyReply, FastifyRequest } from "fastify";
+import { retryWhileDatabaseUnavailable } from "../../db/database-unavailable.ts";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError } from "../../lib/errors.ts";
 import type { IdempotencyRepo } from "./idempotency.repo.ts";
@@ -29,6 +30,8 @@ export const WITHHELD_HEADER = "x-idempotency-withheld";
 export interface IdempotencyClaim {
   scope: string;
   key: string;
+  /** When this request claimed it (the row's locked_at). */
+  claimedAt: Date;
 }
 
 declare module "fastify" {
@@ -95,7 +98,7 @@ export function createIdempotency(deps: { repo: IdempotencyRepo; clock: Clock; s
       abandonedBefore: new Date(now.getTime() - ABANDONED_AFTER_MS),
     });
     if (claimed) {
-      request.idempotencyClaim = { scope, key };
+      request.idempotencyClaim = { scope, key, claimedAt: now };
       return;
     }
     const stored = await deps.repo.stored(scope, key);
@@ -111,8 +114,14 @@ export function createIdempotency(deps: { repo: IdempotencyRepo; clock: Clock; s
     if (!claim) return payload;
     request.idempotencyClaim = null;
     if (reply.statusCode >= 500) {
-      // The operation may not have happened: let the client retry with the same key.
-      await deps.repo.release(claim.scope, claim.key);
+      // The operation may not have happened: let the client retry with the same key. The
+      // answer goes out whatever happens here: with PostgreSQL away (a 503
+      // database_unavailable), the key is given up once it is back; until then, or if that
+      // fails for good, a retry is told idempotency_key_in_use, and takes the claim over
+      // once it is abandoned.
+      void retryWhileDatabaseUnavailable(() => deps.repo.release(claim.scope, claim.key, claim.claimedAt), { forMs: ABANDONED_AFTER_MS }).catch((err: unknown) =>
+        request.log.warn({ err }, "could not give up the idempotency key"),
+      );
       return payload;
     }
     const headers: Record<string, string> = {};
@@ -127,7 +136,11 @@ export function createIdempotency(deps: { repo: IdempotencyRepo; clock: Clock; s
       body = kept.body;
       if (kept.withheld.length > 0) headers[WITHHELD_HEADER] = kept.withheld.join(",");
     }
-    await deps.repo.complete(claim.scope, claim.key, { statusCode: reply.statusCode, body, headers });
+    // The work is done: its answer is sent even if it cannot be kept. A retry then takes the
+    // abandoned claim over and is answered with the operation the work made (see above).
+    await deps.repo.complete(claim.scope, claim.key, { statusCode: reply.statusCode, body, headers }).catch((err: unknown) => {
+      request.log.warn({ err }, "could not keep the answer for idempotent replays");
+    });
     return payload;
   }
 
