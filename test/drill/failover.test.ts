@@ -4,7 +4,8 @@
 // duplicate, operation left open, API error a retry with the same key did not fix, real
 // agent's Docker deploy or restart that failed, or agent not back within its window. How fast the
 // agents come back is the full drill's figure (npm run drill:failover), not asserted here.
-import { rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { runDrill } from "./drill.ts";
 import { table } from "./report.ts";
@@ -32,7 +33,9 @@ describe("failover drill (one of each fault, short windows)", () => {
     const result = await runDrill(SHORT, (l) => lines.push(l));
     const figures = table(result.rows);
     const failed = result.goals.filter((g) => g.gate && !g.met);
-    expect(failed, `logs: ${result.logDir}\n${figures}\n${result.rows.flatMap((r) => r.notes.map((n) => `${r.fault}: ${n}`)).join("\n")}\n${lines.join("\n")}`).toEqual([]);
+    // CI keeps nothing but this message: on a failure it carries the logs' tails too.
+    const tails = failed.length > 0 ? logTails(result.logDir) : "";
+    expect(failed, `logs: ${result.logDir}\n${figures}\n${result.rows.flatMap((r) => r.notes.map((n) => `${r.fault}: ${n}`)).join("\n")}\n${lines.join("\n")}\n${tails}`).toEqual([]);
     // Each fault really happened and knocked agents off (a PostgreSQL restart need not: links may survive it).
     for (const fault of SHORT.faults.filter((f) => f !== "pg_restart")) expect(result.rows.find((r) => r.fault === fault)?.affected, fault).toBeGreaterThan(0);
     expect(result.rows.find((r) => r.fault === "pg_restart")?.notes.join(" ")).toMatch(/PostgreSQL down/);
@@ -40,3 +43,15 @@ describe("failover drill (one of each fault, short windows)", () => {
     rmSync(result.logDir, { recursive: true, force: true });
   });
 });
+
+/** The last lines of each real agent's log, and the replicas' last warnings and errors (pino level >= 40). */
+function logTails(dir: string): string {
+  const out: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    if (!name.endsWith(".log")) continue;
+    const all = readFileSync(path.join(dir, name), "utf8").split("\n").filter(Boolean);
+    const picked = name.startsWith("replica-") ? all.filter((l) => /"level":(4|5|6)0/.test(l)) : name.startsWith("agent-") ? all : [];
+    if (picked.length > 0) out.push(`--- ${name} (last ${Math.min(25, picked.length)} of ${picked.length})`, ...picked.slice(-25).map((l) => l.slice(0, 400)));
+  }
+  return out.join("\n");
+}
