@@ -14,7 +14,7 @@
 // and the header `X-Idempotency-Withheld: <the fields, comma-separated>`: the secret was
 // in the first response only; a client that lost it rotates or recreates the resource.
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { retryWhileDatabaseUnavailable } from "../../db/database-unavailable.ts";
+import { isDatabaseUnavailable, retryWhileDatabaseUnavailable } from "../../db/database-unavailable.ts";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError } from "../../lib/errors.ts";
 import type { IdempotencyRepo } from "./idempotency.repo.ts";
@@ -114,14 +114,17 @@ export function createIdempotency(deps: { repo: IdempotencyRepo; clock: Clock; s
     if (!claim) return payload;
     request.idempotencyClaim = null;
     if (reply.statusCode >= 500) {
-      // The operation may not have happened: let the client retry with the same key. The
-      // answer goes out whatever happens here: with PostgreSQL away (a 503
-      // database_unavailable), the key is given up once it is back; until then, or if that
-      // fails for good, a retry is told idempotency_key_in_use, and takes the claim over
-      // once it is abandoned.
-      void retryWhileDatabaseUnavailable(() => deps.repo.release(claim.scope, claim.key, claim.claimedAt), { forMs: ABANDONED_AFTER_MS }).catch((err: unknown) =>
-        request.log.warn({ err }, "could not give up the idempotency key"),
-      );
+      // The operation may not have happened: let the client retry with the same key, given
+      // up before the answer goes out. The answer goes out whatever happens here: with
+      // PostgreSQL away (a 503 database_unavailable) the key is given up once it is back;
+      // until then, or if that fails for good, a retry is told idempotency_key_in_use, and
+      // takes the claim over once it is abandoned.
+      const release = () => deps.repo.release(claim.scope, claim.key, claim.claimedAt);
+      const failed = (err: unknown) => request.log.warn({ err }, "could not give up the idempotency key");
+      await release().catch((err: unknown) => {
+        if (!isDatabaseUnavailable(err)) return failed(err);
+        void retryWhileDatabaseUnavailable(release, { forMs: ABANDONED_AFTER_MS }).catch(failed);
+      });
       return payload;
     }
     const headers: Record<string, string> = {};
