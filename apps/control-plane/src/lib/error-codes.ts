@@ -158,7 +158,7 @@ export const ERROR_STATUS = {
   too_many_streams: 429,
   internal_error: 500,
   jobs_unavailable: 503,
-  /** PostgreSQL could not be reached (restarting, failing over): nothing was done; retry after Retry-After, with the same Idempotency-Key. */
+  /** PostgreSQL could not be reached (restarting, failing over): retry after Retry-After, a write with the same Idempotency-Key. */
   database_unavailable: 503,
   /** This replica is draining (SIGTERM): an agent link or event stream belongs on another replica. */
   replica_draining: 503,

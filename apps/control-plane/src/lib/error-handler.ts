@@ -73,7 +73,7 @@ export function installErrorHandling(app: FastifyInstance): void {
       return reply
         .code(503)
         .header("retry-after", String(DATABASE_RETRY_AFTER_S))
-        .send({ error: "database_unavailable", message: "The database is briefly unreachable; nothing was done, try again shortly", retry_after: DATABASE_RETRY_AFTER_S, request_id: request.id });
+        .send({ error: "database_unavailable", message: "The database is briefly unreachable; try again shortly, with the same Idempotency-Key for a write", retry_after: DATABASE_RETRY_AFTER_S, request_id: request.id });
     }
     request.log.error({ err }, "request failed");
     return reply.code(500).send({ error: "internal_error", message: "Something went wrong on our side; try again", request_id: request.id });
