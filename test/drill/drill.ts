@@ -55,24 +55,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** How long after a fault's window the drill waits for every agent to be connected before the next fault. */
 const STEADY_WAIT_S = 30;
 
-/**
- * The agents (probes included) not connected after up to `ms`: connected is a session row on
- * the control plane and, for the simulated ones, their own socket open.
- */
-async function awayAfter(w: World, ms: number): Promise<string[]> {
-  const deadline = Date.now() + ms;
-  const sims = [...w.sims.map((e) => e.sim), ...w.probes, ...(w.overflow ? [w.overflow.sim] : [])];
-  const ids = [...w.agentServerIds(), ...w.probes.map((p) => p.serverId)];
-  for (;;) {
-    const sessions = await w.ledger.sessions().catch(() => null);
-    const away = sessions ? ids.filter((id) => !sessions.has(id)) : ids;
-    const simsAway = sims.filter((s) => !s.connected).map((s) => s.serverId);
-    const all = [...new Set([...away, ...simsAway])];
-    if (all.length === 0 || Date.now() >= deadline) return all;
-    await sleep(250);
-  }
-}
-
 export async function runDrill(settings: DrillSettings, log: (line: string) => void): Promise<DrillResult> {
   const t0 = Date.now();
   const w = await buildWorld(settings, log);
@@ -94,7 +76,7 @@ export async function runDrill(settings: DrillSettings, log: (line: string) => v
       const win = await runFault(w, fault);
       windows.push(win);
       // The next fault starts on a whole fleet: an agent still away is this window's, not the next one's.
-      const away = await awayAfter(w, STEADY_WAIT_S * 1000);
+      const away = await w.away(STEADY_WAIT_S * 1000);
       if (away.length > 0) {
         win.notBack += away.length;
         win.notes.push(`${away.length} agent(s) still not connected ${STEADY_WAIT_S} s after the window: ${away.map((id) => w.serverRole(id)).join(", ")}`);

@@ -72,6 +72,8 @@ export interface World {
   /** Issue calls that failed (the drill's own writes, e.g. while PostgreSQL was down). */
   issueFailures: number;
   log(line: string): void;
+  /** Every agent (probes included) not connected after up to `ms` (agentsAway). */
+  away(ms: number): Promise<string[]>;
   /** Every agent the figures count (not the probes). */
   agentServerIds(): string[];
   serverRole(serverId: string): string;
@@ -82,10 +84,17 @@ export interface World {
   teardown(): Promise<void>;
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+/**
+ * The agents not connected after up to `ms` (none once all are): connected is a session row
+ * on the control plane and, for the simulated ones, their own socket open.
+ */
+async function agentsAway(ledger: Ledger, serverIds: string[], sims: DrillSimAgent[], ms: number): Promise<string[]> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const sessions = await ledger.sessions().catch(() => null);
+    const away = new Set(sessions ? serverIds.filter((id) => !sessions.has(id)) : serverIds);
+    for (const s of sims) if (!s.connected) away.add(s.serverId);
+    if (away.size === 0 || Date.now() >= deadline) return [...away];
     await new Promise((r) => setTimeout(r, 250));
   }
 }
@@ -183,16 +192,11 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
       reals.push({ agent, org, role, environmentId });
     }
 
-    for (const s of [...sims.map((e) => e.sim), ...probes, ...(overflow ? [overflow.sim] : [])]) s.start();
+    const simulated = [...sims.map((e) => e.sim), ...probes, ...(overflow ? [overflow.sim] : [])];
+    for (const s of simulated) s.start();
     const everyone = [...sims.map((e) => e.org.server_id), ...probes.map((p) => p.serverId), ...reals.map((r) => r.org.server_id), ...(overflow ? [overflow.org.server_id] : [])];
-    await waitUntil(
-      "every agent connected",
-      async () => {
-        const s = await ledger.sessions();
-        return everyone.every((id) => s.has(id));
-      },
-      120_000,
-    );
+    const away = await agentsAway(ledger, everyone, simulated, 120_000);
+    if (away.length > 0) throw new Error(`timed out waiting for every agent connected (${away.length} not)`);
     log(`${sims.length} simulated agents, ${reals.length} real agents (${roles.join(", ")}), ${probes.length} probes connected`);
 
     // One restart every clients/apiRatePerS seconds per organisation (the fleet's rate), at
@@ -232,6 +236,7 @@ export async function buildWorld(settings: DrillSettings, log: (line: string) =>
       issued,
       issueFailures: 0,
       log,
+      away: (ms) => agentsAway(ledger, everyone, simulated, ms),
       agentServerIds: () => [...sims.map((e) => e.org.server_id), ...reals.map((r) => r.org.server_id), ...(overflow ? [overflow.org.server_id] : [])],
       serverRole: (id) => roleOf.get(id) ?? "probe",
       async issueDiagnostics(serverId, organizationId) {
