@@ -3,8 +3,10 @@
 # no image registry can be reached, so nothing can be pulled.
 #
 #   berth-test/postgres:15   Debian's PostgreSQL 15 + busybox, official-image entrypoint
-#   berth-test/erp:17.0      a small stand-in for the ERP server (erp/odoo.c) + busybox,
-#                            also tagged berth-test/erp:18.0 and berth-test/erp:16.0
+#   berth-test/erp:16.0      a small stand-in for the ERP server (erp/odoo.c) + busybox, one
+#   berth-test/erp:17.0      image per series: each sets ODOO_VERSION and has the official
+#   berth-test/erp:18.0      image's user (odoo 101:101 in 16.0/17.0; 100:101 in 18.0/19.0,
+#   berth-test/erp:19.0      Ubuntu noble images, odoo/odoo issue 183106)
 #   berth-test/caddy:2       Debian's Caddy + busybox, laid out as the official caddy:2 image
 #
 # Usage: test/images/build.sh [--force] [--quiet]
@@ -16,8 +18,9 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly here
 readonly PG_TAG=berth-test/postgres:15
-readonly ERP_TAG=berth-test/erp:17.0
-readonly ERP_ALIASES=(berth-test/erp:18.0 berth-test/erp:16.0)
+readonly ERP_REPO=berth-test/erp
+# Series, and the uid:gid of user odoo (group odoo) in the official image of that series.
+readonly ERP_SERIES=(16.0:101:101 17.0:101:101 18.0:100:101 19.0:100:101)
 readonly CADDY_TAG=berth-test/caddy:2
 readonly CADDY=/usr/bin/caddy
 readonly PG_VERSION=15
@@ -25,7 +28,7 @@ readonly PG_LIB=/usr/lib/postgresql/$PG_VERSION
 readonly PG_SHARE=/usr/share/postgresql/$PG_VERSION
 readonly BUSYBOX=/bin/busybox
 # The official images' users, so volume ownership matches what real deployments see.
-readonly PG_UID=999 ODOO_UID=101
+readonly PG_UID=999
 
 force=0
 quiet=0
@@ -221,8 +224,10 @@ build_postgres() {
 		--change 'CMD ["postgres"]' >/dev/null
 }
 
-build_erp() {
-	local hash=$1 root=$work/erp
+# Compiles the stand-in once into $work/erp-root (busybox, libraries, the binary); each
+# series then gets its own users, ownership, ODOO_VERSION and `docker import`.
+prepare_erp_root() {
+	local root=$work/erp-root
 	new_rootfs "$root"
 	local marker_sha1
 	# The file store keeps files under their sha1, as Odoo does; odoo.c writes this content.
@@ -232,19 +237,22 @@ build_erp() {
 	strip "$work/odoo"
 	install -m 755 "$work/odoo" "$root/usr/bin/odoo"
 	add_libs_of "$root" "$work/odoo"
-
-	printf 'root:x:0:0:root:/root:/bin/sh\nodoo:x:%s:%s:Odoo:/var/lib/odoo:/bin/sh\n' \
-		"$ODOO_UID" "$ODOO_UID" >"$root/etc/passwd"
-	printf 'root:x:0:\nodoo:x:%s:\n' "$ODOO_UID" >"$root/etc/group"
 	mkdir -p "$root/etc/odoo" "$root/var/lib/odoo" "$root/mnt/extra-addons"
 	install -m 644 "$here/erp/odoo.conf" "$root/etc/odoo/odoo.conf"
 	install -m 755 "$here/erp/entrypoint.sh" "$root/entrypoint.sh"
-	chown -R "$ODOO_UID:$ODOO_UID" "$root/etc/odoo" "$root/var/lib/odoo" "$root/mnt/extra-addons"
+}
 
-	import_rootfs "$root" "$ERP_TAG" "" \
+build_erp() {
+	local hash=$1 series=$2 uid=$3 gid=$4 root=$work/erp-root
+	printf 'root:x:0:0:root:/root:/bin/sh\nodoo:x:%s:%s:Odoo:/var/lib/odoo:/bin/sh\n' "$uid" "$gid" >"$root/etc/passwd"
+	printf 'root:x:0:\nodoo:x:%s:\n' "$gid" >"$root/etc/group"
+	chown -R "$uid:$gid" "$root/etc/odoo" "$root/var/lib/odoo" "$root/mnt/extra-addons"
+
+	import_rootfs "$root" "$ERP_REPO:$series" "" \
 		--change "ENV PATH=/usr/local/bin:/usr/bin:/bin" \
 		--change "ENV LANG=C.UTF-8" \
 		--change "ENV ODOO_RC=/etc/odoo/odoo.conf" \
+		--change "ENV ODOO_VERSION=$series" \
 		--change "VOLUME [\"/var/lib/odoo\", \"/mnt/extra-addons\"]" \
 		--change "EXPOSE 8069 8072" \
 		--change "USER odoo" \
@@ -290,23 +298,25 @@ else
 	say "built $PG_TAG in $((SECONDS - start)) s"
 fi
 
-erp_hash=$(inputs_hash "$here/erp/odoo.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf")
-if [ "$force" = 0 ] && image_is_current "$ERP_TAG" "$erp_hash"; then
-	say "$ERP_TAG is up to date"
-else
+erp_base_hash=$(inputs_hash "$here/erp/odoo.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf")
+erp_prepared=0
+for entry in "${ERP_SERIES[@]}"; do
+	IFS=: read -r series uid gid <<<"$entry"
+	tag=$ERP_REPO:$series
+	hash=$(printf '%s %s %s %s' "$erp_base_hash" "$series" "$uid" "$gid" | sha256sum | cut -c1-16)
+	if [ "$force" = 0 ] && image_is_current "$tag" "$hash"; then
+		say "$tag is up to date"
+		continue
+	fi
 	start=$SECONDS
-	olds=()
-	for tag in "$ERP_TAG" "${ERP_ALIASES[@]}"; do olds+=("$(image_id "$tag")"); done
-	build_erp "$erp_hash"
-	for alias in "${ERP_ALIASES[@]}"; do
-		docker tag "$ERP_TAG" "$alias"
-	done
-	remove_replaced "${olds[@]}"
-	say "built $ERP_TAG in $((SECONDS - start)) s"
-fi
-# Cheap, and repairs an alias someone removed or moved.
-for alias in "${ERP_ALIASES[@]}"; do
-	docker tag "$ERP_TAG" "$alias"
+	old=$(image_id "$tag")
+	if [ "$erp_prepared" = 0 ]; then
+		prepare_erp_root
+		erp_prepared=1
+	fi
+	build_erp "$hash" "$series" "$uid" "$gid"
+	remove_replaced "$old"
+	say "built $tag (odoo $uid:$gid) in $((SECONDS - start)) s"
 done
 
 caddy_hash=$(inputs_hash "$here/caddy/Caddyfile" "$CADDY")

@@ -76,7 +76,6 @@ static const char *config_path;
 static char db_name[256];
 static char addons_version[256];
 static int addons_version_set;
-static int fail_health;
 static int server_version_major = 17;
 static char server_version[32] = "17.0";
 static volatile sig_atomic_t stopping;
@@ -165,61 +164,269 @@ static int read_config_file(const char *path) {
   return 0;
 }
 
-static int flag_without_value(const char *name) {
-  static const char *flags[] = {"stop_after_init", "proxy_mode", "no_http", "no_database_list",
-                                "without_demo_all", "debug", "dev_mode", "syslog", NULL};
-  for (int i = 0; flags[i]; i++)
-    if (strcmp(name, flags[i]) == 0) return 1;
-  return 0;
-}
+/* ---------- the command line, as Odoo's optparse parser reads it ----------
+ *
+ * odoo/tools/config.py (16.0-19.0) builds an optparse.OptionParser: an option it does not
+ * know ends the process with the usage line and "<prog>: error: no such option: --x" on
+ * stderr, exit code 2 (optparse.OptionParser.error); a long option may be abbreviated to any
+ * unambiguous prefix (optparse._match_abbrev); an option that takes a value takes the next
+ * argument whatever it is (`--without-demo --stop-after-init` sets without_demo to
+ * "--stop-after-init"), and fails with "<opt> option requires 1 argument" at the end of the
+ * line; a flag given a value fails with "<opt> option does not take a value". The table
+ * below holds the long options of 16.0-19.0 config.py (one superset; only the demo options
+ * differ per series, as config.py of each branch has them). */
+enum opt_kind { OPT_VALUE, OPT_INT, OPT_FLAG, OPT_FALSE_FLAG, OPT_OPTIONAL };
+struct opt_def { const char *name; const char *dest; enum opt_kind kind; int min_series, max_series; };
+static const struct opt_def OPTS[] = {
+    {"config", "config", OPT_VALUE, 16, 19}, {"save", "save", OPT_FLAG, 16, 19},
+    {"init", "init", OPT_VALUE, 16, 19}, {"update", "update", OPT_VALUE, 16, 19},
+    {"reinit", "reinit", OPT_VALUE, 19, 19},
+    /* 16.0-18.0 config.py: --without-demo=<modules or all>, demo data by default. */
+    {"without-demo", "without_demo", OPT_VALUE, 16, 18},
+    /* 19.0 config.py: --with-demo (store_true, my_default=False) and --without-demo[=BOOL]
+     * (type 'without_demo', nargs='?', const=True), both stored in with_demo. */
+    {"with-demo", "with_demo", OPT_FLAG, 19, 19}, {"without-demo", "with_demo", OPT_OPTIONAL, 19, 19},
+    {"import-partial", "import_partial", OPT_VALUE, 16, 19}, {"pidfile", "pidfile", OPT_VALUE, 16, 19},
+    {"addons-path", "addons_path", OPT_VALUE, 16, 19}, {"upgrade-path", "upgrade_path", OPT_VALUE, 16, 19},
+    {"pre-upgrade-scripts", "pre_upgrade_scripts", OPT_VALUE, 16, 19},
+    {"load", "server_wide_modules", OPT_VALUE, 16, 19}, {"data-dir", "data_dir", OPT_VALUE, 16, 19},
+    {"http-interface", "http_interface", OPT_VALUE, 16, 19}, {"http-port", "http_port", OPT_INT, 16, 19},
+    {"gevent-port", "gevent_port", OPT_INT, 16, 19}, {"longpolling-port", "longpolling_port", OPT_INT, 16, 16},
+    {"no-http", "http_enable", OPT_FALSE_FLAG, 16, 19}, {"proxy-mode", "proxy_mode", OPT_FLAG, 16, 19},
+    {"x-sendfile", "x_sendfile", OPT_FLAG, 16, 19}, {"db-filter", "dbfilter", OPT_VALUE, 16, 19},
+    {"test-file", "test_file", OPT_VALUE, 16, 19}, {"test-enable", "test_enable", OPT_FLAG, 16, 19},
+    {"test-tags", "test_tags", OPT_VALUE, 16, 19}, {"screencasts", "screencasts", OPT_VALUE, 16, 19},
+    {"screenshots", "screenshots", OPT_VALUE, 16, 19}, {"logfile", "logfile", OPT_VALUE, 16, 19},
+    {"syslog", "syslog", OPT_FLAG, 16, 19}, {"log-handler", "log_handler", OPT_VALUE, 16, 19},
+    {"log-web", "log_web", OPT_FLAG, 16, 19}, {"log-sql", "log_sql", OPT_FLAG, 16, 19},
+    {"log-db", "log_db", OPT_VALUE, 16, 19}, {"log-db-level", "log_db_level", OPT_VALUE, 16, 19},
+    {"log-level", "log_level", OPT_VALUE, 16, 19}, {"email-from", "email_from", OPT_VALUE, 16, 19},
+    {"from-filter", "from_filter", OPT_VALUE, 16, 19}, {"smtp", "smtp_server", OPT_VALUE, 16, 19},
+    {"smtp-port", "smtp_port", OPT_INT, 16, 19}, {"smtp-ssl", "smtp_ssl", OPT_FLAG, 16, 19},
+    {"smtp-user", "smtp_user", OPT_VALUE, 16, 19}, {"smtp-password", "smtp_password", OPT_VALUE, 16, 19},
+    {"smtp-ssl-certificate-filename", "smtp_ssl_certificate_filename", OPT_VALUE, 16, 19},
+    {"smtp-ssl-private-key-filename", "smtp_ssl_private_key_filename", OPT_VALUE, 16, 19},
+    {"database", "db_name", OPT_VALUE, 16, 19}, {"db_user", "db_user", OPT_VALUE, 16, 19},
+    {"db_password", "db_password", OPT_VALUE, 16, 19}, {"pg_path", "pg_path", OPT_VALUE, 16, 19},
+    {"db_host", "db_host", OPT_VALUE, 16, 19}, {"db_port", "db_port", OPT_INT, 16, 19},
+    {"db_sslmode", "db_sslmode", OPT_VALUE, 16, 19}, {"db_maxconn", "db_maxconn", OPT_INT, 16, 19},
+    {"db_maxconn_gevent", "db_maxconn_gevent", OPT_INT, 17, 19}, {"db-template", "db_template", OPT_VALUE, 16, 19},
+    {"db_replica_host", "db_replica_host", OPT_VALUE, 18, 19}, {"db_replica_port", "db_replica_port", OPT_INT, 18, 19},
+    {"load-language", "load_language", OPT_VALUE, 16, 19}, {"language", "language", OPT_VALUE, 16, 19},
+    {"i18n-export", "translate_out", OPT_VALUE, 16, 19}, {"i18n-import", "translate_in", OPT_VALUE, 16, 19},
+    {"i18n-overwrite", "overwrite_existing_translations", OPT_FLAG, 16, 19},
+    {"modules", "translate_modules", OPT_VALUE, 16, 19}, {"no-database-list", "list_db", OPT_FALSE_FLAG, 16, 19},
+    {"dev", "dev_mode", OPT_VALUE, 16, 19}, {"shell-interface", "shell_interface", OPT_VALUE, 16, 19},
+    {"stop-after-init", "stop_after_init", OPT_FLAG, 16, 19},
+    {"osv-memory-count-limit", "osv_memory_count_limit", OPT_INT, 16, 19},
+    {"transient-age-limit", "transient_age_limit", OPT_VALUE, 16, 19},
+    {"max-cron-threads", "max_cron_threads", OPT_INT, 16, 19},
+    {"limit-time-worker-cron", "limit_time_worker_cron", OPT_INT, 18, 19},
+    {"unaccent", "unaccent", OPT_FLAG, 16, 19}, {"geoip-city-db", "geoip_city_db", OPT_VALUE, 16, 19},
+    {"geoip-country-db", "geoip_country_db", OPT_VALUE, 16, 19}, {"workers", "workers", OPT_INT, 16, 19},
+    {"limit-memory-soft", "limit_memory_soft", OPT_INT, 16, 19},
+    {"limit-memory-soft-gevent", "limit_memory_soft_gevent", OPT_INT, 18, 19},
+    {"limit-memory-hard", "limit_memory_hard", OPT_INT, 16, 19},
+    {"limit-memory-hard-gevent", "limit_memory_hard_gevent", OPT_INT, 18, 19},
+    {"limit-time-cpu", "limit_time_cpu", OPT_INT, 16, 19}, {"limit-time-real", "limit_time_real", OPT_INT, 16, 19},
+    {"limit-time-real-cron", "limit_time_real_cron", OPT_INT, 16, 19},
+    {"limit-request", "limit_request", OPT_INT, 16, 19},
+    {"help", "help", OPT_FLAG, 16, 19}, {"version", "version", OPT_FLAG, 16, 19},
+};
+#define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))
 
-static const char *short_option(char c) {
+/* optparse's short options of config.py, and the long option each stands for. */
+static const char *short_long(char c) {
   switch (c) {
     case 'c': return "config";
-    case 'd': return "db_name";
-    case 'r': return "db_user";
-    case 'w': return "db_password";
-    case 'p': return "http_port";
+    case 's': return "save";
     case 'i': return "init";
     case 'u': return "update";
-    case 's': return "save";
+    case 'P': return "import-partial";
+    case 'D': return "data-dir";
+    case 'p': return "http-port";
+    case 'd': return "database";
+    case 'r': return "db_user";
+    case 'w': return "db_password";
+    case 'l': return "language";
+    case 'h': return "help";
     default: return NULL;
   }
 }
 
-/* Command-line options, as the official entrypoint passes them (--db_host x, -d name). */
+static int series_major = 17; /* the series the server behaves as (ODOO_VERSION) */
+
+static const struct opt_def *find_opt(const char *name) {
+  for (int i = 0; i < NOPTS; i++)
+    if (series_major >= OPTS[i].min_series && series_major <= OPTS[i].max_series && strcmp(OPTS[i].name, name) == 0)
+      return &OPTS[i];
+  return NULL;
+}
+
+/* The program name optparse prints: sys.argv[0]'s name; from 18.0 odoo/cli/server.py sets
+ * parser.prog to "<name> server" (Server.run). */
+static const char *prog_name(void) { return series_major >= 18 ? "odoo server" : "odoo"; }
+
+/* optparse.OptionParser.error: the usage, then "<prog>: error: <msg>", exit 2. */
+static void optparse_error(const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "Usage: %s [options]\n\n%s: error: %s\n", prog_name(), prog_name(), msg);
+  exit(2);
+}
+
+static int is_int_text(const char *v) {
+  const char *p = v;
+  while (isspace((unsigned char)*p)) p++;
+  if (*p == '+' || *p == '-') p++;
+  if (!isdigit((unsigned char)*p)) return 0;
+  while (isdigit((unsigned char)*p)) p++;
+  while (isspace((unsigned char)*p)) p++;
+  return *p == 0;
+}
+
+static void add_cli(struct kv *out, int *nout, const char *key, const char *value) {
+  if (*nout >= MAX_KV) return;
+  out[*nout].key = strdup(key);
+  out[*nout].value = strdup(value);
+  (*nout)++;
+}
+
+/* 19.0 config.py _check_bool: 1/yes/true/on and 0/no/false/off, in any case; -1 otherwise. */
+static int python_bool(const char *v) {
+  static const char *yes[] = {"1", "yes", "true", "on"}, *no[] = {"0", "no", "false", "off"};
+  for (int i = 0; i < 4; i++) {
+    if (strcasecmp(v, yes[i]) == 0) return 1;
+    if (strcasecmp(v, no[i]) == 0) return 0;
+  }
+  return -1;
+}
+
+/* 19.0 config.py _check_without_demo: with_demo = not BOOL; a value that is not a boolean
+ * is only a warning ("since 19.0, invalid boolean value: 'all', assume True") and counts as
+ * --without-demo (with_demo = value == 'None'). OPT is how the option was named. */
+static const char *without_demo_19(const char *opt, const char *value) {
+  int b = python_bool(value);
+  if (b >= 0) return b ? "False" : "True";
+  log_line("WARNING", "odoo.tools.config", "option %s: since 19.0, invalid boolean value: '%s', assume %s", opt, value,
+           strcmp(value, "None") != 0 ? "True" : "False");
+  return strcmp(value, "None") == 0 ? "True" : "False";
+}
+
+static void print_help(void) {
+  printf("Usage: %s [options]\n\nOptions:\n  --version             show program's version number and exit\n"
+         "  -h, --help            show this help message and exit\n",
+         prog_name());
+  for (int i = 0; i < NOPTS; i++)
+    if (series_major >= OPTS[i].min_series && series_major <= OPTS[i].max_series && strcmp(OPTS[i].dest, "help") &&
+        strcmp(OPTS[i].dest, "version"))
+      printf("  --%s%s\n", OPTS[i].name, OPTS[i].kind == OPT_FLAG || OPTS[i].kind == OPT_FALSE_FLAG ? "" :
+                                          OPTS[i].kind == OPT_OPTIONAL ? "[=BOOL]" : "=VALUE");
+}
+
+/* Command-line options, as Odoo's optparse parser reads them (odoo/tools/config.py). Values
+ * are stored raw: in 16.0-18.0 a command-line string is used as given (config.py
+ * _parse_config copies getattr(opt, arg)), so `--without-demo=False` is a non-empty string. */
 static void parse_args(int argc, char **argv, struct kv *out, int *nout) {
-  for (int i = 0; i < argc && *nout < MAX_KV; i++) {
+  int positional = 0;
+  char leftovers[512] = "";
+  for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
-    char name[128];
-    const char *value = NULL;
-    if (a[0] == '-' && a[1] == '-' && a[2]) {
+    const struct opt_def *o = NULL;
+    const char *value = NULL, *shown = a;
+    char optname[160];
+    if (strcmp(a, "--") == 0) {
+      for (i++; i < argc; i++) {
+        positional++;
+        snprintf(leftovers + strlen(leftovers), sizeof leftovers - strlen(leftovers), "%s%s", *leftovers ? " " : "", argv[i]);
+      }
+      break;
+    }
+    if (a[0] == '-' && a[1] == '-') {
       const char *eq = strchr(a + 2, '=');
       size_t len = eq ? (size_t)(eq - a - 2) : strlen(a + 2);
+      char name[128];
       if (len >= sizeof name) len = sizeof name - 1;
       memcpy(name, a + 2, len);
       name[len] = 0;
-      for (char *p = name; *p; p++)
-        if (*p == '-') *p = '_';
+      snprintf(optname, sizeof optname, "--%s", name);
+      o = find_opt(name);
+      if (!o) {
+        /* optparse._match_abbrev: a unique prefix of a long option stands for it. */
+        const struct opt_def *match = NULL;
+        char candidates[512] = "";
+        int n = 0;
+        for (int k = 0; k < NOPTS; k++) {
+          if (series_major < OPTS[k].min_series || series_major > OPTS[k].max_series) continue;
+          if (strncmp(OPTS[k].name, name, len) != 0) continue;
+          /* 19.0 has two options named without-demo/with-demo: count names, not entries. */
+          int dup = 0;
+          for (int j = 0; j < k; j++)
+            dup |= strcmp(OPTS[j].name, OPTS[k].name) == 0 && series_major >= OPTS[j].min_series &&
+                   series_major <= OPTS[j].max_series;
+          if (dup) continue;
+          snprintf(candidates + strlen(candidates), sizeof candidates - strlen(candidates), "%s--%s", n ? ", " : "",
+                   OPTS[k].name);
+          match = &OPTS[k];
+          n++;
+        }
+        if (n == 0 || !*name) optparse_error("no such option: %s", optname);
+        if (n > 1) optparse_error("ambiguous option: %s (%s?)", optname, candidates);
+        o = match;
+        snprintf(optname, sizeof optname, "--%s", o->name);
+      }
+      shown = optname;
       if (eq) value = eq + 1;
-    } else if (a[0] == '-' && a[1] && !a[2] && short_option(a[1])) {
-      snprintf(name, sizeof name, "%s", short_option(a[1]));
-    } else if (a[0] == '-' && a[1] && a[2] && short_option(a[1])) {
-      snprintf(name, sizeof name, "%s", short_option(a[1]));
-      value = a + 2;
+    } else if (a[0] == '-' && a[1]) {
+      const char *lng = short_long(a[1]);
+      snprintf(optname, sizeof optname, "-%c", a[1]);
+      if (!lng || !(o = find_opt(lng))) optparse_error("no such option: -%c", a[1]);
+      shown = optname;
+      if (a[2]) {
+        if (o->kind == OPT_FLAG || o->kind == OPT_FALSE_FLAG)
+          optparse_error("no such option: -%c", a[2]); /* -sx: optparse reads x as the next short option */
+        value = a + 2;
+      }
     } else {
+      positional++;
+      snprintf(leftovers + strlen(leftovers), sizeof leftovers - strlen(leftovers), "%s%s", *leftovers ? " " : "", a);
       continue;
     }
-    if (strcmp(name, "database") == 0) snprintf(name, sizeof name, "db_name");
-    if (!value) {
-      if (flag_without_value(name)) value = "True";
-      else if (i + 1 < argc) value = argv[++i];
-      else value = "True";
+    if (o->kind == OPT_FLAG || o->kind == OPT_FALSE_FLAG) {
+      if (value) optparse_error("%s option does not take a value", shown);
+      if (strcmp(o->dest, "help") == 0) {
+        print_help();
+        exit(0);
+      }
+      if (strcmp(o->dest, "version") == 0) {
+        /* config.py: optparse.OptionParser(version="%s %s" % (release.description, release.version)). */
+        printf("Odoo Server %s\n", server_version);
+        exit(0);
+      }
+      add_cli(out, nout, o->dest, o->kind == OPT_FLAG ? "True" : "False");
+      continue;
     }
-    out[*nout].key = strdup(name);
-    out[*nout].value = strdup(value);
-    (*nout)++;
+    if (o->kind == OPT_OPTIONAL) {
+      /* 19.0 config.py _parse_config: a nargs='?' option last or followed by an option gets
+       * its const ("--without-demo" -> "--without-demo=True"). */
+      if (!value && (i + 1 == argc || argv[i + 1][0] == '-')) value = "True";
+      else if (!value) value = argv[++i];
+      add_cli(out, nout, o->dest, without_demo_19(shown, value));
+      continue;
+    }
+    if (!value) {
+      if (i + 1 >= argc) optparse_error("%s option requires 1 argument", shown);
+      value = argv[++i];
+    }
+    if (o->kind == OPT_INT && !is_int_text(value))
+      optparse_error("option %s: invalid integer value: '%s'", shown, value);
+    add_cli(out, nout, o->dest, value);
   }
+  /* 19.0 config.py: "unrecognized parameters" for what optparse left over; 16.0-18.0 ignore it. */
+  if (positional && series_major >= 19) optparse_error("unrecognized parameters: %s", leftovers);
 }
 
 static char *env_or(const char *a, const char *b, const char *fallback) {
@@ -333,7 +540,15 @@ static int wait_for_postgres(int seconds) {
   return -1;
 }
 
-/* Odoo creates the databases named in db_name when they are missing (odoo/cli/server.py). */
+/* odoo/cli/server.py main: for each database of db_name, odoo.service.db._create_empty_database
+ * (a database that exists raises DatabaseExists and is left as it is); a new one gets
+ * config['init']['base'] = True. Nothing is logged for it (exp_create_database's "Create
+ * database" line is the database manager's, not the command line's). _create_empty_database
+ * (odoo/service/db.py; read in a 16.0/17.0 version, db_name still a string): CREATE DATABASE
+ * ... ENCODING 'unicode' LC_COLLATE 'C' TEMPLATE template0 (LC_COLLATE only with template0,
+ * db_template's default), then in it CREATE EXTENSION IF NOT EXISTS pg_trgm (a failure is a
+ * WARNING "Unable to create PostgreSQL extensions : %s") and GRANT CREATE ON SCHEMA PUBLIC TO
+ * PUBLIC ("Unable to make public schema public-accessible: %s"). */
 static int ensure_database(int *created) {
   PGconn *c = db_connect("postgres", 5);
   if (!c) {
@@ -346,15 +561,34 @@ static int ensure_database(int *created) {
   PQclear(r);
   int ok = 1;
   if (!exists) {
+    const char *template = conf_or("db_template", "template0");
     char *ident = PQescapeIdentifier(c, db_name, strlen(db_name));
-    char sql[600];
-    snprintf(sql, sizeof sql, "CREATE DATABASE %s ENCODING 'unicode' LC_COLLATE 'C' TEMPLATE template0", ident);
+    char *tmpl = PQescapeIdentifier(c, template, strlen(template));
+    char sql[800];
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s ENCODING 'unicode' %s TEMPLATE %s", ident,
+             strcmp(template, "template0") == 0 ? "LC_COLLATE 'C'" : "", tmpl);
     PQfreemem(ident);
+    PQfreemem(tmpl);
     ok = exec_ok(c, sql);
-    if (ok) log_line("INFO", "odoo.service.db", "Create database `%s`.", db_name);
     *created = ok;
   }
   PQfinish(c);
+  if (ok && !exists) {
+    PGconn *n = db_connect(db_name, 5);
+    if (n) {
+      PGresult *e = PQexec(n, "CREATE EXTENSION IF NOT EXISTS pg_trgm");
+      if (PQresultStatus(e) != PGRES_COMMAND_OK)
+        log_line("WARNING", "odoo.service.db", "Unable to create PostgreSQL extensions : %s",
+                 one_line(PQresultErrorMessage(e)));
+      PQclear(e);
+      e = PQexec(n, "GRANT CREATE ON SCHEMA PUBLIC TO PUBLIC");
+      if (PQresultStatus(e) != PGRES_COMMAND_OK)
+        log_line("WARNING", "odoo.service.db", "Unable to make public schema public-accessible: %s",
+                 one_line(PQresultErrorMessage(e)));
+      PQclear(e);
+      PQfinish(n);
+    }
+  }
   return ok ? 0 : -1;
 }
 
@@ -392,7 +626,7 @@ static char *read_text_file(const char *path, size_t max) {
 
 /* A module name as Odoo accepts one (a Python identifier, in practice lower case). */
 static int module_name_ok(const char *name) {
-  if (!*name || strlen(name) > 200 || isdigit((unsigned char)*name)) return 0;
+  if (!*name || strlen(name) > 120 || isdigit((unsigned char)*name)) return 0;
   for (const char *p = name; *p; p++)
     if (!isalnum((unsigned char)*p) && *p != '_') return 0;
   return 1;
@@ -413,8 +647,8 @@ static int find_module(const char *name, char *dir, size_t size) {
   return 0;
 }
 
-/* The string value of KEY in a manifest ('key': 'value' or "key": "value"): enough Python. */
-static int manifest_string(const char *text, const char *key, char *out, size_t size) {
+/* Where KEY ('key' or "key") is followed by ':' in a manifest: the text after the colon. */
+static const char *manifest_value(const char *text, const char *key) {
   size_t kl = strlen(key);
   for (const char *p = text; (p = strstr(p, key)) != NULL; p += kl) {
     if (p == text || (p[-1] != '\'' && p[-1] != '"') || p[kl] != p[-1]) continue;
@@ -422,25 +656,56 @@ static int manifest_string(const char *text, const char *key, char *out, size_t 
     while (isspace((unsigned char)*v)) v++;
     if (*v++ != ':') continue;
     while (isspace((unsigned char)*v)) v++;
-    if (*v != '\'' && *v != '"') continue;
-    const char *end = strchr(v + 1, *v);
-    if (!end) return 0;
-    size_t n = (size_t)(end - v - 1);
-    if (n >= size) n = size - 1;
-    memcpy(out, v + 1, n);
-    out[n] = 0;
-    return 1;
+    return v;
   }
-  return 0;
+  return NULL;
+}
+
+/* The string value of KEY in a manifest ('key': 'value' or "key": "value"): enough Python. */
+static int manifest_string(const char *text, const char *key, char *out, size_t size) {
+  const char *v = manifest_value(text, key);
+  if (!v || (*v != '\'' && *v != '"')) return 0;
+  const char *end = strchr(v + 1, *v);
+  if (!end) return 0;
+  size_t n = (size_t)(end - v - 1);
+  if (n >= size) n = size - 1;
+  memcpy(out, v + 1, n);
+  out[n] = 0;
+  return 1;
 }
 
 /* 'installable': False in a manifest. */
 static int manifest_not_installable(const char *text) {
-  const char *p = strstr(text, "installable");
-  if (!p || p == text || (p[-1] != '\'' && p[-1] != '"')) return 0;
-  p += 12;
-  while (isspace((unsigned char)*p) || *p == ':') p++;
-  return strncmp(p, "False", 5) == 0;
+  const char *v = manifest_value(text, "installable");
+  return v && strncmp(v, "False", 5) == 0;
+}
+
+#define MAX_DEPS 24
+/* 'depends': ['base', 'x'] (a Python list or tuple of string literals), as
+ * odoo/modules/module.py load_manifest reads it (ast.literal_eval of the dict). */
+static int manifest_depends(const char *text, char deps[][128], int max) {
+  const char *v = manifest_value(text, "depends");
+  if (!v || (*v != '[' && *v != '(')) return 0;
+  char close = *v == '[' ? ']' : ')';
+  int n = 0;
+  for (const char *p = v + 1; *p && *p != close;) {
+    if (*p == '\'' || *p == '"') {
+      const char *end = strchr(p + 1, *p);
+      if (!end) break;
+      size_t len = (size_t)(end - p - 1);
+      if (n < max && len < 128) {
+        memcpy(deps[n], p + 1, len);
+        deps[n][len] = 0;
+        n++;
+      }
+      p = end + 1;
+    } else if (*p == '#') {
+      while (*p && *p != '\n') p++;
+    } else {
+      p++;
+    }
+  }
+  return n;
 }
 
 /* The server's series, "17.0" (Odoo's release.major_version). */
@@ -450,13 +715,66 @@ static void server_series(char *out, size_t size) {
   if (dot) dot[strcspn(dot + 1, ".-+~") + 1] = 0;
 }
 
-/* odoo.modules.module.adapt_version: "1.2" -> "17.0.1.2"; "17.0.1.2" stays. */
-static void adapt_version(const char *v, char *out, size_t size) {
-  char serie[32];
+static int starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+
+static int all_digits(const char *s, size_t n) {
+  if (!n) return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!isdigit((unsigned char)s[i])) return 0;
+  return 1;
+}
+
+/* odoo/modules/module.py adapt_version (and check_version, 18.0+), per series. Returns 0 and
+ * the adapted version; -1 with ERR (ValueError's text) when the version is invalid. Sets
+ * *INCOMPATIBLE when check_version refuses it (load_manifest then sets installable=False).
+ *  - 16.0 / 17.0: prefix "<series>." unless the version starts with "<series>."; a version
+ *    equal to the series is prefixed too ("17.0" -> "17.0.17.0"). No validation.
+ *  - 18.0: 2 to 5 dot-separated parts, the last three (at most) integers; prefix unless the
+ *    version starts with the series (no dot: "18.0" stays "18.0", then check_version, which
+ *    wants "<series>.", makes the module not installable).
+ *  - 19.0: 2 to 5 parts, every part an integer; prefix when at most 3 parts and the version
+ *    does not start with the series (a 4- or 5-part version stays as written, then
+ *    check_version makes it not installable unless it starts with "<series>."). */
+static int adapt_version(const char *v, char *out, size_t size, char *err, size_t errsize, int *incompatible) {
+  char serie[32], serie_dot[40];
   server_series(serie, sizeof serie);
-  size_t sl = strlen(serie);
-  if (strcmp(v, serie) == 0 || strncmp(v, serie, sl) != 0 || v[sl] != '.') snprintf(out, size, "%s.%s", serie, v);
+  snprintf(serie_dot, sizeof serie_dot, "%s.", serie);
+  *incompatible = 0;
+  if (series_major <= 17) {
+    if (strcmp(v, serie) == 0 || !starts_with(v, serie_dot)) snprintf(out, size, "%s.%s", serie, v);
+    else snprintf(out, size, "%s", v);
+    return 0;
+  }
+  const char *parts[8];
+  size_t lens[8];
+  int n = 0;
+  for (const char *p = v;; n++) {
+    size_t len = strcspn(p, ".");
+    if (n < 8) {
+      parts[n] = p;
+      lens[n] = len;
+    }
+    if (!p[len]) {
+      n++;
+      break;
+    }
+    p += len + 1;
+  }
+  if (n < 2 || n > 5) {
+    snprintf(err, errsize, "Invalid version '%s', must have between 2 and 5 parts", v);
+    return -1;
+  }
+  int first = series_major == 18 && n > 3 ? n - 3 : 0; /* 18.0 parses version_str_parts[-3:] */
+  for (int i = first; i < n; i++)
+    if (!all_digits(parts[i], lens[i])) {
+      snprintf(err, errsize, "Invalid version '%s'", v);
+      return -1;
+    }
+  int prefix = series_major == 18 ? !starts_with(v, serie) : n <= 3 && !starts_with(v, serie);
+  if (prefix) snprintf(out, size, "%s.%s", serie, v);
   else snprintf(out, size, "%s", v);
+  *incompatible = !starts_with(out, serie_dot);
+  return 0;
 }
 
 /* Whether NAME is one of the comma-separated LIST. */
@@ -478,14 +796,17 @@ static void log_raw(const char *text) {
   if (write(STDERR_FILENO, text, strlen(text)) < 0) { /* nowhere left to report it */ }
 }
 
-/* Runs SQL on C; on failure puts the error (one line) in ERR and returns 0. */
-static int exec_err(PGconn *c, const char *sql, char *err, size_t size) {
+/* Runs SQL on C; on failure puts the error (one line) in ERR, its SQLSTATE in STATE. */
+static int exec_err(PGconn *c, const char *sql, char *err, size_t size, char *state) {
   PGresult *r = PQexec(c, sql);
   ExecStatusType s = PQresultStatus(r);
   int ok = s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK || s == PGRES_EMPTY_QUERY;
   if (!ok) {
-    snprintf(err, size, "%s", PQresultErrorMessage(r));
+    const char *primary = PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY);
+    snprintf(err, size, "%s", primary ? primary : PQresultErrorMessage(r));
     one_line(err);
+    const char *code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+    if (state) snprintf(state, 6, "%s", code ? code : "");
   }
   PQclear(r);
   return ok;
@@ -500,132 +821,323 @@ static int exec_params(PGconn *c, const char *sql, int n, const char *const *par
   return ok;
 }
 
-/* Odoo's traceback for a module whose install or upgrade raised, as loading.py lets it
- * reach Registry.new (which resets the transient states) and preload_registries. */
-static char module_traceback[3000];
+/* psycopg2.errors class of an SQLSTATE (the last line of a traceback names it). */
+static const char *psycopg2_class(const char *state) {
+  static const struct { const char *code, *name; } map[] = {
+      {"42703", "UndefinedColumn"}, {"42P01", "UndefinedTable"}, {"42601", "SyntaxError"},
+      {"42883", "UndefinedFunction"}, {"42P07", "DuplicateTable"}, {"42701", "DuplicateColumn"},
+      {"23505", "UniqueViolation"}, {"23502", "NotNullViolation"}, {"23503", "ForeignKeyViolation"},
+      {"57014", "QueryCanceled"}, {"22P02", "InvalidTextRepresentation"}, {"22012", "DivisionByZero"},
+      {"P0001", "RaiseException"}, {"40P01", "DeadlockDetected"}, {"55P03", "LockNotAvailable"},
+  };
+  for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+    if (strcmp(map[i].code, state) == 0) return map[i].name;
+  return NULL;
+}
 
-static void log_module_failure(const char *name, int install, const char *error) {
-  log_line("ERROR", "odoo.modules.loading", "Failed to %s module %s: %s", install ? "install" : "upgrade", name,
-           error);
+/* The traceback Odoo logs after "Failed to initialize database" (odoo/service/server.py
+ * preload_registries, exc_info=True): the frames down to where the module failed, then
+ * "<exception class>: <message>". */
+static char module_traceback[4000];
+
+static void set_traceback(const char *where, const char *exc_line) {
+  char registry[64];
+  /* 19.0 moved the registry to odoo/orm/registry.py. */
+  snprintf(registry, sizeof registry, "%s", series_major >= 19 ? "orm/registry.py" : "modules/registry.py");
   snprintf(module_traceback, sizeof module_traceback,
            "Traceback (most recent call last):\n"
-           "  File \"/usr/lib/python3/dist-packages/odoo/service/server.py\", line 1313, in preload_registries\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/service/server.py\", line 1301, in preload_registries\n"
            "    registry = Registry.new(dbname, update_module=update_module)\n"
-           "  File \"/usr/lib/python3/dist-packages/odoo/modules/registry.py\", line 89, in new\n"
-           "    odoo.modules.load_modules(registry, force_demo, status, update_module)\n"
-           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 476, in load_modules\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/%s\", line 129, in new\n"
+           "    odoo.modules.load_modules(registry, update_module=update_module)\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 480, in load_modules\n"
            "    processed_modules += load_marked_modules(env, graph,\n"
            "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 364, in load_marked_modules\n"
            "    loaded, processed = load_module_graph(\n"
-           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 227, in load_module_graph\n"
-           "    load_data(env, idref, mode, kind='data', package=package)\n"
-           "Exception: module %s: %s\n",
-           name, error);
+           "%s"
+           "%s\n",
+           registry, where, exc_line);
 }
 
-struct module_row { char id[16]; char name[256]; char state[32]; int demo; };
+/* A module: its row and what its manifest says. */
+struct mod {
+  char id[16], name[128], state[32], latest[96], dir[600];
+  int demo, known;        /* known: has a folder with a manifest */
+  int installable;        /* manifest installable and version compatible */
+  int invalid;            /* adapt_version raised (installable manifest): "invalid manifest" */
+  char version[96];       /* adapted manifest version */
+  char invalid_msg[200];
+  char deps[MAX_DEPS][128];
+  int ndeps, depth, in_graph;
+  char author[128], license[64];
+};
 
-/* Modules in STATE, in the order they were added (base first). */
-static int modules_in_state(PGconn *c, const char *state, struct module_row *out, int max) {
-  const char *params[] = {state};
-  PGresult *r = PQexecParams(c,
-                             "SELECT id, name, state, coalesce(demo, false) FROM ir_module_module WHERE state = $1 "
-                             "ORDER BY name <> 'base', id",
-                             1, NULL, params, NULL, NULL, 0);
-  int n = 0;
-  if (PQresultStatus(r) == PGRES_TUPLES_OK)
-    for (int i = 0; i < PQntuples(r) && n < max; i++, n++) {
-      snprintf(out[n].id, sizeof out[n].id, "%s", PQgetvalue(r, i, 0));
-      snprintf(out[n].name, sizeof out[n].name, "%s", PQgetvalue(r, i, 1));
-      snprintf(out[n].state, sizeof out[n].state, "%s", PQgetvalue(r, i, 2));
-      out[n].demo = strcmp(PQgetvalue(r, i, 3), "t") == 0;
+#define MAX_MODS 256
+static struct mod mods[MAX_MODS];
+static int nmods;
+
+static struct mod *mod_by_name(const char *name) {
+  for (int i = 0; i < nmods; i++)
+    if (strcmp(mods[i].name, name) == 0) return &mods[i];
+  return NULL;
+}
+
+/* odoo/modules/module.py load_manifest: version (default 1.0, adapted), depends (base when
+ * none is given), installable, author, license. base is the server's own module. */
+static void read_manifest(struct mod *m) {
+  m->known = 0;
+  m->installable = 0;
+  m->invalid = 0;
+  m->ndeps = 0;
+  char raw[96] = "1.0";
+  if (strcmp(m->name, "base") == 0) {
+    m->known = m->installable = 1;
+    snprintf(raw, sizeof raw, "1.3");
+    snprintf(m->author, sizeof m->author, "Odoo S.A.");
+    snprintf(m->license, sizeof m->license, "LGPL-3");
+  } else {
+    if (!find_module(m->name, m->dir, sizeof m->dir)) return;
+    char path[700];
+    snprintf(path, sizeof path, "%s/__manifest__.py", m->dir);
+    char *text = read_text_file(path, 65536);
+    if (!text) return;
+    m->known = 1;
+    manifest_string(text, "version", raw, sizeof raw);
+    snprintf(m->license, sizeof m->license, "LGPL-3");
+    manifest_string(text, "author", m->author, sizeof m->author);
+    manifest_string(text, "license", m->license, sizeof m->license);
+    m->installable = !manifest_not_installable(text);
+    m->ndeps = manifest_depends(text, m->deps, MAX_DEPS);
+    if (!m->ndeps && !manifest_value(text, "depends")) {
+      snprintf(m->deps[0], sizeof m->deps[0], "base");
+      m->ndeps = 1;
     }
-  else n = -1;
-  PQclear(r);
-  return n;
+    free(text);
+  }
+  int incompatible = 0;
+  char err[160];
+  if (adapt_version(raw, m->version, sizeof m->version, err, sizeof err, &incompatible) != 0) {
+    /* load_manifest: ValueError(f"Module {module}: invalid manifest") from e, when installable. */
+    if (m->installable) {
+      m->invalid = 1;
+      snprintf(m->invalid_msg, sizeof m->invalid_msg, "%s", err);
+    }
+    m->installable = 0;
+    snprintf(m->version, sizeof m->version, "%s", raw);
+  } else if (m->installable && incompatible) {
+    /* 18.0+ load_manifest: check_version refused it. */
+    log_line("WARNING", "odoo.modules.module", "The module %s has an incompatible version, setting installable=False",
+             m->name);
+    m->installable = 0;
+  }
 }
 
-/* One module's install or upgrade in its own transaction, committed before the next
- * module, as load_module_graph does: berth_upgrade.sql from the module's folder, then the
- * module recorded as installed with its manifest version. FAIL_UPGRADE in the folder makes
- * it fail after its SQL was committed. Returns 0, or -1 when the module failed. */
-static int load_one_module(PGconn *c, const struct module_row *m, int base_demo, int index, int count) {
+/* Reads ir_module_module into mods[], with each row's manifest. */
+static int read_modules(PGconn *c) {
+  PGresult *r = PQexec(c, "SELECT id, name, state, coalesce(latest_version, ''), coalesce(demo, false) "
+                          "FROM ir_module_module ORDER BY id");
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    PQclear(r);
+    return -1;
+  }
+  nmods = 0;
+  for (int i = 0; i < PQntuples(r) && nmods < MAX_MODS; i++) {
+    struct mod *m = &mods[nmods++];
+    memset(m, 0, sizeof *m);
+    snprintf(m->id, sizeof m->id, "%s", PQgetvalue(r, i, 0));
+    snprintf(m->name, sizeof m->name, "%s", PQgetvalue(r, i, 1));
+    snprintf(m->state, sizeof m->state, "%s", PQgetvalue(r, i, 2));
+    snprintf(m->latest, sizeof m->latest, "%s", PQgetvalue(r, i, 3));
+    m->demo = strcmp(PQgetvalue(r, i, 4), "t") == 0;
+    read_manifest(m);
+  }
+  PQclear(r);
+  return 0;
+}
+
+static int set_state(PGconn *c, struct mod *m, const char *state) {
+  const char *params[] = {m->id, state};
+  snprintf(m->state, sizeof m->state, "%s", state);
+  return exec_params(c, "UPDATE ir_module_module SET state = $2 WHERE id = $1", 2, params);
+}
+
+/* Why loading stopped: the exception Odoo's traceback ends with. */
+struct failure { char where[1200]; char exc[1200]; };
+
+/* The module's Python import (odoo/modules/module.py load_openerp_module): fails when the
+ * module folder holds BERTH_FAIL_HEALTH (base: when an add-ons folder itself holds it), as a
+ * module whose code raises on import. Logs as Odoo does: CRITICAL "Couldn't load module x",
+ * then CRITICAL with the exception's text. */
+static int import_module(const struct mod *m, struct failure *f) {
+  char hook[1200];
+  int broken;
+  if (strcmp(m->name, "base") == 0) broken = find_in_addons("BERTH_FAIL_HEALTH", hook, sizeof hook);
+  else {
+    snprintf(hook, sizeof hook, "%s/BERTH_FAIL_HEALTH", m->dir);
+    broken = file_exists(hook);
+  }
+  if (!broken) return 0;
+  char msg[1400];
+  snprintf(msg, sizeof msg, "berth stand-in: %s makes module %s fail to import", hook, m->name);
+  log_line("CRITICAL", "odoo.modules.module", "Couldn't load module %s", m->name);
+  log_line("CRITICAL", "odoo.modules.module", "%s", msg);
+  if (f) {
+    snprintf(f->where, sizeof f->where,
+             "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 185, in load_module_graph\n"
+             "    load_openerp_module(package.name)\n"
+             "  File \"/usr/lib/python3/dist-packages/odoo/modules/module.py\", line 471, in load_openerp_module\n"
+             "    __import__(qualname)\n"
+             "  File \"%s/__init__.py\", line 1, in <module>\n",
+             strcmp(m->name, "base") == 0 ? "/usr/lib/python3/dist-packages/odoo/addons/base" : m->dir);
+    snprintf(f->exc, sizeof f->exc, "ImportError: %s", msg);
+  }
+  return -1;
+}
+
+/* A module marked 'to install' or 'to upgrade', loaded as load_module_graph does: its data
+ * (berth_upgrade.sql, logged "loading <module>/<file>" as Odoo logs each data file), then
+ * state installed and latest_version = the manifest's, then cr.commit() before the next
+ * module. FAIL_UPGRADE in its folder makes it raise after its SQL was committed. */
+static int update_module_data(PGconn *c, struct mod *m, int want_demo, int base_demo, struct failure *f) {
   int is_base = strcmp(m->name, "base") == 0;
   int install = strcmp(m->state, "to install") == 0;
-  char dir[1024] = "", path[1200], version[128] = "1.0", latest[160], author[256] = "", license[64] = "LGPL-3";
-  if (is_base) {
-    snprintf(version, sizeof version, "1.3");
-    snprintf(author, sizeof author, "Odoo S.A.");
-  } else if (!find_module(m->name, dir, sizeof dir)) {
-    /* Odoo leaves it out of the graph and complains at the end; the state is reset. */
-    log_line("ERROR", "odoo.modules.loading", "Some modules are not loaded, some dependencies or manifest may be missing: ['%s']",
-             m->name);
-    const char *params[] = {m->id, install ? "uninstalled" : "installed"};
-    exec_params(c, "UPDATE ir_module_module SET state = $2 WHERE id = $1", 2, params);
-    return 0;
-  } else {
-    snprintf(path, sizeof path, "%s/__manifest__.py", dir);
-    char *manifest = read_text_file(path, 65536);
-    if (manifest) {
-      manifest_string(manifest, "version", version, sizeof version);
-      manifest_string(manifest, "author", author, sizeof author);
-      manifest_string(manifest, "license", license, sizeof license);
-      free(manifest);
-    }
-  }
-  adapt_version(version, latest, sizeof latest);
-  /* load_demo: demo data when asked for (not --without-demo) and its parents (base) have it. */
-  int demo = install ? !conf_get("without_demo") && (is_base || base_demo) : m->demo;
-  log_line("INFO", "odoo.modules.loading", "Loading module %s (%d/%d): %s %s%s", m->name, index, count,
-           install ? "install" : "upgrade", latest, demo && install ? ", with demo data" : "");
-
-  char err[1024] = "";
-  if (!exec_err(c, "BEGIN", err, sizeof err)) goto failed;
-  if (dir[0]) {
-    snprintf(path, sizeof path, "%s/berth_upgrade.sql", dir);
+  /* load_demo / package.should_have_demo: asked for, and every dependency has demo data. */
+  int demo = m->demo;
+  if (install) demo = want_demo && (is_base || base_demo);
+  char err[1024] = "", state[8] = "", path[800];
+  if (!exec_err(c, "BEGIN", err, sizeof err, state)) goto sql_failed;
+  if (m->dir[0]) {
+    snprintf(path, sizeof path, "%s/berth_upgrade.sql", m->dir);
     char *sql = read_text_file(path, 1 << 20);
     if (sql) {
-      int ok = exec_err(c, sql, err, sizeof err);
+      log_line("INFO", "odoo.modules.loading", "loading %s/berth_upgrade.sql", m->name);
+      int ok = exec_err(c, sql, err, sizeof err, state);
       free(sql);
       if (!ok) {
-        char rollback[256];
-        exec_err(c, "ROLLBACK", rollback, sizeof rollback);
-        goto failed;
+        char ignored[256];
+        exec_err(c, "ROLLBACK", ignored, sizeof ignored, NULL);
+        goto sql_failed;
       }
-      log_line("INFO", "odoo.modules.loading", "module %s: ran %s", m->name, path);
     }
-    snprintf(path, sizeof path, "%s/FAIL_UPGRADE", dir);
+    snprintf(path, sizeof path, "%s/FAIL_UPGRADE", m->dir);
     if (file_exists(path)) {
       /* Halfway: what the module changed so far stays committed, then it raises. */
-      if (!exec_err(c, "COMMIT", err, sizeof err)) goto failed;
-      snprintf(err, sizeof err, "berth stand-in: %s asks this module to fail after its changes were committed", path);
-      goto failed;
+      if (!exec_err(c, "COMMIT", err, sizeof err, state)) goto sql_failed;
+      snprintf(f->where, sizeof f->where,
+               "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 237, in load_module_graph\n"
+               "    migrations.migrate_module(package, 'post')\n"
+               "  File \"%s/migrations/%s/post-migrate.py\", line 1, in migrate\n",
+               m->dir, m->version);
+      snprintf(f->exc, sizeof f->exc, "Exception: berth stand-in: %s makes module %s fail after its changes were committed",
+               path, m->name);
+      return -1;
     }
   }
   if (install && demo && !is_base) {
     char note[300];
     snprintf(note, sizeof note, "demo data of %s", m->name);
     const char *params[] = {note};
-    if (!exec_params(c, "INSERT INTO public.berth_probe (note) VALUES ($1)", 1, params)) goto sql_failed;
+    if (!exec_params(c, "INSERT INTO public.berth_probe (note) VALUES ($1)", 1, params)) {
+      snprintf(err, sizeof err, "could not insert the demo row");
+      goto sql_failed;
+    }
   }
-  const char *params[] = {m->id, latest, demo ? "true" : "false", author[0] ? author : NULL, license};
-  if (!exec_params(c,
-                   "UPDATE ir_module_module SET state = 'installed', latest_version = $2, demo = $3, "
-                   "author = coalesce($4, author), license = $5, write_date = now() WHERE id = $1",
-                   5, params))
-    goto sql_failed;
-  if (!exec_err(c, "COMMIT", err, sizeof err)) goto failed;
+  {
+    const char *params[] = {m->id, m->version, demo ? "true" : "false", m->author[0] ? m->author : NULL, m->license};
+    if (!exec_params(c,
+                     "UPDATE ir_module_module SET state = 'installed', latest_version = $2, demo = $3, "
+                     "author = coalesce($4, author), license = $5, write_date = now() WHERE id = $1",
+                     5, params)) {
+      snprintf(err, sizeof err, "could not record the module");
+      goto sql_failed;
+    }
+  }
+  if (!exec_err(c, "COMMIT", err, sizeof err, state)) goto sql_failed;
+  snprintf(m->state, sizeof m->state, "installed");
+  snprintf(m->latest, sizeof m->latest, "%s", m->version);
+  m->demo = demo;
   return 0;
 sql_failed:
-  snprintf(err, sizeof err, "could not record the module (see the SQL error above)");
-  exec_err(c, "ROLLBACK", path, sizeof path);
-failed:
-  log_module_failure(m->name, install, err);
+  snprintf(f->where, sizeof f->where,
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 230, in load_module_graph\n"
+           "    load_data(env, idref, mode, kind='data', package=package)\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/modules/loading.py\", line 71, in load_data\n"
+           "    tools.convert_file(env, package.name, filename, idref, mode, noupdate, kind)\n"
+           "  File \"/usr/lib/python3/dist-packages/odoo/tools/convert.py\", line 627, in convert_sql_import\n"
+           "    env.cr.execute(fp.read()) # FIXME: check for security issues\n");
+  {
+    const char *cls = psycopg2_class(state);
+    if (cls) snprintf(f->exc, sizeof f->exc, "psycopg2.errors.%s: %s", cls, err);
+    else snprintf(f->exc, sizeof f->exc, "psycopg2.DatabaseError: %s", err);
+  }
   return -1;
 }
 
-/* update_list: every module folder of the add-ons path gets a row (uninstalled). */
-static void update_modules_list(PGconn *c) {
+/* Graph depth (odoo/modules/graph.py): base 0, a module one more than its deepest
+ * dependency; -1 when a dependency is not loadable in STATES (the module is left out). */
+static int mod_depth(struct mod *m, const char *const *states, int nstates, int guard) {
+  if (strcmp(m->name, "base") == 0) return 0;
+  if (guard > MAX_MODS || !m->installable) return -1;
+  int in_state = 0;
+  for (int i = 0; i < nstates; i++) in_state |= strcmp(m->state, states[i]) == 0;
+  if (!in_state) return -1;
+  int depth = 0;
+  for (int i = 0; i < m->ndeps; i++) {
+    struct mod *d = mod_by_name(m->deps[i]);
+    int dd = d ? mod_depth(d, states, nstates, guard + 1) : -1;
+    if (dd < 0) return -1;
+    if (dd + 1 > depth) depth = dd + 1;
+  }
+  return depth;
+}
+
+static int by_depth_name(const void *a, const void *b) {
+  const struct mod *x = *(const struct mod *const *)a, *y = *(const struct mod *const *)b;
+  if (x->depth != y->depth) return x->depth - y->depth;
+  return strcmp(x->name, y->name);
+}
+
+/* button_install: the module and its uninstalled dependencies, transitively, 'to install'. */
+static void mark_install(PGconn *c, struct mod *m, int guard) {
+  if (guard > MAX_MODS || strcmp(m->state, "uninstalled") != 0 || !m->installable) return;
+  set_state(c, m, "to install");
+  for (int i = 0; i < m->ndeps; i++) {
+    struct mod *d = mod_by_name(m->deps[i]);
+    if (d) mark_install(c, d, guard + 1);
+  }
+}
+
+/* button_upgrade (odoo/addons/base/models/ir_module.py): the module and every installed
+ * module depending on it, transitively, 'to upgrade' (for base: every installed module);
+ * new uninstalled dependencies of those get installed. */
+static void mark_upgrade(PGconn *c, struct mod *m) {
+  struct mod *todo[MAX_MODS];
+  int ntodo = 0;
+  if (strcmp(m->state, "installed") != 0) return;
+  todo[ntodo++] = m;
+  if (strcmp(m->name, "base") == 0)
+    for (int i = 0; i < nmods; i++)
+      if (strcmp(mods[i].state, "installed") == 0 && &mods[i] != m) todo[ntodo++] = &mods[i];
+  for (int i = 0; i < ntodo; i++)
+    for (int k = 0; k < nmods; k++) {
+      struct mod *dep = &mods[k];
+      if (strcmp(dep->state, "installed") != 0) continue;
+      int depends = 0, listed = 0;
+      for (int j = 0; j < dep->ndeps; j++) depends |= strcmp(dep->deps[j], todo[i]->name) == 0;
+      for (int j = 0; j < ntodo; j++) listed |= todo[j] == dep;
+      if (depends && !listed && ntodo < MAX_MODS) todo[ntodo++] = dep;
+    }
+  for (int i = 0; i < ntodo; i++) set_state(c, todo[i], "to upgrade");
+  for (int i = 0; i < ntodo; i++)
+    for (int j = 0; j < todo[i]->ndeps; j++) {
+      struct mod *d = mod_by_name(todo[i]->deps[j]);
+      if (d) mark_install(c, d, 0);
+    }
+}
+
+/* update_list: every module folder of the add-ons path gets a row (uninstalled, or
+ * uninstallable); reading every manifest, so an invalid one fails here as in Odoo. */
+static int update_modules_list(PGconn *c, struct failure *f) {
   char dirs[MAX_ADDONS_DIRS][512];
   int n = addons_dirs(dirs, MAX_ADDONS_DIRS);
   log_line("INFO", "odoo.modules.loading", "updating modules list");
@@ -637,86 +1149,150 @@ static void update_modules_list(PGconn *c) {
       if (!module_name_ok(e->d_name) || strcmp(e->d_name, "base") == 0) continue;
       char path[1200];
       snprintf(path, sizeof path, "%s/%s/__manifest__.py", dirs[i], e->d_name);
-      char *manifest = read_text_file(path, 65536);
-      if (!manifest) continue;
-      char author[256] = "", license[64] = "LGPL-3";
-      manifest_string(manifest, "author", author, sizeof author);
-      manifest_string(manifest, "license", license, sizeof license);
-      const char *params[] = {e->d_name, manifest_not_installable(manifest) ? "uninstallable" : "uninstalled",
-                              author[0] ? author : NULL, license};
-      free(manifest);
+      if (!file_exists(path)) continue;
+      struct mod probe;
+      memset(&probe, 0, sizeof probe);
+      snprintf(probe.name, sizeof probe.name, "%s", e->d_name);
+      read_manifest(&probe);
+      if (probe.invalid) {
+        snprintf(f->where, sizeof f->where,
+                 "  File \"/usr/lib/python3/dist-packages/odoo/addons/base/models/ir_module.py\", line 703, in update_list\n"
+                 "    terp = self.get_module_info(mod_name)\n"
+                 "  File \"/usr/lib/python3/dist-packages/odoo/modules/module.py\", line 330, in load_manifest\n"
+                 "    raise ValueError(f\"Module {module}: invalid manifest\") from e\n");
+        snprintf(f->exc, sizeof f->exc, "ValueError: Module %s: invalid manifest", probe.name);
+        closedir(d);
+        return -1;
+      }
+      const char *params[] = {probe.name, probe.installable ? "uninstalled" : "uninstallable",
+                              probe.author[0] ? probe.author : NULL, probe.license};
       exec_params(c,
                   "INSERT INTO ir_module_module (name, state, author, license) VALUES ($1, $2, $3, $4) "
-                  "ON CONFLICT (name) DO NOTHING",
+                  "ON CONFLICT (name) DO UPDATE SET state = CASE WHEN ir_module_module.state IN ('uninstalled', "
+                  "'uninstallable') THEN EXCLUDED.state ELSE ir_module_module.state END",
                   4, params);
     }
     closedir(d);
   }
-}
-
-/* Marks the modules of a comma-separated LIST found in state FROM as TO. */
-static void mark_modules(PGconn *c, const char *list, const char *from, const char *to) {
-  char copy[4096];
-  snprintf(copy, sizeof copy, "%s", list);
-  char *save = NULL;
-  for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
-    p = trim(p);
-    const char *params[] = {p, from, to};
-    /* base was loaded in step 1 (for -u base or -u all too). */
-    if (strcmp(p, "all") == 0)
-      exec_params(c, "UPDATE ir_module_module SET state = $3 WHERE state = $2 AND name <> 'base' AND $1 <> ''", 3,
-                  params);
-    else exec_params(c, "UPDATE ir_module_module SET state = $3 WHERE state = $2 AND name = $1 AND name <> 'base'", 3,
-                     params);
-  }
+  return 0;
 }
 
 /* _check_module_names: names of -i/-u that no module has are ignored, with a warning. */
-static void check_module_names(PGconn *c, const char *list) {
-  char copy[4096];
-  snprintf(copy, sizeof copy, "%s", list);
+static void check_module_names(PGconn *c, const char *init, const char *update) {
+  char copy[4096], bad[2048] = "";
+  snprintf(copy, sizeof copy, "%s,%s", init ? init : "", update ? update : "");
   char *save = NULL;
   for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
     p = trim(p);
     if (!*p || strcmp(p, "all") == 0) continue;
     const char *params[] = {p};
     PGresult *r = PQexecParams(c, "SELECT 1 FROM ir_module_module WHERE name = $1", 1, NULL, params, NULL, NULL, 0);
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0)
-      log_line("WARNING", "odoo.modules.loading", "invalid module names, ignored: %s", p);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 0 && !strstr(bad, p))
+      snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "%s%s", *bad ? ", " : "", p);
     PQclear(r);
   }
+  if (*bad) log_line("WARNING", "odoo.modules.loading", "invalid module names, ignored: %s", bad);
 }
 
-/* Registry.new -> load_modules: initialises a database without ir_module_module (base,
- * berth_probe), then installs -i and upgrades -u modules, each committed on its own.
- * Returns 0, -1 when the database could not be initialised (nothing to serve), or -2 when
- * a module failed (Odoo logs it, resets the transient states and, without
- * --stop-after-init, serves anyway). */
-static int load_modules(int created) {
+/* odoo.modules.reset_modules_state (Registry.new, when loading raised). */
+static void reset_modules_state(PGconn *c) {
+  exec_ok(c, "ROLLBACK");
+  exec_ok(c, "UPDATE ir_module_module SET state = 'installed' WHERE state IN ('to remove', 'to upgrade')");
+  exec_ok(c, "UPDATE ir_module_module SET state = 'uninstalled' WHERE state = 'to install'");
+  log_line("WARNING", "odoo.modules.loading", "Transient module states were reset");
+}
+
+enum load_result { LOAD_OK = 0, LOAD_NOT_INITIALIZED = 1, LOAD_FAILED = -2, LOAD_FATAL = -1 };
+
+/* The demo data wanted for new installs (config.py per series, see main). */
+static int want_demo;
+
+/* Loads the graph of modules in STATES (load_marked_modules -> load_module_graph): every
+ * module of the graph in dependency order, index/count over the whole graph; a module that
+ * needs an update logs "Loading module x (n/m)" at INFO (DEBUG otherwise, not shown),
+ * is imported, then loaded. */
+static int load_graph(PGconn *c, const char *const *states, int nstates, int base_demo, struct failure *f) {
+  struct mod *graph[MAX_MODS];
+  int n = 0, fresh = 0;
+  for (int i = 0; i < nmods; i++) {
+    struct mod *m = &mods[i];
+    if (m->in_graph) {
+      graph[n++] = m;
+      continue;
+    }
+    int in_state = 0;
+    for (int k = 0; k < nstates; k++) in_state |= strcmp(m->state, states[k]) == 0;
+    if (!in_state) continue;
+    if (m->invalid) {
+      snprintf(f->where, sizeof f->where,
+               "  File \"/usr/lib/python3/dist-packages/odoo/modules/graph.py\", line 76, in add_modules\n"
+               "    info = odoo.modules.module.get_manifest(module)\n"
+               "  File \"/usr/lib/python3/dist-packages/odoo/modules/module.py\", line 330, in load_manifest\n"
+               "    raise ValueError(f\"Module {module}: invalid manifest\") from e\n");
+      snprintf(f->exc, sizeof f->exc, "ValueError: Module %s: invalid manifest", m->name);
+      return -1;
+    }
+    if (!m->known || !m->installable) {
+      /* odoo/modules/graph.py add_modules: left out of the graph. */
+      log_line("WARNING", "odoo.modules.graph", "module %s: not installable, skipped", m->name);
+      continue;
+    }
+    m->depth = mod_depth(m, (const char *const[]){"installed", "to upgrade", "to remove", "to install"}, 4, 0);
+    if (m->depth < 0) continue;
+    m->in_graph = 1;
+    graph[n++] = m;
+    fresh++;
+  }
+  if (!fresh) return 0;
+  qsort(graph, (size_t)n, sizeof graph[0], by_depth_name);
+  log_line("INFO", "odoo.modules.loading", "loading %d modules...", n);
+  for (int i = 0; i < n; i++) {
+    struct mod *m = graph[i];
+    if (m->in_graph == 2) continue; /* loaded before (skip_modules) */
+    m->in_graph = 2;
+    int needs_update = strcmp(m->state, "to install") == 0 || strcmp(m->state, "to upgrade") == 0;
+    if (needs_update) log_line("INFO", "odoo.modules.loading", "Loading module %s (%d/%d)", m->name, i + 1, n);
+    if (import_module(m, f) != 0) return -1;
+    if (needs_update && update_module_data(c, m, want_demo, base_demo, f) != 0) return -1;
+  }
+  return 0;
+}
+
+/* Registry.new -> load_modules (odoo/modules/loading.py). Returns LOAD_OK,
+ * LOAD_NOT_INITIALIZED (an existing database without Odoo's tables and no -i/-u: logged,
+ * nothing loaded), LOAD_FAILED (a module failed: states reset, traceback ready), or
+ * LOAD_FATAL (the database could not be reached). */
+static int load_modules(int init_base) {
   PGconn *c = db_connect(db_name, 5);
   if (!c) {
     log_line("ERROR", "odoo.sql_db", "%s", last_db_error);
-    return -1;
+    return LOAD_FATAL;
   }
   /* Two containers starting on one database initialise it once, one after the other. */
   if (!exec_ok(c, "SELECT pg_advisory_lock(4242)")) {
     PQfinish(c);
-    return -1;
+    return LOAD_FATAL;
   }
   const char *init = conf_get("init"), *update = conf_get("update");
-  int update_module = init || update;
-  int ok = exec_ok(c, "BEGIN");
+  int update_module = init || update || init_base;
+  struct failure f = {"", ""};
+  int result = LOAD_OK;
   PGresult *r = PQexec(c, "SELECT to_regclass('public.ir_module_module') IS NULL, "
                           "to_regclass('public.berth_probe') IS NULL");
-  int fresh = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-  int no_probe = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
-  ok = ok && PQresultStatus(r) == PGRES_TUPLES_OK;
+  int ok = PQresultStatus(r) == PGRES_TUPLES_OK;
+  int fresh = ok && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+  int no_probe = ok && strcmp(PQgetvalue(r, 0, 1), "t") == 0;
   PQclear(r);
+  if (ok && fresh && !update_module) {
+    /* loading.py load_modules: an existing database without Odoo's tables is refused. */
+    log_line("ERROR", "odoo.modules.loading", "Database %s not initialized, you can force it with `-i base`", db_name);
+    exec_ok(c, "SELECT pg_advisory_unlock(4242)");
+    PQfinish(c);
+    return LOAD_NOT_INITIALIZED;
+  }
+  ok = ok && exec_ok(c, "BEGIN");
   if (ok && fresh) {
-    /* Odoo initialises a database it created itself (server.py sets init base); one that
-     * exists without its tables it refuses without -i base. The stand-in initialises both,
-     * as it always did. */
-    log_line("INFO", "odoo.modules.loading", "init db%s", created || update_module ? "" : " (existing database without ir_module_module)");
+    log_line("INFO", "odoo.modules.loading", "init db");
     ok = exec_ok(c, "CREATE TABLE public.ir_module_module (id serial PRIMARY KEY, name varchar NOT NULL UNIQUE, "
                     "state varchar(16) NOT NULL DEFAULT 'uninstalled', latest_version varchar, "
                     "demo boolean NOT NULL DEFAULT false, author varchar, license varchar(32), "
@@ -729,72 +1305,106 @@ static int load_modules(int created) {
                     "password varchar, active boolean NOT NULL DEFAULT true)") &&
          exec_ok(c, "INSERT INTO public.res_users (login, password, active) VALUES ('__system__', NULL, false), "
                     "('admin', 'admin', true) ON CONFLICT (login) DO NOTHING");
-    update_module = 1;
   }
-  if (ok && no_probe) {
+  if (ok && no_probe)
     ok = exec_ok(c, "CREATE TABLE public.berth_probe (id serial PRIMARY KEY, note text NOT NULL, "
                     "created_at timestamptz NOT NULL DEFAULT now())") &&
          exec_ok(c, "INSERT INTO public.berth_probe (note) VALUES ('created on first start')");
-    if (ok) log_line("INFO", "odoo.modules.loading", "init db: created table berth_probe");
-  }
   if (ok && (in_list(update, "base") || in_list(update, "all")))
     ok = exec_ok(c, "UPDATE ir_module_module SET state = 'to upgrade' WHERE name = 'base' AND state = 'installed'");
   ok = ok && exec_ok(c, "COMMIT");
-  if (!ok) {
+  if (!ok || read_modules(c) != 0) {
+    exec_ok(c, "SELECT pg_advisory_unlock(4242)");
     PQfinish(c);
-    return -1;
+    return LOAD_FATAL;
   }
 
-  int result = 0, processed = 0;
-  struct module_row rows[256];
   /* STEP 1: base. */
-  int n = modules_in_state(c, "to install", rows, 1);
-  if (n == 1 && strcmp(rows[0].name, "base") != 0) n = 0;
-  if (n == 0) {
-    n = modules_in_state(c, "to upgrade", rows, 1);
-    if (n == 1 && strcmp(rows[0].name, "base") != 0) n = 0;
-  }
-  if (n < 0) result = -1;
-  else if (n == 1) {
+  struct mod *base = mod_by_name("base");
+  if (base) {
+    base->in_graph = 2;
+    int needs_update = strcmp(base->state, "to install") == 0 || strcmp(base->state, "to upgrade") == 0;
     log_line("INFO", "odoo.modules.loading", "loading 1 modules...");
-    if (load_one_module(c, &rows[0], 0, 1, 1) != 0) result = -2;
-    else processed++;
+    if (needs_update) log_line("INFO", "odoo.modules.loading", "Loading module base (1/1)");
+    if (import_module(base, &f) != 0 || (needs_update && update_module_data(c, base, want_demo, 0, &f) != 0))
+      result = LOAD_FAILED;
   }
-  /* STEP 2: mark what -i and -u ask for. */
-  if (result == 0 && update_module) {
-    update_modules_list(c);
-    if (init) check_module_names(c, init);
-    if (update) check_module_names(c, update);
-    if (init) mark_modules(c, init, "uninstalled", "to install");
-    if (update) mark_modules(c, update, "installed", "to upgrade");
-  }
-  /* STEP 3: upgrades first (the installed system), then new installs; base has its demo flag. */
-  if (result == 0) {
-    r = PQexec(c, "SELECT coalesce(bool_or(demo), false) FROM ir_module_module WHERE name = 'base'");
-    int base_demo = PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0;
-    PQclear(r);
-    struct module_row up[256], ins[256];
-    int nup = modules_in_state(c, "to upgrade", up, 256);
-    int nins = modules_in_state(c, "to install", ins, 256);
-    int count = (nup > 0 ? nup : 0) + (nins > 0 ? nins : 0);
-    if (count) log_line("INFO", "odoo.modules.loading", "loading %d modules...", count);
-    for (int i = 0; result == 0 && i < count; i++) {
-      const struct module_row *m = i < nup ? &up[i] : &ins[i - nup];
-      if (load_one_module(c, m, base_demo, i + 1, count) != 0) result = -2;
-      else processed++;
+  /* STEP 2: mark what -i and -u ask for (update_list first). */
+  if (result == LOAD_OK && update_module) {
+    if (update_modules_list(c, &f) != 0 || read_modules(c) != 0) result = LOAD_FAILED;
+    else {
+      base = mod_by_name("base");
+      if (base) base->in_graph = 2;
+      check_module_names(c, init, update);
+      for (int i = 0; i < nmods; i++) {
+        if (in_list(init, mods[i].name)) mark_install(c, &mods[i], 0);
+      }
+      for (int i = 0; i < nmods; i++)
+        if (strcmp(mods[i].name, "base") != 0 && in_list(update, mods[i].name)) mark_upgrade(c, &mods[i]);
+      /* -u base / -u all: base was upgraded in STEP 1; button_upgrade marks every installed module. */
+      if (base && (in_list(update, "base") || in_list(update, "all"))) {
+        snprintf(base->state, sizeof base->state, "installed");
+        mark_upgrade(c, base);
+        set_state(c, base, "installed");
+        base->in_graph = 2;
+      }
     }
   }
-  if (result == -2) {
-    /* odoo.modules.reset_modules_state, called by Registry.new when loading raised. */
-    exec_ok(c, "UPDATE ir_module_module SET state = 'installed' WHERE state IN ('to remove', 'to upgrade')");
-    exec_ok(c, "UPDATE ir_module_module SET state = 'uninstalled' WHERE state = 'to install'");
-    log_line("WARNING", "odoo.modules.loading", "Transient module states were reset");
-  } else if (result == 0) {
-    log_line("INFO", "odoo.modules.loading", "%d modules processed, database `%s` ready", processed, db_name);
+  /* STEP 3: the installed (or upgrading) modules, then the new installs. */
+  if (result == LOAD_OK) {
+    int base_demo = base && base->demo;
+    if (load_graph(c, (const char *const[]){"installed", "to upgrade", "to remove"}, 3, base_demo, &f) != 0 ||
+        load_graph(c, (const char *const[]){"to install"}, 1, base_demo, &f) != 0)
+      result = LOAD_FAILED;
+  }
+  if (result == LOAD_OK && update_module) {
+    /* Modules still marked: their dependencies or manifest were missing (loading.py). */
+    PGresult *left = PQexec(c, "SELECT coalesce(string_agg(quote_literal(name), ', ' ORDER BY name), '') FROM "
+                               "ir_module_module WHERE state IN ('to install', 'to upgrade')");
+    if (PQresultStatus(left) == PGRES_TUPLES_OK && *PQgetvalue(left, 0, 0)) {
+      log_line("ERROR", "odoo.modules.loading",
+               "Some modules are not loaded, some dependencies or manifest may be missing: [%s]", PQgetvalue(left, 0, 0));
+      exec_ok(c, "UPDATE ir_module_module SET state = 'installed' WHERE state = 'to upgrade'");
+      exec_ok(c, "UPDATE ir_module_module SET state = 'uninstalled' WHERE state = 'to install'");
+    }
+    PQclear(left);
+  }
+  if (result == LOAD_FAILED) {
+    reset_modules_state(c);
+    /* Registry.new: logged (no traceback) before re-raising. */
+    log_line("ERROR", series_major >= 19 ? "odoo.registry" : "odoo.modules.registry", "Failed to load registry");
+    set_traceback(f.where, f.exc);
   }
   exec_ok(c, "SELECT pg_advisory_unlock(4242)");
   PQfinish(c);
   return result;
+}
+
+/* Whether a request for the database would get a registry (http.py: Registry(db) loads it,
+ * as at start, for every request until it loads): Odoo's tables exist and no module to be
+ * loaded fails its import or has an invalid manifest. Logs the module's failure as Odoo
+ * logs it on each attempt. Returns 1 when the registry loads. */
+static int registry_loads(void) {
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) return 0;
+  int ok = 0;
+  PGresult *r = PQexec(c, "SELECT to_regclass('public.ir_module_module') IS NOT NULL");
+  if (PQresultStatus(r) == PGRES_TUPLES_OK && strcmp(PQgetvalue(r, 0, 0), "t") == 0 && read_modules(c) == 0) {
+    ok = 1;
+    for (int i = 0; ok && i < nmods; i++) {
+      struct mod *m = &mods[i];
+      if (strcmp(m->state, "installed") != 0 && strcmp(m->state, "to upgrade") != 0 && strcmp(m->state, "to remove") != 0)
+        continue;
+      if (m->invalid || import_module(m, NULL) != 0) ok = 0;
+    }
+    if (!ok) {
+      log_line("WARNING", "odoo.modules.loading", "Transient module states were reset");
+      log_line("ERROR", series_major >= 19 ? "odoo.registry" : "odoo.modules.registry", "Failed to load registry");
+    }
+  }
+  PQclear(r);
+  PQfinish(c);
+  return ok;
 }
 
 static void marker_path(char *out, size_t size) {
@@ -1111,17 +1721,15 @@ static const char *ROWS_SQL =
     "SELECT coalesce(jsonb_agg(jsonb_build_object('id', id, 'note', note, 'created_at', created_at) ORDER BY id), "
     "'[]')::text FROM public.berth_probe";
 
+/* GET /web/health (addons/web/controllers/webclient.py, 16.0+): 200 {"status": "pass"}
+ * whenever HTTP is up, whatever the registry. 18.0 adds ?db_server_status=1 (true when
+ * PostgreSQL answers; 500 and "fail" when it does not); 16.0 and 17.0 ignore the parameter. */
 static void handle_health(int fd, const struct request *rq) {
   struct buf b = {0};
   char flag[16];
-  int check_db = form_value(rq->query, strlen(rq->query), "db_server_status", flag, sizeof flag) && flag[0] &&
-                 strcmp(flag, "0") != 0 && strcasecmp(flag, "false") != 0;
+  int check_db = series_major >= 18 && form_value(rq->query, strlen(rq->query), "db_server_status", flag, sizeof flag) &&
+                 flag[0] && strcmp(flag, "0") != 0 && strcasecmp(flag, "false") != 0;
   int status = 200;
-  if (fail_health) {
-    buf_str(&b, "{\"status\": \"fail\"}");
-    respond_json(fd, rq, 500, &b);
-    return;
-  }
   buf_str(&b, "{\"status\": \"pass\"");
   if (check_db) {
     PGconn *c = db_connect("postgres", 3);
@@ -1138,6 +1746,13 @@ static void handle_health(int fd, const struct request *rq) {
   }
   respond_json(fd, rq, status, &b);
 }
+
+/* werkzeug's InternalServerError page, as Odoo answers a request whose registry cannot be
+ * loaded (odoo/http.py: the exception of Registry(db) reaches the WSGI app, 500). */
+static const char *INTERNAL_ERROR_HTML =
+    "<!doctype html>\n<html lang=en>\n<title>500 Internal Server Error</title>\n<h1>Internal Server Error</h1>\n"
+    "<p>The server encountered an internal error and was unable to complete your request. Either the server is "
+    "overloaded or there is an error in the application.</p>\n";
 
 static void handle_rows(int fd, const struct request *rq) {
   struct buf b = {0};
@@ -1291,7 +1906,13 @@ static void handle_authenticate(int fd, const struct request *rq) {
   PQfinish(c);
 }
 
+/* GET /, /web, /web/login: need the database's registry (odoo/http.py _serve_db): 500 when it
+ * does not load (a module that fails to import, an uninitialised database), else the page. */
 static void handle_index(int fd, const struct request *rq) {
+  if (!registry_loads()) {
+    respond(fd, rq, 500, "text/html; charset=utf-8", INTERNAL_ERROR_HTML);
+    return;
+  }
   struct buf b = {0};
   buf_str(&b, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Berth ERP stand-in</title></head><body>\n");
   buf_str(&b, "<h1>Berth ERP stand-in</h1>\n<p>Database: <code>");
@@ -1589,6 +2210,26 @@ static void handle_websocket(int fd, struct request *rq) {
     respond(fd, rq, 400, "text/plain", "websocket upgrade expected\n");
     return;
   }
+  /* addons/bus/websocket.py open_connection: with workers, the HTTP workers' WSGI environ has
+   * no 'socket', so the handshake on http_port raises RuntimeError (500); only the gevent
+   * process (gevent_port) upgrades. With workers = 0 the threaded server does it too. */
+  if (atoi(conf_or("workers", "0")) > 0 && rq->port == atoi(conf_or("http_port", "8069"))) {
+    int gport = atoi(conf_or("gevent_port", conf_or("longpolling_port", "8072")));
+    char tb[600];
+    snprintf(tb, sizeof tb,
+             "Traceback (most recent call last):\n"
+             "  File \"/usr/lib/python3/dist-packages/odoo/addons/bus/websocket.py\", line 785, in open_connection\n"
+             "    socket = request.httprequest._HTTPRequest__environ['socket']\n"
+             "KeyError: 'socket'\n\n"
+             "The above exception was the direct cause of the following exception:\n\n"
+             "Traceback (most recent call last):\n"
+             "RuntimeError: Couldn't bind the websocket. Is the connection opened on the evented port (%d)?\n",
+             gport);
+    log_line("ERROR", "odoo.http", "Exception during request handling.");
+    log_raw(tb);
+    respond(fd, rq, 500, "text/html; charset=utf-8", INTERNAL_ERROR_HTML);
+    return;
+  }
   char accept[29];
   ws_accept(rq->ws_key, accept);
   char head[256];
@@ -1851,12 +2492,15 @@ int main(int argc, char **argv) {
   sigaction(SIGINT, &sa, NULL);
   signal(SIGPIPE, SIG_IGN);
 
-  int first = 1;
-  if (argc > 1 && strcmp(argv[1], "--version") == 0) {
-    const char *v = getenv("ODOO_VERSION");
-    printf("Odoo Server %s (Berth stand-in)\n", v && *v ? v : server_version);
-    return 0;
+  /* ODOO_VERSION: the version reported and the series behaved as (set per image tag). */
+  const char *version = getenv("ODOO_VERSION");
+  if (version && *version) {
+    snprintf(server_version, sizeof server_version, "%s", version);
+    server_version_major = atoi(version);
   }
+  series_major = server_version_major < 16 ? 16 : server_version_major > 19 ? 19 : server_version_major;
+
+  int first = 1;
   if (argc > 1 && strcmp(argv[1], "server") == 0) first = 2;
   else if (argc > 1 && argv[1][0] != '-') {
     fprintf(stderr, "odoo (Berth stand-in): unknown command '%s'; only 'server' is supported\n", argv[1]);
@@ -1871,15 +2515,39 @@ int main(int argc, char **argv) {
     if (strcmp(cli[i].key, "config") == 0) config_path = cli[i].value;
   if (read_config_file(config_path) != 0)
     log_line("WARNING", "odoo.tools.config", "cannot read config file %s: %s", config_path, strerror(errno));
+
+  /* Demo data for new installs, per series (odoo/tools/config.py of each branch):
+   *  - 16.0-18.0: demo unless without_demo is set. On the command line any non-empty value
+   *    counts (the string is kept as given, "False" included); in the config file "False",
+   *    "false", "None" and an empty value mean unset (config.py load() turns them into
+   *    False/None), anything else ("all", "True") means no demo.
+   *  - 19.0: no demo unless with_demo. --with-demo sets it, --without-demo[=BOOL] sets it to
+   *    not BOOL; in the config file with_demo = <bool>, or the old without_demo = <v>, read
+   *    through _check_without_demo (a non-boolean is a warning and means no demo). */
+  {
+    const char *cli_without = NULL, *cli_with = NULL;
+    for (int i = 0; i < ncli; i++) {
+      if (strcmp(cli[i].key, "without_demo") == 0) cli_without = cli[i].value;
+      if (strcmp(cli[i].key, "with_demo") == 0) cli_with = cli[i].value;
+    }
+    if (series_major <= 18) {
+      want_demo = cli_without ? !*cli_without : !conf_get("without_demo");
+    } else if (cli_with) {
+      want_demo = strcmp(cli_with, "True") == 0;
+    } else {
+      want_demo = 0;
+      for (int i = 0; i < nconf; i++) {
+        if (strcmp(conf[i].key, "without_demo") == 0)
+          want_demo = strcmp(without_demo_19("without_demo", conf[i].value), "True") == 0;
+        else if (strcmp(conf[i].key, "with_demo") == 0)
+          want_demo = python_bool(conf[i].value) == 1;
+      }
+    }
+  }
   for (int i = 0; i < ncli; i++)
     if (strcmp(cli[i].key, "config") != 0) conf_set(cli[i].key, cli[i].value);
   apply_db_env_fallbacks();
 
-  const char *version = getenv("ODOO_VERSION");
-  if (version && *version) {
-    snprintf(server_version, sizeof server_version, "%s", version);
-    server_version_major = atoi(version);
-  }
   const char *names = conf_get("db_name");
   if (names) {
     char first_name[256];
@@ -1897,9 +2565,9 @@ int main(int argc, char **argv) {
       addons_version_set = 1;
     }
   }
-  fail_health = find_in_addons("BERTH_FAIL_HEALTH", found, sizeof found);
 
-  log_line("INFO", "odoo", "Odoo version %s (Berth stand-in)", server_version);
+  /* odoo/cli/server.py report_configuration: "Odoo version %s", the config file, the database. */
+  log_line("INFO", "odoo", "Odoo version %s", server_version);
   log_line("INFO", "odoo", "Using configuration file at %s", config_path);
   log_line("INFO", "odoo", "addons version: %s", addons_version_set ? addons_version : "(none)");
   log_line("INFO", "odoo", "database: %s@%s:%s", conf_get("db_user"), conf_get("db_host"), conf_get("db_port"));
@@ -1907,9 +2575,6 @@ int main(int argc, char **argv) {
   /* The database manager's master password: whether it is set, never its value. */
   if (conf_get("admin_passwd")) log_line("INFO", "odoo.tools.config", "admin_passwd is set (database manager master password)");
   else log_line("WARNING", "odoo.tools.config", "admin_passwd is not set: the database manager accepts Odoo's default master password");
-  if (conf_get("init") || conf_get("update"))
-    log_line("INFO", "odoo.service.server", "modules to install: %s; to upgrade: %s; demo data: %s",
-             conf_or("init", "-"), conf_or("update", "-"), conf_get("without_demo") ? "no" : "yes");
 
   if (find_in_addons("BERTH_FAIL_START", found, sizeof found)) {
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`: %s asks to fail", db_name,
@@ -1925,21 +2590,24 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (stopping) return 0;
-  int created = 0, loaded = -1;
-  if (ensure_database(&created) != 0 || (loaded = load_modules(created)) == -1) {
+  int created = 0, loaded = LOAD_FATAL;
+  if (ensure_database(&created) != 0 || (loaded = load_modules(created)) == LOAD_FATAL) {
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
     return 1;
   }
-  write_filestore_marker();
-  if (loaded != 0) {
-    /* preload_registries: logged, and the exit code -1 with --stop-after-init; without it
-     * Odoo serves anyway (the database stays as the failed module left it). */
+  if (loaded != LOAD_NOT_INITIALIZED) write_filestore_marker();
+  if (loaded == LOAD_FAILED) {
+    /* odoo/service/server.py preload_registries: CRITICAL with the traceback (exc_info), rc
+     * -1; without --stop-after-init the server serves anyway (odoo.service.server.start). */
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
     log_raw(module_traceback);
   }
   if (conf_get("stop_after_init")) {
-    log_line("INFO", "odoo.service.server", "Stopping gracefully (--stop-after-init)%s", loaded ? ", exit code 255" : "");
-    return loaded ? 255 : 0;
+    /* ThreadedServer/PreforkServer.run with stop: self.stop(), return rc; odoo/cli/server.py
+     * sys.exit(rc): -1 is exit code 255. An uninitialised database is not a failure (0). */
+    log_line("INFO", "odoo.service.server", "Initiating shutdown");
+    log_line("INFO", "odoo.service.server", "Hit CTRL-C again or send a second signal to force the shutdown.");
+    return loaded == LOAD_FAILED ? 255 : 0;
   }
 
   int fds[2], nfds = 0;
