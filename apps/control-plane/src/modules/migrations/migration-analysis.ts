@@ -7,5 +7,5 @@ import type { AnalyzeBackup } from "./migrations.service.ts";
 
 export const analyzeMigrationBackup: AnalyzeBackup = async (source, options) => {
   const a = await analyzeBackup(source, options?.signal ? { signal: options.signal } : {});
-  return { ...a, postgres_version: a.postgres.server_version ?? a.postgres.manifest_pg_version };
+  return { ...a, postgres_version: a.postgres.server_version ?? a.postgres.manifest_pg_version, pg_dump_version: a.postgres.pg_dump_version };
 };

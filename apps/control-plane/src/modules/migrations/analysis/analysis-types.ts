@@ -44,6 +44,10 @@ export interface BackupAnalysis extends Recommendation {
   /** PostgreSQL versions from the dump header (and the manifest's pg_version). */
   postgres: { server_version: string | null; pg_dump_version: string | null; manifest_pg_version: string | null };
   has_manifest: boolean;
+  /** The oldest PostgreSQL major the dump restores into: its pg_dump's, its source server's, or the ERP version's minimum (12; 13 for 19.0), whichever is newest. */
+  postgres_major_required: number;
+  /** Installed modules that need the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database. */
+  enterprise_modules: string[];
   /** Things the user should know that do not stop the migration. */
   warnings: string[];
 }
@@ -60,6 +64,7 @@ export type BackupAnalysisErrorCode =
   | "erp_version_deprecated"
   | "erp_version_unsupported"
   | "saas_version"
+  | "erp_tables_missing"
   | "aborted";
 
 /** A backup that cannot be used, with a message meant for the person who uploaded it. */

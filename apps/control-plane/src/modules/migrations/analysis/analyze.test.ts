@@ -9,7 +9,7 @@ import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLocalObjectStore } from "../../../lib/object-store/local-store.ts";
-import { analyzeBackup, BackupAnalysisError } from "./analyze.ts";
+import { analyzeBackup, BackupAnalysisError, enterpriseModules } from "./analyze.ts";
 import {
   bufferSource,
   createErpDatabase,
@@ -27,6 +27,8 @@ let v17: ErpDatabaseFacts;
 let v16: ErpDatabaseFacts;
 let dump17: Buffer;
 let dump16: Buffer;
+let enterprise17: ErpDatabaseFacts;
+let dumpEnterprise: Buffer;
 
 beforeAll(async () => {
   pg = await startPg15();
@@ -34,7 +36,20 @@ beforeAll(async () => {
   v16 = createErpDatabase(pg, "acme16", "16.0.1.3");
   dump17 = pg.dump("acme_prod");
   dump16 = pg.dump("acme16");
+  enterprise17 = createErpDatabase(pg, "acme_ee", "17.0.1.3", { enterprise: true });
+  dumpEnterprise = pg.dump("acme_ee");
 });
+
+/** A dump as a newer pg_dump writes it: its header's versions replaced, and 17's transaction_timeout. */
+function asDumpedBy(dump: Buffer, version: string): Buffer {
+  return Buffer.from(
+    dump
+      .toString("utf8")
+      .replace(/^-- Dumped from database version .*$/m, `-- Dumped from database version ${version}`)
+      .replace(/^-- Dumped by pg_dump version .*$/m, `-- Dumped by pg_dump version ${version}`)
+      .replace(/^SET statement_timeout = 0;$/m, "SET statement_timeout = 0;\nSET transaction_timeout = 0;"),
+  );
+}
 afterAll(async () => {
   await pg?.stop();
 });
@@ -158,7 +173,57 @@ describe("analyzeBackup on well-formed backups", () => {
   });
 });
 
+describe("analyzeBackup says what the target must have", () => {
+  it("a Community backup: no Enterprise modules; PostgreSQL of its dump (15) or later", async () => {
+    const a = await analyzeBackup(bufferSource(await zipOf([{ name: "dump.sql", bytes: dump17 }])));
+    expect(a).toMatchObject({ enterprise_modules: [], postgres_major_required: 15 });
+  });
+
+  it("Enterprise modules (license OEEL-1) are listed, with a warning", async () => {
+    const a = await analyzeBackup(bufferSource(await zipOf([{ name: "dump.sql", bytes: dumpEnterprise }, { name: "manifest.json", bytes: manifestOf("acme_ee", "17.0+e-20250703", enterprise17.installed) }])));
+    expect(a.enterprise_modules).toEqual(["web_studio"]);
+    expect(a.standard_modules).toContain("web_studio");
+    expect(a.warnings).toContainEqual(expect.stringMatching(/^1 installed module is Enterprise \(web_studio\): the migrated environment needs the Enterprise add-ons/));
+  });
+
+  it("web_enterprise is Enterprise whatever its license; other licenses are not", () => {
+    expect(enterpriseModules(new Map([["web_enterprise", null], ["sale", "LGPL-3"], ["helpdesk", "OEEL-1"], ["acme", "OPL-1"]]))).toEqual(["helpdesk", "web_enterprise"]);
+  });
+
+  it("a dump by pg_dump 17 needs PostgreSQL 17; the ERP version's minimum when the dump is older (19.0: 13)", async () => {
+    const newer = await analyzeBackup(bufferSource(asDumpedBy(dump17, "17.2")));
+    expect(newer).toMatchObject({ postgres_major_required: 17, postgres: { pg_dump_version: "17.2", server_version: "17.2" } });
+    expect((await analyzeBackup(bufferSource(asDumpedBy(dump17, "12.20")))).postgres_major_required).toBe(12);
+    const v19 = await analyzeBackup(bufferSource(await zipOf([{ name: "dump.sql", bytes: asDumpedBy(dump17, "12.20") }, { name: "manifest.json", bytes: manifestOf("acme", "19.0", v17.installed, "12.20") }])));
+    expect(v19).toMatchObject({ erp_version: "19.0", postgres_major_required: 13 });
+  });
+});
+
 describe("analyzeBackup refuses what cannot be migrated", () => {
+  it("a dump without the ERP's tables, even with a manifest that says 17.0", async () => {
+    const other = Buffer.from("--\n-- PostgreSQL database dump\n--\n-- Dumped by pg_dump version 16.4\nCREATE TABLE public.invoices (id integer);\nCOPY public.invoices (id) FROM stdin;\n1\n\\.\n");
+    const err = await failure(await zipOf([{ name: "dump.sql", bytes: other }, { name: "manifest.json", bytes: manifestOf("shop", "17.0", ["base"]) }]));
+    expect(err.code).toBe("erp_tables_missing");
+    expect(err.message).toMatch(/^not a database of the ERP: the dump has no ir_module_module, res_partner, res_users tables/);
+  });
+
+  it("a dump with the module table but not the rest of the ERP's (a partial pg_dump -t)", async () => {
+    const partial = Buffer.from(
+      [
+        "-- PostgreSQL database dump",
+        "CREATE TABLE public.ir_module_module (id integer, name character varying, state character varying, latest_version character varying, license character varying);",
+        "CREATE TABLE res_partner (id integer, name character varying);",
+        "COPY public.ir_module_module (id, name, state, latest_version, license) FROM stdin;",
+        "1\tbase\tinstalled\t17.0.1.3\tLGPL-3",
+        "\\.",
+        "",
+      ].join("\n"),
+    );
+    const err = await failure(partial);
+    expect(err.code).toBe("erp_tables_missing");
+    expect(err.message).toMatch(/the dump has no res_users table,/);
+  });
+
   it("a deprecated version (15.0 in the manifest)", async () => {
     const err = await failure(await zipOf([{ name: "dump.sql", bytes: dump17 }, { name: "manifest.json", bytes: manifestOf("old", "15.0", ["base"]) }]));
     expect(err.code).toBe("erp_version_deprecated");
@@ -183,7 +248,8 @@ describe("analyzeBackup refuses what cannot be migrated", () => {
   it("a zip whose dump is junk, or an SQL file that is not the ERP's", async () => {
     expect((await failure(await zipOf([{ name: "dump.sql", bytes: Buffer.from([0, 1, 2, 3]) }]))).code).toBe("not_a_backup");
     const other = await failure(Buffer.from("--\n-- PostgreSQL database dump\n--\nCREATE TABLE t (a int);\n"));
-    expect(other.message).toMatch(/no ir_module_module table/);
+    expect(other.code).toBe("erp_tables_missing");
+    expect(other.message).toMatch(/no ir_module_module, res_partner, res_users tables/);
   });
 
   it("a gzip file that holds no tar archive", async () => {

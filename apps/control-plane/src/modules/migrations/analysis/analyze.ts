@@ -1,12 +1,16 @@
 // Analysis of an uploaded ERP backup (platform spec §2.5 analysis result, §4.3 formats and
 // versions): reads the stored file as a stream (read-backup.ts), then turns what it found
 // into the analysis result: ERP version, sizes, modules split into standard and custom,
-// users, partners, the recommended server and the cost comparison. A file that cannot be
-// migrated rejects with a BackupAnalysisError whose message is meant for the user.
+// users, partners, the recommended server and the cost comparison, and what the target must
+// have: the Enterprise add-ons when Enterprise modules are installed, a PostgreSQL at least as
+// new as the dump (migration-requirements.ts compares both with the target). A file that
+// cannot be migrated (not a database of the ERP: ERP_CORE_TABLES missing) rejects with a
+// BackupAnalysisError whose message is meant for the user.
 import { BackupAnalysisError, type BackupAnalysis, type BackupSource } from "./analysis-types.ts";
-import { parseErpVersion, supportedErpVersion, type ParsedErpVersion } from "./erp-versions.ts";
+import { parseErpVersion, postgresMajorRequired, supportedErpVersion, type ParsedErpVersion } from "./erp-versions.ts";
 import { classifyModules, OFFICIAL_MODULES } from "./official-modules.ts";
 import { readBackup } from "./read-backup.ts";
+import { ERP_CORE_TABLES, type DumpFacts } from "./sql-dump-scanner.ts";
 import { DEFAULT_COST_SETTINGS, recommend, type CostSettings } from "./sizing.ts";
 import { DEFAULT_INFLATE_LIMITS, type InflateLimits } from "./zip-archive.ts";
 
@@ -38,14 +42,7 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
 
   const fromManifest = manifest?.version ? parseErpVersion(manifest.version) : null;
   const fromDump = dump.base_version ? parseErpVersion(dump.base_version) : null;
-  if (!dump.has_module_table && !fromManifest) {
-    throw new BackupAnalysisError(
-      "not_a_backup",
-      dump.looks_like_pg_dump
-        ? "not a backup of the ERP: the database dump has no ir_module_module table"
-        : "not a backup: no PostgreSQL database dump found in the file",
-    );
-  }
+  refuseWithoutErpTables(dump);
   const version: ParsedErpVersion | null = fromManifest ?? fromDump;
   if (!version) {
     throw new BackupAnalysisError("erp_version_unknown", "the ERP version could not be read: the backup has no usable manifest.json and its dump has no base module");
@@ -59,6 +56,12 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
 
   const installed = dump.has_module_table ? dump.installed_modules : new Map((manifest?.modules ?? []).map((m) => [m, null] as const));
   const { standard, custom } = classifyModules(installed, options.officialModules ?? OFFICIAL_MODULES);
+  const enterprise = enterpriseModules(installed);
+  if (enterprise.length > 0) {
+    warnings.push(
+      `${enterprise.length} installed module${enterprise.length === 1 ? " is" : "s are"} Enterprise (${enterprise.slice(0, 5).join(", ")}${enterprise.length > 5 ? ", …" : ""}): the migrated environment needs the Enterprise add-ons, or its interface will not load`,
+    );
+  }
 
   let filestoreBytes = read.filestore?.bytes ?? 0;
   if (!read.filestore && dump.attachment_files > 0) {
@@ -90,7 +93,27 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
     dump_path: read.dumpPath,
     filestore: read.filestore ? { kind: read.filestore.kind, path: read.filestore.path, file_count: read.filestore.file_count } : null,
     postgres: { server_version: dump.server_version, pg_dump_version: dump.pg_dump_version, manifest_pg_version: manifest?.pg_version ?? null },
+    postgres_major_required: postgresMajorRequired(erpVersion, { pg_dump: dump.pg_dump_version, server: dump.server_version ?? manifest?.pg_version ?? null }),
+    enterprise_modules: enterprise,
     has_manifest: read.hasManifest,
     warnings,
   };
+}
+
+/** Refuses a dump that is not a whole database of the ERP: one of ERP_CORE_TABLES is missing (or it is no PostgreSQL dump at all). */
+function refuseWithoutErpTables(dump: DumpFacts): void {
+  const missing = ERP_CORE_TABLES.filter((t) => !dump.core_tables.has(t));
+  if (missing.length === 0) return;
+  if (!dump.looks_like_pg_dump && dump.core_tables.size === 0) {
+    throw new BackupAnalysisError("not_a_backup", "not a backup: no PostgreSQL database dump found in the file");
+  }
+  throw new BackupAnalysisError(
+    "erp_tables_missing",
+    `not a database of the ERP: the dump has no ${missing.join(", ")} table${missing.length === 1 ? "" : "s"}, which every database of the ERP has (${ERP_CORE_TABLES.join(", ")}); upload a backup of the whole database made by the ERP's database manager (zip format) or by pg_dump`,
+  );
+}
+
+/** Installed modules that exist only in the ERP's Enterprise add-ons: license OEEL-1, or web_enterprise (whatever its row says). */
+export function enterpriseModules(installed: ReadonlyMap<string, string | null>): string[] {
+  return [...installed].filter(([name, license]) => license === "OEEL-1" || name === "web_enterprise").map(([name]) => name).sort();
 }

@@ -71,14 +71,20 @@ export interface ErpDatabaseFacts {
   installed: string[];
   standard: string[];
   custom: string[];
+  /** Installed Enterprise modules. */
+  enterprise: string[];
   internalUsers: number;
   activePartners: number;
   attachmentBytes: number;
   attachmentFiles: number;
 }
 
-/** Creates `name` with the tables the analysis reads (columns in an unusual order) plus one it skips. */
-export function createErpDatabase(pg: Pg15, name: string, baseVersion: string): ErpDatabaseFacts {
+/**
+ * Creates `name` with the tables the analysis reads (columns in an unusual order) plus one it
+ * skips. The Enterprise module web_studio (OEEL-1) is in the module table, installed only
+ * with `enterprise` (a Community database otherwise).
+ */
+export function createErpDatabase(pg: Pg15, name: string, baseVersion: string, opts: { enterprise?: boolean } = {}): ErpDatabaseFacts {
   pg.sql("postgres", `create database "${name}"`);
   const modules: [string, string, string | null][] = [
     // name, state, license
@@ -88,7 +94,7 @@ export function createErpDatabase(pg: Pg15, name: string, baseVersion: string): 
     ["account", "to upgrade", "LGPL-3"],
     ["sale_management", "installed", "LGPL-3"],
     ["l10n_be", "installed", "LGPL-3"],
-    ["web_studio", "installed", "OEEL-1"],
+    ["web_studio", opts.enterprise ? "installed" : "uninstalled", "OEEL-1"],
     ["x_acme_sales", "installed", "LGPL-3"],
     ["acme_reports", "to remove", null],
     ["crm", "uninstalled", "LGPL-3"],
@@ -124,8 +130,9 @@ insert into mail_message (body) select E'\\\\.\\n\\\\.' || repeat('x', i % 50) f
   return {
     baseVersion,
     installed: installed.sort(),
-    standard: ["account", "base", "l10n_be", "mail", "sale_management", "web", "web_studio"],
+    standard: ["account", "base", "l10n_be", "mail", "sale_management", "web", ...(opts.enterprise ? ["web_studio"] : [])],
     custom: ["acme_reports", "x_acme_sales"],
+    enterprise: opts.enterprise ? ["web_studio"] : [],
     internalUsers: 4,
     activePartners: 23,
     attachmentBytes: files.reduce((a, b) => a + b, 0),

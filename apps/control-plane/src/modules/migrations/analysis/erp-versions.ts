@@ -45,3 +45,24 @@ export function supportedErpVersion(version: ParsedErpVersion): string {
     `ERP version ${mm} is not supported: supported versions are ${ACTIVE_ERP_VERSIONS.join(", ")}`,
   );
 }
+
+/** The oldest PostgreSQL each hosted version runs on (the vendor's requirements): 19.0 needs 13, 16.0 to 18.0 need 12. */
+export function minimumPostgresMajor(erpVersion: string): number {
+  return Number(erpVersion.split(".")[0]) >= 19 ? 13 : 12;
+}
+
+/** The major of a PostgreSQL version as dumps and manifests write it ("17.2", "16.4 (Debian 16.4-1)", "9.6.24"), or null. */
+export function postgresMajor(version: string | null): number | null {
+  const m = /^\s*(\d{1,2})(?:\.|\s|$)/.exec(version ?? "");
+  return m ? Number(m[1]) : null;
+}
+
+/**
+ * The oldest PostgreSQL major the backup can be restored into: pg_dump writes SQL for its own
+ * release (17 writes `SET transaction_timeout`, which 16 rejects) and the source server's
+ * schema may use what its release has, so neither may be newer than the target; nor may the
+ * target be older than the ERP version needs. An older dump into a newer server is fine.
+ */
+export function postgresMajorRequired(erpVersion: string, versions: { pg_dump: string | null; server: string | null }): number {
+  return Math.max(minimumPostgresMajor(erpVersion), postgresMajor(versions.pg_dump) ?? 0, postgresMajor(versions.server) ?? 0);
+}

@@ -88,3 +88,25 @@ describe("COPY text format", () => {
     expect(parseCopyHeader("COPY x TO stdout;")).toBeNull();
   });
 });
+
+describe("SqlDumpScanner's core tables", () => {
+  it("notes the ERP's core tables a dump creates or fills, schema-qualified or not, even without rows", () => {
+    const s = new SqlDumpScanner();
+    s.push(
+      Buffer.from(
+        [
+          "-- PostgreSQL database dump",
+          "CREATE TABLE public.res_partner (",
+          "    id integer NOT NULL",
+          ");",
+          "CREATE TABLE res_users (id integer);",
+          "CREATE TABLE public.res_users_log (id integer);",
+          "COPY public.ir_module_module (id, name) FROM stdin;",
+          "\\.",
+          "",
+        ].join("\n"),
+      ),
+    );
+    expect([...s.facts().core_tables].sort()).toEqual(["ir_module_module", "res_partner", "res_users"]);
+  });
+});

@@ -2,7 +2,8 @@
 // only what the analysis needs: the header's PostgreSQL versions, the database name when the
 // dump names it, and a few facts from the COPY blocks of four ERP tables. Every other COPY
 // block is skipped by searching for its end marker (no per-line work), so the scan runs close
-// to the speed of reading the bytes, and memory stays bounded by the longest line kept.
+// to the speed of reading the bytes, and memory stays bounded by the longest line kept. It also
+// notes which of the ERP's core tables the dump creates or fills (ERP_CORE_TABLES).
 import { parseCopyHeader, unescapeCopyField } from "./copy-text.ts";
 
 /** What one scan of a dump found. */
@@ -14,6 +15,8 @@ export interface DumpFacts {
   database_name: string | null;
   /** ir_module_module was in the dump (even with no rows). */
   has_module_table: boolean;
+  /** The tables of ERP_CORE_TABLES the dump creates (CREATE TABLE) or fills (COPY), even with no rows. */
+  core_tables: Set<string>;
   /** Installed modules (state installed, to upgrade or to remove) → their license, or null. */
   installed_modules: Map<string, string | null>;
   base_version: string | null;
@@ -36,6 +39,20 @@ const LINE_START = Buffer.from("\n");
 export const MAX_LINE_BYTES = 8 << 20;
 const INSTALLED = new Set(["installed", "to upgrade", "to remove"]);
 
+/**
+ * Tables every database of the ERP has, in every hosted version (16.0 to 19.0, and long
+ * before): the base module creates them when a database is initialised, and the ERP cannot
+ * run without them. ir_module_module is the module registry it reads at every start (its
+ * own "is this database initialised" test); res_users are the people who log in, each one
+ * a res_partner. A dump without all three is not a database of the ERP (or only a part of
+ * one), whatever its manifest says. Other base tables (ir_config_parameter, ir_model_data,
+ * res_company) are as certain, but add nothing to the decision.
+ */
+export const ERP_CORE_TABLES = ["ir_module_module", "res_partner", "res_users"] as const;
+const CORE_TABLES: ReadonlySet<string> = new Set(ERP_CORE_TABLES);
+/** `CREATE TABLE [public.]name (` as pg_dump writes it (older releases leave the schema out). */
+const CREATE_TABLE = /^CREATE (?:UNLOGGED )?TABLE (?:public\.|"public"\.)?"?([a-z_][a-z0-9_]*)"? \(/;
+
 /** A streaming scanner: push() each chunk of the dump in order, then facts(). */
 export class SqlDumpScanner {
   private readonly f: DumpFacts = {
@@ -45,6 +62,7 @@ export class SqlDumpScanner {
     pg_dump_version: null,
     database_name: null,
     has_module_table: false,
+    core_tables: new Set(),
     installed_modules: new Map(),
     base_version: null,
     internal_users: 0,
@@ -154,6 +172,7 @@ export class SqlDumpScanner {
     if (text.startsWith("COPY ")) this.startCopy(text);
     else if (text.startsWith("-- ")) this.comment(text);
     else if (text.startsWith("CREATE DATABASE ")) this.f.database_name ??= identifierAfter(text, "CREATE DATABASE ");
+    else if (text.startsWith("CREATE ")) this.noteTable(CREATE_TABLE.exec(text)?.[1]);
     else if (text.startsWith("\\connect ")) this.f.database_name ??= identifierAfter(text.replace(/^\\connect\s+(-reuse-previous=\S+\s+)?/, ""), "");
   }
 
@@ -167,8 +186,13 @@ export class SqlDumpScanner {
 
   private startCopy(text: string): void {
     const header = parseCopyHeader(text);
+    this.noteTable(header?.table);
     this.copy = header ? (this.handlerFor(header.table, header.columns) ?? null) : null;
     if (this.copy === null) this.tail = LINE_START;
+  }
+
+  private noteTable(table: string | undefined): void {
+    if (table !== undefined && CORE_TABLES.has(table)) this.f.core_tables.add(table);
   }
 
   /** The row handler for a table the analysis reads, from the column order of its COPY header. */
