@@ -1,8 +1,9 @@
 // A migration's analysis with the real streaming analysis, over real HTTP: an Odoo backup
 // built from a real PostgreSQL (an ERP-shaped database dumped with pg_dump, zipped with its
 // manifest and file store) is uploaded (tier 1), stored, checked and analysed; GET analysis
-// answers the facts the backup was made with. A deprecated version and a file that is no
-// backup fail the migration with the analysis's message. Needs Debian's PostgreSQL 15
+// answers the facts the backup was made with. A deprecated version, a file that is no
+// backup and a dump without the ERP's tables fail the migration with the analysis's code and
+// message; an Enterprise backup is analysed with the requirement its start is held to. Needs Debian's PostgreSQL 15
 // (`bash .ci/docker-setup.sh` installs it).
 import { createHash } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -89,9 +90,33 @@ describe("a migration's analysis", () => {
   it("fails with the analysis's own words: a deprecated version, a file that is no backup", async () => {
     const old = await zipOf([{ name: "dump.sql", bytes: dump }, { name: "manifest.json", bytes: manifestOf("acme_prod", "15.0", facts.installed) }]);
     const deprecated = await uploaded(old);
-    expect(deprecated.record).toMatchObject({ status: "failed", error_message: expect.stringMatching(/^Analysis failed: .*15\.0/) });
+    expect(deprecated.record).toMatchObject({ status: "failed", error_message: expect.stringMatching(/^Analysis failed \(erp_version_deprecated\): .*15\.0/) });
     const junk = await uploaded(Buffer.from("these are not the backups you are looking for\n".repeat(100)));
-    expect(junk.record).toMatchObject({ status: "failed", error_message: expect.stringMatching(/^Analysis failed: /) });
+    expect(junk.record).toMatchObject({ status: "failed", error_message: expect.stringMatching(/^Analysis failed \(not_a_backup\): /) });
     expect((await owner.api.get(`/migrations/${junk.id}/analysis`)).status).toBeGreaterThanOrEqual(400);
+  }, 60_000);
+
+  it("refuses a PostgreSQL dump that is not the ERP's, whatever its manifest says (erp_tables_missing)", async () => {
+    pg.sql("postgres", "create database shop");
+    pg.sql("shop", "create table invoices (id serial primary key, total numeric); insert into invoices (total) values (10), (20);");
+    const bytes = await zipOf([{ name: "dump.sql", bytes: pg.dump("shop") }, { name: "manifest.json", bytes: manifestOf("shop", "17.0", ["base"]) }]);
+    const { record } = await uploaded(bytes);
+    expect(record).toMatchObject({
+      status: "failed",
+      error_message: expect.stringMatching(/^Analysis failed \(erp_tables_missing\): not a database of the ERP: the dump has no ir_module_module, res_partner, res_users tables/),
+    });
+  }, 60_000);
+
+  it("an Enterprise backup: its Enterprise modules, and the requirement start will hold it to", async () => {
+    const ee = createErpDatabase(pg, "acme_ee", "17.0.1.3", { enterprise: true });
+    const { id, record } = await uploaded(await zipOf([{ name: "dump.sql", bytes: pg.dump("acme_ee") }, { name: "manifest.json", bytes: manifestOf("acme_ee", "17.0+e-20250703", ee.installed) }]));
+    expect(record.status).toBe("analyzed");
+    const analysis = (await owner.api.get(`/migrations/${id}/analysis`)).body;
+    expect(analysis).toMatchObject({ enterprise_modules: ee.enterprise, postgres_major_required: 15, pg_dump_version: expect.stringMatching(/^15\./) });
+    expect(analysis.warnings).toContainEqual(expect.stringContaining("Enterprise (web_studio)"));
+    expect(analysis.requirements).toEqual([
+      { code: "database_image_too_old", met: true, message: expect.stringContaining("PostgreSQL 15 or later") },
+      { code: "enterprise_addons_required", met: false, message: expect.any(String) },
+    ]);
   }, 60_000);
 });

@@ -74,6 +74,7 @@ import { createMigrationsService, type AnalyzeBackup } from "./modules/migration
 import { createTusUploads } from "./modules/migrations/tus-uploads.ts";
 import { createMigrationArchives } from "./modules/migrations/migration-archive.ts";
 import { createMigrationExecution } from "./modules/migrations/migration-execution.ts";
+import { createMigrationRequirements } from "./modules/migrations/migration-requirements.ts";
 import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
 import { migrationUploadDir } from "./config.ts";
 import type { TierLimits } from "./modules/migrations/migration-states.ts";
@@ -119,6 +120,7 @@ export function createServices(deps: {
   const backupStore = deps.backupStore ?? createObjectStore(backupStoreSettings());
   const migrationsRepo = createMigrationsRepo(db);
   const migrationArchives = createMigrationArchives({ repo: migrationsRepo, links: backupLinks, store: backupStore });
+  const migrationRequirements = createMigrationRequirements({ images, addonRepositories: addonRepositoriesRepo });
   const dispatcher = createDispatcher({
     repo: createDispatchRepo(db),
     commands: agentCommands,
@@ -162,6 +164,7 @@ export function createServices(deps: {
     store: backupStore,
     clock,
     analyze: deps.analyzeBackup ?? analyzeMigrationBackup,
+    requirements: migrationRequirements,
     discardUpload: (uploadId) => tusUploads.discard(uploadId),
     environmentUrls: async (organizationId, environmentIds) => {
       const envs = await repos.environments.getMany({ organizationId, projectId: null }, environmentIds);
@@ -253,6 +256,7 @@ export function createServices(deps: {
       environments,
       environmentsRepo: repos.environments,
       operations: platformDeployments.operations,
+      requirements: migrationRequirements,
       clock,
     }),
     tusUploads,

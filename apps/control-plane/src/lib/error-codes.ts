@@ -144,6 +144,10 @@ export const ERROR_STATUS = {
   /** unlink-environment of a migration that created no environment. */
   migration_not_linked: 409,
   migration_backup_unavailable: 409,
+  /** start of a migration whose backup has Enterprise modules, while the target has no Enterprise add-ons (an Enterprise repository as add-on repository, or an image declared Enterprise). */
+  enterprise_addons_required: 409,
+  /** start of a migration whose dump needs a newer PostgreSQL than the database image runs (or whose image's major is unknown). */
+  database_image_too_old: 409,
   // others
   payload_too_large: 413,
   /** A download link past its expiry (15 minutes): ask for a new one. */

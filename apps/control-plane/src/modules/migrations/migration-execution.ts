@@ -10,6 +10,10 @@
 // clones, pulls, configures, routes and checks health, and keeps safe what a failed deploy
 // touched; a migration adds only the restore. The same path then serves force_restore
 // (4.1 rule 9) and a retry: one mechanism, the restore-once flag deciding.
+//
+// Before step 1, start refuses (409, nothing made) while the target lacks what the backup
+// needs (migration-requirements.ts): the Enterprise add-ons for Enterprise modules, a
+// database image whose PostgreSQL is at least as new as the dump.
 import { randomUUID } from "node:crypto";
 import { DomainError } from "../../lib/errors.ts";
 import type { Clock } from "../../lib/clock.ts";
@@ -21,6 +25,8 @@ import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import type { ProjectsService } from "../projects/projects.service.ts";
 import { assertSupportedErpVersion } from "../projects/erp-versions.ts";
 import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
+import type { MigrationRequirements } from "./migration-requirements.ts";
+import type { AnalysisFields } from "./migration-schemas.ts";
 import { advance, currentStep, initialSteps, MIGRATION_STEPS, percentOf, stepsOfMigration, type MigrationStepId, type StepStates } from "./migration-steps.ts";
 
 /** The name of the environment a migration creates. */
@@ -33,6 +39,7 @@ export function createMigrationExecution(deps: {
   environments: Pick<EnvironmentsService, "create">;
   environmentsRepo: Pick<EnvironmentsRepo, "get">;
   operations: Pick<PlatformOperations, "operate">;
+  requirements: Pick<MigrationRequirements, "assertMet">;
   clock: Clock;
 }) {
   const { repo } = deps;
@@ -63,6 +70,7 @@ export function createMigrationExecution(deps: {
         throw new DomainError("migration_not_ready", `Migration ${id} is ${m0.status}: configure it (target server) after its analysis, then start it`);
       }
       const erpVersion = assertSupportedErpVersion(m0.erpVersionDetected);
+      if (m0.analysis !== null) await deps.requirements.assertMet({ organizationId, environmentId: m0.environmentId, analysis: m0.analysis as AnalysisFields });
       const steps = initialSteps({ gitRepository: m0.gitRepoUrl !== null });
       let m = await repo.update(id, { status: "processing", steps, progressPercent: 0, currentStep: null, errorMessage: null, deploymentId: null }, { from: ["ready"] });
       if (!m) throw new DomainError("migration_not_ready", `Migration ${id} changed state; ask again`);

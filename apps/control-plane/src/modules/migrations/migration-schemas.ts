@@ -28,10 +28,45 @@ export const AnalysisFields = Type.Object({
   monthly_savings: Type.Number(),
   format: Type.Optional(StringEnum(["zip", "tar", "tar.gz", "sql", "pg_custom"] as const, { description: "What the backup is, read from its content (never its name)" })),
   warnings: Type.Optional(Type.Array(Type.String(), { description: "What the person should know that does not stop the migration (e.g. a dump without a file store)" })),
+  pg_dump_version: Type.Optional(Nullable(Type.String({ description: "The pg_dump release that wrote the dump, when its header says" }))),
+  postgres_major_required: Type.Optional(
+    Type.Integer({
+      minimum: 9,
+      description:
+        "The oldest PostgreSQL major the backup restores into: the newest of its pg_dump's major, its source server's major and the ERP version's minimum (12; 13 for 19.0). An older dump restores into a newer PostgreSQL, never the reverse (pg_dump 17 writes SET transaction_timeout, which 16 rejects)",
+    }),
+  ),
+  enterprise_modules: Type.Optional(
+    Type.Array(Type.String(), { description: "Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database" }),
+  ),
 });
 export type AnalysisFields = Static<typeof AnalysisFields>;
 
-export const Analysis = Type.Object({ migration_id: Uuid, ...AnalysisFields.properties }, { $id: "MigrationAnalysis", title: "MigrationAnalysis" });
+export const REQUIREMENT_CODES = ["enterprise_addons_required", "database_image_too_old"] as const;
+export type RequirementCode = (typeof REQUIREMENT_CODES)[number];
+
+export const Requirement = Type.Object(
+  {
+    code: StringEnum(REQUIREMENT_CODES, {
+      description: "What the target must have; when not met, start answers 409 with this same error code",
+    }),
+    met: Type.Boolean({ description: "Whether the target has it now (read at each request: adding the repository or changing the image meets it)" }),
+    message: Type.String({ description: "What is needed and, when not met, what to do" }),
+  },
+  { title: "MigrationRequirement" },
+);
+export type Requirement = Static<typeof Requirement>;
+
+export const Analysis = Type.Object(
+  {
+    migration_id: Uuid,
+    ...AnalysisFields.properties,
+    requirements: Type.Array(Requirement, {
+      description: "What the environment the migration creates must have for the backup to restore and run, each compared with the target now: the PostgreSQL of the database image (always listed) and, for a backup with Enterprise modules, the Enterprise add-ons. start refuses while one is not met",
+    }),
+  },
+  { $id: "MigrationAnalysis", title: "MigrationAnalysis" },
+);
 
 export const Migration = Type.Object(
   {

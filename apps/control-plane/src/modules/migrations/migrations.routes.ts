@@ -122,7 +122,8 @@ export function migrationsRoutes(deps: {
         schema: {
           tags: TAG,
           summary: "Get the analysis of the backup",
-          description: "What the analysis read from the stored backup (409 migration_not_analyzed before it finished).",
+          description:
+            "What the analysis read from the stored backup (409 migration_not_analyzed before it finished), and `requirements`: what the environment it creates must have, compared with the target at this request (the database image's PostgreSQL against postgres_major_required; the Enterprise add-ons when enterprise_modules is not empty). start refuses with a requirement's code while it is not met.",
           params: Params,
           response: { 200: refTo(Analysis), ...errors(404, 409) },
         },
@@ -351,7 +352,7 @@ export function migrationsRoutes(deps: {
           tags: TAG,
           summary: "Start a migration",
           description:
-            "Runs the 12 steps on the target server (202): 1 a project named after the migration on the target server, with the detected ERP version and the repository; 2 an environment linked by migration_id, sized by the recommendation, at target_domain (`production` when configured so, else `staging`); 3 to 12 that environment's first deployment (trigger `migration`), which restores the backup because of the restore-once rule (platform spec 4.1 rule 9). Follow it with GET (steps, progress_percent, current_step) or the migration_progress events; a failure fails the migration with error_message (retry, then start again: the project and environment are reused). 409 migration_not_ready unless configured (ready).",
+            "Runs the 12 steps on the target server (202): 1 a project named after the migration on the target server, with the detected ERP version and the repository; 2 an environment linked by migration_id, sized by the recommendation, at target_domain (`production` when configured so, else `staging`); 3 to 12 that environment's first deployment (trigger `migration`), which restores the backup because of the restore-once rule (platform spec 4.1 rule 9). Follow it with GET (steps, progress_percent, current_step) or the migration_progress events; a failure fails the migration with error_message (retry, then start again: the project and environment are reused). 409 migration_not_ready unless configured (ready); 409 enterprise_addons_required or database_image_too_old, with nothing made, while a requirement of GET analysis is not met (its message says what to do; start again once it is).",
           params: Params,
           response: { 202: StatusAnswer, ...errors(400, 404, 409) },
         },

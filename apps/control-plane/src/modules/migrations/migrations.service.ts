@@ -12,6 +12,7 @@ import { capacityOf } from "../servers/capacity.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
 import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
 import type { AnalysisFields } from "./migration-schemas.ts";
+import type { MigrationRequirements } from "./migration-requirements.ts";
 import { advance, stepsOfMigration, stepsView } from "./migration-steps.ts";
 import {
   ACCEPTS_BACKUP,
@@ -136,6 +137,8 @@ export function createMigrationsService(deps: {
   store: ObjectStore;
   clock: Clock;
   analyze: AnalyzeBackup;
+  /** What the target must have for the backup (migration-requirements.ts), listed with the analysis. */
+  requirements: Pick<MigrationRequirements, "check">;
   /** Removes what a resumable upload left (tus-uploads.ts); nothing there is no error. */
   discardUpload?: (uploadId: string) => Promise<void>;
   /** How long a failed migration's bytes are kept for a retry before the cleanup job removes them (default 7 days). */
@@ -403,7 +406,9 @@ export function createMigrationsService(deps: {
         a = await deps.analyze(source, signal ? { signal } : {});
       } catch (error) {
         const message = (error as { message?: string } | null)?.message ?? String(error);
-        await fail(id, `Analysis failed: ${message}`);
+        // The analysis' own refusals carry a stable code (BackupAnalysisErrorCode), shown first.
+        const code = (error as { code?: unknown } | null)?.code;
+        await fail(id, typeof code === "string" && /^[a-z][a-z_]*$/.test(code) ? `Analysis failed (${code}): ${message}` : `Analysis failed: ${message}`);
         return;
       }
       await repo.update(
@@ -430,7 +435,8 @@ export function createMigrationsService(deps: {
     async analysis(organizationId: string, id: string) {
       const m = await get(organizationId, id);
       if (m.analysis === null) throw new DomainError("migration_not_analyzed", `Migration ${id} has no analysis yet (it is ${m.status}${m.currentStep ? `, ${m.currentStep}` : ""})`);
-      return { migration_id: m.id, ...(m.analysis as AnalysisFields) };
+      const analysis = m.analysis as AnalysisFields;
+      return { migration_id: m.id, ...analysis, requirements: await deps.requirements.check({ organizationId: m.organizationId, environmentId: m.environmentId, analysis }) };
     },
 
     /** import-url: records the URL and queues the download (migration-jobs.ts, url-import.ts). */
