@@ -18,7 +18,14 @@ import { waitUntil } from "../support/wait.ts";
 
 const PG_IMAGE = "berth-test/postgres:15";
 const ERP_IMAGE = "berth-test/erp:17.0";
-const ERP_ALIASES = ["berth-test/erp:18.0", "berth-test/erp:16.0"];
+// One image per series; the official images' user odoo (uid:gid) differs from 18.0 on.
+const ERP_TAGS: Record<string, { uid: number; gid: number }> = {
+  "16.0": { uid: 101, gid: 101 },
+  "17.0": { uid: 101, gid: 101 },
+  "18.0": { uid: 100, gid: 101 },
+  "19.0": { uid: 100, gid: 101 },
+};
+const erpImage = (series: string): string => `berth-test/erp:${series}`;
 const SUITE_LABEL = "berth.test.suite";
 const RUN_LABEL = "berth.test.run";
 const SUITE = "images";
@@ -494,9 +501,9 @@ interface ModuleRow {
 
 // Runs the ERP image once with these server options (one-shot, as a deploy's module install
 // or upgrade runs), on the test network with the test's odoo.conf and this add-ons folder.
-async function runOdoo(args: string[], addonsDir: string): Promise<{ code: number; logs: string }> {
+async function runOdoo(args: string[], addonsDir: string, image = ERP_IMAGE): Promise<{ code: number; logs: string }> {
   const container = await docker.createContainer({
-    Image: ERP_IMAGE,
+    Image: image,
     Labels: labels,
     Cmd: ["odoo", ...args],
     HostConfig: {
@@ -513,6 +520,68 @@ async function runOdoo(args: string[], addonsDir: string): Promise<{ code: numbe
   }
 }
 
+// Runs IMAGE with CMD and no network (option parsing, `id`): exit code, stdout, stderr.
+async function runBare(image: string, cmd: string[], entrypoint?: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const container = await docker.createContainer({ Image: image, Labels: labels, Cmd: cmd, Entrypoint: entrypoint });
+  try {
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    const out = new PassThrough();
+    const err = new PassThrough();
+    const o: Buffer[] = [];
+    const e: Buffer[] = [];
+    out.on("data", (c: Buffer) => o.push(c));
+    err.on("data", (c: Buffer) => e.push(c));
+    const raw = await container.logs({ stdout: true, stderr: true });
+    docker.modem.demuxStream(new PassThrough().end(raw), out, err);
+    await new Promise((resolve) => setImmediate(resolve));
+    return { code: StatusCode, stdout: Buffer.concat(o).toString("utf8"), stderr: Buffer.concat(e).toString("utf8") };
+  } finally {
+    await container.remove({ force: true, v: true });
+  }
+}
+
+interface Server {
+  base: string;
+  port: (containerPort: number) => number;
+  logs: () => Promise<string>;
+  remove: () => Promise<void>;
+}
+
+// A serving ERP container (the test's odoo.conf, ARGS after `odoo`), once /web/health answers.
+async function startServer(args: string[], addonsDir: string, image = ERP_IMAGE): Promise<Server> {
+  const container = await docker.createContainer({
+    Image: image,
+    Labels: labels,
+    Cmd: ["odoo", ...args],
+    ExposedPorts: { "8069/tcp": {}, "8072/tcp": {} },
+    HostConfig: {
+      NetworkMode: names.network,
+      Binds: [`${join(workDir, "odoo.conf")}:/etc/odoo/odoo.conf:ro`, `${addonsDir}:/mnt/extra-addons:ro`],
+      PortBindings: {
+        "8069/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
+        "8072/tcp": [{ HostIp: "127.0.0.1", HostPort: "" }],
+      },
+    },
+  });
+  const logs = async (): Promise<string> => demux(await container.logs({ stdout: true, stderr: true }));
+  await container.start();
+  const ports = (await container.inspect()).NetworkSettings.Ports;
+  const port = (p: number): number => Number(ports[`${p}/tcp`]?.[0]?.HostPort ?? 0);
+  const base = `http://127.0.0.1:${port(8069)}`;
+  try {
+    await waitUntil(
+      `${image} ${args.join(" ")}: /web/health`,
+      async () => (await fetch(`${base}/web/health`, { signal: AbortSignal.timeout(3_000) }).catch(() => undefined))?.status === 200,
+      { timeoutMs: 40_000, intervalMs: 250, detail: logs },
+    );
+  } catch (err) {
+    await container.remove({ force: true, v: true });
+    throw err;
+  }
+  return { base, port, logs, remove: () => container.remove({ force: true, v: true }) };
+}
+
 // One psql query in the PostgreSQL container, rows as `a|b|c` lines.
 async function psql(database: string, query: string): Promise<string> {
   if (!pg) throw new Error("no postgres container");
@@ -522,12 +591,19 @@ async function psql(database: string, query: string): Promise<string> {
 }
 
 // A module folder as Odoo finds one in the add-ons path: __manifest__.py and maybe more files.
-async function writeModule(addonsDir: string, name: string, version: string, files: Record<string, string> = {}): Promise<void> {
+async function writeModule(
+  addonsDir: string,
+  name: string,
+  version: string,
+  files: Record<string, string> = {},
+  depends: string[] = ["base"],
+): Promise<void> {
   const dir = join(addonsDir, name);
   await mkdir(dir, { recursive: true, mode: 0o755 });
+  const deps = depends.map((d) => `'${d}'`).join(", ");
   await writeFile(
     join(dir, "__manifest__.py"),
-    `# -*- coding: utf-8 -*-\n{\n    'name': '${name}',\n    "version": '${version}',\n    'depends': ['base'],\n    'license': 'LGPL-3',\n}\n`,
+    `# -*- coding: utf-8 -*-\n{\n    'name': '${name}',\n    "version": '${version}',\n    'depends': [${deps}],\n    'license': 'LGPL-3',\n}\n`,
     { mode: 0o644 },
   );
   for (const [file, content] of Object.entries(files)) await writeFile(join(dir, file), content, { mode: 0o644 });
@@ -544,7 +620,7 @@ describe("Docker test images", () => {
           "images: run `bash .ci/docker-setup.sh` (as root) first.",
       );
     }
-    for (const tag of [PG_IMAGE, ERP_IMAGE, ...ERP_ALIASES]) {
+    for (const tag of [PG_IMAGE, ...Object.keys(ERP_TAGS).map(erpImage)]) {
       try {
         await docker.getImage(tag).inspect();
       } catch {
@@ -614,10 +690,12 @@ describe("Docker test images", () => {
     expect(info.options.db_password).toBe("********");
     expect(info.options.limit_memory_hard).toBe("1677721600");
 
+    // 17.0 ignores db_server_status (it exists from 18.0).
     const db = await http("/web/health?db_server_status=1");
     expect(db.status).toBe(200);
-    expect(await db.json()).toEqual({ status: "pass", db_server_status: true });
+    expect(await db.json()).toEqual({ status: "pass" });
     expect((await http("/")).status).toBe(200);
+    expect((await http("/web/login")).status).toBe(200);
   }, 60_000);
 
   it("records base in ir_module_module on first start, with demo data by default, and admin_passwd only as set", async () => {
@@ -733,7 +811,7 @@ describe("Docker test images", () => {
     expect(echoed?.payload.toString("utf8")).toBe("hello");
     expect(close?.payload.readUInt16BE(0)).toBe(1000);
 
-    // On http_port as well (the same routes), and 400 when the upgrade or the key is missing.
+    // 400 when the upgrade or the key is missing (on http_port too: the handshake is checked first).
     const plain = await http("/websocket");
     expect(plain.status).toBe(400);
     expect(await plain.text()).toBe("websocket upgrade expected\n");
@@ -744,13 +822,35 @@ describe("Docker test images", () => {
     expect(noKey.head).toMatch(/^HTTP\/1\.1 400 /);
     expect(noKey.head).toMatch(/\r\n\r\nwebsocket upgrade expected\n$/);
     // The client closing first gets the server's close (1000) at once.
-    const onHttpPort = await wsSession(`${erpBase.replace("http:", "ws:")}/websocket`, {
-      onMessage: (ws) => ws.close(1000),
-    });
-    expect(onHttpPort.messages).toHaveLength(1);
-    expect(JSON.parse(onHttpPort.messages[0] ?? "")).toMatchObject({ port: 8069, path: "/websocket" });
-    expect(onHttpPort.close.code).toBe(1000);
+    const closing = await wsSession(`ws://127.0.0.1:${erpWsPort}/websocket`, { onMessage: (ws) => ws.close(1000) });
+    expect(closing.messages).toHaveLength(1);
+    expect(closing.close.code).toBe(1000);
   }, 40_000);
+
+  it("with workers, refuses the websocket upgrade on http_port as Odoo does (500, Couldn't bind the websocket); with workers = 0 it upgrades there", async () => {
+    // The shared odoo.conf has workers = 2: the HTTP workers cannot upgrade (addons/bus/websocket.py).
+    const refused = await rawExchange(
+      erpPort(),
+      "GET /websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+    );
+    expect(refused.head).toMatch(/^HTTP\/1\.1 500 /);
+    const logs = demux(await (erp as Container).logs({ stdout: true, stderr: true }));
+    expect(logs).toMatch(/ERROR \S+ odoo\.http: Exception during request handling\.\n/);
+    expect(logs).toContain("RuntimeError: Couldn't bind the websocket. Is the connection opened on the evented port (8072)?");
+
+    const threaded = await startServer(["--workers=0"], join(workDir, "addons-v1"));
+    try {
+      const session = await wsSession(`${threaded.base.replace("http:", "ws:")}/websocket`, {
+        onMessage: (ws) => ws.close(1000),
+      });
+      expect(session.messages).toHaveLength(1);
+      expect(JSON.parse(session.messages[0] ?? "")).toMatchObject({ port: 8069, path: "/websocket" });
+      expect(session.close.code).toBe(1000);
+    } finally {
+      await threaded.remove();
+    }
+  }, 60_000);
 
   it("keeps HTTP/1.1 connections alive: one socket for two requests through node:http's keep-alive agent", async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -871,20 +971,31 @@ describe("Docker test images", () => {
     ]);
   }, 30_000);
 
-  it("reports the database as down while PostgreSQL does not answer", async () => {
+  it("reports the database as down while PostgreSQL does not answer, with ?db_server_status=1 from 18.0 only", async () => {
     if (!pg) throw new Error("no postgres container");
-    // Paused rather than stopped: the name `db` keeps resolving, so nothing asks DNS outside.
-    await pg.pause();
+    const s18 = await startServer([], join(workDir, "addons-v1"), erpImage("18.0"));
     try {
-      const plain = await http("/web/health");
-      expect(plain.status).toBe(200);
-      const db = await http("/web/health?db_server_status=1");
-      expect(db.status).toBe(500);
-      expect(await db.json()).toEqual({ status: "fail", db_server_status: false });
+      const up = await fetch(`${s18.base}/web/health?db_server_status=1`, { signal: AbortSignal.timeout(10_000) });
+      expect(await up.json()).toEqual({ status: "pass", db_server_status: true });
+      // Paused rather than stopped: the name `db` keeps resolving, so nothing asks DNS outside.
+      await pg.pause();
+      try {
+        const plain = await http("/web/health");
+        expect(plain.status).toBe(200);
+        // 17.0 ignores the parameter: still pass.
+        const ignored = await http("/web/health?db_server_status=1");
+        expect(ignored.status).toBe(200);
+        expect(await ignored.json()).toEqual({ status: "pass" });
+        const db = await fetch(`${s18.base}/web/health?db_server_status=1`, { signal: AbortSignal.timeout(15_000) });
+        expect(db.status).toBe(500);
+        expect(await db.json()).toEqual({ status: "fail", db_server_status: false });
+      } finally {
+        await pg.unpause();
+      }
     } finally {
-      await pg.unpause();
+      await s18.remove();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("keeps the rows across ERP and PostgreSQL restarts", async () => {
     if (!pg || !erp) throw new Error("containers missing");
@@ -940,8 +1051,13 @@ describe("Docker test images", () => {
       await writeModule(addons(), "my_module", "17.0.1.1");
       const run = await runOdoo(["-d", db, "-i", "base", "--stop-after-init", "--without-demo=all"], addons());
       expect(run.code, run.logs).toBe(0);
-      expect(run.logs).toMatch(/odoo\.service\.db: Create database `modules_db`/);
-      expect(run.logs).toMatch(/Stopping gracefully \(--stop-after-init\)/);
+      // odoo/cli/server.py creates it without a log line (exp_create_database's is the web manager's).
+      expect(run.logs).not.toMatch(/Create database/);
+      expect(run.logs).toMatch(/INFO modules_db odoo\.modules\.loading: Loading module base \(1\/1\)\n/);
+      expect(run.logs).toMatch(/INFO \S+ odoo\.service\.server: Initiating shutdown\n/);
+      // Created as _create_empty_database does: collation C, pg_trgm.
+      expect(await psql("postgres", "SELECT datcollate FROM pg_database WHERE datname = 'modules_db'")).toBe("C");
+      expect(await psql(db, "SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'")).toBe("pg_trgm");
       expect(run.logs).not.toMatch(/HTTP service/);
       // The add-ons path was scanned (update_list): my_module is known, not installed.
       expect(await psql(db, "SELECT name, state, coalesce(latest_version, '-'), demo FROM ir_module_module ORDER BY id")).toBe(
@@ -981,7 +1097,8 @@ describe("Docker test images", () => {
       });
       const run = await runOdoo(["-d", db, "-u", "my_module", "--stop-after-init"], addons());
       expect(run.code, run.logs).toBe(0);
-      expect(run.logs).toMatch(/Loading module my_module \(1\/1\): upgrade 17\.0\.1\.2/);
+      expect(run.logs).toMatch(/INFO modules_db odoo\.modules\.loading: Loading module my_module \(2\/2\)\n/);
+      expect(run.logs).toMatch(/INFO modules_db odoo\.modules\.loading: loading my_module\/berth_upgrade\.sql\n/);
       expect(await psql(db, "SELECT state, latest_version FROM ir_module_module WHERE name = 'my_module'")).toBe(
         "installed|17.0.1.2",
       );
@@ -998,9 +1115,13 @@ describe("Docker test images", () => {
       });
       const run = await runOdoo(["-d", db, "-u", "bad_module", "--stop-after-init"], addons());
       expect(run.code, run.logs).toBe(255);
-      expect(run.logs).toMatch(/ERROR modules_db odoo\.modules\.loading: Failed to upgrade module bad_module: /);
-      expect(run.logs).toMatch(/CRITICAL modules_db odoo\.service\.server: Failed to initialize database `modules_db`\.\nTraceback \(most recent call last\):\n/);
-      expect(run.logs).toMatch(/Transient module states were reset/);
+      // Real Odoo prints no "Failed to upgrade module" line: the states are reset, the registry
+      // fails, and preload_registries logs CRITICAL with the traceback.
+      expect(run.logs).not.toMatch(/Failed to (upgrade|install) module/);
+      expect(run.logs).toMatch(
+        /WARNING modules_db odoo\.modules\.loading: Transient module states were reset\n.*ERROR modules_db odoo\.modules\.registry: Failed to load registry\n.*CRITICAL modules_db odoo\.service\.server: Failed to initialize database `modules_db`\.\nTraceback \(most recent call last\):\n/,
+      );
+      expect(run.logs).toMatch(/\nException: berth stand-in: \/mnt\/extra-addons\/bad_module\/FAIL_UPGRADE makes module bad_module fail after its changes were committed\n/);
       // The database was changed (committed) although the upgrade failed; the module keeps its old version.
       expect(await psql(db, "SELECT count(*) FROM bad_module_half")).toBe("1");
       expect(await psql(db, "SELECT state, latest_version FROM ir_module_module WHERE name = 'bad_module'")).toBe(
@@ -1013,7 +1134,7 @@ describe("Docker test images", () => {
       });
       const broken = await runOdoo(["-d", db, "-u", "my_module", "--stop-after-init"], addons());
       expect(broken.code, broken.logs).toBe(255);
-      expect(broken.logs).toMatch(/Failed to upgrade module my_module: .*no_such_column/);
+      expect(broken.logs).toMatch(/\npsycopg2\.errors\.UndefinedColumn: column "no_such_column" does not exist\n/);
       expect(await psql(db, "SELECT string_agg(version, ',') FROM my_module_upgraded")).toBe("17.0.1.2");
       expect(await psql(db, "SELECT latest_version FROM ir_module_module WHERE name = 'my_module'")).toBe("17.0.1.2");
     }, 90_000);
@@ -1048,11 +1169,186 @@ describe("Docker test images", () => {
           { name: "my_module", state: "installed", latest_version: "17.0.1.2", demo: false },
         ]);
         const logs = await logsOf(server);
-        expect(logs).toMatch(/Failed to upgrade module bad_module/);
+        expect(logs).toMatch(/CRITICAL modules_db odoo\.service\.server: Failed to initialize database `modules_db`\./);
+        // The next request loads the registry without the upgrade (states were reset): it works.
+        expect((await fetch(`${base}/web/login`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
         expect(await psql(db, "SELECT count(*) FROM bad_module_half")).toBe("2");
       } finally {
         await server.remove({ force: true, v: true });
       }
+    }, 90_000);
+  });
+
+  describe("strict like real Odoo, per series", () => {
+    const addons = (): string => join(workDir, "addons-strict");
+
+    it("has the official image's user per tag and reports its series", async () => {
+      for (const [series, ids] of Object.entries(ERP_TAGS)) {
+        const uid = await runBare(erpImage(series), ["-u", "odoo"], ["id"]);
+        const gid = await runBare(erpImage(series), ["-g", "odoo"], ["id"]);
+        expect([uid.stdout.trim(), gid.stdout.trim()], series).toEqual([String(ids.uid), String(ids.gid)]);
+        const version = await runBare(erpImage(series), ["--version"]);
+        expect(version.stdout, series).toBe(`Odoo Server ${series}\n`);
+        const env = (await docker.getImage(erpImage(series)).inspect()).Config.Env ?? [];
+        expect(env, series).toContain(`ODOO_VERSION=${series}`);
+      }
+    }, 90_000);
+
+    it("exits as optparse does on an unknown or malformed option (usage, error, exit 2)", async () => {
+      const unknown = await runBare(erpImage("17.0"), ["odoo", "--no-such-option"]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.stderr).toBe("Usage: odoo [options]\n\nodoo: error: no such option: --no-such-option\n");
+      const short = await runBare(erpImage("16.0"), ["-q"]);
+      expect([short.code, short.stderr]).toEqual([2, "Usage: odoo [options]\n\nodoo: error: no such option: -q\n"]);
+      // 18.0+: odoo/cli/server.py names the parser "odoo server".
+      const s18 = await runBare(erpImage("18.0"), ["--no-such-option"]);
+      expect(s18.stderr).toBe("Usage: odoo server [options]\n\nodoo server: error: no such option: --no-such-option\n");
+      const missing = await runBare(erpImage("17.0"), ["-d"]);
+      expect([missing.code, missing.stderr.split("\n")[2]]).toEqual([2, "odoo: error: -d option requires 1 argument"]);
+      const notInt = await runBare(erpImage("17.0"), ["--http-port=x"]);
+      expect(notInt.stderr.split("\n")[2]).toBe("odoo: error: option --http-port: invalid integer value: 'x'");
+      const flagValue = await runBare(erpImage("17.0"), ["--stop-after-init=1"]);
+      expect(flagValue.stderr.split("\n")[2]).toBe("odoo: error: --stop-after-init option does not take a value");
+      // Demo options per series: --with-demo exists from 19.0 only, and takes no value.
+      for (const series of ["16.0", "17.0", "18.0"]) {
+        const r = await runBare(erpImage(series), ["--with-demo"]);
+        expect([r.code, r.stderr.split("\n")[2]], series).toEqual([2, `${series === "18.0" ? "odoo server" : "odoo"}: error: no such option: --with-demo`]);
+      }
+      const withValue = await runBare(erpImage("19.0"), ["--with-demo=all"]);
+      expect([withValue.code, withValue.stderr.split("\n")[2]]).toEqual([2, "odoo server: error: --with-demo option does not take a value"]);
+      // 19.0 refuses positional leftovers; 16.0-18.0 ignore them.
+      const leftover = await runBare(erpImage("19.0"), ["--stop-after-init", "stray"]);
+      expect(leftover.stderr.split("\n")[2]).toBe("odoo server: error: unrecognized parameters: stray");
+    }, 90_000);
+
+    it("demo data: on by default in 16.0-18.0, off in 19.0 (--with-demo); --without-demo=all only warns in 19.0", async () => {
+      await mkdir(addons(), { recursive: true, mode: 0o755 });
+      await writeModule(addons(), "strict_demo", "1.0");
+      const demoOf = async (database: string) =>
+        psql(database, "SELECT name || ':' || demo FROM ir_module_module WHERE state = 'installed' ORDER BY name");
+      const r18 = await runOdoo(["-d", "demo18", "-i", "strict_demo", "--stop-after-init"], addons(), erpImage("18.0"));
+      expect(r18.code, r18.logs).toBe(0);
+      expect(await demoOf("demo18")).toBe("base:true\nstrict_demo:true");
+      const r18off = await runOdoo(["-d", "demo18off", "--without-demo=all", "-i", "strict_demo", "--stop-after-init"], addons(), erpImage("18.0"));
+      expect(r18off.code, r18off.logs).toBe(0);
+      expect(await demoOf("demo18off")).toBe("base:false\nstrict_demo:false");
+      const r19 = await runOdoo(["-d", "demo19", "-i", "strict_demo", "--stop-after-init"], addons(), erpImage("19.0"));
+      expect(r19.code, r19.logs).toBe(0);
+      expect(await demoOf("demo19")).toBe("base:false\nstrict_demo:false");
+      const r19on = await runOdoo(["-d", "demo19on", "--with-demo", "-i", "strict_demo", "--stop-after-init"], addons(), erpImage("19.0"));
+      expect(r19on.code, r19on.logs).toBe(0);
+      expect(await demoOf("demo19on")).toBe("base:true\nstrict_demo:true");
+      const r19all = await runOdoo(["-d", "demo19all", "--without-demo=all", "-i", "base", "--stop-after-init"], addons(), erpImage("19.0"));
+      expect(r19all.code, r19all.logs).toBe(0);
+      expect(r19all.logs).toMatch(/WARNING \S+ odoo\.tools\.config: option --without-demo: since 19\.0, invalid boolean value: 'all', assume True\n/);
+    }, 120_000);
+
+    it("reads depends: -u upgrades the installed modules depending on it, in dependency order", async () => {
+      await writeModule(addons(), "strict_a", "1.0");
+      await writeModule(addons(), "strict_b", "1.0", {}, ["base", "strict_a"]);
+      await writeModule(addons(), "strict_c", "1.0", {}, ["strict_b"]);
+      await writeModule(addons(), "strict_other", "1.0");
+      // Installing c installs its dependencies first.
+      const inst = await runOdoo(["-d", "deps_db", "-i", "strict_c,strict_other", "--stop-after-init"], addons(), erpImage("17.0"));
+      expect(inst.code, inst.logs).toBe(0);
+      const order = [...inst.logs.matchAll(/Loading module (\w+) \(\d+\/\d+\)/g)].map((m) => m[1]);
+      expect(order).toEqual(["base", "strict_a", "strict_other", "strict_b", "strict_c"]);
+      for (const m of ["strict_a", "strict_b", "strict_c", "strict_other"]) await writeModule(addons(), m, "1.1", {}, m === "strict_b" ? ["base", "strict_a"] : m === "strict_c" ? ["strict_b"] : ["base"]);
+      const up = await runOdoo(["-d", "deps_db", "-u", "strict_a", "--stop-after-init"], addons(), erpImage("17.0"));
+      expect(up.code, up.logs).toBe(0);
+      expect([...up.logs.matchAll(/Loading module (\w+) \((\d+)\/(\d+)\)/g)].map((m) => `${m[1] ?? ""} ${m[2] ?? ""}/${m[3] ?? ""}`)).toEqual([
+        "strict_a 2/5",
+        "strict_b 4/5",
+        "strict_c 5/5",
+      ]);
+      expect(await psql("deps_db", "SELECT name || ' ' || latest_version FROM ir_module_module WHERE name LIKE 'strict_%' AND state = 'installed' ORDER BY name")).toBe(
+        "strict_a 17.0.1.1\nstrict_b 17.0.1.1\nstrict_c 17.0.1.1\nstrict_other 17.0.1.0",
+      );
+    }, 90_000);
+
+    it("adapts manifest versions as each branch's adapt_version does", async () => {
+      const dir = join(workDir, "addons-versions");
+      await mkdir(dir, { recursive: true, mode: 0o755 });
+      const cases: [string, string, string][] = [
+        // series, manifest version, ir_module_module after -i (state latest_version)
+        ["16.0", "16.0", "installed 16.0.16.0"],
+        ["17.0", "17.0", "installed 17.0.17.0"],
+        ["17.0", "2.5", "installed 17.0.2.5"],
+        ["17.0", "17.0.1.0", "installed 17.0.1.0"],
+        ["18.0", "18.0", "uninstallable -"],
+        ["18.0", "1.2.3.4", "installed 18.0.1.2.3.4"],
+        ["18.0", "18.0.1.0", "installed 18.0.1.0"],
+        ["19.0", "1.2.3.4", "uninstallable -"],
+        ["19.0", "19.0.1.2.3", "installed 19.0.1.2.3"],
+        ["19.0", "2.5", "installed 19.0.2.5"],
+      ];
+      for (const [i, [series, version, expected]] of cases.entries()) {
+        const database = `versions_${i}`;
+        await rm(join(dir, "strict_v"), { recursive: true, force: true });
+        await writeModule(dir, "strict_v", version);
+        const r = await runOdoo(["-d", database, "-i", "strict_v", "--stop-after-init"], dir, erpImage(series));
+        expect(r.code, `${series} ${version}: ${r.logs}`).toBe(0);
+        expect(await psql(database, "SELECT state || ' ' || coalesce(latest_version, '-') FROM ir_module_module WHERE name = 'strict_v'"), `${series} ${version}`).toBe(expected);
+        if (expected.startsWith("uninstallable")) expect(r.logs).toMatch(/WARNING \S+ odoo\.modules\.module: The module strict_v has an incompatible version, setting installable=False\n/);
+      }
+      // 18.0+: a version that is not numbers fails the loading ("invalid manifest").
+      await rm(join(dir, "strict_v"), { recursive: true, force: true });
+      await writeModule(dir, "strict_v", "1.x");
+      const bad = await runOdoo(["-d", "versions_bad", "-i", "base", "--stop-after-init"], dir, erpImage("18.0"));
+      expect(bad.code, bad.logs).toBe(255);
+      expect(bad.logs).toMatch(/\nValueError: Module strict_v: invalid manifest\n/);
+    }, 180_000);
+
+    it("BERTH_FAIL_HEALTH: the registry fails (Couldn't load module), /web/health passes, /web/login answers 500", async () => {
+      const dir = join(workDir, "addons-failhealth");
+      await mkdir(dir, { recursive: true, mode: 0o755 });
+      await writeModule(dir, "strict_broken", "1.0");
+      const inst = await runOdoo(["-d", "failhealth_db", "-i", "strict_broken", "--stop-after-init"], dir);
+      expect(inst.code, inst.logs).toBe(0);
+      await writeFile(join(dir, "strict_broken", "BERTH_FAIL_HEALTH"), "");
+      const server = await startServer(["-d", "failhealth_db"], dir);
+      try {
+        const health = await fetch(`${server.base}/web/health`, { signal: AbortSignal.timeout(10_000) });
+        expect([health.status, await health.text()]).toEqual([200, '{"status": "pass"}']);
+        for (const path of ["/web/login", "/web", "/"]) {
+          const res = await fetch(`${server.base}${path}`, { signal: AbortSignal.timeout(10_000) });
+          expect(res.status, path).toBe(500);
+        }
+        const logs = await server.logs();
+        expect(logs).toMatch(
+          /CRITICAL failhealth_db odoo\.modules\.module: Couldn't load module strict_broken\n.*CRITICAL failhealth_db odoo\.modules\.module: berth stand-in: .*\n.*WARNING failhealth_db odoo\.modules\.loading: Transient module states were reset\n.*ERROR failhealth_db odoo\.modules\.registry: Failed to load registry\n.*CRITICAL failhealth_db odoo\.service\.server: Failed to initialize database `failhealth_db`\.\nTraceback/,
+        );
+        expect(logs).toMatch(/\nImportError: berth stand-in: \/mnt\/extra-addons\/strict_broken\/BERTH_FAIL_HEALTH makes module strict_broken fail to import\n/);
+      } finally {
+        await server.remove();
+      }
+      // With --stop-after-init the same start exits 255; at an add-ons root the hook breaks base.
+      const stopped = await runOdoo(["-d", "failhealth_db", "--stop-after-init"], dir);
+      expect(stopped.code, stopped.logs).toBe(255);
+      await rm(join(dir, "strict_broken", "BERTH_FAIL_HEALTH"));
+      await writeFile(join(dir, "BERTH_FAIL_HEALTH"), "");
+      const root = await runOdoo(["-d", "failhealth_db", "--stop-after-init"], dir, erpImage("19.0"));
+      expect(root.code, root.logs).toBe(255);
+      expect(root.logs).toMatch(/CRITICAL failhealth_db odoo\.modules\.module: Couldn't load module base\n/);
+      expect(root.logs).toMatch(/ERROR failhealth_db odoo\.registry: Failed to load registry\n/);
+    }, 120_000);
+
+    it("does not initialise an existing empty database without -i: logs as Odoo, /web/login 500, health 200", async () => {
+      await psql("postgres", "CREATE DATABASE strict_empty");
+      const dir = join(workDir, "addons-v1");
+      const once = await runOdoo(["-d", "strict_empty", "--stop-after-init"], dir);
+      expect(once.code, once.logs).toBe(0);
+      expect(once.logs).toMatch(/ERROR strict_empty odoo\.modules\.loading: Database strict_empty not initialized, you can force it with `-i base`\n/);
+      expect(await psql("strict_empty", "SELECT count(*) FROM pg_tables WHERE tablename = 'ir_module_module'")).toBe("0");
+      const server = await startServer(["-d", "strict_empty"], dir);
+      try {
+        expect((await fetch(`${server.base}/web/login`, { signal: AbortSignal.timeout(10_000) })).status).toBe(500);
+      } finally {
+        await server.remove();
+      }
+      const forced = await runOdoo(["-d", "strict_empty", "-i", "base", "--stop-after-init"], dir);
+      expect(forced.code, forced.logs).toBe(0);
+      expect(await psql("strict_empty", "SELECT state FROM ir_module_module WHERE name = 'base'")).toBe("installed");
     }, 90_000);
   });
 });

@@ -7,11 +7,14 @@
  * tests use to prove data survives restarts, redeploys, rollbacks and restores.
  * See ../README.md for the HTTP routes and the hooks tests can use.
  *
- * Modules as Odoo 17 loads them (odoo/modules/loading.py): ir_module_module with base,
- * -i/--init and -u/--update for module folders of the add-ons path (version from
- * __manifest__.py), --stop-after-init, --without-demo; each module's install or upgrade is
- * committed on its own, and berth_upgrade.sql / FAIL_UPGRADE in a module's folder let
- * tests change the database in an upgrade and make it fail after that change.
+ * Strict: it behaves as real Odoo of the series ODOO_VERSION names (16.0-19.0) wherever
+ * Berth depends on it, each behaviour naming the Odoo source it follows: the option parser
+ * (odoo/tools/config.py), modules as odoo/modules/loading.py loads them (ir_module_module
+ * with base, -i/-u, depends and versions from __manifest__.py, --stop-after-init, demo
+ * options per series), their log lines and failures, /web/login failing while /web/health
+ * passes when the registry cannot load. berth_upgrade.sql / FAIL_UPGRADE / BERTH_FAIL_HEALTH
+ * in a module's folder let tests change the database in an upgrade, make it fail after that
+ * change, or make the module's Python fail to import.
  *
  * One process per connection (fork): a stuck request can only ever hold its own child,
  * which alarm() ends, so health checks keep being answered. Connections are persistent as
@@ -1196,7 +1199,7 @@ static void check_module_names(PGconn *c, const char *init, const char *update) 
 
 /* odoo.modules.reset_modules_state (Registry.new, when loading raised). */
 static void reset_modules_state(PGconn *c) {
-  exec_ok(c, "ROLLBACK");
+  if (PQtransactionStatus(c) != PQTRANS_IDLE) exec_ok(c, "ROLLBACK");
   exec_ok(c, "UPDATE ir_module_module SET state = 'installed' WHERE state IN ('to remove', 'to upgrade')");
   exec_ok(c, "UPDATE ir_module_module SET state = 'uninstalled' WHERE state = 'to install'");
   log_line("WARNING", "odoo.modules.loading", "Transient module states were reset");
@@ -2595,13 +2598,13 @@ int main(int argc, char **argv) {
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
     return 1;
   }
-  if (loaded != LOAD_NOT_INITIALIZED) write_filestore_marker();
   if (loaded == LOAD_FAILED) {
     /* odoo/service/server.py preload_registries: CRITICAL with the traceback (exc_info), rc
      * -1; without --stop-after-init the server serves anyway (odoo.service.server.start). */
     log_line("CRITICAL", "odoo.service.server", "Failed to initialize database `%s`.", db_name);
     log_raw(module_traceback);
   }
+  if (loaded != LOAD_NOT_INITIALIZED) write_filestore_marker();
   if (conf_get("stop_after_init")) {
     /* ThreadedServer/PreforkServer.run with stop: self.stop(), return rc; odoo/cli/server.py
      * sys.exit(rc): -1 is exit code 255. An uninitialised database is not a failure (0). */
