@@ -154,8 +154,9 @@ const BackupFileSum = Type.Object(
  * An ERP backup as the vendor's tools make it (a zip with dump.sql, manifest.json and
  * filestore/, a tar or tar.gz with a SQL dump, or a plain SQL file): one file the agent
  * fetches from the control plane's store at GET <control plane URL>`path`/<file.name> and
- * checks against the signed size and sha256. With `neutralize`, the copy is neutralised
- * (scheduled actions and mail servers off, database.is_neutralized set) before it is served.
+ * checks against the signed size and sha256. With `neutralize`, the copy is neutralised by
+ * the image's own `odoo neutralize` and re-keyed (new database.uuid and database.secret,
+ * web.base.url of the environment's domain) before it is served.
  */
 const ErpArchive = Type.Object(
   {
@@ -287,6 +288,13 @@ export const RestoreParams = Type.Object(
      * ErpArchive); `backup_id` then names the upload (a migration).
      */
     archive: Type.Optional(ErpArchive),
+    /**
+     * The restore makes a copy (a backup of another environment): before it serves, the
+     * image's own `odoo neutralize` runs on it and it is re-keyed (new database.uuid and
+     * database.secret, web.base.url = `base_url`, or Odoo's default when null). Absent: the
+     * environment's own data, restored as it was.
+     */
+    copy: Type.Optional(Type.Object({ base_url: Nullable(Type.String({ pattern: "^https://[^\\s'\"\\\\]+$", maxLength: 300 })) }, strict)),
   },
   strict,
 );

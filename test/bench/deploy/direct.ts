@@ -5,7 +5,7 @@
 // order and with the same options, including its look-ups (the inspect before a create,
 // the ownership inspect before start and exec): what remains between the two variants is
 // what the product adds around the Docker work. The polling intervals are the agent's
-// defaults (pg_isready every 500 ms, /web/health every 1 s), so both variants see the same
+// defaults (pg_isready every 500 ms, /web/login every 1 s), so both variants see the same
 // quantisation. Step ids are the agent's, so the two can be printed side by side.
 import { randomBytes } from "node:crypto";
 import { chown, mkdir, readFile, rename, rm } from "node:fs/promises";
@@ -22,6 +22,7 @@ import { writeFileAtomic } from "../../../apps/agent/src/state/atomic-write.ts";
 const ERP_DB_NAME = "odoo";
 const ERP_DB_USER = "odoo";
 const ERP_DB_PORT = 5432;
+/** berth-test/erp:17.0's user (the agent reads it from the image, once per image id: erp-image-user.ts). */
 const ERP_UID = 101;
 const ERP_HTTP_PORT = "8069/tcp";
 const STATE_DIR_MODE = 0o700;
@@ -221,6 +222,7 @@ export async function directDeploy(docker: Docker, input: DirectDeployInput): Pr
   // generating_config
   const dbPassword = (await readFile(layout.dbPasswordFile, "utf8")).trim();
   const conf = renderOdooConf({
+    series: input.erpVersion,
     dbHost: layout.dbContainer,
     dbPort: ERP_DB_PORT,
     dbUser: ERP_DB_USER,
@@ -272,8 +274,8 @@ export async function directDeploy(docker: Docker, input: DirectDeployInput): Pr
   await rm(layout.proxyFile, { force: true });
   done("configuring_traefik");
 
-  // health_check: GET /web/health until 200, checking the container between attempts
-  const url = `http://127.0.0.1:${hostPort}/web/health`;
+  // health_check: GET /web/login (it needs the ERP's registry, health-check.ts) until 200, checking the container between attempts
+  const url = `http://127.0.0.1:${hostPort}/web/login`;
   const healthDeadline = Date.now() + HEALTH_TIMEOUT_MS;
   let healthAttempts = 0;
   while (true) {

@@ -54,6 +54,8 @@ export interface ContainerDetails {
   name: string;
   /** The reference it was created from, e.g. "berth-test/erp:17.0". */
   image: string;
+  /** The id of the image it runs ("sha256:…"), whatever its reference names now. */
+  imageId: string;
   /** Docker's state: created, running, paused, restarting, removing, exited, dead. */
   state: string;
   running: boolean;
@@ -72,6 +74,8 @@ export interface ContainerSpec {
   labels: Labels;
   env?: string[];
   cmd?: string[];
+  /** Replaces the image's entrypoint (a one-off probe of the image itself). */
+  entrypoint?: string[];
   /** The only network it joins (NetworkMode). */
   network: string;
   binds?: string[];
@@ -131,6 +135,8 @@ export class OwnershipError extends Error {
 export interface DockerWorkloads {
   ping(): Promise<void>;
   imageExists(ref: string): Promise<boolean>;
+  /** The image's id ("sha256:…"), null when it is not present locally. */
+  imageId(ref: string): Promise<string | null>;
   pullImage(ref: string): Promise<void>;
   findNetwork(name: string): Promise<NetworkSummary | null>;
   createNetwork(name: string, labels: Labels): Promise<NetworkSummary>;
@@ -219,6 +225,16 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
         return true;
       } catch (error) {
         if (isNotFound(error)) return false;
+        throw error;
+      }
+    },
+
+    async imageId(ref) {
+      try {
+        const info = await call(`docker image inspect ${ref}`, d.quick, () => docker.getImage(ref).inspect());
+        return info.Id;
+      } catch (error) {
+        if (isNotFound(error)) return null;
         throw error;
       }
     },
@@ -336,6 +352,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
         Labels: spec.labels,
         ...(spec.env === undefined ? {} : { Env: spec.env }),
         ...(spec.cmd === undefined ? {} : { Cmd: spec.cmd }),
+        ...(spec.entrypoint === undefined ? {} : { Entrypoint: spec.entrypoint }),
         ExposedPorts: Object.fromEntries(publish.map((p) => [p.port, {}])),
         HostConfig: {
           NetworkMode: spec.network,
@@ -569,6 +586,7 @@ function details(info: Dockerode.ContainerInspectInfo): ContainerDetails {
     id: info.Id,
     name: name(info),
     image: info.Config.Image,
+    imageId: info.Image,
     state: info.State.Status,
     running: info.State.Running,
     exitCode: info.State.ExitCode,

@@ -11,7 +11,7 @@ import type { RestoreParams } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { STATE_DIR_MODE } from "../../state/state-dir.ts";
 import type { RestoreNames } from "../environment/database-swap.ts";
-import { backupDir, ERP_DB_NAME, ERP_UID, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import { backupDir, ERP_DB_NAME, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { loadSqlDump } from "../environment/sql-dump.ts";
 import type { ExecutorDeps } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
@@ -79,9 +79,9 @@ export async function loadArchive(input: {
 }): Promise<{ format: ErpArchiveFormat; dump: string; files: number }> {
   const { docker, names, progress } = input;
   let read: { format: ErpArchiveFormat; dump: string; files: number } | null = null;
-  await writeIntoIncomingDataDir(docker, input.layout, input.image, names, input.extraLabels, async (helper) => {
+  await writeIntoIncomingDataDir(docker, input.layout, input.image, names, input.extraLabels, async (helper, user) => {
     // The ERP finds its file store under filestore/<database name>: "odoo" here, whatever it was called before.
-    const tar = fileStoreTar(`filestore/${ERP_DB_NAME}/`, ERP_UID);
+    const tar = fileStoreTar(`filestore/${ERP_DB_NAME}/`, user);
     const writing = docker.writeArchive(helper, "/var/lib/odoo", tar.stream, input.deadlineMs);
     try {
       read = await readErpArchive(input.path, {

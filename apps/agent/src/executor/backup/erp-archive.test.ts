@@ -46,7 +46,7 @@ describe("ERP backup archives", () => {
     const database = `odoo_restore_${Date.now().toString(36)}${String(Math.floor(Math.random() * 1e4)).padStart(4, "0")}`;
     await createDatabase(h.docker, dbId, database);
     const seen: Record<string, string> = {};
-    const tar = fileStoreTar("filestore/odoo/", 101);
+    const tar = fileStoreTar("filestore/odoo/", { uid: 100, gid: 101 });
     const parsed = collectTar(tar.stream);
     const read = await readErpArchive(archive, {
       onDump: (dump) => loadSqlDump(h.docker, dbId, database, dump, 120_000),
@@ -108,6 +108,8 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     expect(read).toEqual({ format: "zip", dump: "dump.sql", files: 2 });
     expect(await psql("SELECT string_agg(id || ':' || note, '|' ORDER BY id) FROM berth_probe", database)).toBe(await original());
     expect(await verifyRestoredDatabase(h.docker, dbId, database)).toMatch(/^Verified: 1 modules in ir_module_module/);
+    // Made as Odoo makes its databases (odoo/service/db.py): UTF-8, C collation.
+    expect(await psql(`SELECT pg_encoding_to_char(encoding) || ' ' || datcollate FROM pg_database WHERE datname = '${database}'`)).toBe("UTF8 C");
     expect(Object.keys(seen).sort()).toEqual(Object.keys(files).sort());
     // The file store as the data dir gets it: filestore/<database>/<2 hex>/<sha1>, bytes intact.
     expect(tarFiles).toEqual(Object.fromEntries(Object.entries(files).map(([p, b]) => [`filestore/odoo/${p}`, sha(b)])));

@@ -12,6 +12,7 @@ import { extract, pack } from "tar-stream";
 import yauzl from "yauzl";
 import { dumpMemberRank, normalizeMemberName, zipDumpMember } from "@berth/protocol";
 import { CommandError } from "../runner/handler-types.ts";
+import type { ErpUser } from "../environment/erp-image-user.ts";
 
 export type ErpArchiveFormat = "zip" | "tar" | "tar.gz" | "sql";
 
@@ -142,14 +143,14 @@ async function readTar(file: string, format: "tar" | "tar.gz", handlers: Handler
  * and ended by `finish`: what Docker's archive upload takes to write them. Every file and
  * folder (each folder once, before its first file) belongs to `uid`, so the ERP can add files.
  */
-export function fileStoreTar(prefix: string, uid: number) {
+export function fileStoreTar(prefix: string, { uid, gid }: ErpUser) {
   const tar = pack();
   const out = new PassThrough();
   tar.pipe(out);
   const folders = new Set<string>();
   const folder = (name: string) =>
     new Promise<void>((resolve, reject) => {
-      tar.entry({ name, type: "directory", mode: 0o750, uid, gid: uid }, (error) => (error ? reject(error) : resolve()));
+      tar.entry({ name, type: "directory", mode: 0o750, uid, gid }, (error) => (error ? reject(error) : resolve()));
     });
   return {
     stream: out as Readable,
@@ -164,7 +165,7 @@ export function fileStoreTar(prefix: string, uid: number) {
         }
       }
       await new Promise<void>((resolve, reject) => {
-        const sink = tar.entry({ name, size: entry.size, mode: 0o640, uid, gid: uid }, (error) => (error ? reject(error) : resolve()));
+        const sink = tar.entry({ name, size: entry.size, mode: 0o640, uid, gid }, (error) => (error ? reject(error) : resolve()));
         entry.stream.on("error", reject);
         entry.stream.pipe(sink);
       });

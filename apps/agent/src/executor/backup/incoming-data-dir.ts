@@ -7,19 +7,24 @@ import { chown, mkdir } from "node:fs/promises";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels } from "../../docker/labels.ts";
 import type { RestoreNames } from "../environment/database-swap.ts";
-import { ERP_UID, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import type { EnvironmentLayout } from "../environment/environment-layout.ts";
+import { chownTree, erpUserOf, type ErpUser } from "../environment/erp-image-user.ts";
 
-/** Creates the new data dir and the helper mounting it at /var/lib/odoo, runs `write` with the helper's id, removes the helper. */
+/**
+ * Creates the new data dir (owned by the image's user) and the helper mounting it at
+ * /var/lib/odoo, runs `write` with the helper's id and that user, removes the helper.
+ */
 export async function writeIntoIncomingDataDir(
   docker: DockerClient,
   layout: EnvironmentLayout,
   image: string,
   names: RestoreNames,
   extraLabels: Record<string, string> | undefined,
-  write: (helperId: string) => Promise<void>,
+  write: (helperId: string, user: ErpUser) => Promise<void>,
 ): Promise<void> {
+  const user = await erpUserOf(docker, image);
   await mkdir(names.incomingDir, { mode: 0o750 });
-  await chown(names.incomingDir, ERP_UID, ERP_UID).catch((error: NodeJS.ErrnoException) => {
+  await chown(names.incomingDir, user.uid, user.gid).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "EPERM") throw error;
   });
   const helper = await docker.createContainer({
@@ -33,7 +38,11 @@ export async function writeIntoIncomingDataDir(
     restartPolicy: "no",
   });
   try {
-    await write(helper);
+    await write(helper, user);
+    // What the archive brought (a backup made under another image's user) belongs to this image's.
+    await chownTree(names.incomingDir, user).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPERM") throw error;
+    });
   } finally {
     await docker.removeContainer(helper);
   }

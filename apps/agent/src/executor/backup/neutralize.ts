@@ -1,50 +1,73 @@
-// Neutralising a copy of an ERP database (ERP-FACTS.md; Odoo's own `odoo neutralize` runs the
-// same from each module's data/neutralize.sql): outgoing and incoming mail servers and the
-// scheduled actions are turned off (the ERP's autovacuum job excepted) and the database is
-// flagged `database.is_neutralized`, so a test import never e-mails real customers or runs a
-// payment job. Done on the restored copy before it is swapped in: it never runs un-neutralised.
+// A copy of an ERP database (a migration that is not production, a restore of another
+// environment's backup) is neutralised and re-keyed before it serves, as Odoo's own restore
+// "as a copy" with neutralisation does (odoo/service/db.py restore_db):
+//
+//   1. the target image's own `odoo neutralize -d <database>` (odoo/cli/neutralize.py), in a
+//      one-off container with the environment's configuration and code: it runs each installed
+//      module's data/neutralize.sql (odoo/modules/neutralize.py): crons off but the autovacuum,
+//      a dummy mail server, webhooks, payment providers, IAP tokens, carriers, template mail
+//      servers, calendar syncs, the banner, and whatever Enterprise, l10n or custom modules add.
+//      Never a hand-written subset: each version and module knows its own.
+//   2. rekey-copy.ts: a new database.uuid and database.secret, the copy's own web.base.url.
+//
+// It runs on the new database before the swap, so the copy never serves un-neutralised; a
+// failure fails the restore, which then leaves the environment as it was.
+import { randomBytes } from "node:crypto";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "../environment/database-swap.ts";
+import { environmentLabels } from "../../docker/labels.ts";
+import type { EnvironmentLayout } from "../environment/environment-layout.ts";
+import { erpBinds } from "../deploy/erp-files.ts";
+import { erpEnvironment } from "../deploy/python-layer.ts";
+import { CommandError } from "../runner/handler-types.ts";
+import type { StepScope } from "../runner/step-runner.ts";
+import { rekeyCopy } from "./rekey-copy.ts";
 
-// One round trip: each UPDATE counts what it turned off into a temporary table, read last.
-// PL/pgSQL plans a statement only when it runs, so a table the ERP does not have is skipped.
-const NEUTRALIZE = `
-CREATE TEMP TABLE berth_neutralized (what text PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
-DO $$
-DECLARE n bigint := 0;
-BEGIN
-  IF to_regclass('public.ir_cron') IS NOT NULL THEN
-    IF to_regclass('public.ir_model_data') IS NOT NULL THEN
-      UPDATE ir_cron SET active = false WHERE active AND id NOT IN (
-        SELECT res_id FROM ir_model_data WHERE model = 'ir.cron' AND module = 'base' AND name = 'autovacuum_job');
-    ELSE
-      UPDATE ir_cron SET active = false WHERE active;
-    END IF;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    INSERT INTO berth_neutralized VALUES ('crons', n);
-  END IF;
-  IF to_regclass('public.ir_mail_server') IS NOT NULL THEN
-    UPDATE ir_mail_server SET active = false WHERE active;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    INSERT INTO berth_neutralized VALUES ('outgoing', n);
-  END IF;
-  IF to_regclass('public.fetchmail_server') IS NOT NULL THEN
-    UPDATE fetchmail_server SET active = false WHERE active;
-    GET DIAGNOSTICS n = ROW_COUNT;
-    INSERT INTO berth_neutralized VALUES ('incoming', n);
-  END IF;
-  IF to_regclass('public.ir_config_parameter') IS NOT NULL THEN
-    UPDATE ir_config_parameter SET value = 'True' WHERE key = 'database.is_neutralized';
-    IF NOT FOUND THEN INSERT INTO ir_config_parameter (key, value) VALUES ('database.is_neutralized', 'True'); END IF;
-  END IF;
-END $$;
-SELECT coalesce((SELECT n FROM berth_neutralized WHERE what = 'crons'), 0) || ' ' ||
-       coalesce((SELECT n FROM berth_neutralized WHERE what = 'outgoing'), 0) || ' ' ||
-       coalesce((SELECT n FROM berth_neutralized WHERE what = 'incoming'), 0);`;
+export interface CopyTarget {
+  docker: DockerClient;
+  layout: EnvironmentLayout;
+  dbContainerId: string;
+  /** The image that will serve the copy: its own neutralize knows its modules. */
+  image: string;
+  /** The new database, not yet swapped in. */
+  database: string;
+  /** The copy's address (https://<domain>), null when it has none. */
+  baseUrl: string | null;
+  extraLabels: Record<string, string> | undefined;
+  deadlineMs: number;
+  signal: AbortSignal;
+  log: StepScope["log"];
+}
 
-/** Neutralises `database`; returns a line saying what was turned off. */
-export async function neutralizeDatabase(docker: DockerClient, dbContainerId: string, database: string): Promise<string> {
-  const [counts = "0 0 0"] = await psql(docker, dbContainerId, NEUTRALIZE, { database, code: "restore_failed" });
-  const [crons, outgoing, incoming] = counts.split(" ");
-  return `Neutralised: ${crons} scheduled action(s) and ${outgoing} outgoing / ${incoming} incoming mail server(s) turned off (the autovacuum job kept), database.is_neutralized set`;
+/** Neutralises and re-keys the copy; throws `neutralize_failed` when the ERP's neutralize fails. */
+export async function neutralizeCopy(target: CopyTarget): Promise<void> {
+  const { docker, layout } = target;
+  const run = await docker.runToCompletion(
+    {
+      name: `${layout.erpContainer}-neutralize-${randomBytes(4).toString("hex")}`,
+      image: target.image,
+      labels: environmentLabels(layout.environmentId, "erp-run", target.extraLabels),
+      env: erpEnvironment({}),
+      cmd: ["odoo", "neutralize", "-d", target.database],
+      network: layout.network,
+      binds: erpBinds(layout),
+    },
+    {
+      deadlineMs: target.deadlineMs,
+      signal: target.signal,
+      tailLines: 30,
+      onLine: (line) => {
+        if (line.trim() !== "") target.log(/ (ERROR|CRITICAL) /.test(line) ? "warning" : "info", `neutralize: ${line}`);
+      },
+    },
+  );
+  target.signal.throwIfAborted();
+  if (run.exitCode !== 0) {
+    const why = run.killed ? "not done in time" : `exit code ${run.exitCode}`;
+    throw new CommandError(
+      "neutralize_failed",
+      `the ERP's own "odoo neutralize" failed on the copy (${why}), so it is not served; Odoo's last lines:\n${run.tail.slice(-12).join("\n")}`,
+    );
+  }
+  target.log("info", `Neutralised by the image's own odoo neutralize (each installed module's data/neutralize.sql)`);
+  target.log("info", await rekeyCopy(docker, target.dbContainerId, target.database, target.baseUrl));
 }

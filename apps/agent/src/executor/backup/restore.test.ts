@@ -24,6 +24,12 @@ async function healthOf(port: unknown): Promise<number> {
   return response.status;
 }
 
+/** The columns the stand-in's own module table has (test/images/erp/odoo.c), so the ERP serves a database made with it. */
+const MODULE_TABLE =
+  "CREATE TABLE ir_module_module (id serial PRIMARY KEY, name varchar NOT NULL UNIQUE, state varchar(16) NOT NULL DEFAULT 'installed', " +
+  "latest_version varchar, demo boolean NOT NULL DEFAULT false, author varchar, license varchar(32), " +
+  "create_date timestamp NOT NULL DEFAULT now(), write_date timestamp NOT NULL DEFAULT now())";
+
 describe("a restore that cannot lose the database", () => {
   const h = createExecutorHarness(SUITE, { healthTimeoutMs: 20_000, healthIntervalMs: 300, stopGraceSeconds: 5 });
   const env = randomUUID();
@@ -122,7 +128,7 @@ describe("a restore that cannot lose the database", () => {
     for (const expected of [
       /^Restoring into a new database odoo_restore_[a-z0-9]+; the live database "odoo" is not touched and the ERP keeps serving$/,
       // The stand-in keeps the ERP's module table, as Odoo does: base is installed.
-      /^Verified: 1 modules in ir_module_module \(3 tables\)$/,
+      /^Verified: 1 modules in ir_module_module, base installed \(\d+ tables\)$/,
       /^File store extracted into data-restore-/,
       /^Swapped: odoo_restore_[a-z0-9]+ is now "odoo", the previous database is kept as odoo_previous_/,
       /^Previous database dropped \(odoo_previous_[a-z0-9]+\) and previous file store removed$/,
@@ -158,8 +164,11 @@ describe("a restore that cannot lose the database", () => {
 
   it("a dump that loads but fails verification leaves the live database as it was", async () => {
     for (const [sql, why] of [
-      ["", /no table was restored/],
-      ["CREATE TABLE ir_module_module (id serial PRIMARY KEY, name text)", /ir_module_module has 0 rows/],
+      ["", /not an ERP database: no ir_module_module among its 0 tables/],
+      // Any tables at all are not enough: an ERP database has its module table.
+      ["CREATE TABLE public.other (x int); INSERT INTO public.other VALUES (1)", /not an ERP database: no ir_module_module among its 1 tables/],
+      ["CREATE TABLE ir_module_module (id serial PRIMARY KEY, name text, state text)", /ir_module_module has 0 rows but no installed base/],
+      ["CREATE TABLE ir_module_module (id serial PRIMARY KEY, name text, state text); INSERT INTO ir_module_module (name, state) VALUES ('base', 'uninstalled')", /has 1 rows but no installed base/],
     ] as const) {
       const dump = await dumpOf(sql);
       const backupId = await backupWithDump(() => dump);
@@ -173,9 +182,9 @@ describe("a restore that cannot lose the database", () => {
   }, 120_000);
 
   it("an ERP that does not start on the restored database gets the previous database and file store back", async () => {
-    // It loads and verifies (one table), but the stand-in ERP cannot create its berth_probe
-    // table where a type of that name exists, and exits at start.
-    const dump = await dumpOf("CREATE TYPE public.berth_probe AS ENUM ('x'); CREATE TABLE public.other (x int); INSERT INTO public.other VALUES (1)");
+    // It loads and verifies (an ERP database with base installed), but the stand-in ERP cannot
+    // create its berth_probe table where a type of that name exists, and exits at start.
+    const dump = await dumpOf(`${MODULE_TABLE}; INSERT INTO ir_module_module (name) VALUES ('base'); CREATE TYPE public.berth_probe AS ENUM ('x')`);
     const backupId = await backupWithDump(() => dump);
     await addRow(port, "before the failing restore");
     const before = await rowsOf(port);
@@ -234,17 +243,11 @@ describe("a restore that cannot lose the database", () => {
   }, 120_000);
 
   it("counts the modules of a dump that has the ERP's module table (last: it replaces the database)", async () => {
-    const dump = await dumpOf(
-      // The columns the stand-in's own table has (test/images/erp/odoo.c), so the ERP serves the restored database.
-      "CREATE TABLE ir_module_module (id serial PRIMARY KEY, name varchar NOT NULL UNIQUE, state varchar(16) NOT NULL DEFAULT 'installed', " +
-        "latest_version varchar, demo boolean NOT NULL DEFAULT false, author varchar, license varchar(32), " +
-        "create_date timestamp NOT NULL DEFAULT now(), write_date timestamp NOT NULL DEFAULT now()); " +
-        "INSERT INTO ir_module_module (name) VALUES ('base'), ('web')",
-    );
+    const dump = await dumpOf(`${MODULE_TABLE}; INSERT INTO ir_module_module (name) VALUES ('base'), ('web')`);
     const backupId = await backupWithDump(() => dump);
     const run = await restore(backupId);
     port = resultOf(run).host_port;
-    expect(run.logs.map((l) => l.message)).toContainEqual("Verified: 2 modules in ir_module_module (1 tables)");
+    expect(run.logs.map((l) => l.message)).toContainEqual("Verified: 2 modules in ir_module_module, base installed (1 tables)");
     expect(await psql("SELECT name FROM ir_module_module ORDER BY id", "odoo")).toEqual(["base", "web"]);
     expect(await databases()).toEqual(["odoo"]);
     expect(leftovers()).toEqual([]);

@@ -30,7 +30,7 @@ import { DB_DUMP_FILE, FILESTORE_FILE, pruneStoredBackups, verifyBackup, type Ba
 import { localOrFetched } from "./fetch-backup.ts";
 import { archiveHere, loadArchive } from "./archive-restore.ts";
 import { writeIntoIncomingDataDir } from "./incoming-data-dir.ts";
-import { neutralizeDatabase } from "./neutralize.ts";
+import { neutralizeCopy } from "./neutralize.ts";
 import { verifyRestoredDatabase } from "./restore-verification.ts";
 import {
   clearRestoreJournal,
@@ -44,7 +44,7 @@ import {
   writeRestoreJournal,
   type RestoreNames,
 } from "../environment/database-swap.ts";
-import { waitForHealth } from "../environment/health-check.ts";
+import { HEALTH_PATH, waitForHealth } from "../environment/health-check.ts";
 import { backupDir, ERP_DB_NAME, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf, requireErpContainer, stoppedReason, type ErpContainerRef } from "../environment/erp-container.ts";
 import { DEFAULT_BACKUPS_KEPT_LOCALLY, timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
@@ -181,17 +181,35 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                   (wasRunning ? " and the ERP keeps serving" : ""),
               );
               await createDatabase(docker, db, n.incomingDb);
+              /** A copy (another environment's backup, a migration that is not production) is neutralised and re-keyed before it can serve. */
+              const dbId = db;
+              const neutralizeIfCopy = async () => {
+                if (params.copy === undefined && params.archive?.neutralize !== true) return;
+                await neutralizeCopy({
+                  docker,
+                  layout,
+                  dbContainerId: dbId,
+                  image: await erpImage(docker, need(erp)),
+                  database: n.incomingDb,
+                  baseUrl: params.copy?.base_url ?? null,
+                  extraLabels: deps.extraLabels,
+                  deadlineMs: timing.dataTransferMs,
+                  signal: step.signal,
+                  log: step.log,
+                });
+              };
               if (archive !== null) {
                 const image = await erpImage(docker, need(erp));
                 const read = await loadArchive({ docker, dbContainerId: db, layout, image, names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
                 step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
-                if (params.archive?.neutralize === true) step.log("info", await neutralizeDatabase(docker, db, n.incomingDb));
+                await neutralizeIfCopy();
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
                 withFiles = true;
                 return `Restored into ${n.incomingDb} and verified`;
               }
               await restoreDump(docker, db, n.incomingDb, createReadStream(join(dir, DB_DUMP_FILE)), timing.dataTransferMs);
               step.log("info", `pg_restore loaded the dump into ${n.incomingDb} without error`);
+              await neutralizeIfCopy();
               step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
               if (withFiles) {
                 await extractFileStore(docker, layout, need(erp), n, join(dir, FILESTORE_FILE), deps, timing);
@@ -246,7 +264,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               }
               writeRestoreJournal(layout, need(names).id, "committed");
               phase = "committed";
-              step.log("info", `GET /web/health answered 200 (attempt ${outcome.attempts})`);
+              step.log("info", `GET ${HEALTH_PATH} answered 200 (attempt ${outcome.attempts})`);
               return "ERP healthy";
             },
             completed: async (step) => {

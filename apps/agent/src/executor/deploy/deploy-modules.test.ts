@@ -194,7 +194,10 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
     expect(run.outcome.error.code).toBe("module_update_failed");
     const id = /rolled back to ([0-9a-f-]{36})/.exec(run.outcome.error.message)?.[1];
     expect(id).toBeDefined();
-    expect(run.logs.some((l) => /Failed to upgrade module berth_sale/.test(l.message))).toBe(true);
+    // Named from Odoo's own lines (the last "Loading module" before the failure), with Odoo's exception.
+    expect(run.logs.map((l) => l.message)).toContainEqual("Module berth_sale: failed");
+    expect(run.outcome.error.message).toMatch(/^module berth_sale failed \(exit code 255\)/);
+    expect(run.outcome.error.message).toMatch(/FAIL_UPGRADE makes module berth_sale fail/);
     expect([...seen]).toEqual(["v3"]);
 
     expect(await databaseChecksum()).toBe(before.db);
@@ -232,8 +235,10 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
 
   it("an ERP that is not healthy after an upgrade is rolled back too: the previous container, code and database serve again", async () => {
     const before = { db: await databaseChecksum(), files: fileStoreChecksum() };
-    const v6 = await repo.commit("v6", { "berth_sale/__manifest__.py": manifest("1.3"), BERTH_FAIL_HEALTH: "" });
-    const run = await deploy(v6);
+    // The upgrade itself succeeds; the new release then does not serve within the health
+    // check's 8 s (a broken registry cannot stand for it: Odoo's own -u fails on one first).
+    const v6 = await repo.commit("v6", { "berth_sale/__manifest__.py": manifest("1.3") });
+    const run = await deploy(v6, { env: { BERTH_START_DELAY: "10" } });
     expect(run.outcome.ok).toBe(false);
     if (run.outcome.ok) return;
     expect(run.outcome.error.code).toBe("health_check_failed");
@@ -247,7 +252,6 @@ describe("module installs, upgrades and the pre-deploy snapshot", () => {
   }, 240_000);
   it("accepts no write while modules are upgraded, so a rollback loses no acknowledged write", async () => {
     const v7 = await repo.commit("v7", {
-      BERTH_FAIL_HEALTH: null,
       "berth_sale/__manifest__.py": manifest("1.4"),
       "berth_sale/berth_upgrade.sql": "SELECT pg_sleep(3); DELETE FROM berth_probe;",
       "berth_sale/FAIL_UPGRADE": "",

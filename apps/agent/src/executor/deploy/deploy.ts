@@ -38,7 +38,7 @@ import {
 } from "../environment/pre-deploy-snapshot.ts";
 import {
   erpCommand,
-  failedModuleOf,
+  moduleLog,
   outcomes,
   planIsEmpty,
   planModules,
@@ -49,12 +49,13 @@ import {
   writeModuleState,
   type AddonModule,
   type DbModule,
+  type ModuleLog,
   type ModuleOutcome,
   type ModulePlan,
 } from "./erp-modules.ts";
 import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { setAdministratorPassword } from "./erp-login.ts";
-import { adminPassword, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
+import { adminPassword, erpBinds, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
 import { createPreviousErp } from "./previous-erp.ts";
 import { createMigrationRestore } from "./migration-restore.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
@@ -67,7 +68,8 @@ import {
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { ADDON_REPOS_MOUNT, addonReposDir, knownHostsDir, stageAddonRepositories, type AddonCheckout, type AddonStaging } from "./addon-repositories.ts";
 import { buildAddonsPath, requirementFiles, scanAddonFolders, type AddonsFolder } from "./addons-path.ts";
-import { erpEnvironment, installIntoLayer, preparePythonLayer, pythonLayerBind, type LayerInstall } from "./python-layer.ts";
+import { erpEnvironment, installIntoLayer, preparePythonLayer, type LayerInstall } from "./python-layer.ts";
+import { erpUserOf, erpUserOfContainer, type ErpUser } from "../environment/erp-image-user.ts";
 import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
 import { psql } from "../environment/database-swap.ts";
@@ -113,6 +115,10 @@ interface DeployState {
   /** The old ERP, stopped by this deploy for its snapshot and kept stopped until the upgrade's outcome. */
   stoppedOldErp: string | null;
   rolledBack: boolean;
+  /** The user the deploy's image runs as (read from the image). */
+  erpUser: ErpUser;
+  /** The user the previous ERP's image runs as. */
+  previousErpUser: ErpUser | null;
 }
 
 export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redeploy"): CommandHandler<"deploy" | "redeploy"> {
@@ -128,7 +134,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const names = routedNames(params.domain, params.aliases);
 
       /** A one-off container of the new image, with the new code and configuration, output into the step log. */
-      const runErp = async (step: StepScope, cmd: string[], deadlineMs: number, what: string) => {
+      const runErp = async (step: StepScope, cmd: string[], deadlineMs: number, what: string, watch?: ModuleLog) => {
         const result = await docker.runToCompletion(
           {
             name: `${layout.erpContainer}-run-${randomBytes(4).toString("hex")}`,
@@ -146,6 +152,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             signal: step.signal,
             tailLines: 30,
             onLine: (line) => {
+              watch?.line(line);
               if (line.trim() !== "") step.log(/ (ERROR|CRITICAL) /.test(line) ? "warning" : "info", `${what}: ${line}`);
             },
           },
@@ -162,7 +169,16 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         params.archive === undefined
           ? null
           : createMigrationRestore(
-              { ...deps, docker, layout, image: params.image, previous, dataTransferMs: timing.dataTransferMs, stopGraceSeconds: timing.stopGraceSeconds },
+              {
+                ...deps,
+                docker,
+                layout,
+                image: params.image,
+                baseUrl: params.domain === null ? null : `https://${params.domain}`,
+                previous,
+                dataTransferMs: timing.dataTransferMs,
+                stopGraceSeconds: timing.stopGraceSeconds,
+              },
               params.archive,
             );
 
@@ -170,6 +186,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const prepareDatabase = async (step: StepScope) => {
         const dbId = need(s.dbContainerId);
         s.oldErpId = (await findErpContainer(docker, layout))?.id ?? null;
+        s.previousErpUser = s.oldErpId === null ? null : await erpUserOfContainer(docker, s.oldErpId);
         const series = seriesOf(params.erp_version);
         s.addons = s.addonsFolders ? await scanAddonFolders(s.addonsFolders, series) : await scanAddons(layout.addonsDir, series);
         s.modules = [];
@@ -184,7 +201,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         if (before === null) {
           const language = params.init?.language;
           step.log("info", `New database: initialising "${ERP_DB_NAME}" (-i base${withoutDemo(params) ? ", without demo data" : ""}${language ? `, language ${language}` : ""}) before the ERP serves`);
-          const cmd = erpCommand({ init: ["base"], withoutDemo: withoutDemo(params), ...(language === undefined ? {} : { language }) });
+          const cmd = erpCommand({ series, init: ["base"], withoutDemo: withoutDemo(params), ...(language === undefined ? {} : { language }) });
           const run = await runErp(step, cmd, timing.erpInitTimeoutMs, "init");
           if (run.exitCode !== 0) {
             throw new CommandError(
@@ -199,7 +216,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         }
         s.dbModulesBefore = before;
         const request = params.modules ?? { upgrade: "changed" as const };
-        const plan = planModules(request, s.addons, before, await readModuleState(layout));
+        const plan = planModules(request, s.addons, before, await readModuleState(layout), series);
         s.plan = plan;
         if (planIsEmpty(plan)) {
           step.log("info", "Modules: nothing to install or upgrade");
@@ -219,18 +236,21 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           });
           await pruneSnapshots(docker, dbId, layout, deps.preDeploy?.retention ?? DEFAULT_PRE_DEPLOY_RETENTION, step.log);
         }
-        const cmd = erpCommand({ init: plan.install, update: plan.upgrade, withoutDemo: withoutDemo(params) });
+        const cmd = erpCommand({ series, init: plan.install, update: plan.upgrade, withoutDemo: withoutDemo(params) });
         s.modulesRan = true;
-        const run = await runErp(step, cmd, timing.moduleUpdateTimeoutMs, "modules");
+        const odooLog = moduleLog();
+        const run = await runErp(step, cmd, timing.moduleUpdateTimeoutMs, "modules", odooLog);
         const after = (await readDbModules(docker, dbId)) ?? [];
-        const failed = run.exitCode === 0 ? null : failedModuleOf(run.tail);
-        s.modules = outcomes(plan, before, after, failed);
+        const failed = run.exitCode === 0 ? null : odooLog.failedModule();
+        s.modules = outcomes(plan, before, after, { ok: run.exitCode === 0, failed, loaded: odooLog.loaded() }, { series, addons: s.addons });
         for (const m of s.modules) {
           step.log(m.action === "failed" ? "error" : "info", `Module ${m.name}: ${m.action}${m.to_version ? ` ${m.from_version ?? ""}${m.from_version ? " -> " : ""}${m.to_version}` : ""}`, { module: m });
         }
         if (run.exitCode !== 0) {
           const why = run.killed ? `not done within ${timing.moduleUpdateTimeoutMs / 60_000} min` : `exit code ${run.exitCode}`;
-          const tail = run.tail.slice(-15).join("\n");
+          // Odoo's own error lines (the traceback's exception included), else the last lines.
+          const errors = odooLog.errorLines();
+          const tail = (errors.length > 0 ? errors : run.tail.slice(-15)).join("\n");
           if (s.snapshot === null) {
             throw new CommandError("module_update_failed", `module ${failed ?? "install/upgrade"} failed (${why}); last lines:\n${tail}`);
           }
@@ -286,7 +306,6 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
               s.sizing = sizeErp(params.resources);
               for (const warning of s.sizing.warnings) step.log("warning", `Sizing: ${warning}`);
               await mkdir(layout.dir, { recursive: true, mode: STATE_DIR_MODE });
-              await prepareDataDir(layout.dataDir, step);
               return `Environment ${params.environment_id} prepared`;
             },
 
@@ -366,6 +385,12 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
 
             pulling_image: async (step) => {
               const source = await ensureImage(docker, params.image, step);
+              // The image's own user (16.0/17.0: 101, 18.0/19.0: 100), never assumed: its files must be readable by it.
+              const user = await erpUserOf(docker, params.image);
+              s.erpUser = user;
+              step.log("info", `The image runs as uid ${user.uid}, gid ${user.gid}`, { uid: user.uid, gid: user.gid });
+              await prepareDataDir(layout.dataDir, user, step);
+              await preparePythonLayer(layout.dir, user, (message) => step.log("info", message));
               // Before any ERP process of this deploy runs: a module install may import them.
               const files = s.requirementFiles ?? [];
               if (files.length > 0) {
@@ -374,6 +399,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                   {
                     name: `${layout.erpContainer}-pip-${randomBytes(4).toString("hex")}`,
                     image: params.image,
+                    user,
                     labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
                     network: layout.network,
                     environmentDir: layout.dir,
@@ -393,6 +419,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
               s.previousConf = await readFile(layout.configFile, "utf8").catch(() => null);
               const adminPasswd = params.admin_passwd ?? (await adminPassword(layout));
               const conf = renderOdooConf({
+                series: seriesOf(params.erp_version),
                 adminPasswd,
                 withoutDemo: withoutDemo(params),
                 dbHost: layout.dbContainer,
@@ -405,7 +432,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
                 ...(s.addonsFolders ? { addonsPath: s.addonsFolders.map((f) => f.container) } : {}),
               });
               writeFileAtomic(layout.configFile, conf, SECRET_FILE_MODE);
-              await readableByErp(layout.configFile, step);
+              await readableByErp(layout.configFile, need(s.erpUser), step);
               step.log("info", `Wrote ${layout.configFile}`, {
                 workers: sizing.workers,
                 limit_memory_soft: sizing.limit_memory_soft,
@@ -593,16 +620,6 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
     });
 }
 
-function erpBinds(layout: EnvironmentLayout): string[] {
-  return [
-    `${layout.configFile}:/etc/odoo/odoo.conf:ro`,
-    `${layout.dataDir}:/var/lib/odoo`,
-    `${layout.addonsDir}:/mnt/extra-addons:ro`,
-    `${addonReposDir(layout.dir)}:${ADDON_REPOS_MOUNT}:ro`,
-    pythonLayerBind(layout.dir),
-  ];
-}
-
 /** cloning_platform_repos / cloning_org_repos: this level's repositories into the staging folder. */
 async function cloneAddonLevel(staging: AddonStaging, params: DeployParams, level: "platform" | "organization", step: StepScope, timeoutMs: number): Promise<string> {
   const repos = (params.addon_repositories ?? []).filter((r) => r.level === level);
@@ -640,7 +657,6 @@ async function finishAddonCheckout(
   // The staged folders moved: the checkouts' folders are relative, so they still hold.
   s.addonsFolders = await buildAddonsPath(layout.addonsDir, reposDir, s.addonCheckouts);
   s.requirementFiles = await requirementFiles(layout.addonsDir, s.addonCheckouts);
-  await preparePythonLayer(layout.dir);
   if (s.addonCheckouts.length > 0 || s.addonsFolders.length > 1) {
     step.log("info", `addons_path: ${s.addonsFolders.map((f) => f.container).join(",")}`, { addons_path: s.addonsFolders.map((f) => f.container) });
   }

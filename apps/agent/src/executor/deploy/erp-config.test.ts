@@ -20,13 +20,12 @@ describe("sizeErp", () => {
     });
   });
 
-  it("shares a small container's RAM between the processes and never lets soft exceed hard", () => {
+  it("keeps the guide's limits in a small container too: Odoo compares them with virtual memory, the container caps real use", () => {
     const sizing = sizeErp({ cpu_cores: 1, ram_mb: 1024, disk_gb: 10, workers: 3 });
-    expect(sizing.limit_memory_hard).toBe(1024 * MIB);
-    expect(sizing.limit_memory_soft).toBe(256 * MIB); // 1 GiB over 3 workers + 1 cron
+    // Cut to 1 GiB / 4 processes (256 MiB of virtual memory), every worker would recycle after every request.
+    expect(sizing).toMatchObject({ limit_memory_soft: TYPICAL_LIMIT_MEMORY_SOFT, limit_memory_hard: TYPICAL_LIMIT_MEMORY_HARD, memory_bytes: 1024 * MIB });
     const tiny = sizeErp({ cpu_cores: 0.5, ram_mb: 100, disk_gb: 1, workers: 0 });
-    expect(tiny.limit_memory_soft).toBeLessThanOrEqual(tiny.limit_memory_hard);
-    expect(tiny.nano_cpus).toBe(5e8);
+    expect(tiny).toMatchObject({ limit_memory_soft: TYPICAL_LIMIT_MEMORY_SOFT, limit_memory_hard: TYPICAL_LIMIT_MEMORY_HARD, memory_bytes: 100 * MIB, nano_cpus: 5e8 });
   });
 
   it("warns, without failing, when the plan is outside the guide", () => {
@@ -48,6 +47,7 @@ describe("renderOdooConf", () => {
     dbName: "odoo",
     sizing: sizeErp({ cpu_cores: 2, ram_mb: 4096, disk_gb: 20, workers: 2 }),
     proxyMode: true,
+    series: "17.0",
   };
 
   it("writes the options Odoo reads, with the data dir and extra addons of the official image", () => {
@@ -69,6 +69,14 @@ describe("renderOdooConf", () => {
     ]) {
       expect(conf).toContain(`${line}\n`);
     }
+  });
+
+  it("names the demo option as each version reads it (19.0: off unless with_demo)", () => {
+    const demo = (series: string, withoutDemo: boolean) => renderOdooConf({ ...input, series, withoutDemo }).split("\n").filter((l) => l.includes("demo"));
+    expect(demo("17.0", true)).toEqual(["without_demo = all"]);
+    expect(demo("18.0", false)).toEqual([]);
+    expect(demo("19.0", true)).toEqual([]);
+    expect(demo("19.0", false)).toEqual(["with_demo = True"]);
   });
 
   it("refuses a value that would start another option", () => {

@@ -1,7 +1,14 @@
 // odoo.conf for an environment, and the sizing behind it (Odoo's deployment guide, see
-// shared/design/ERP-FACTS.md): workers from the plan, per-worker memory limits that fit
-// the container's RAM, and warnings when the plan is outside the guide's figures.
+// shared/design/ERP-FACTS.md): workers from the plan, the guide's per-worker memory limits,
+// and warnings when the plan is outside the guide's figures.
+//
+// The memory limits are never derived from the container's RAM: Odoo compares them with a
+// worker's VIRTUAL memory (odoo/service/server.py: limit_memory_soft against the process's
+// vms after each request, limit_memory_hard as RLIMIT_AS), which for a Python worker is far
+// above what it uses. Limits cut to a small container's RAM make every worker recycle after
+// every request (or fail to allocate at all). The container's memory limit caps real use.
 import type { Resources } from "@berth/protocol";
+import { majorOf } from "./erp-modules.ts";
 
 const MIB = 1024 * 1024;
 /** Odoo's typical limits: soft 640 MB, hard 1.6 GB. */
@@ -9,8 +16,6 @@ export const TYPICAL_LIMIT_MEMORY_SOFT = 640 * MIB;
 export const TYPICAL_LIMIT_MEMORY_HARD = 1600 * MIB;
 /** A worker needs about 0.8 × 150 MB + 0.2 × 1 GB (most requests light, some heavy). */
 export const MEMORY_PER_WORKER = Math.round(0.8 * 150 * MIB + 0.2 * 1024 * MIB);
-/** Below this a worker is recycled after nearly every request. */
-const MIN_LIMIT_MEMORY_SOFT = 128 * MIB;
 
 export interface ErpSizing {
   workers: number;
@@ -30,13 +35,6 @@ export function sizeErp(resources: Resources): ErpSizing {
   const workers = resources.workers;
   const maxCron = 1;
   const memoryBytes = resources.ram_mb * MIB;
-  // Every process may reach the soft limit at once: workers plus cron, or one threaded server.
-  const processes = workers > 0 ? workers + maxCron : 1;
-  const hard = Math.min(TYPICAL_LIMIT_MEMORY_HARD, memoryBytes);
-  const soft = Math.min(
-    hard,
-    Math.max(MIN_LIMIT_MEMORY_SOFT, Math.min(TYPICAL_LIMIT_MEMORY_SOFT, Math.floor(memoryBytes / processes))),
-  );
 
   const warnings: string[] = [];
   const recommendedWorkers = Math.floor(2 * resources.cpu_cores + 1);
@@ -54,8 +52,8 @@ export function sizeErp(resources: Resources): ErpSizing {
   return {
     workers,
     max_cron_threads: maxCron,
-    limit_memory_soft: soft,
-    limit_memory_hard: hard,
+    limit_memory_soft: TYPICAL_LIMIT_MEMORY_SOFT,
+    limit_memory_hard: TYPICAL_LIMIT_MEMORY_HARD,
     limit_time_cpu: 600,
     limit_time_real: 1200,
     nano_cpus: Math.round(resources.cpu_cores * 1e9),
@@ -75,6 +73,8 @@ export interface OdooConfInput {
   proxyMode: boolean;
   /** The database manager's master password; absent: not written (Odoo's default applies). */
   adminPasswd?: string;
+  /** The ERP's series ("17.0"): the demo option's name and meaning depend on it. */
+  series: string;
   /** New modules get no demo data. */
   withoutDemo?: boolean;
   /** The add-ons folders in precedence order; absent: /mnt/extra-addons alone. */
@@ -105,10 +105,20 @@ export function renderOdooConf(input: OdooConfInput): string {
     ["limit_time_real", sizing.limit_time_real],
   ];
   if (input.adminPasswd !== undefined) options.push(["admin_passwd", input.adminPasswd]);
-  if (input.withoutDemo === true) options.push(["without_demo", "all"]);
+  options.push(...demoOptions(input.series, input.withoutDemo === true));
   for (const [key, value] of options) {
     // A line break would start another option: nothing Berth writes has one, and nothing may.
     if (/[\r\n]/.test(String(value))) throw new Error(`odoo.conf value of ${key} contains a line break`);
   }
   return ["[options]", ...options.map(([key, value]) => `${key} = ${value}`), ""].join("\n");
+}
+
+/**
+ * The demo option of odoo.conf per version (odoo/tools/config.py): up to 18.0 `without_demo`
+ * holds the modules without demo data ("all"); 19.0 has no demo data unless `with_demo` is
+ * true, and reads a `without_demo` of "all" only with a warning ("invalid boolean value").
+ */
+export function demoOptions(series: string, withoutDemo: boolean): [string, string][] {
+  if (majorOf(series) >= 19) return withoutDemo ? [] : [["with_demo", "True"]];
+  return withoutDemo ? [["without_demo", "all"]] : [];
 }

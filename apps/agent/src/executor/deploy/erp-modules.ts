@@ -52,9 +52,34 @@ export interface ModuleOutcome {
   to_version: string | null;
 }
 
-/** Odoo's adapt_version: a version not starting with the series gets it as prefix. */
+/**
+ * Odoo's adapt_version (odoo/modules/module.py), as the version Odoo records in
+ * ir_module_module.latest_version. 16.0 and 17.0 prefix the series unless the version already
+ * starts with `<series>.`, and also when it equals the series ("17.0" becomes "17.0.17.0");
+ * 18.0 and 19.0 prefix a version that does not start with the series (19.0: of at most three
+ * parts) and leave "<series>" as it is. Compare versions with sameVersion, never with ===.
+ */
 export function adaptVersion(series: string, version: string): string {
-  return version === series || version.startsWith(`${series}.`) ? version : `${series}.${version}`;
+  if (majorOf(series) <= 17) return version !== series && version.startsWith(`${series}.`) ? version : `${series}.${version}`;
+  if (version.startsWith(series)) return version;
+  return majorOf(series) >= 19 && version.split(".").length > 3 ? version : `${series}.${version}`;
+}
+
+/**
+ * Whether two versions of a module are the same as Odoo sees them: adapt_version only ever
+ * puts `<series>.` in front, so both sides lose one leading `<series>.` and are compared. A
+ * manifest's '17.0' and the '17.0.17.0' Odoo recorded for it are the same; any rule that
+ * compared them as written saw a change on every deploy (a snapshot and an upgrade each time).
+ */
+export function sameVersion(series: string, a: string | null, b: string | null): boolean {
+  if (a === null || b === null) return a === b;
+  const bare = (v: string) => (v.startsWith(`${series}.`) ? v.slice(series.length + 1) : v);
+  return bare(a) === bare(b);
+}
+
+/** The major version of a series ("19.0" -> 19), NaN when it has none. */
+export function majorOf(series: string): number {
+  return Number.parseInt(series, 10);
 }
 
 /** The series ("17.0") of an ERP version such as "17.0" or "17.0+e-20250703". */
@@ -146,7 +171,7 @@ export function writeModuleState(layout: EnvironmentLayout, addons: AddonModule[
   writeFileAtomic(join(layout.dir, STATE_FILE), `${JSON.stringify({ modules }, null, 2)}\n`, SECRET_FILE_MODE);
 }
 
-export function planModules(request: ModuleUpgrade, addons: AddonModule[], db: DbModule[], state: ModuleState): ModulePlan {
+export function planModules(request: ModuleUpgrade, addons: AddonModule[], db: DbModule[], state: ModuleState, series: string): ModulePlan {
   const inDb = new Map(db.map((m) => [m.name, m]));
   const inAddons = new Map(addons.map((m) => [m.name, m]));
   const plan: ModulePlan = { install: [], upgrade: [], reasons: {} };
@@ -184,7 +209,7 @@ export function planModules(request: ModuleUpgrade, addons: AddonModule[], db: D
     const row = inDb.get(addon.name);
     if (row?.state !== "installed") continue;
     const recorded = state.modules[addon.name];
-    if (row.latest_version !== addon.version) {
+    if (!sameVersion(series, row.latest_version, addon.version)) {
       plan.upgrade.push(addon.name);
       plan.reasons[addon.name] = `version ${row.latest_version ?? "none"} -> ${addon.version}`;
     } else if (recorded !== undefined && recorded.hash !== addon.hash) {
@@ -200,28 +225,82 @@ export function planIsEmpty(plan: ModulePlan): boolean {
 }
 
 /** The ERP's command line for a plan (or a first start), always with --stop-after-init. */
-export function erpCommand(options: { init?: string[]; update?: string[]; withoutDemo: boolean; language?: string }): string[] {
+export function erpCommand(options: { series: string; init?: string[]; update?: string[]; withoutDemo: boolean; language?: string }): string[] {
   const cmd = ["odoo", "--stop-after-init", "--no-http"];
   if (options.init !== undefined && options.init.length > 0) cmd.push("-i", options.init.join(","));
   if (options.update !== undefined && options.update.length > 0) cmd.push("-u", options.update.join(","));
-  if (options.withoutDemo) cmd.push("--without-demo=all");
+  cmd.push(...demoFlags(options.series, options.withoutDemo));
   if (options.language !== undefined) cmd.push(`--load-language=${options.language}`);
   return cmd;
 }
 
-/** The module a failed run names in its log ("Failed to upgrade module x", "Failed to install module x"). */
-export function failedModuleOf(lines: string[]): string | null {
-  for (const line of [...lines].reverse()) {
-    const match = /Failed to (?:upgrade|install|load) module (\w+)/.exec(line) ?? /Exception: module (\w+):/.exec(line);
-    if (match !== null) return match[1] ?? null;
-  }
-  return null;
+/**
+ * Demo data per version (odoo/tools/config.py): up to 18.0 it is on by default and
+ * `--without-demo=<modules>` turns it off; 19.0 turns it off by default and adds
+ * `--with-demo`, and its `--without-demo` takes no value (`=all` is refused). Odoo's option
+ * parser exits on an option it does not know, so the wrong flag stops the ERP.
+ */
+export function demoFlags(series: string, withoutDemo: boolean): string[] {
+  if (majorOf(series) >= 19) return withoutDemo ? [] : ["--with-demo"];
+  return withoutDemo ? ["--without-demo=all"] : [];
 }
 
-/** What a run did, from the module table before and after it. */
-export function outcomes(plan: ModulePlan, before: DbModule[], after: DbModule[], failed: string | null): ModuleOutcome[] {
+/**
+ * What Odoo's own lines say of a module run, read as they stream (a traceback can be longer
+ * than any tail): odoo/modules/loading.py logs `Loading module <name> (<n>/<m>)` at INFO for
+ * each module it installs or upgrades, in order, so the last one before a failure is the
+ * module that failed; odoo/modules/module.py logs `Couldn't load module <name>` when its
+ * Python cannot be imported; odoo/modules/loading.py `Transient module states were reset`
+ * after a failure; odoo/service/server.py `Failed to initialize database `<db>`.`. Odoo
+ * prints no "failed to upgrade module x" line.
+ */
+export function moduleLog() {
+  const loaded: string[] = [];
+  let unimportable: string | null = null;
+  const errors: string[] = [];
+  let inTraceback = false;
+  return {
+    line(text: string): void {
+      const loading = /odoo\.modules\.loading: Loading module (\w+) \(\d+\/\d+\)/.exec(text);
+      if (loading !== null) loaded.push(loading[1]!);
+      const couldNot = /Couldn't load module (\w+)/.exec(text);
+      if (couldNot !== null) unimportable ??= couldNot[1]!;
+      if (/ (ERROR|CRITICAL) /.test(text)) errors.push(text);
+      if (text.startsWith("Traceback (most recent call last):")) inTraceback = true;
+      else if (inTraceback && text !== "" && !/^\s/.test(text)) {
+        // The exception line that ends a traceback: what went wrong, in Odoo's words.
+        errors.push(text);
+        inTraceback = false;
+      }
+      if (errors.length > MAX_ERROR_LINES) errors.shift();
+    },
+    /** The modules Odoo started to install or upgrade, in order. */
+    loaded: (): readonly string[] => loaded,
+    /** The module a failed run names: one that could not be imported, else the last one loading. */
+    failedModule: (): string | null => unimportable ?? loaded.at(-1) ?? null,
+    /** Odoo's error lines (ERROR, CRITICAL, each traceback's exception), the last few. */
+    errorLines: (): readonly string[] => errors,
+  };
+}
+export type ModuleLog = ReturnType<typeof moduleLog>;
+const MAX_ERROR_LINES = 12;
+
+/**
+ * What a run did, from the module table before and after it and Odoo's lines. After a failed
+ * run Odoo resets the transient states (`to upgrade` back to `installed`, the OLD
+ * latest_version kept), so an unchanged version means not upgraded, never "upgraded".
+ */
+export function outcomes(
+  plan: ModulePlan,
+  before: DbModule[],
+  after: DbModule[],
+  run: { ok: boolean; failed: string | null; loaded: readonly string[] },
+  expectation: { series: string; addons: AddonModule[] } = { series: "", addons: [] },
+): ModuleOutcome[] {
   const was = new Map(before.map((m) => [m.name, m]));
   const now = new Map(after.map((m) => [m.name, m]));
+  const expected = new Map(expectation.addons.map((m) => [m.name, m.version]));
+  const loaded = new Set(run.loaded);
   const names = plan.upgrade.includes("all")
     ? before.filter((m) => m.state === "installed").map((m) => m.name)
     : [...plan.upgrade, ...plan.install];
@@ -231,7 +310,15 @@ export function outcomes(plan: ModulePlan, before: DbModule[], after: DbModule[]
     const a = now.get(name);
     const installedNow = a?.state === "installed";
     const installedBefore = b?.state === "installed";
-    if (name === failed || !installedNow) {
+    const changed = installedBefore ? a?.latest_version !== b?.latest_version : installedNow;
+    const want = expected.get(name);
+    let done: boolean;
+    if (name === run.failed || !installedNow) done = false;
+    // A run that succeeded must have brought the checkout's version.
+    else if (run.ok) done = want === undefined || sameVersion(expectation.series, a?.latest_version ?? null, want);
+    // A failed run: only what changed, or what Odoo went past before the failing module.
+    else done = changed || loaded.has(name);
+    if (!done) {
       result.push({ name, action: "failed", from_version: b?.latest_version ?? null, to_version: null });
     } else {
       result.push({

@@ -19,7 +19,7 @@ import type { DeployParams, MigrationRestorePhase } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { archiveHere, loadArchive } from "../backup/archive-restore.ts";
 import type { ErpArchiveFormat } from "../backup/erp-archive.ts";
-import { neutralizeDatabase } from "../backup/neutralize.ts";
+import { neutralizeCopy } from "../backup/neutralize.ts";
 import { ROLLED_BACK } from "../backup/restore.ts";
 import { verifyRestoredDatabase } from "../backup/restore-verification.ts";
 import {
@@ -64,8 +64,10 @@ export function createMigrationRestore(
   deps: Pick<ExecutorDeps, "controlPlaneUrl" | "clock" | "extraLabels"> & {
     docker: DockerClient;
     layout: EnvironmentLayout;
-    /** The deploy's ERP image: the new data dir is written through a helper of it. */
+    /** The deploy's ERP image: the new data dir is written through a helper of it, and its own neutralize runs on a copy. */
     image: string;
+    /** The environment's address (https://<domain>), a copy's web.base.url; null without a domain. */
+    baseUrl: string | null;
     previous: PreviousErp;
     dataTransferMs: number;
     stopGraceSeconds: number;
@@ -143,7 +145,20 @@ export function createMigrationRestore(
       });
       markFileStore(read.files === 0);
       step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
-      if (archive.neutralize === true) step.log("info", await neutralizeDatabase(docker, dbContainerId, n.incomingDb));
+      if (archive.neutralize === true) {
+        await neutralizeCopy({
+          docker,
+          layout,
+          dbContainerId,
+          image: deps.image,
+          database: n.incomingDb,
+          baseUrl: deps.baseUrl,
+          extraLabels: deps.extraLabels,
+          deadlineMs: deps.dataTransferMs,
+          signal: step.signal,
+          log: step.log,
+        });
+      }
       step.log("info", await verifyRestoredDatabase(docker, dbContainerId, n.incomingDb));
       step.signal.throwIfAborted();
 

@@ -18,6 +18,7 @@ import type { ExecutorDeps } from "../runner/executor-deps.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 import { addonReposDir } from "./addon-repositories.ts";
 import { exists, readableByErp } from "./erp-files.ts";
+import { giveTree, type ErpUser } from "../environment/erp-image-user.ts";
 import { previousCheckout, restorePreviousCheckout } from "./git-checkout.ts";
 
 /** What of the deploy's state the previous ERP's handling reads and updates. */
@@ -32,6 +33,10 @@ export interface PreviousErpState {
   /** The ERP container serving now, and its host port (a rollback sets them to the previous one's). */
   containerId?: string;
   hostPort?: number | null;
+  /** The user this deploy's image runs as. */
+  erpUser?: ErpUser;
+  /** The user the previous ERP's image runs as (null: there was no previous ERP). */
+  previousErpUser?: ErpUser | null;
 }
 
 export function createPreviousErp(
@@ -39,6 +44,17 @@ export function createPreviousErp(
   s: PreviousErpState,
 ) {
   const { docker, layout } = deps;
+
+  /** Whom the previous ERP's files must belong to: its image's user (it may differ from this deploy's). */
+  const previousUser = (): ErpUser => {
+    const user = s.previousErpUser ?? s.erpUser;
+    if (user === undefined) throw new Error("the previous ERP's user is not known yet");
+    return user;
+  };
+  /** The data dir back to the previous ERP's user, before it starts on it again. */
+  const dataDirToPrevious = async (log: StepScope["log"]) => {
+    await giveTree(layout.dataDir, previousUser(), (message) => log("info", message));
+  };
 
   /** The proxy's page for the environment; a proxy that fails is a warning (the deploy goes on). */
   const proxyMode = async (mode: "serving" | "maintenance", log: StepScope["log"]) => {
@@ -71,7 +87,7 @@ export function createPreviousErp(
     if (previousConf !== null) {
       await rename(layout.configFile, nextConf);
       writeFileAtomic(layout.configFile, previousConf, SECRET_FILE_MODE);
-      await readableByErp(layout.configFile, { log: () => undefined });
+      await readableByErp(layout.configFile, previousUser(), { log: () => undefined });
     }
     try {
       await start();
@@ -89,6 +105,7 @@ export function createPreviousErp(
     const id = s.stoppedOldErp;
     if (id == null) return;
     s.stoppedOldErp = null;
+    await dataDirToPrevious(log);
     await withPreviousMounts(() => docker.startContainer(id));
     log("warning", "The previous ERP container serves again");
     await proxyMode("serving", log);
@@ -103,7 +120,7 @@ export function createPreviousErp(
     if (await restorePreviousCheckout(addonReposDir(layout.dir))) log("warning", "Code: the previous add-on repositories are back");
     if (s.previousConf != null) {
       writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
-      await readableByErp(layout.configFile, { log });
+      await readableByErp(layout.configFile, previousUser(), { log });
       log("warning", "Configuration: the previous odoo.conf is back");
     }
   };
@@ -172,6 +189,7 @@ export function createPreviousErp(
         log: step.log,
       });
       if (previousId !== null) {
+        await dataDirToPrevious(step.log);
         await docker.startContainer(previousId);
         s.containerId = previousId;
         s.hostPort = await hostPortOf(docker, previousId);

@@ -7,10 +7,10 @@
 // no ensurepip (pip then runs from the system with --python). Its site-packages is reached
 // through a fixed link, <mount>/site, which PYTHONPATH names, so the ERP's own interpreter
 // finds the packages whatever its Python version; a missing link is ignored by Python.
-import { chmod, chown, mkdir } from "node:fs/promises";
+import { chmod, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { ERP_UID } from "../environment/environment-layout.ts";
+import { giveTree, type ErpUser } from "../environment/erp-image-user.ts";
 
 /** Where the layer is mounted in the ERP's containers. */
 export const PYTHON_LAYER_MOUNT = "/opt/berth-python";
@@ -33,15 +33,12 @@ export function erpEnvironment(env: Record<string, string>): string[] {
   return Object.entries(merged).map(([name, value]) => `${name}=${value}`);
 }
 
-/** Creates the layer's folder, owned by the ERP's user when the agent may give it away. */
-export async function preparePythonLayer(environmentDir: string): Promise<string> {
+/** Creates the layer's folder, owned (with what it holds) by the image's user when the agent may give it away. */
+export async function preparePythonLayer(environmentDir: string, user: ErpUser, log: (message: string) => void): Promise<string> {
   const dir = pythonLayerDir(environmentDir);
   await mkdir(dir, { recursive: true, mode: 0o755 });
-  await chown(dir, ERP_UID, ERP_UID).catch(async (error: NodeJS.ErrnoException) => {
-    if (error.code !== "EPERM") throw error;
-    // Without root the ERP's user must still write it (inside the agent's private state dir).
-    await chmod(dir, 0o777);
-  });
+  // Without root the ERP's user must still write it (inside the agent's private state dir).
+  if (!(await giveTree(dir, user, log))) await chmod(dir, 0o777);
   return dir;
 }
 
@@ -84,10 +81,10 @@ export interface LayerInstall {
  */
 export async function installIntoLayer(
   docker: Pick<DockerClient, "runToCompletion">,
-  spec: { name: string; image: string; labels: Record<string, string>; network: string; environmentDir: string; binds: string[]; files: string[] },
+  spec: { name: string; image: string; user: ErpUser; labels: Record<string, string>; network: string; environmentDir: string; binds: string[]; files: string[] },
   options: { deadlineMs: number; signal: AbortSignal; log: (level: "info" | "warning", message: string) => void },
 ): Promise<LayerInstall> {
-  await preparePythonLayer(spec.environmentDir);
+  await preparePythonLayer(spec.environmentDir, spec.user, (message) => options.log("info", message));
   options.log("info", `Installing ${spec.files.join(", ")} into the environment's Python layer (${PYTHON_LAYER_MOUNT}, a virtual environment that survives restarts)`);
   const result = await docker.runToCompletion(
     {

@@ -111,9 +111,18 @@ export async function listDatabases(docker: DockerClient, dbContainerId: string)
   return psql(docker, dbContainerId, "SELECT datname FROM pg_database ORDER BY datname");
 }
 
+/**
+ * A new, empty database for a restore, made as Odoo makes its own (odoo/service/db.py,
+ * _create_empty_database): UTF-8, `LC_COLLATE 'C'`, from template0 (so nothing a customer
+ * put in template1 comes along), so a restored ERP sorts and compares text as one Odoo made.
+ * The extensions the source had (pg_trgm, unaccent) come with its dump.
+ */
 export async function createDatabase(docker: DockerClient, dbContainerId: string, name: string): Promise<void> {
-  await psql(docker, dbContainerId, `CREATE DATABASE ${ident(name)} OWNER ${ERP_DB_USER}`, { code: "restore_failed" });
+  await psql(docker, dbContainerId, `CREATE DATABASE ${ident(name)} OWNER ${ERP_DB_USER} ${ODOO_DATABASE_CLAUSES}`, { code: "restore_failed" });
 }
+
+/** The clauses of Odoo's CREATE DATABASE (odoo/service/db.py, 16.0 to 19.0). */
+export const ODOO_DATABASE_CLAUSES = "ENCODING 'unicode' LC_COLLATE 'C' TEMPLATE template0";
 
 /**
  * A copy of `from` as `to` at the speed of the disk (CREATE DATABASE ... TEMPLATE): `from`

@@ -59,7 +59,5 @@ export const ERP_DB_NAME = "odoo";
 /** The PostgreSQL role the ERP connects as (a superuser of its own server, as in the official images). */
 export const ERP_DB_USER = "odoo";
 export const ERP_DB_PORT = 5432;
-/** The user the official ERP image runs as; its data dir and config file must be readable by it. */
-export const ERP_UID = 101;
 export const ERP_HTTP_PORT = "8069/tcp";
 export const DEFAULT_DB_IMAGE = "postgres:16";

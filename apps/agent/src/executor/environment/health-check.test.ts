@@ -24,7 +24,23 @@ async function silentServer(): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
+/** An ERP whose HTTP server is up but whose registry failed to load, as Odoo serves then. */
+async function brokenRegistry(): Promise<number> {
+  server = createServer((req, res) => {
+    if (req.url?.startsWith("/web/health")) res.writeHead(200, { "content-type": "application/json" }).end('{"status": "pass"}');
+    else res.writeHead(500, { "content-type": "text/html" }).end("Internal Server Error");
+  });
+  await new Promise<void>((resolve) => server!.listen(0, "127.0.0.1", resolve));
+  return (server.address() as AddressInfo).port;
+}
+
 describe("waitForHealth", () => {
+  it("is not fooled by /web/health: an ERP whose registry failed to load is not healthy", async () => {
+    const port = await brokenRegistry();
+    const outcome = await waitForHealth({ hostPort: port, timeoutMs: 500, intervalMs: 100, signal: new AbortController().signal, clock: systemClock, stoppedReason: async () => null });
+    expect(outcome).toMatchObject({ healthy: false, reason: expect.stringContaining("GET /web/login answered 500") });
+  });
+
   it("gives up on an ERP that never answers, however often the heap is collected meanwhile", async () => {
     const port = await silentServer();
     const collecting = setInterval(gc, 50);

@@ -1,5 +1,12 @@
-// Polls the ERP's /web/health on its loopback port until it answers 200, the time is up,
-// or the container has exited (no point waiting for a process that is gone).
+// Polls the ERP on its loopback port until it serves a request that needs its registry, the
+// time is up, or the container has exited (no point waiting for a process that is gone).
+//
+// Not /web/health: Odoo answers it 200 whenever its HTTP server is up (since 15.0), also when
+// the registry failed to load (a module that cannot be imported, a failed upgrade), and its
+// ?db_server_status=1 (18.0+) only asks PostgreSQL (addons/web/controllers/webclient.py). A
+// release whose modules are broken still serves /web/health; /web/login needs the registry
+// of the database (odoo/http.py loads it for every request of a database), so it answers 500
+// then. ERP-FACTS "Real Odoo": Health.
 import { sleep, type Clock } from "../../clock.ts";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { stoppedReason } from "./erp-container.ts";
@@ -20,7 +27,7 @@ export type HealthOutcome = { healthy: true; attempts: number } | { healthy: fal
 export async function waitForHealth(options: HealthOptions): Promise<HealthOutcome> {
   const { clock, signal } = options;
   const deadline = clock.now().getTime() + options.timeoutMs;
-  const url = `http://127.0.0.1:${options.hostPort}/web/health`;
+  const url = `http://127.0.0.1:${options.hostPort}${HEALTH_PATH}`;
   let attempts = 0;
   let reason = "no answer yet";
   while (true) {
@@ -28,13 +35,14 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthOutco
     attempts += 1;
     const attempt = abortAfter(ATTEMPT_TIMEOUT_MS, signal);
     try {
-      const response = await fetch(url, { signal: attempt.signal });
+      // A redirect (to a database selector, to /odoo) is not the login page: it is not followed.
+      const response = await fetch(url, { signal: attempt.signal, redirect: "manual" });
       const body = (await response.text()).slice(0, 200);
       if (response.status === 200) return { healthy: true, attempts };
-      reason = `GET /web/health answered ${response.status}: ${body}`;
+      reason = `GET ${HEALTH_PATH} answered ${response.status}: ${body}`;
     } catch (error) {
       signal.throwIfAborted();
-      reason = `GET /web/health failed: ${causeOf(error)}`;
+      reason = `GET ${HEALTH_PATH} failed: ${causeOf(error)}`;
     } finally {
       attempt.clear();
     }
@@ -48,6 +56,8 @@ export async function waitForHealth(options: HealthOptions): Promise<HealthOutco
 }
 
 const ATTEMPT_TIMEOUT_MS = 3_000;
+/** The request that proves the ERP serves: the login page of its one database (odoo.conf's db_name). */
+export const HEALTH_PATH = "/web/login";
 
 /**
  * A signal that aborts `ms` from now or when `parent` does: a plain AbortController and a
@@ -79,7 +89,7 @@ function causeOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
-/** Waits for /web/health; a failure is a warning, never the deployment's failure. */
+/** Waits until the ERP serves its login page; the caller decides what an unhealthy ERP means. */
 export async function checkHealth(
   docker: DockerClient,
   containerId: string,
@@ -101,7 +111,7 @@ export async function checkHealth(
     stoppedReason: stoppedReason(docker, containerId),
   });
   if (outcome.healthy) {
-    step.log("info", `GET /web/health answered 200 (attempt ${outcome.attempts})`);
+    step.log("info", `GET ${HEALTH_PATH} answered 200 (attempt ${outcome.attempts})`);
     return true;
   }
   step.log("warning", `Health check failed, continuing (non-fatal): ${outcome.reason}`);

@@ -6,7 +6,7 @@ import type { EnvironmentLocks } from "./environment-lock.ts";
 import type { StepDeadlines } from "./step-runner.ts";
 
 export interface ExecutorTiming {
-  /** How long the ERP may take to answer /web/health before the (non-fatal) check gives up. */
+  /** How long the ERP may take to serve its login page (health-check.ts) before the check gives up. */
   healthTimeoutMs: number;
   healthIntervalMs: number;
   /** How long PostgreSQL may take to accept connections (first start runs initdb). */

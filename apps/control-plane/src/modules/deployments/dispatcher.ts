@@ -99,6 +99,18 @@ export function createDispatcher(deps: {
     };
   }
 
+  /**
+   * A restore of another environment's backup makes a copy: the agent neutralises it with the
+   * image's own `odoo neutralize` and re-keys it (new uuid and secret, this environment's
+   * address as web.base.url) before it serves. The environment's own backup comes back as it was.
+   */
+  async function copyOf(d: DeploymentRow, extra: Record<string, unknown>): Promise<{ copy?: { base_url: string | null } }> {
+    if (typeof extra.source_environment_id !== "string" || extra.source_environment_id === d.environmentId) return {};
+    const row = await deps.repo.environmentWithProject(d.environmentId);
+    const host = row ? deps.addresses.hostname(row.env) : null;
+    return { copy: { base_url: host ? `https://${host}` : null } };
+  }
+
   async function paramsFor(d: DeploymentRow, type: CommandType): Promise<Record<string, unknown>> {
     const base = { deployment_id: d.id, environment_id: d.environmentId };
     if (type !== "deploy" && type !== "redeploy") {
@@ -110,7 +122,7 @@ export function createDispatcher(deps: {
       }
       if (type === "restore") {
         const source = await deps.backups?.restoreSource(String(extra.backup_id));
-        return { ...base, backup_id: String(extra.backup_id), ...(source ? { source } : {}) };
+        return { ...base, backup_id: String(extra.backup_id), ...(source ? { source } : {}), ...(await copyOf(d, extra)) };
       }
       return base;
     }

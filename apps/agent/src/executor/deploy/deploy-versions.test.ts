@@ -1,0 +1,85 @@
+// One deploy life per Odoo version, on the strict stand-in of each tag (test/images/README.md,
+// "Fidelity points"): the image's own user (16.0/17.0: uid 101; 18.0/19.0: uid 100) owns
+// odoo.conf and the data dir, so the ERP reads its configuration and serves; the demo flags
+// of the version (19.0 refuses --without-demo=all); a redeploy with nothing changed upgrades
+// nothing and takes no snapshot (manifest versions compared as Odoo's adapt_version records
+// them: '<series>' becomes '<series>.<series>'); a failed upgrade is reported as failed with
+// the module Odoo's lines name, and rolled back, the previous release serving its login page.
+// Needs `bash .ci/docker-setup.sh` first.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createExecutorHarness, createGitRepository, deployParams, finishSuite, requireTestImages, type Run } from "../executor.test-helpers.ts";
+import { environmentLayout } from "../environment/environment-layout.ts";
+import { hostPortOf } from "../environment/erp-container.ts";
+import { erpUserOf } from "../environment/erp-image-user.ts";
+
+const SUITE = "executor-versions";
+/** The user of each official image (odoo/docker's Dockerfiles; 18.0: odoo/odoo issue 183106). */
+const TAGS = [
+  { series: "16.0", uid: 101, gid: 101 },
+  { series: "17.0", uid: 101, gid: 101 },
+  { series: "18.0", uid: 100, gid: 101 },
+  { series: "19.0", uid: 100, gid: 101 },
+];
+
+const manifest = (version: string) => `{'name': 'Versioned', 'version': '${version}', 'depends': ['base'], 'license': 'LGPL-3'}\n`;
+
+function resultOf(run: Run): Record<string, unknown> {
+  if (!run.outcome.ok) throw new Error(`the command failed: ${run.outcome.error.code}: ${run.outcome.error.message}`);
+  return run.outcome.result;
+}
+
+describe.each(TAGS)("Odoo $series", ({ series, uid, gid }) => {
+  const image = `berth-test/erp:${series}`;
+  const h = createExecutorHarness(`${SUITE}-${series.replace(".", "")}`, { healthTimeoutMs: 10_000, healthIntervalMs: 300 });
+  const env = randomUUID();
+  const layout = environmentLayout(h.stateDir, env);
+  const gitDir = mkdtempSync(join(tmpdir(), "berth-exec-versions-git-"));
+  let repo: Awaited<ReturnType<typeof createGitRepository>>;
+  const deploy = (commit: string, modules?: { upgrade: string[] }) =>
+    h.run("deploy", deployParams(env, { image, erp_version: series, git: { url: repo.url, branch: "main", commit }, ...(modules ? { modules } : {}) }));
+  const login = async () => {
+    const erp = await h.docker.inspectContainer(layout.erpContainer);
+    const port = await hostPortOf(h.docker, erp!.id);
+    return (await fetch(`http://127.0.0.1:${String(port)}/web/login`, { signal: AbortSignal.timeout(10_000) })).status;
+  };
+
+  beforeAll(async () => {
+    await requireTestImages(h.docker);
+    repo = await createGitRepository(gitDir);
+  }, 60_000);
+  afterAll(() => finishSuite(`${SUITE}-${series.replace(".", "")}`, h, gitDir), 180_000);
+
+  it("reads the image's user from the image, and the ERP reads its configuration as that user", async () => {
+    expect(await erpUserOf(h.docker, image)).toEqual({ uid, gid });
+    // 16.0/17.0: a version equal to the series, which Odoo records as "<series>.<series>"
+    // (18.0 would make such a module uninstallable: it gets a plain version there).
+    const version = Number.parseInt(series, 10) <= 17 ? series : "1.0";
+    const v1 = await repo.commit("v1", { "berth_versioned/__manifest__.py": manifest(version) });
+    const result = resultOf(await deploy(v1, { upgrade: ["berth_versioned"] }));
+    expect(result).toMatchObject({ healthy: true, modules: [{ name: "berth_versioned", action: "installed", to_version: `${series}.${version}` }] });
+    for (const path of [layout.configFile, layout.dataDir]) expect(statSync(path)).toMatchObject({ uid, gid });
+    expect(statSync(layout.configFile).mode & 0o777).toBe(0o600);
+    expect(await login()).toBe(200);
+  }, 240_000);
+
+  it("upgrades nothing and takes no snapshot when nothing changed", async () => {
+    const again = resultOf(await deploy(await repo.commit("v1 again")));
+    expect(again).toMatchObject({ healthy: true, modules: [], snapshot_id: null });
+  }, 240_000);
+
+  it("reports a failed upgrade as failed, with the module Odoo names, and rolls it back", async () => {
+    const broken = await repo.commit("v2", { "berth_versioned/__manifest__.py": manifest("2.0"), "berth_versioned/FAIL_UPGRADE": "boom\n" });
+    const run = await deploy(broken);
+    expect(run.outcome.ok).toBe(false);
+    if (run.outcome.ok) return;
+    expect(run.outcome.error).toMatchObject({ code: "module_update_failed", message: expect.stringMatching(/module berth_versioned failed .*rolled back to/s) });
+    // What the run did (the plan's "upgrade (version …)" line comes before it).
+    const reported = run.logs.filter((l) => /^Module berth_versioned: (failed|upgraded|installed)\b/.test(l.message)).map((l) => l.message);
+    expect(reported).toEqual(["Module berth_versioned: failed"]);
+    expect(await login()).toBe(200);
+  }, 240_000);
+});
