@@ -6,7 +6,8 @@
 #   berth-test/erp:16.0      a small stand-in for the ERP server (erp/odoo.c) + busybox, one
 #   berth-test/erp:17.0      image per series: each sets ODOO_VERSION and has the official
 #   berth-test/erp:18.0      image's user (odoo 101:101 in 16.0/17.0; 100:101 in 18.0/19.0,
-#   berth-test/erp:19.0      Ubuntu noble images, odoo/odoo issue 183106)
+#   berth-test/erp:19.0      Ubuntu noble images, odoo/odoo issue 183106), with the standard
+#                            add-ons of erp/addons (SQL and manifests) per series
 #   berth-test/caddy:2       Debian's Caddy + busybox, laid out as the official caddy:2 image
 #
 # Usage: test/images/build.sh [--force] [--quiet]
@@ -37,7 +38,7 @@ for arg in "$@"; do
 	--force) force=1 ;;
 	--quiet | -q) quiet=1 ;;
 	-h | --help)
-		sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+		sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
 		exit 0
 		;;
 	*)
@@ -242,8 +243,40 @@ prepare_erp_root() {
 	install -m 755 "$here/erp/entrypoint.sh" "$root/entrypoint.sh"
 }
 
+# The standard add-ons of the series (erp/addons/<module>/...) at the official images' path.
+# A file named `<name>@<A>` or `<name>@<A>-<B>` (series majors) is appended to `<name>` for
+# the series A (to B) only, after the file without a suffix if there is one: per-series
+# variants of a module's data/neutralize.sql, or per-series parts of its berth_upgrade.sql.
+readonly ERP_STANDARD_ADDONS=/usr/lib/python3/dist-packages/odoo/addons
+install_standard_addons() {
+	local root=$1 series=$2 major=${2%%.*} src=$here/erp/addons dest f rel name range lo hi
+	dest=$root$ERP_STANDARD_ADDONS
+	rm -rf "$root/usr/lib/python3"
+	mkdir -p "$dest"
+	while IFS= read -r f; do
+		rel=${f#"$src"/}
+		case $rel in *@*) continue ;; esac
+		mkdir -p "$dest/$(dirname "$rel")"
+		install -m 644 "$f" "$dest/$rel"
+	done < <(find "$src" -type f | sort)
+	while IFS= read -r f; do
+		rel=${f#"$src"/}
+		name=${rel%@*}
+		range=${rel##*@}
+		lo=${range%-*}
+		hi=${range#*-}
+		[[ $lo =~ ^[0-9]+$ && $hi =~ ^[0-9]+$ ]] || die "erp/addons/$rel: expected <name>@<major> or <name>@<major>-<major>"
+		((major >= lo && major <= hi)) || continue
+		mkdir -p "$dest/$(dirname "$name")"
+		cat "$f" >>"$dest/$name"
+		chmod 644 "$dest/$name"
+	done < <(find "$src" -type f -name '*@*' | sort)
+	find "$root/usr/lib/python3" -type d -exec chmod 755 {} +
+}
+
 build_erp() {
 	local hash=$1 series=$2 uid=$3 gid=$4 root=$work/erp-root
+	install_standard_addons "$root" "$series"
 	printf 'root:x:0:0:root:/root:/bin/sh\nodoo:x:%s:%s:Odoo:/var/lib/odoo:/bin/sh\n' "$uid" "$gid" >"$root/etc/passwd"
 	printf 'root:x:0:\nodoo:x:%s:\n' "$gid" >"$root/etc/group"
 	chown -R "$uid:$gid" "$root/etc/odoo" "$root/var/lib/odoo" "$root/mnt/extra-addons"
@@ -298,7 +331,9 @@ else
 	say "built $PG_TAG in $((SECONDS - start)) s"
 fi
 
-erp_base_hash=$(inputs_hash "$here/erp/odoo.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf")
+mapfile -t erp_addon_files < <(find "$here/erp/addons" -type f | sort)
+erp_base_hash=$( { inputs_hash "$here/erp/odoo.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf" "${erp_addon_files[@]}"
+	printf '%s\n' "${erp_addon_files[@]#"$here"/}"; } | sha256sum | cut -c1-16)
 erp_prepared=0
 for entry in "${ERP_SERIES[@]}"; do
 	IFS=: read -r series uid gid <<<"$entry"

@@ -492,6 +492,11 @@ function wsSession(
   });
 }
 
+// The image's standard add-ons besides base: listed, uninstalled, once a database is set up.
+const STANDARD_UNINSTALLED = ["delivery", "google_calendar", "iap", "mail", "microsoft_calendar", "payment", "web"];
+const uninstalledRows = (names: string[]) => names.map((name) => ({ name, state: "uninstalled", latest_version: null, demo: false }));
+const byName = <T extends { name: string }>(rows: T[]): T[] => rows.slice().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
 interface ModuleRow {
   name: string;
   state: string;
@@ -515,6 +520,36 @@ async function runOdoo(args: string[], addonsDir: string, image = ERP_IMAGE): Pr
     await container.start();
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
     return { code: StatusCode, logs: demux(await container.logs({ stdout: true, stderr: true })) };
+  } finally {
+    await container.remove({ force: true, v: true });
+  }
+}
+
+// Runs IMAGE with CMD through its entrypoint, on the test network with the test's odoo.conf
+// mounted (as Berth runs `odoo neutralize -d <db>`): exit code, stdout, stderr apart.
+async function runCommand(image: string, cmd: string[], addonsDir: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  const container = await docker.createContainer({
+    Image: image,
+    Labels: labels,
+    Cmd: cmd,
+    HostConfig: {
+      NetworkMode: names.network,
+      Binds: [`${join(workDir, "odoo.conf")}:/etc/odoo/odoo.conf:ro`, `${addonsDir}:/mnt/extra-addons:ro`],
+    },
+  });
+  try {
+    await container.start();
+    const { StatusCode } = (await container.wait()) as { StatusCode: number };
+    const out = new PassThrough();
+    const err = new PassThrough();
+    const o: Buffer[] = [];
+    const e: Buffer[] = [];
+    out.on("data", (c: Buffer) => o.push(c));
+    err.on("data", (c: Buffer) => e.push(c));
+    const raw = await container.logs({ stdout: true, stderr: true });
+    docker.modem.demuxStream(new PassThrough().end(raw), out, err);
+    await new Promise((resolve) => setImmediate(resolve));
+    return { code: StatusCode, stdout: Buffer.concat(o).toString("utf8"), stderr: Buffer.concat(e).toString("utf8") };
   } finally {
     await container.remove({ force: true, v: true });
   }
@@ -701,9 +736,9 @@ describe("Docker test images", () => {
   it("records base in ir_module_module on first start, with demo data by default, and admin_passwd only as set", async () => {
     const res = await http("/berth/modules");
     expect(res.status).toBe(200);
-    expect((await res.json()) as ModuleRow[]).toEqual([
-      { name: "base", state: "installed", latest_version: "17.0.1.3", demo: true },
-    ]);
+    expect((await res.json()) as ModuleRow[]).toEqual(
+      byName([{ name: "base", state: "installed", latest_version: "17.0.1.3", demo: true }, ...uninstalledRows(STANDARD_UNINSTALLED)]),
+    );
     // Base's demo data is the flag alone: berth_probe keeps just its first-start row.
     expect((await rows()).rows.map((r) => r.note)).toEqual(["created on first start"]);
     const logs = demux(await (erp as Container).logs({ stdout: true, stderr: true }));
@@ -1059,9 +1094,10 @@ describe("Docker test images", () => {
       expect(await psql("postgres", "SELECT datcollate FROM pg_database WHERE datname = 'modules_db'")).toBe("C");
       expect(await psql(db, "SELECT extname FROM pg_extension WHERE extname = 'pg_trgm'")).toBe("pg_trgm");
       expect(run.logs).not.toMatch(/HTTP service/);
-      // The add-ons path was scanned (update_list): my_module is known, not installed.
-      expect(await psql(db, "SELECT name, state, coalesce(latest_version, '-'), demo FROM ir_module_module ORDER BY id")).toBe(
-        "base|installed|17.0.1.3|f\nmy_module|uninstalled|-|f",
+      // The add-ons path was scanned (update_list): my_module is known, not installed, as are
+      // the image's standard add-ons.
+      expect(await psql(db, "SELECT name, state, coalesce(latest_version, '-'), demo FROM ir_module_module ORDER BY name")).toBe(
+        ["base|installed|17.0.1.3|f", ...[...STANDARD_UNINSTALLED, "my_module"].sort().map((m) => `${m}|uninstalled|-|f`)].join("\n"),
       );
       expect(await psql(db, "SELECT note FROM berth_probe ORDER BY id")).toBe("created on first start");
     }, 60_000);
@@ -1162,12 +1198,15 @@ describe("Docker test images", () => {
         );
         const res = await fetch(`${base}/berth/modules`, { signal: AbortSignal.timeout(10_000) });
         expect(res.status).toBe(200);
-        expect((await res.json()) as ModuleRow[]).toEqual([
-          { name: "bad_module", state: "installed", latest_version: "17.0.1.0", demo: false },
-          { name: "base", state: "installed", latest_version: "17.0.1.3", demo: false },
-          { name: "demo_module", state: "uninstalled", latest_version: null, demo: false },
-          { name: "my_module", state: "installed", latest_version: "17.0.1.2", demo: false },
-        ]);
+        expect((await res.json()) as ModuleRow[]).toEqual(
+          byName([
+            { name: "bad_module", state: "installed", latest_version: "17.0.1.0", demo: false },
+            { name: "base", state: "installed", latest_version: "17.0.1.3", demo: false },
+            { name: "demo_module", state: "uninstalled", latest_version: null, demo: false },
+            { name: "my_module", state: "installed", latest_version: "17.0.1.2", demo: false },
+            ...uninstalledRows(STANDARD_UNINSTALLED),
+          ]),
+        );
         const logs = await logsOf(server);
         expect(logs).toMatch(/CRITICAL modules_db odoo\.service\.server: Failed to initialize database `modules_db`\./);
         // The next request loads the registry without the upgrade (states were reset): it works.
@@ -1203,7 +1242,9 @@ describe("Docker test images", () => {
       // 18.0+: odoo/cli/server.py names the parser "odoo server".
       const s18 = await runBare(erpImage("18.0"), ["--no-such-option"]);
       expect(s18.stderr).toBe("Usage: odoo server [options]\n\nodoo server: error: no such option: --no-such-option\n");
-      const missing = await runBare(erpImage("17.0"), ["-d"]);
+      // Through the entrypoint `-d` would take the appended `--db_host` (as in the official
+      // image): the binary itself shows the parser's error.
+      const missing = await runBare(erpImage("17.0"), ["-d"], ["/usr/bin/odoo"]);
       expect([missing.code, missing.stderr.split("\n")[2]]).toEqual([2, "odoo: error: -d option requires 1 argument"]);
       const notInt = await runBare(erpImage("17.0"), ["--http-port=x"]);
       expect(notInt.stderr.split("\n")[2]).toBe("odoo: error: option --http-port: invalid integer value: 'x'");
@@ -1350,5 +1391,187 @@ describe("Docker test images", () => {
       expect(forced.code, forced.logs).toBe(0);
       expect(await psql("strict_empty", "SELECT state FROM ir_module_module WHERE name = 'base'")).toBe("installed");
     }, 90_000);
+  });
+
+  describe("odoo neutralize with the standard add-ons, per series", () => {
+    const STANDARD = ["base", "web", "mail", "payment", "iap", "delivery", "google_calendar", "microsoft_calendar"];
+    const addons = (): string => join(workDir, "addons-neutralize");
+    const neutralize = (series: string, args: string[]) => runCommand(erpImage(series), ["odoo", "neutralize", ...args], addons());
+    const LOG = (level: string, logger: string, text: string) =>
+      new RegExp(`^\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d:\\d\\d,\\d{3} \\d+ ${level} \\? ${logger.replace(/\./g, "\\.")}: ${text}$`, "m");
+
+    // What each module's data/neutralize.sql turns off, as a test reads it (one value per line).
+    const state = async (db: string, series: string): Promise<Record<string, string>> => {
+      const major = Number(series.split(".")[0]);
+      const q = (sql: string) => psql(db, sql);
+      const calendars =
+        major <= 17
+          ? {
+              google: await q("SELECT coalesce(calendar_token, '-') || ' ' || coalesce(calendar_rtoken, '-') || ' ' || synchronization_stopped FROM google_calendar_credentials c JOIN res_users u ON u.google_cal_account_id = c.id WHERE u.id = 2"),
+              microsoft:
+                major === 16
+                  ? await q("SELECT coalesce(microsoft_calendar_token, '-') || ' ' || coalesce(microsoft_calendar_rtoken, '-') || ' ' || microsoft_synchronization_stopped FROM res_users WHERE id = 2")
+                  : await q("SELECT coalesce(u.microsoft_calendar_token, '-') || ' ' || coalesce(u.microsoft_calendar_rtoken, '-') || ' ' || c.synchronization_stopped FROM res_users u JOIN microsoft_calendar_credentials c ON c.id = u.microsoft_cal_account_id WHERE u.id = 2"),
+            }
+          : {
+              google: await q("SELECT coalesce(google_calendar_token, '-') || ' ' || coalesce(google_calendar_rtoken, '-') || ' ' || google_synchronization_stopped FROM res_users_settings WHERE user_id = 2"),
+              microsoft: await q("SELECT coalesce(u.microsoft_calendar_token, '-') || ' ' || coalesce(u.microsoft_calendar_rtoken, '-') || ' ' || s.microsoft_synchronization_stopped FROM res_users u JOIN res_users_settings s ON s.user_id = u.id WHERE u.id = 2"),
+            };
+      return {
+        crons: await q("SELECT string_agg(cron_name || ':' || active, ',' ORDER BY id) FROM ir_cron"),
+        mailServers: await q("SELECT string_agg(name || ':' || coalesce(smtp_host, '') || ':' || smtp_port || ':' || active, ',' ORDER BY id) FROM ir_mail_server"),
+        neutralized: await q("SELECT coalesce((SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'), '-')"),
+        webhook: major >= 17 ? await q("SELECT webhook_url FROM ir_act_server WHERE state = 'webhook'") : "-",
+        banner: await q("SELECT active::text FROM ir_ui_view WHERE key = 'web.neutralize_banner'"),
+        template: await q("SELECT coalesce(mail_server_id::text, '-') FROM mail_template"),
+        fetchmail: await q("SELECT string_agg(name || ':' || active, ',') FROM fetchmail_server"),
+        providers: await q("SELECT string_agg(code || ':' || state, ',' ORDER BY id) FROM payment_provider"),
+        iap: await q("SELECT account_token FROM iap_account"),
+        carriers: await q("SELECT string_agg(delivery_type || ':' || prod_environment || ':' || active, ',' ORDER BY id) FROM delivery_carrier"),
+        ...calendars,
+      };
+    };
+
+    beforeAll(async () => {
+      await mkdir(addons(), { recursive: true, mode: 0o755 });
+    });
+
+    it("-i base makes base's tables and rows; the image's standard add-ons are listed, uninstalled", async () => {
+      const run = await runOdoo(["-d", "std_base", "-i", "base", "--stop-after-init"], addons(), erpImage("16.0"));
+      expect(run.code, run.logs).toBe(0);
+      expect(run.logs).toMatch(/INFO std_base odoo\.modules\.loading: loading base\/berth_upgrade\.sql\n/);
+      expect(await psql("std_base", "SELECT name || ':' || state FROM ir_module_module ORDER BY name")).toBe(
+        STANDARD.slice()
+          .sort()
+          .map((m) => `${m}:${m === "base" ? "installed" : "uninstalled"}`)
+          .join("\n"),
+      );
+      expect(await psql("std_base", "SELECT string_agg(c.cron_name || ':' || c.active, ',' ORDER BY c.id) FROM ir_cron c")).toBe(
+        "Base: Auto-vacuum internal data:true,Base: Portal Users Deletion:true",
+      );
+      expect(await psql("std_base", "SELECT res_id FROM ir_model_data WHERE module = 'base' AND name = 'autovacuum_job' AND model = 'ir.cron'")).toBe("1");
+      expect(await psql("std_base", "SELECT string_agg(key, ',' ORDER BY key) FROM ir_config_parameter")).toBe(
+        "base.login_cooldown_after,base.login_cooldown_duration,database.create_date,database.secret,database.uuid,web.base.url",
+      );
+      expect(await psql("std_base", "SELECT name || ' ' || smtp_host || ' ' || active FROM ir_mail_server")).toBe("Production SMTP smtp.customer.example true");
+      expect(await psql("std_base", "SELECT login FROM res_users ORDER BY id")).toBe("__system__\nadmin");
+      expect(await psql("std_base", "SELECT note FROM berth_probe")).toBe("created on first start");
+      // 16.0 has no webhook server actions; a base upgrade keeps everything once.
+      expect(await psql("std_base", "SELECT count(*) FROM information_schema.columns WHERE table_name = 'ir_act_server' AND column_name = 'webhook_url'")).toBe("0");
+      const up = await runOdoo(["-d", "std_base", "-u", "base", "--stop-after-init"], addons(), erpImage("16.0"));
+      expect(up.code, up.logs).toBe(0);
+      expect(await psql("std_base", "SELECT (SELECT count(*) FROM ir_cron) || ' ' || (SELECT count(*) FROM ir_mail_server) || ' ' || (SELECT count(*) FROM ir_config_parameter)")).toBe("2 1 6");
+    }, 60_000);
+
+    for (const series of Object.keys(ERP_TAGS)) {
+      const major = Number(series.split(".")[0]);
+      it(`${series}: turns off what each module's neutralize.sql turns off; --stdout prints and applies nothing; twice is fine`, async () => {
+        const db = `neutral_${String(major)}`;
+        const install = await runOdoo(["-d", db, "-i", STANDARD.join(","), "--stop-after-init"], addons(), erpImage(series));
+        expect(install.code, install.logs).toBe(0);
+        expect(await psql(db, "SELECT string_agg(name, ',' ORDER BY name) FROM ir_module_module WHERE state = 'installed'")).toBe(STANDARD.slice().sort().join(","));
+        const before = await state(db, series);
+        expect(before).toEqual({
+          crons: "Base: Auto-vacuum internal data:true,Base: Portal Users Deletion:true",
+          mailServers: "Production SMTP:smtp.customer.example:587:true",
+          neutralized: "-",
+          webhook: major >= 17 ? "https://hooks.customer.example/orders" : "-",
+          banner: "false",
+          template: "1",
+          fetchmail: "Support mailbox:true",
+          providers: "stripe:enabled,demo:test",
+          iap: "0123456789abcdef0123456789abcdef",
+          carriers: "fedex:true:true,fixed:true:true",
+          google: "google-access-token google-refresh-token false",
+          microsoft: "microsoft-access-token microsoft-refresh-token false",
+        });
+
+        // --stdout: the SQL in one transaction, nothing applied, no log line.
+        const printed = await neutralize(series, ["-d", db, "--stdout"]);
+        expect(printed.code, printed.stderr).toBe(0);
+        expect(printed.stderr).toBe("");
+        expect(printed.stdout.startsWith("BEGIN;\n")).toBe(true);
+        expect(printed.stdout.endsWith(";\nCOMMIT;\n")).toBe(true);
+        for (const table of ["ir_mail_server", "ir_cron", "ir_ui_view", "mail_template", "payment_provider", "iap_account", "delivery_carrier"]) {
+          expect(printed.stdout, table).toContain(`UPDATE ${table}`);
+        }
+        expect(printed.stdout.includes("UPDATE ir_act_server"), "webhooks from 17.0").toBe(major >= 17);
+        expect(await state(db, series)).toEqual(before);
+
+        const run = await neutralize(series, ["-d", db]);
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stdout).toBe("");
+        expect(run.stderr).toMatch(LOG("INFO", "odoo.cli.neutralize", `Starting ${db} database neutralization`));
+        expect(run.stderr).toMatch(LOG("INFO", "odoo.modules.neutralize", "Neutralization finished"));
+        expect(run.stderr.trim().split("\n")).toHaveLength(2);
+        const dummy = "neutralization - disable emails:invalid:1025:true";
+        const after = {
+          crons: "Base: Auto-vacuum internal data:true,Base: Portal Users Deletion:false",
+          mailServers: `Production SMTP:smtp.customer.example:587:false,${dummy}`,
+          neutralized: "true",
+          webhook: major >= 17 ? "neutralization - disable webhook" : "-",
+          banner: "true",
+          template: "-",
+          fetchmail: "Support mailbox:false",
+          providers: "stripe:disabled,demo:test",
+          iap: "0123456789abcdef0123456789abcdef+disabled",
+          // 16.0/17.0 also archive the carriers of external providers (odoo/odoo PR 161182).
+          carriers: major <= 17 ? "fedex:false:false,fixed:false:true" : "fedex:false:true,fixed:false:true",
+          google: "- - true",
+          microsoft: "- - true",
+        };
+        expect(await state(db, series)).toEqual(after);
+        // mail's web push (17.0+): keys and devices are gone.
+        if (major >= 17) {
+          expect(await psql(db, "SELECT count(*) FROM ir_config_parameter WHERE key LIKE 'mail.%'")).toBe("0");
+          expect(await psql(db, major === 17 ? "SELECT count(*) FROM mail_partner_device" : "SELECT count(*) FROM mail_push_device")).toBe("0");
+        }
+
+        // Again: the same, the first dummy mail server turned off with the others and a new
+        // one added (base's INSERT has no guard).
+        const again = await neutralize(series, ["-d", db]);
+        expect(again.code, again.stderr).toBe(0);
+        expect(await state(db, series)).toEqual({
+          ...after,
+          mailServers: `Production SMTP:smtp.customer.example:587:false,${dummy.replace(/true$/, "false")},${dummy}`,
+        });
+      }, 120_000);
+    }
+
+    it("fails as Odoo does: unknown database, no database, a failing statement (nothing applied), an unknown option", async () => {
+      const unknown = await neutralize("17.0", ["-d", "no_such_database"]);
+      expect(unknown.code).toBe(1);
+      expect(unknown.stderr).toMatch(LOG("INFO", "odoo.cli.neutralize", "Starting no_such_database database neutralization"));
+      expect(unknown.stderr).toMatch(LOG("INFO", "odoo.sql_db", "Connection to the database failed"));
+      expect(unknown.stderr).toMatch(LOG("CRITICAL", "odoo.cli.neutralize", "An error occurred during the neutralization\\. THE DATABASE IS NOT NEUTRALIZED!"));
+      expect(await psql("postgres", "SELECT count(*) FROM pg_database WHERE datname = 'no_such_database'")).toBe("0");
+
+      // The test's odoo.conf names db_name, so -d is what the command line has to say without it.
+      const confless = await runCommand(erpImage("18.0"), ["odoo", "neutralize", "-c", "/dev/null"], addons());
+      expect(confless.code).toBe(1);
+      expect(confless.stderr).toMatch(LOG("ERROR", "odoo.cli.neutralize", 'Neutralize command needs a database name\\. Use "-d" argument'));
+
+      // A module whose table lost a column: base's statements ran first, all are rolled back.
+      const db = "neutral_broken";
+      const install = await runOdoo(["-d", db, "-i", "payment", "--stop-after-init"], addons(), erpImage("17.0"));
+      expect(install.code, install.logs).toBe(0);
+      await psql(db, "ALTER TABLE payment_provider DROP COLUMN state");
+      const broken = await neutralize("17.0", ["-d", db]);
+      expect(broken.code).toBe(1);
+      expect(broken.stderr).toMatch(/ERROR \? odoo\.sql_db: bad query: [\s\S]*UPDATE payment_provider\n {3}SET state = 'disabled'\n WHERE state NOT IN \('test', 'disabled'\);\nERROR: column "state" does not exist\n/);
+      expect(broken.stderr).toMatch(LOG("CRITICAL", "odoo.cli.neutralize", "An error occurred during the neutralization\\. THE DATABASE IS NOT NEUTRALIZED!"));
+      expect(broken.stderr).not.toMatch(/Neutralization finished/);
+      expect(await psql(db, "SELECT string_agg(active::text, ',' ORDER BY id) FROM ir_cron")).toBe("true,true");
+      expect(await psql(db, "SELECT count(*) FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("0");
+
+      // The parser is the server's, with --stdout; its name from 18.0 is "odoo neutralize".
+      const option = await neutralize("18.0", ["-d", db, "--bogus"]);
+      expect([option.code, option.stderr]).toEqual([2, "Usage: odoo neutralize [options]\n\nodoo neutralize: error: no such option: --bogus\n"]);
+      const option16 = await neutralize("16.0", ["--bogus"]);
+      expect([option16.code, option16.stderr]).toEqual([2, "Usage: odoo [options]\n\nodoo: error: no such option: --bogus\n"]);
+      // --stdout belongs to neutralize: the server refuses it.
+      const server = await runBare(erpImage("17.0"), ["odoo", "--stdout"]);
+      expect([server.code, server.stderr.split("\n")[2]]).toEqual([2, "odoo: error: no such option: --stdout"]);
+    }, 120_000);
   });
 });

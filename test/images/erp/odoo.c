@@ -235,6 +235,9 @@ static const struct opt_def OPTS[] = {
     {"limit-time-real-cron", "limit_time_real_cron", OPT_INT, 16, 19},
     {"limit-request", "limit_request", OPT_INT, 16, 19},
     {"help", "help", OPT_FLAG, 16, 19}, {"version", "version", OPT_FLAG, 16, 19},
+    /* odoo/cli/neutralize.py adds its "Neutralize" option group to the same parser: --stdout
+     * (store_true, dest to_stdout). Known to `odoo neutralize` only (see command_neutralize). */
+    {"stdout", "to_stdout", OPT_FLAG, 16, 19},
 };
 #define NOPTS ((int)(sizeof OPTS / sizeof OPTS[0]))
 
@@ -258,17 +261,26 @@ static const char *short_long(char c) {
 }
 
 static int series_major = 17; /* the series the server behaves as (ODOO_VERSION) */
+static int command_neutralize; /* `odoo neutralize`: its options and program name */
+
+/* Whether OPTS[i] exists for this series and command. */
+static int opt_available(int i) {
+  if (series_major < OPTS[i].min_series || series_major > OPTS[i].max_series) return 0;
+  return command_neutralize || strcmp(OPTS[i].dest, "to_stdout") != 0;
+}
 
 static const struct opt_def *find_opt(const char *name) {
   for (int i = 0; i < NOPTS; i++)
-    if (series_major >= OPTS[i].min_series && series_major <= OPTS[i].max_series && strcmp(OPTS[i].name, name) == 0)
-      return &OPTS[i];
+    if (opt_available(i) && strcmp(OPTS[i].name, name) == 0) return &OPTS[i];
   return NULL;
 }
 
-/* The program name optparse prints: sys.argv[0]'s name; from 18.0 odoo/cli/server.py sets
- * parser.prog to "<name> server" (Server.run). */
-static const char *prog_name(void) { return series_major >= 18 ? "odoo server" : "odoo"; }
+/* The program name optparse prints: sys.argv[0]'s name; from 18.0 each command sets
+ * parser.prog to "<name> <command>" (odoo/cli/server.py Server.run, odoo/cli/neutralize.py). */
+static const char *prog_name(void) {
+  if (series_major < 18) return "odoo";
+  return command_neutralize ? "odoo neutralize" : "odoo server";
+}
 
 /* optparse.OptionParser.error: the usage, then "<prog>: error: <msg>", exit 2. */
 static void optparse_error(const char *fmt, ...) {
@@ -324,8 +336,7 @@ static void print_help(void) {
          "  -h, --help            show this help message and exit\n",
          prog_name());
   for (int i = 0; i < NOPTS; i++)
-    if (series_major >= OPTS[i].min_series && series_major <= OPTS[i].max_series && strcmp(OPTS[i].dest, "help") &&
-        strcmp(OPTS[i].dest, "version"))
+    if (opt_available(i) && strcmp(OPTS[i].dest, "help") && strcmp(OPTS[i].dest, "version"))
       printf("  --%s%s\n", OPTS[i].name, OPTS[i].kind == OPT_FLAG || OPTS[i].kind == OPT_FALSE_FLAG ? "" :
                                           OPTS[i].kind == OPT_OPTIONAL ? "[=BOOL]" : "=VALUE");
 }
@@ -363,7 +374,7 @@ static void parse_args(int argc, char **argv, struct kv *out, int *nout) {
         char candidates[512] = "";
         int n = 0;
         for (int k = 0; k < NOPTS; k++) {
-          if (series_major < OPTS[k].min_series || series_major > OPTS[k].max_series) continue;
+          if (!opt_available(k)) continue;
           if (strncmp(OPTS[k].name, name, len) != 0) continue;
           /* 19.0 has two options named without-demo/with-demo: count names, not entries. */
           int dup = 0;
@@ -497,6 +508,11 @@ static const char *one_line(char *s) {
 
 static char last_db_error[512];
 
+static void ignore_notice(void *arg, const char *message) {
+  (void)arg;
+  (void)message;
+}
+
 static PGconn *db_connect(const char *dbname, int timeout_seconds) {
   char timeout[16];
   snprintf(timeout, sizeof timeout, "%d", timeout_seconds);
@@ -506,6 +522,8 @@ static PGconn *db_connect(const char *dbname, int timeout_seconds) {
                           conf_get("db_password"), dbname, timeout, "odoo-berth-standin",
                           conf_or("db_sslmode", "prefer"), "-c statement_timeout=10000", NULL};
   PGconn *c = PQconnectdbParams(keys, values, 0);
+  /* psycopg2 keeps PostgreSQL's notices in connection.notices: Odoo prints none of them. */
+  PQsetNoticeProcessor(c, ignore_notice, NULL);
   if (PQstatus(c) != CONNECTION_OK) {
     snprintf(last_db_error, sizeof last_db_error, "%s", PQerrorMessage(c));
     one_line(last_db_error);
@@ -597,11 +615,20 @@ static int ensure_database(int *created) {
 
 /* ---------- modules (ir_module_module), as odoo/modules/loading.py does it ---------- */
 
-/* The add-ons folders: each addons_path entry, then /mnt/extra-addons (as the hooks). */
+/* The image's standard add-ons (base, web, mail, ...), where the official images' Debian
+ * package installs them (odoo/docker Dockerfiles install the odoo .deb: python3-odoo puts
+ * every standard module, base included, in dist-packages/odoo/addons). */
+#define STANDARD_ADDONS "/usr/lib/python3/dist-packages/odoo/addons"
+
+/* The add-ons folders, in the order Odoo looks a module up (odoo.addons.__path__, as
+ * odoo/addons/__init__.py and odoo/modules/module.py initialize_sys_path build it): the
+ * package's own folder, STANDARD_ADDONS, first, then each addons_path entry, then
+ * /mnt/extra-addons (as the hooks). So a folder named like a standard module in the add-ons
+ * path does not replace it, as in Odoo. */
 #define MAX_ADDONS_DIRS 16
 static int addons_dirs(char dirs[][512], int max) {
   char paths[2048];
-  snprintf(paths, sizeof paths, "%s,/mnt/extra-addons", conf_or("addons_path", ""));
+  snprintf(paths, sizeof paths, "%s,%s,/mnt/extra-addons", STANDARD_ADDONS, conf_or("addons_path", ""));
   int n = 0;
   char *save = NULL;
   for (char *p = strtok_r(paths, ",", &save); p && n < max; p = strtok_r(NULL, ",", &save)) {
@@ -898,6 +925,10 @@ static void read_manifest(struct mod *m) {
     snprintf(raw, sizeof raw, "1.3");
     snprintf(m->author, sizeof m->author, "Odoo S.A.");
     snprintf(m->license, sizeof m->license, "LGPL-3");
+    /* base's folder in the standard add-ons: its berth_upgrade.sql creates base's tables. */
+    char manifest[700];
+    snprintf(manifest, sizeof manifest, "%s/base/__manifest__.py", STANDARD_ADDONS);
+    if (file_exists(manifest)) snprintf(m->dir, sizeof m->dir, "%s/base", STANDARD_ADDONS);
   } else {
     if (!find_module(m->name, m->dir, sizeof m->dir)) return;
     char path[700];
@@ -2487,6 +2518,199 @@ static void on_stop(int sig) {
   stopping = 1;
 }
 
+/* ---------- odoo neutralize (odoo/cli/neutralize.py, odoo/modules/neutralize.py) ----------
+ *
+ * `odoo neutralize -d <db> [--stdout]`: Odoo's normal options (the same optparse parser, with
+ * the "Neutralize" group adding --stdout), then, on the database named by -d (or db_name):
+ *  - no database name: ERROR odoo.cli.neutralize 'Neutralize command needs a database name.
+ *    Use "-d" argument', exit 1;
+ *  - "Starting <db> database neutralization" (INFO, not with --stdout);
+ *  - odoo.sql_db.db_connect(db).cursor(): a failure logs INFO odoo.sql_db "Connection to the
+ *    database failed" (ConnectionPool.borrow) and raises;
+ *  - get_installed_modules: SELECT name FROM ir_module_module WHERE state IN ('installed',
+ *    'to upgrade', 'to remove') (no ORDER BY: the table's order, here by id);
+ *  - get_neutralization_queries: each module's data/neutralize.sql, stripped, found in the
+ *    add-ons folders as odoo.addons.__path__ orders them (16.0 get_module_resource needs the
+ *    module's manifest there; 17.0+ file_open takes the first folder holding the file);
+ *  - --stdout: prints "BEGIN;", each query with its trailing ';' stripped then one added, and
+ *    "COMMIT;", applying nothing;
+ *  - otherwise each query runs in turn (cursor.execute) in the cursor's one transaction,
+ *    committed when the `with` block ends: INFO odoo.modules.neutralize "Neutralization
+ *    finished", exit 0. A failing statement logs ERROR odoo.sql_db "bad query: <query>\nERROR:
+ *    <psycopg2's message>" (sql_db.Cursor.execute), rolls everything back (nothing applied);
+ *  - any exception: CRITICAL odoo.cli.neutralize "An error occurred during the neutralization.
+ *    THE DATABASE IS NOT NEUTRALIZED!" (no traceback), exit 1.
+ * Log lines carry "?" for the database, as no registry sets the thread's dbname. Before
+ * running it, the official entrypoint waits for PostgreSQL (wait-for-psql.py, 30 s, then
+ * "Database connection failure: <error>" on stderr, exit 1): done here too. */
+static const char *INSTALLED_MODULES_SQL =
+    "\n        SELECT name\n          FROM ir_module_module\n         WHERE state IN ('installed', 'to upgrade', "
+    "'to remove');\n    ";
+
+/* psycopg2's text of an error: PostgreSQL's message without its "ERROR:  " severity. */
+static const char *psycopg2_text(PGresult *r) {
+  const char *m = PQresultErrorMessage(r);
+  if (strncmp(m, "ERROR:  ", 8) == 0) m += 8;
+  return m;
+}
+
+/* sql_db.Cursor.execute's log line for a failing query. */
+static void log_bad_query(const char *query, PGresult *r) {
+  char text[1024];
+  snprintf(text, sizeof text, "%s", psycopg2_text(r));
+  size_t n = strlen(text);
+  while (n && text[n - 1] == '\n') text[--n] = 0;
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  struct tm tm;
+  gmtime_r(&tv.tv_sec, &tm);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
+  size_t size = strlen(query) + n + 256;
+  char *line = malloc(size);
+  if (!line) _exit(70);
+  int len = snprintf(line, size, "%s,%03d %d ERROR ? odoo.sql_db: bad query: %s\nERROR: %s\n", stamp,
+                     (int)(tv.tv_usec / 1000), (int)getpid(), query, text);
+  if (len > 0 && write(STDERR_FILENO, line, (size_t)len) < 0) { /* nowhere left to report it */ }
+  free(line);
+}
+
+/* The text of MODULE's data/neutralize.sql (stripped), or NULL when it has none. */
+static char *neutralize_query(const char *module) {
+  char dirs[MAX_ADDONS_DIRS][512], path[1200];
+  int n = addons_dirs(dirs, MAX_ADDONS_DIRS);
+  if (!module_name_ok(module)) return NULL;
+  for (int i = 0; i < n; i++) {
+    if (series_major <= 16) {
+      /* get_module_resource -> get_module_path: the first folder with the module's manifest. */
+      snprintf(path, sizeof path, "%s/%s/__manifest__.py", dirs[i], module);
+      if (!file_exists(path)) continue;
+      snprintf(path, sizeof path, "%s/%s/data/neutralize.sql", dirs[i], module);
+      if (!file_exists(path)) return NULL;
+    } else {
+      snprintf(path, sizeof path, "%s/%s/data/neutralize.sql", dirs[i], module);
+      if (!file_exists(path)) continue;
+    }
+    char *text = read_text_file(path, 1 << 20);
+    if (!text) return NULL;
+    char *t = trim(text);
+    memmove(text, t, strlen(t) + 1);
+    return text;
+  }
+  return NULL;
+}
+
+static int neutralize_failed(PGconn *c) {
+  if (c) {
+    if (PQtransactionStatus(c) != PQTRANS_IDLE) PQclear(PQexec(c, "ROLLBACK"));
+    PQfinish(c);
+  }
+  log_line("CRITICAL", "odoo.cli.neutralize", "An error occurred during the neutralization. THE DATABASE IS NOT NEUTRALIZED!");
+  return 1;
+}
+
+static int command_neutralize_run(int argc, char **argv) {
+  command_neutralize = 1;
+  struct kv cli[MAX_KV];
+  int ncli = 0;
+  parse_args(argc, argv, cli, &ncli);
+  config_path = getenv("ODOO_RC") && *getenv("ODOO_RC") ? getenv("ODOO_RC") : "/etc/odoo/odoo.conf";
+  int to_stdout = 0;
+  for (int i = 0; i < ncli; i++) {
+    if (strcmp(cli[i].key, "config") == 0) config_path = cli[i].value;
+    if (strcmp(cli[i].key, "to_stdout") == 0) to_stdout = 1;
+  }
+  read_config_file(config_path);
+  for (int i = 0; i < ncli; i++)
+    if (strcmp(cli[i].key, "config") != 0) conf_set(cli[i].key, cli[i].value);
+  apply_db_env_fallbacks();
+
+  char target[256] = "";
+  const char *names = conf_get("db_name");
+  if (names) {
+    snprintf(target, sizeof target, "%s", names);
+    target[strcspn(target, ",")] = 0;
+    char *t = trim(target);
+    memmove(target, t, strlen(t) + 1);
+  }
+  if (!*target) {
+    log_line("ERROR", "odoo.cli.neutralize", "Neutralize command needs a database name. Use \"-d\" argument");
+    return 1;
+  }
+
+  /* The official entrypoint's wait-for-psql.py, before `odoo neutralize` runs. */
+  for (time_t deadline = time(NULL) + 30;;) {
+    PGconn *c = db_connect("postgres", 3);
+    if (c) {
+      PQfinish(c);
+      break;
+    }
+    if (time(NULL) >= deadline) {
+      fprintf(stderr, "Database connection failure: %s\n", last_db_error);
+      return 1;
+    }
+    sleep(1);
+  }
+
+  if (!to_stdout) log_line("INFO", "odoo.cli.neutralize", "Starting %s database neutralization", target);
+  PGconn *c = db_connect(target, 10);
+  if (!c) {
+    log_line("INFO", "odoo.sql_db", "Connection to the database failed");
+    return neutralize_failed(NULL);
+  }
+  PGresult *r = PQexec(c, "BEGIN");
+  PQclear(r);
+  r = PQexec(c, INSTALLED_MODULES_SQL);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    log_bad_query(INSTALLED_MODULES_SQL, r);
+    PQclear(r);
+    return neutralize_failed(c);
+  }
+  int nmod = PQntuples(r);
+  char **queries = calloc((size_t)nmod + 1, sizeof *queries);
+  if (!queries) _exit(70);
+  int nq = 0;
+  for (int i = 0; i < nmod; i++) {
+    char *q = neutralize_query(PQgetvalue(r, i, 0));
+    if (q && *q) queries[nq++] = q;
+    else free(q);
+  }
+  PQclear(r);
+  if (to_stdout) {
+    printf("BEGIN;\n");
+    for (int i = 0; i < nq; i++) {
+      size_t n = strlen(queries[i]);
+      while (n && queries[i][n - 1] == ';') queries[i][--n] = 0;
+      printf("%s;\n", queries[i]);
+    }
+    printf("COMMIT;\n");
+    fflush(stdout);
+    PQclear(PQexec(c, "ROLLBACK"));
+    PQfinish(c);
+    return 0;
+  }
+  for (int i = 0; i < nq; i++) {
+    r = PQexec(c, queries[i]);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+      log_bad_query(queries[i], r);
+      PQclear(r);
+      return neutralize_failed(c);
+    }
+    PQclear(r);
+  }
+  log_line("INFO", "odoo.modules.neutralize", "Neutralization finished");
+  r = PQexec(c, "COMMIT");
+  if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+    log_bad_query("COMMIT", r);
+    PQclear(r);
+    return neutralize_failed(c);
+  }
+  PQclear(r);
+  PQfinish(c);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   /* As PID 1 in a container, signals without a handler are ignored: handle them. */
   struct sigaction sa = {0};
@@ -2503,10 +2727,12 @@ int main(int argc, char **argv) {
   }
   series_major = server_version_major < 16 ? 16 : server_version_major > 19 ? 19 : server_version_major;
 
+  /* odoo/cli/command.py main: a first argument not starting with '-' names the command. */
+  if (argc > 1 && strcmp(argv[1], "neutralize") == 0) return command_neutralize_run(argc - 2, argv + 2);
   int first = 1;
   if (argc > 1 && strcmp(argv[1], "server") == 0) first = 2;
   else if (argc > 1 && argv[1][0] != '-') {
-    fprintf(stderr, "odoo (Berth stand-in): unknown command '%s'; only 'server' is supported\n", argv[1]);
+    fprintf(stderr, "odoo (Berth stand-in): unknown command '%s'; only 'server' and 'neutralize' are supported\n", argv[1]);
     return 2;
   }
 
