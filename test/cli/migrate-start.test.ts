@@ -21,7 +21,7 @@ const envIds: string[] = [];
 const cli = cliRunner();
 
 beforeAll(async () => {
-  // The tables the restore neutralises (scheduled actions, mail servers), as an ERP 17.0 leaves them.
+  // An ERP 17.0's database (base's tables: scheduled actions, mail servers, parameters) with one more job and mail server.
   const pg = await startPg15();
   try {
     createErpDatabase(pg, "acme", "17.0.1.3");
@@ -30,13 +30,8 @@ beforeAll(async () => {
       `alter table ir_module_module add column demo boolean not null default false, add column write_date timestamp default now();
        update ir_module_module set state = 'installed' where state in ('to upgrade', 'to remove');
        update ir_module_module set state = 'uninstalled' where state = 'to install';
-       create table ir_cron (id serial primary key, name varchar, active boolean);
-       insert into ir_cron (name, active) values ('Autovacuum', true), ('Send invoices', true);
-       create table ir_model_data (id serial primary key, module varchar, name varchar, model varchar, res_id int);
-       insert into ir_model_data (module, name, model, res_id) values ('base', 'autovacuum_job', 'ir.cron', 1);
-       create table ir_mail_server (id serial primary key, name varchar, active boolean);
-       insert into ir_mail_server (name, active) values ('smtp.acme.example', true);
-       create table ir_config_parameter (id serial primary key, key varchar unique, value text);`,
+       insert into ir_cron (cron_name, active) values ('Send invoices', true);
+       insert into ir_mail_server (name, smtp_host, active) values ('smtp.acme.example', 'smtp.acme.example', true);`,
     );
     const zip = await zipOf([{ name: "dump.sql", bytes: pg.dump("acme") }, { name: "manifest.json", bytes: manifestOf("acme", "17.0", ["base", "web", "mail"]) }, ...fileStoreFiles([2048, 5000])]);
     writeFileSync(file, zip);

@@ -220,6 +220,10 @@ it("restores the backup onto an environment of the second server, whose agent fe
   const log = rows.map((r: { message: string }) => r.message).join("\n");
   expect(log).toMatch(/not on this server: fetching 3 files/);
   expect(log).toMatch(/every file matches its signed sha256/);
+  // Another environment's backup is a copy: neutralised by the image's own odoo neutralize and
+  // re-keyed with this environment's address before it served.
+  expect(log).toMatch(/Neutralised by the image's own odoo neutralize/);
+  expect(log).toMatch(/Re-keyed as a copy: new database\.uuid and database\.secret, web\.base\.url https?:\/\//);
 }, 600_000);
 
 it("deleting the backup removes its bytes from the store and its record", async () => {

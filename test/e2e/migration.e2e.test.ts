@@ -30,7 +30,9 @@ const sha = (b: Buffer) => createHash("sha256").update(b).digest("hex");
 
 beforeAll(async () => {
   // The backup: an ERP-shaped database as an ERP 17.0 leaves it (every module installed), with
-  // two active scheduled actions, the autovacuum job, an active mail server and one archived.
+  // base's tables and rows (the autovacuum job and another active one, a production mail
+  // server, its uuid and secret), two more active scheduled actions and one archived, another
+  // active mail server and one archived, and production's address.
   const pg = await startPg15();
   try {
     createErpDatabase(pg, "acme", "17.0.1.3");
@@ -39,13 +41,10 @@ beforeAll(async () => {
       `alter table ir_module_module add column demo boolean not null default false, add column write_date timestamp default now();
        update ir_module_module set state = 'installed' where state in ('to upgrade', 'to remove');
        update ir_module_module set state = 'uninstalled' where state = 'to install';
-       create table ir_cron (id serial primary key, name varchar, active boolean);
-       insert into ir_cron (name, active) values ('Autovacuum', true), ('Send invoices', true), ('Fetch rates', true), ('Old', false);
-       create table ir_model_data (id serial primary key, module varchar, name varchar, model varchar, res_id int);
-       insert into ir_model_data (module, name, model, res_id) values ('base', 'autovacuum_job', 'ir.cron', 1);
-       create table ir_mail_server (id serial primary key, name varchar, active boolean);
-       insert into ir_mail_server (name, active) values ('smtp.acme.example', true), ('old', false);
-       create table ir_config_parameter (id serial primary key, key varchar unique, value text);`,
+       insert into ir_cron (cron_name, active) values ('Send invoices', true), ('Fetch rates', true), ('Old', false);
+       insert into ir_mail_server (name, smtp_host, active) values ('smtp.acme.example', 'smtp.acme.example', true), ('old', 'old.acme.example', false);
+       update ir_config_parameter set value = 'https://erp.acme.example' where key = 'web.base.url';
+       update ir_config_parameter set value = '00000000-0000-4000-8000-00000000acme' where key = 'database.uuid';`,
     );
     const dump = pg.dump("acme");
     backup = await zipOf([
@@ -128,10 +127,14 @@ it("a vendor's backup uploaded, analysed, started: the ERP serves the restored d
   expect(sql(env, "select count(*) from res_partner")).toBe("25");
   expect(sql(env, "select count(*) from res_users where active and not share")).toBe("4");
   expect(sql(env, "select string_agg(name, ',' order by name) from ir_module_module where state = 'installed'")).toContain("x_acme_sales");
-  // Neutralised (not declared production): only the autovacuum job still runs; no mail goes out.
-  expect(sql(env, "select string_agg(name, ',' order by id) from ir_cron where active")).toBe("Autovacuum");
-  expect(sql(env, "select count(*) from ir_mail_server where active")).toBe("0");
-  expect(sql(env, "select value from ir_config_parameter where key = 'database.is_neutralized'")).toBe("True");
+  // Neutralised (not declared production) by the image's own odoo neutralize: only the
+  // autovacuum job still runs; the only mail server on is Odoo's dummy one on an invalid host.
+  expect(sql(env, "select string_agg(cron_name, ',' order by id) from ir_cron where active")).toBe("Base: Auto-vacuum internal data");
+  expect(sql(env, "select string_agg(smtp_host, ',') from ir_mail_server where active")).toBe("invalid");
+  expect(sql(env, "select value from ir_config_parameter where key = 'database.is_neutralized'")).toBe("true");
+  // Re-keyed: not production's uuid, nor its address.
+  expect(sql(env, "select value from ir_config_parameter where key = 'database.uuid'")).not.toBe("00000000-0000-4000-8000-00000000acme");
+  expect(sql(env, "select value from ir_config_parameter where key = 'web.base.url'")).not.toBe("https://erp.acme.example");
   // The file store where the ERP reads it, byte for byte, owned by the ERP's user.
   const erp = containerOf(env, "erp");
   for (const f of files) {

@@ -537,6 +537,11 @@ async function runCommand(image: string, cmd: string[], addonsDir: string): Prom
       Binds: [`${join(workDir, "odoo.conf")}:/etc/odoo/odoo.conf:ro`, `${addonsDir}:/mnt/extra-addons:ro`],
     },
   });
+  return runToEnd(container);
+}
+
+// Starts CONTAINER, waits for it, removes it: its exit code, stdout and stderr apart.
+async function runToEnd(container: Container): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     await container.start();
     const { StatusCode } = (await container.wait()) as { StatusCode: number };
@@ -558,22 +563,7 @@ async function runCommand(image: string, cmd: string[], addonsDir: string): Prom
 // Runs IMAGE with CMD and no network (option parsing, `id`): exit code, stdout, stderr.
 async function runBare(image: string, cmd: string[], entrypoint?: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const container = await docker.createContainer({ Image: image, Labels: labels, Cmd: cmd, Entrypoint: entrypoint });
-  try {
-    await container.start();
-    const { StatusCode } = (await container.wait()) as { StatusCode: number };
-    const out = new PassThrough();
-    const err = new PassThrough();
-    const o: Buffer[] = [];
-    const e: Buffer[] = [];
-    out.on("data", (c: Buffer) => o.push(c));
-    err.on("data", (c: Buffer) => e.push(c));
-    const raw = await container.logs({ stdout: true, stderr: true });
-    docker.modem.demuxStream(new PassThrough().end(raw), out, err);
-    await new Promise((resolve) => setImmediate(resolve));
-    return { code: StatusCode, stdout: Buffer.concat(o).toString("utf8"), stderr: Buffer.concat(e).toString("utf8") };
-  } finally {
-    await container.remove({ force: true, v: true });
-  }
+  return runToEnd(container);
 }
 
 interface Server {

@@ -276,12 +276,12 @@ export async function addRow(port: unknown, note: string): Promise<void> {
   if (response.status !== 201) throw new Error(`POST /berth/rows answered ${response.status}: ${await response.text()}`);
 }
 
-/** What a production ERP has that a copy must not run (scheduled actions, a mail server), as the neutralisation tests create it. */
+/**
+ * What a production ERP has that a copy must not run or keep, added to what the stand-in's base
+ * already has (two active crons, the autovacuum one of them; a production SMTP server;
+ * test/images/README.md): two more scheduled actions, another mail server, its own address.
+ */
 export const PRODUCTION_ONLY_SQL =
-  "CREATE TABLE ir_model_data (id serial PRIMARY KEY, module varchar, name varchar, model varchar, res_id int);" +
-  "CREATE TABLE ir_cron (id serial PRIMARY KEY, cron_name varchar, active boolean);" +
-  "CREATE TABLE ir_mail_server (id serial PRIMARY KEY, name varchar, active boolean);" +
-  "CREATE TABLE ir_config_parameter (id serial PRIMARY KEY, key varchar UNIQUE, value text);" +
-  "INSERT INTO ir_cron (cron_name, active) VALUES ('Base: Auto-vacuum internal data', true), ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
-  "INSERT INTO ir_model_data (module, name, model, res_id) VALUES ('base', 'autovacuum_job', 'ir.cron', 1);" +
-  "INSERT INTO ir_mail_server (name, active) VALUES ('smtp.customer.example', true);";
+  "INSERT INTO ir_cron (cron_name, active) VALUES ('Invoices: send reminders', true), ('Payments: charge cards', true);" +
+  "INSERT INTO ir_mail_server (name, smtp_host, active) VALUES ('smtp.customer.example', 'smtp.customer.example', true);" +
+  "UPDATE ir_config_parameter SET value = 'https://erp.customer.example' WHERE key = 'web.base.url';";

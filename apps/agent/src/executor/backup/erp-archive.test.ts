@@ -68,8 +68,7 @@ describe("ERP backup archives", () => {
     dbId = (await h.docker.inspectContainer(layout.dbContainer))!.id;
     // What a production ERP has that a copy must not run: scheduled actions, mail servers.
     await psql(
-      PRODUCTION_ONLY_SQL +
-        "INSERT INTO ir_config_parameter (key, value) VALUES ('web.base.url', 'https://erp.customer.example');",
+      PRODUCTION_ONLY_SQL,
     );
 
     // The database manager's backup: pg_dump --no-owner (plain), manifest.json, the file store.
@@ -107,7 +106,7 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     const { database, read, seen, tarFiles } = await load(join(work, "backup.zip"));
     expect(read).toEqual({ format: "zip", dump: "dump.sql", files: 2 });
     expect(await psql("SELECT string_agg(id || ':' || note, '|' ORDER BY id) FROM berth_probe", database)).toBe(await original());
-    expect(await verifyRestoredDatabase(h.docker, dbId, database)).toMatch(/^Verified: 1 modules in ir_module_module/);
+    expect(await verifyRestoredDatabase(h.docker, dbId, database)).toMatch(/^Verified: 8 modules in ir_module_module, base installed/);
     // Made as Odoo makes its databases (odoo/service/db.py): UTF-8, C collation.
     expect(await psql(`SELECT pg_encoding_to_char(encoding) || ' ' || datcollate FROM pg_database WHERE datname = '${database}'`)).toBe("UTF8 C");
     expect(Object.keys(seen).sort()).toEqual(Object.keys(files).sort());
@@ -169,11 +168,20 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
         return r.stdout.trim();
       };
       expect(await q("SELECT string_agg(cron_name, ',' ORDER BY id) FROM ir_cron WHERE active")).toBe("Base: Auto-vacuum internal data");
-      expect(await q("SELECT count(*) FROM ir_mail_server WHERE active")).toBe("0");
-      expect(await q("SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("True");
-      expect(run.logs.map((l) => l.message)).toContainEqual(expect.stringMatching(/^Neutralised: 2 scheduled action\(s\) and 1 outgoing/));
+      // Odoo's own neutralize: every mail server off, and its dummy one on an invalid host on.
+      expect(await q("SELECT string_agg(name || '@' || smtp_host, ',') FROM ir_mail_server WHERE active")).toBe("neutralization - disable emails@invalid");
+      expect(await q("SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("true");
+      // Re-keyed: production's uuid and secret are not the copy's; no address known here: Odoo's default.
+      for (const key of ["database.uuid", "database.secret"]) {
+        expect(await q(`SELECT value FROM ir_config_parameter WHERE key = '${key}'`)).not.toBe(await psql(`SELECT value FROM ir_config_parameter WHERE key = '${key}'`));
+      }
+      expect(await q("SELECT value FROM ir_config_parameter WHERE key = 'web.base.url'")).toBe("http://localhost:8069");
+      const messages = run.logs.map((l) => l.message);
+      expect(messages).toContainEqual("Neutralised by the image's own odoo neutralize (each installed module's data/neutralize.sql)");
+      expect(messages).toContainEqual(expect.stringMatching(/^neutralize: .* odoo\.modules\.neutralize: Neutralization finished$/));
       // The original is untouched.
-      expect(await psql("SELECT count(*) FROM ir_cron WHERE active")).toBe("3");
+      expect(await psql("SELECT count(*) FROM ir_cron WHERE active")).toBe("4");
+      expect(await psql("SELECT value FROM ir_config_parameter WHERE key = 'web.base.url'")).toBe("https://erp.customer.example");
     } finally {
       server.close();
       await finishSuite(suite, h2);
@@ -187,6 +195,14 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     await expect(load(evil)).rejects.toMatchObject({ code: "dump_refused" });
     const r = await h.docker.exec(layout.dbContainer, ["ls", "/tmp/berth-archive-pwned"], { deadlineMs: 10_000 });
     expect(r.exitCode).not.toBe(0);
+  }, 120_000);
+
+  it("refuses a dump made by a newer pg_dump than the environment's PostgreSQL, saying which, before psql runs it", async () => {
+    const newer = join(work, "newer.sql");
+    const dump = readFileSync(join(work, "dump.sql"), "utf8");
+    // What pg_dump 17 writes, which PostgreSQL 15 (the test image) rejects.
+    writeFileSync(newer, dump.replace(/^-- Dumped by pg_dump version [^\n]*/m, "-- Dumped by pg_dump version 17.2").replace(/^SET statement_timeout = 0;$/m, "SET statement_timeout = 0;\nSET transaction_timeout = 0;"));
+    await expect(load(newer)).rejects.toMatchObject({ code: "dump_too_new", message: expect.stringMatching(/made by pg_dump 17, newer than this environment's PostgreSQL 15/) });
   }, 120_000);
 
   it("names what is wrong with a file that is not a backup, and with a zip without a dump", async () => {

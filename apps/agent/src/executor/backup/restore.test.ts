@@ -127,8 +127,8 @@ describe("a restore that cannot lose the database", () => {
     const messages = run.logs.map((l) => l.message);
     for (const expected of [
       /^Restoring into a new database odoo_restore_[a-z0-9]+; the live database "odoo" is not touched and the ERP keeps serving$/,
-      // The stand-in keeps the ERP's module table, as Odoo does: base is installed.
-      /^Verified: 1 modules in ir_module_module, base installed \(\d+ tables\)$/,
+      // The stand-in keeps the ERP's module table, as Odoo does: base installed, the 7 other standard modules listed.
+      /^Verified: 8 modules in ir_module_module, base installed \(\d+ tables\)$/,
       /^File store extracted into data-restore-/,
       /^Swapped: odoo_restore_[a-z0-9]+ is now "odoo", the previous database is kept as odoo_previous_/,
       /^Previous database dropped \(odoo_previous_[a-z0-9]+\) and previous file store removed$/,

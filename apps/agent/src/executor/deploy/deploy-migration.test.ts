@@ -167,10 +167,16 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     expect(markers(run)).toEqual(MIGRATION_RESTORE_PHASES.map((p) => ({ step: "starting_container", migration_step: p, skipped: undefined })));
     // No new database was initialised: the one-off init container (its lines are "init: ...") never ran.
     expect(run.logs.filter((l) => l.message.startsWith("init: ") || l.message.startsWith("New database"))).toEqual([]);
-    // Neutralised before it ever served: only the autovacuum job runs, no mail goes out.
+    // Neutralised before it ever served, by the image's own odoo neutralize: only the autovacuum
+    // job runs, and Odoo's dummy mail server (invalid host) is the only one on.
     expect(await psql(target, "SELECT string_agg(cron_name, ',' ORDER BY id) FROM ir_cron WHERE active")).toBe("Base: Auto-vacuum internal data");
-    expect(await psql(target, "SELECT count(*) FROM ir_mail_server WHERE active")).toBe("0");
-    expect(await psql(target, "SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("True");
+    expect(await psql(target, "SELECT string_agg(smtp_host, ',') FROM ir_mail_server WHERE active")).toBe("invalid");
+    expect(await psql(target, "SELECT value FROM ir_config_parameter WHERE key = 'database.is_neutralized'")).toBe("true");
+    // Re-keyed as a copy: its own uuid and secret, not production's.
+    for (const key of ["database.uuid", "database.secret"]) {
+      const sql = `SELECT value FROM ir_config_parameter WHERE key = '${key}'`;
+      expect(await psql(target, sql)).not.toBe(await psql(source, sql));
+    }
     // The server keeps neither the fetched backup nor the empty database the swap put aside.
     expect(existsSync(backupDir(t(), archive.migration_id))).toBe(false);
     expect(await leftovers()).toEqual([]);
@@ -184,8 +190,10 @@ with zipfile.ZipFile(os.path.join(w, "backup.zip"), "w", compression=zipfile.ZIP
     const result = resultOf(run);
     expect(result.migration_restore).toMatchObject({ format: "sql", files: 0, neutralized: false, replaced_existing: true });
     expect(await notes()).toEqual(sourceNotes);
-    // Not neutralised this time: the backup's scheduled actions are as they were.
-    expect(await psql(target, "SELECT count(*) FROM ir_cron WHERE active")).toBe("3");
+    // Not neutralised this time (production): the backup's scheduled actions and identity are as they were.
+    expect(await psql(target, "SELECT count(*) FROM ir_cron WHERE active")).toBe("4");
+    const uuid = "SELECT value FROM ir_config_parameter WHERE key = 'database.uuid'";
+    expect(await psql(target, uuid)).toBe(await psql(source, uuid));
     // A plain SQL file has no file store: that phase is reported skipped.
     expect(markers(run).map((m) => [m.migration_step, m.skipped])).toEqual([
       ["downloading_backup", undefined],

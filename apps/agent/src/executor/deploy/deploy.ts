@@ -55,6 +55,7 @@ import {
 } from "./erp-modules.ts";
 import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { setAdministratorPassword } from "./erp-login.ts";
+import { applyCountry } from "./erp-country.ts";
 import { adminPassword, erpBinds, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
 import { createPreviousErp } from "./previous-erp.ts";
 import { createMigrationRestore } from "./migration-restore.ts";
@@ -72,7 +73,6 @@ import { erpEnvironment, installIntoLayer, preparePythonLayer, type LayerInstall
 import { erpUserOf, erpUserOfContainer, type ErpUser } from "../environment/erp-image-user.ts";
 import { checkHealth } from "../environment/health-check.ts";
 import { ensurePostgres } from "../environment/postgres.ts";
-import { psql } from "../environment/database-swap.ts";
 import { runSteps, type StepScope } from "../runner/step-runner.ts";
 import { recordsToCreate, type DnsAnswer } from "../../proxy/dns-check.ts";
 import { awaitCertificates, checkNames, routedNames, unroute } from "../environment/routing.ts";
@@ -212,7 +212,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           s.initialized = true;
           before = await readDbModules(docker, dbId);
           if (before === null) throw new CommandError("database_init_failed", "the ERP exited without installing base");
-          await applyCountry(step, dbId);
+          const country = params.init?.country;
+          if (country !== undefined) await applyCountry(docker, dbId, country, step.log);
         }
         s.dbModulesBefore = before;
         const request = params.modules ?? { upgrade: "changed" as const };
@@ -267,24 +268,6 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           await docker.removeContainer(id);
           step.log("info", `Removed the previous ERP container ${id.slice(0, 12)}`);
         }
-      };
-
-      /** The main company's country, as the database manager sets it; skipped when the ERP has no such tables. */
-      const applyCountry = async (step: StepScope, dbId: string) => {
-        const country = params.init?.country?.toUpperCase();
-        if (country === undefined) return;
-        const [present] = await psql(docker, dbId, "SELECT to_regclass('public.res_company') IS NOT NULL AND to_regclass('public.res_country') IS NOT NULL", { database: ERP_DB_NAME });
-        if (present !== "t") {
-          step.log("warning", `Country ${country} not set: the database has no res_company/res_country`);
-          return;
-        }
-        await psql(
-          docker,
-          dbId,
-          `UPDATE res_partner SET country_id = (SELECT id FROM res_country WHERE code = '${country}') WHERE id = (SELECT partner_id FROM res_company ORDER BY id LIMIT 1)`,
-          { database: ERP_DB_NAME },
-        );
-        step.log("info", `Main company's country set to ${country}`);
       };
 
       try {

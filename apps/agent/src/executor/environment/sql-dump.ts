@@ -6,6 +6,10 @@
 // only ones pg_dump writes are \restrict / \unrestrict (recent releases) and \connect (with
 // --create); anything else outside COPY data is refused before psql sees it. COPY data lines
 // (between "COPY ... FROM stdin;" and "\.") pass untouched.
+//
+// A dump made by a newer pg_dump than the server's major is refused from its header
+// ("-- Dumped by pg_dump version 17.2"): pg_dump writes what its own release knows (17:
+// `SET transaction_timeout = 0;`), which an older server rejects (ERP-FACTS "Dump versions").
 import { Transform, type Readable } from "node:stream";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { CommandError } from "../runner/handler-types.ts";
@@ -13,14 +17,24 @@ import { ERP_DB_USER } from "./environment-layout.ts";
 
 const ALLOWED_META = /^\\(?:restrict|unrestrict) [A-Za-z0-9]+\r?$/;
 const COPY_FROM_STDIN = /^COPY .+ FROM stdin;\r?$/;
+const DUMPED_BY = /^-- Dumped by pg_dump version (\d+)/;
+/** pg_dump writes its header in the first lines. */
+const HEADER_LINES = 40;
 
-/** Passes a plain dump through, refusing psql meta-commands pg_dump does not write. */
-export function guardSqlDump(): Transform {
+/** Passes a plain dump through, refusing psql meta-commands pg_dump does not write and a dump newer than `serverMajor`. */
+export function guardSqlDump(serverMajor?: number): Transform {
   let inCopy = false;
   let rest = "";
   let lineNo = 0;
   const check = (line: string) => {
     lineNo++;
+    const dumpedBy = lineNo <= HEADER_LINES ? DUMPED_BY.exec(line) : null;
+    if (dumpedBy !== null && serverMajor !== undefined && Number(dumpedBy[1]) > serverMajor) {
+      throw new CommandError(
+        "dump_too_new",
+        `the dump was made by pg_dump ${dumpedBy[1]}, newer than this environment's PostgreSQL ${serverMajor}, which cannot load what it writes: restore it on PostgreSQL ${dumpedBy[1]} or later, or dump it again with pg_dump ${serverMajor}`,
+      );
+    }
     if (inCopy) {
       if (line === "\\." || line === "\\.\r") inCopy = false;
       return;
@@ -57,7 +71,9 @@ export function guardSqlDump(): Transform {
 
 /** Loads `dump` (plain SQL) into the existing database `name` in one transaction; the first error fails it. */
 export async function loadSqlDump(docker: DockerClient, dbContainerId: string, name: string, dump: Readable, deadlineMs: number): Promise<void> {
-  const guarded = guardSqlDump();
+  const version = await docker.exec(dbContainerId, ["psql", "-U", ERP_DB_USER, "-d", name, "-X", "-tAc", "SHOW server_version_num"], { deadlineMs: 30_000 });
+  const serverMajor = version.exitCode === 0 ? Math.floor(Number(version.stdout.trim()) / 10_000) : Number.NaN;
+  const guarded = guardSqlDump(Number.isFinite(serverMajor) && serverMajor > 0 ? serverMajor : undefined);
   let refused: unknown = null;
   guarded.on("error", (error) => {
     refused = error;

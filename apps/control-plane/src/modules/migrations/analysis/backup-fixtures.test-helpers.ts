@@ -4,6 +4,7 @@
 // (dump.sql first, manifest.json, filestore/ab/ab12...), a tar.gz, or left as plain SQL.
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
 import { chmod, chown, mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -79,10 +80,30 @@ export interface ErpDatabaseFacts {
   attachmentFiles: number;
 }
 
+/** The ERP stand-in's standard add-ons (test/images/erp/addons): their tables are those of Odoo's base, web and mail. */
+const STAND_IN_ADDONS = path.resolve(path.dirname(new URL(import.meta.url).pathname), "../../../../../../test/images/erp/addons");
+
+/**
+ * The SQL with which the stand-in's `module` makes its tables in series `major` (as
+ * test/images/build.sh assembles it: the file, then each `<file>@<lo>-<hi>` whose range holds
+ * the major), so a fixture database has the tables Odoo's own neutralize.sql of that module
+ * works on, as a real database does.
+ */
+function standInTables(module: string, major: number): string {
+  const dir = path.join(STAND_IN_ADDONS, module);
+  const parts = [readFileSync(path.join(dir, "berth_upgrade.sql"), "utf8")];
+  for (const name of readdirSync(dir).sort()) {
+    const range = /^berth_upgrade\.sql@(\d+)(?:-(\d+))?$/.exec(name);
+    if (range !== null && Number(range[1]) <= major && major <= Number(range[2] ?? range[1])) parts.push(readFileSync(path.join(dir, name), "utf8"));
+  }
+  return parts.join("\n");
+}
+
 /**
  * Creates `name` with the tables the analysis reads (columns in an unusual order) plus one it
- * skips. The Enterprise module web_studio (OEEL-1) is in the module table, installed only
- * with `enterprise` (a Community database otherwise).
+ * skips, and the tables of base, web and mail as the ERP makes them (a copy's neutralisation
+ * runs their neutralize.sql). The Enterprise module web_studio (OEEL-1) is in the module
+ * table, installed only with `enterprise` (a Community database otherwise).
  */
 export function createErpDatabase(pg: Pg15, name: string, baseVersion: string, opts: { enterprise?: boolean } = {}): ErpDatabaseFacts {
   pg.sql("postgres", `create database "${name}"`);
@@ -127,6 +148,8 @@ create table mail_message (id serial primary key, body text);
 insert into mail_message (body) select E'\\\\.\\n\\\\.' || repeat('x', i % 50) from generate_series(1, 2000) i;
 `,
   );
+  const major = Number.parseInt(baseVersion, 10);
+  pg.sql(name, ["base", "web", "mail"].map((m) => standInTables(m, major)).join("\n"));
   return {
     baseVersion,
     installed: installed.sort(),
