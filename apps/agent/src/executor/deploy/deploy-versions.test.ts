@@ -4,7 +4,10 @@
 // of the version (19.0 refuses --without-demo=all); a redeploy with nothing changed upgrades
 // nothing and takes no snapshot (manifest versions compared as Odoo's adapt_version records
 // them: '<series>' becomes '<series>.<series>'); a failed upgrade is reported as failed with
-// the module Odoo's lines name, and rolled back, the previous release serving its login page.
+// the module Odoo's lines name, and rolled back, the previous release serving its login page;
+// a backup restored into its own environment comes back as it was, and into another one it is
+// a copy: the image's own `odoo neutralize` runs on it and it gets a new uuid, secret and
+// address before it serves.
 // Needs `bash .ci/docker-setup.sh` first.
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, statSync } from "node:fs";
@@ -39,10 +42,14 @@ describe.each(TAGS)("Odoo $series", ({ series, uid, gid }) => {
   const layout = environmentLayout(h.stateDir, env);
   const gitDir = mkdtempSync(join(tmpdir(), "berth-exec-versions-git-"));
   let repo: Awaited<ReturnType<typeof createGitRepository>>;
-  const deploy = (commit: string, modules?: { upgrade: string[] }) =>
-    h.run("deploy", deployParams(env, { image, erp_version: series, git: { url: repo.url, branch: "main", commit }, ...(modules ? { modules } : {}) }));
-  const login = async () => {
-    const erp = await h.docker.inspectContainer(layout.erpContainer);
+  const deploy = (commit: string, more: Partial<Parameters<typeof deployParams>[1]> = {}) =>
+    h.run("deploy", deployParams(env, { image, erp_version: series, git: { url: repo.url, branch: "main", commit }, ...more }));
+  const param = async (environmentId: string, key: string) => {
+    const r = await h.docker.exec(`berth-${environmentId}-db`, ["psql", "-U", "odoo", "-d", "odoo", "-X", "-qAt", "-c", `SELECT value FROM ir_config_parameter WHERE key = '${key}'`], { deadlineMs: 30_000 });
+    return r.stdout.trim();
+  };
+  const login = async (l = layout) => {
+    const erp = await h.docker.inspectContainer(l.erpContainer);
     const port = await hostPortOf(h.docker, erp!.id);
     return (await fetch(`http://127.0.0.1:${String(port)}/web/login`, { signal: AbortSignal.timeout(10_000) })).status;
   };
@@ -59,11 +66,16 @@ describe.each(TAGS)("Odoo $series", ({ series, uid, gid }) => {
     // (18.0 would make such a module uninstallable: it gets a plain version there).
     const version = Number.parseInt(series, 10) <= 17 ? series : "1.0";
     const v1 = await repo.commit("v1", { "berth_versioned/__manifest__.py": manifest(version) });
-    const result = resultOf(await deploy(v1, { upgrade: ["berth_versioned"] }));
+    const result = resultOf(await deploy(v1, { modules: { upgrade: ["berth_versioned"] }, init: { without_demo: true, country: "be" } }));
     expect(result).toMatchObject({ healthy: true, modules: [{ name: "berth_versioned", action: "installed", to_version: `${series}.${version}` }] });
     for (const path of [layout.configFile, layout.dataDir]) expect(statSync(path)).toMatchObject({ uid, gid });
     expect(statSync(layout.configFile).mode & 0o777).toBe(0o600);
     expect(await login()).toBe(200);
+    // The country as Odoo's database manager sets it: the company's, its currency, the users' single time zone.
+    const company = await h.docker.exec(layout.dbContainer, ["psql", "-U", "odoo", "-d", "odoo", "-X", "-qAt", "-c",
+      "SELECT c.code || ' ' || cur.name || ' ' || (SELECT p.tz FROM res_users u JOIN res_partner p ON p.id = u.partner_id WHERE u.login = 'admin') " +
+        "FROM res_company co JOIN res_partner cp ON cp.id = co.partner_id JOIN res_country c ON c.id = cp.country_id JOIN res_currency cur ON cur.id = co.currency_id"], { deadlineMs: 30_000 });
+    expect(company.stdout.trim()).toBe("BE EUR Europe/Brussels");
   }, 240_000);
 
   it("upgrades nothing and takes no snapshot when nothing changed", async () => {
@@ -81,5 +93,31 @@ describe.each(TAGS)("Odoo $series", ({ series, uid, gid }) => {
     const reported = run.logs.filter((l) => /^Module berth_versioned: (failed|upgraded|installed)\b/.test(l.message)).map((l) => l.message);
     expect(reported).toEqual(["Module berth_versioned: failed"]);
     expect(await login()).toBe(200);
+  }, 240_000);
+
+  it("restores its own backup as it was; in another environment the backup is a copy, neutralised and re-keyed before it serves", async () => {
+    const backupId = randomUUID();
+    const backup = resultOf(await h.run("backup", { deployment_id: randomUUID(), environment_id: env, backup_id: backupId }));
+    const uuid = await param(env, "database.uuid");
+    const own = await h.run("restore", { deployment_id: randomUUID(), environment_id: env, backup_id: backupId });
+    expect(resultOf(own)).toMatchObject({ healthy: true });
+    expect(await param(env, "database.uuid")).toBe(uuid);
+    expect(own.logs.map((l) => l.message).filter((m) => /neutraliz/i.test(m))).toEqual([]);
+
+    const other = randomUUID();
+    const otherLayout = environmentLayout(h.stateDir, other);
+    resultOf(await h.run("deploy", deployParams(other, { image, erp_version: series })));
+    const files = backup.files as { name: string; size: number; sha256: string }[];
+    const source = { environment_id: env, path: "/unused", expires_at: new Date(Date.now() + 3_600_000).toISOString(), files };
+    const copy = await h.run("restore", { deployment_id: randomUUID(), environment_id: other, backup_id: backupId, source, copy: { base_url: "https://staging.example.test" } });
+    expect(resultOf(copy)).toMatchObject({ healthy: true });
+    const messages = copy.logs.map((l) => l.message);
+    expect(messages).toContainEqual(expect.stringMatching(/^neutralize: .* odoo\.modules\.neutralize: Neutralization finished$/));
+    expect(await param(other, "database.is_neutralized")).toBe("true");
+    expect(await param(other, "database.uuid")).not.toBe(uuid);
+    expect(await param(other, "web.base.url")).toBe("https://staging.example.test");
+    // The file store came along, handed to this image's user.
+    expect(statSync(join(otherLayout.dataDir, "filestore", "odoo"))).toMatchObject({ uid, gid });
+    expect(await login(otherLayout)).toBe(200);
   }, 240_000);
 });

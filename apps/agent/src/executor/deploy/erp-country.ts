@@ -48,7 +48,8 @@ export async function applyCountry(docker: DockerClient, dbContainerId: string, 
      m AS (UPDATE res_company SET currency_id = coalesce((SELECT currency_id FROM c), res_company.currency_id) WHERE id = (SELECT id FROM co) RETURNING currency_id)
      SELECT coalesce((SELECT name FROM res_currency WHERE id = (SELECT currency_id FROM m)), '')`,
   );
-  if (zone !== undefined && /^[A-Za-z0-9_+/-]+$/.test(zone)) await query(`UPDATE res_users SET tz = '${zone}' WHERE active`);
+  // res.users inherits res.partner (_inherits): a user's tz is its partner's column.
+  if (zone !== undefined && /^[A-Za-z0-9_+/-]+$/.test(zone)) await query(`UPDATE res_partner SET tz = '${zone}' WHERE id IN (SELECT partner_id FROM res_users WHERE active)`);
   log(
     "info",
     `Main company's country set to ${country}${currency ? `, its currency to ${currency}` : ""}` +

@@ -143,3 +143,55 @@ BEGIN
         VALUES ('Production SMTP', 'smtp.customer.example', 587, 'login', 'erp@customer.example', 'smtp-secret', 'starttls', true);
     END IF;
 END $$;
+
+-- The company, its partner, countries and currencies, as much as Odoo's database manager uses
+-- when it creates a database with a country (odoo/service/db.py `_initialize_db`: the main
+-- company's country and currency, the users' time zone; res.users _inherits res.partner, so
+-- a user's tz is its partner's; base/data/res_currency_data.xml, res_country_data.xml,
+-- res_company_data.xml: the main company starts in USD). Rows only for a database without
+-- partners (a new one), so a database that has its own keeps them as they are.
+CREATE TABLE IF NOT EXISTS res_currency (
+    id serial PRIMARY KEY,
+    name varchar(3) NOT NULL UNIQUE,
+    symbol varchar NOT NULL,
+    active boolean DEFAULT true
+);
+CREATE TABLE IF NOT EXISTS res_country (
+    id serial PRIMARY KEY,
+    code varchar(2) UNIQUE,
+    name jsonb NOT NULL,
+    currency_id int4 REFERENCES res_currency (id)
+);
+CREATE TABLE IF NOT EXISTS res_partner (
+    id serial PRIMARY KEY,
+    name varchar,
+    is_company boolean DEFAULT false,
+    active boolean DEFAULT true
+);
+ALTER TABLE res_partner ADD COLUMN IF NOT EXISTS country_id int4, ADD COLUMN IF NOT EXISTS tz varchar;
+ALTER TABLE res_users ADD COLUMN IF NOT EXISTS partner_id int4;
+CREATE TABLE IF NOT EXISTS res_company (
+    id serial PRIMARY KEY,
+    name varchar NOT NULL,
+    partner_id int4 NOT NULL,
+    currency_id int4 NOT NULL
+);
+INSERT INTO res_currency (name, symbol) VALUES ('USD', '$'), ('EUR', '€'), ('CHF', 'CHF') ON CONFLICT (name) DO NOTHING;
+INSERT INTO res_country (code, name, currency_id) VALUES
+    ('US', '{"en_US": "United States"}', (SELECT id FROM res_currency WHERE name = 'USD')),
+    ('BE', '{"en_US": "Belgium"}', (SELECT id FROM res_currency WHERE name = 'EUR')),
+    ('FR', '{"en_US": "France"}', (SELECT id FROM res_currency WHERE name = 'EUR')),
+    ('DE', '{"en_US": "Germany"}', (SELECT id FROM res_currency WHERE name = 'EUR')),
+    ('CH', '{"en_US": "Switzerland"}', (SELECT id FROM res_currency WHERE name = 'CHF'))
+ON CONFLICT (code) DO NOTHING;
+DO $$
+DECLARE
+    company_partner int4;
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM res_partner) THEN
+        INSERT INTO res_partner (name, is_company) VALUES ('My Company', true) RETURNING id INTO company_partner;
+        INSERT INTO res_company (name, partner_id, currency_id) VALUES ('My Company', company_partner, (SELECT id FROM res_currency WHERE name = 'USD'));
+        INSERT INTO res_partner (name) VALUES ('Administrator');
+        UPDATE res_users SET partner_id = (SELECT max(id) FROM res_partner) WHERE login = 'admin';
+    END IF;
+END $$;
