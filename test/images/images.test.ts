@@ -1364,6 +1364,24 @@ describe("Docker test images", () => {
       expect(root.logs).toMatch(/ERROR failhealth_db odoo\.registry: Failed to load registry\n/);
     }, 120_000);
 
+    it("serves a database whose installed modules' code is missing (Enterprise on Community), logging them as Odoo does", async () => {
+      const dir = join(workDir, "addons-enterprise");
+      await mkdir(dir, { recursive: true, mode: 0o755 });
+      await writeModule(dir, "web_studio", "1.0");
+      const inst = await runOdoo(["-d", "enterprise_db", "-i", "web_studio", "--stop-after-init"], dir);
+      expect(inst.code, inst.logs).toBe(0);
+      // The Community image: the module is installed in the database, its code is not there.
+      await rm(join(dir, "web_studio"), { recursive: true });
+      const server = await startServer(["-d", "enterprise_db"], dir);
+      try {
+        expect((await fetch(`${server.base}/web/health`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+        expect((await fetch(`${server.base}/web/login`, { signal: AbortSignal.timeout(10_000) })).status).toBe(200);
+        expect(await server.logs()).toMatch(/ERROR enterprise_db odoo\.modules\.loading: Some modules are not loaded, some dependencies or manifest may be missing: \['web_studio'\]\n/);
+      } finally {
+        await server.remove();
+      }
+    }, 90_000);
+
     it("does not initialise an existing empty database without -i: logs as Odoo, /web/login 500, health 200", async () => {
       await psql("postgres", "CREATE DATABASE strict_empty");
       const dir = join(workDir, "addons-v1");

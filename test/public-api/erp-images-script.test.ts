@@ -24,7 +24,7 @@ it("shows the defaults, sets an image per version, and refuses unsupported versi
   expect(after).toContain("17.0\tregistry.example.com/odoo:17.0-custom");
   expect(after).toContain("18.0\todoo:18.0");
   expect(after).toContain("postgres\tpostgres:17");
-  expect(await cp.app.services.images.imageFor("17.0.1.3")).toEqual({ version: "17.0", image: "registry.example.com/odoo:17.0-custom", db: "postgres:17" });
+  expect(await cp.app.services.images.imageFor("17.0.1.3")).toEqual({ version: "17.0", image: "registry.example.com/odoo:17.0-custom", db: "postgres:17", db_major: 17, enterprise: false });
   await expect(script("--set", "12.0=odoo:12")).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining("not supported") });
   await expect(script("--bogus")).rejects.toMatchObject({ code: 2 });
 }, 120_000);

@@ -8,7 +8,11 @@ import { AgentProcess } from "./agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "./control-plane.ts";
 import { waitUntil } from "./wait.ts";
 
-export const TEST_IMAGES = { erp: { "17.0": "berth-test/erp:17.0" }, db: "berth-test/postgres:15" };
+/** Every hosted ERP version's stand-in (test/images: each tag behaves as that version of Odoo). */
+export const TEST_IMAGES = {
+  erp: { "16.0": "berth-test/erp:16.0", "17.0": "berth-test/erp:17.0", "18.0": "berth-test/erp:18.0", "19.0": "berth-test/erp:19.0" },
+  db: "berth-test/postgres:15",
+};
 /** The servers' proxy in tests: Debian's Caddy (test/images/build.sh); certificates from Let's Encrypt unless a test gives Pebble. */
 export const TEST_PROXY = { image: "berth-test/caddy:2", acme_ca: null, acme_ca_root: null, acme_email: null };
 

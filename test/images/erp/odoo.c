@@ -1391,6 +1391,21 @@ static int load_modules(int init_base) {
         load_graph(c, (const char *const[]){"to install"}, 1, base_demo, &f) != 0)
       result = LOAD_FAILED;
   }
+  if (result == LOAD_OK && !update_module) {
+    /* odoo/modules/loading.py load_modules (16.0+), at every start: installed modules the
+     * registry did not load (their code is not on the add-ons path, e.g. Enterprise modules on
+     * the Community image) are logged, and the server serves without them. */
+    char missing[2048] = "";
+    for (int i = 0; i < nmods; i++) {
+      struct mod *m = &mods[i];
+      int loaded_state = strcmp(m->state, "installed") == 0 || strcmp(m->state, "to upgrade") == 0 || strcmp(m->state, "to remove") == 0;
+      if (!loaded_state || m->in_graph) continue;
+      size_t used = strlen(missing);
+      snprintf(missing + used, sizeof missing - used, "%s'%s'", used ? ", " : "", m->name);
+    }
+    if (*missing)
+      log_line("ERROR", "odoo.modules.loading", "Some modules are not loaded, some dependencies or manifest may be missing: [%s]", missing);
+  }
   if (result == LOAD_OK && update_module) {
     /* Modules still marked: their dependencies or manifest were missing (loading.py). */
     PGresult *left = PQexec(c, "SELECT coalesce(string_agg(quote_literal(name), ', ' ORDER BY name), '') FROM "

@@ -634,7 +634,7 @@ export interface paths {
         };
         /**
          * Get the analysis of the backup
-         * @description What the analysis read from the stored backup (409 migration_not_analyzed before it finished).
+         * @description What the analysis read from the stored backup (409 migration_not_analyzed before it finished), and `requirements`: what the environment it creates must have, compared with the target at this request (the database image's PostgreSQL against postgres_major_required; the Enterprise add-ons when enterprise_modules is not empty). start refuses with a requirement's code while it is not met.
          */
         get: operations["getMigrationAnalysis"];
         put?: never;
@@ -756,7 +756,7 @@ export interface paths {
         put?: never;
         /**
          * Start a migration
-         * @description Runs the 12 steps on the target server (202): 1 a project named after the migration on the target server, with the detected ERP version and the repository; 2 an environment linked by migration_id, sized by the recommendation, at target_domain (`production` when configured so, else `staging`); 3 to 12 that environment's first deployment (trigger `migration`), which restores the backup because of the restore-once rule (platform spec 4.1 rule 9). Follow it with GET (steps, progress_percent, current_step) or the migration_progress events; a failure fails the migration with error_message (retry, then start again: the project and environment are reused). 409 migration_not_ready unless configured (ready).
+         * @description Runs the 12 steps on the target server (202): 1 a project named after the migration on the target server, with the detected ERP version and the repository; 2 an environment linked by migration_id, sized by the recommendation, at target_domain (`production` when configured so, else `staging`); 3 to 12 that environment's first deployment (trigger `migration`), which restores the backup because of the restore-once rule (platform spec 4.1 rule 9). Follow it with GET (steps, progress_percent, current_step) or the migration_progress events; a failure fails the migration with error_message (retry, then start again: the project and environment are reused). 409 migration_not_ready unless configured (ready); 409 enterprise_addons_required or database_image_too_old, with nothing made, while a requirement of GET analysis is not met (its message says what to do; start again once it is).
          */
         post: operations["startMigration"];
         delete?: never;
@@ -2123,7 +2123,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2375,6 +2375,8 @@ export interface components {
             custom_modules: string[];
             database_name: string | null;
             database_size_bytes: number;
+            /** @description Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database */
+            enterprise_modules?: string[];
             /** @description major.minor, e.g. 17.0 */
             erp_version: string;
             estimated_monthly_cost: number;
@@ -2388,11 +2390,27 @@ export interface components {
             migration_id: string;
             monthly_savings: number;
             partner_count: number;
+            /** @description The pg_dump release that wrote the dump, when its header says */
+            pg_dump_version?: string | null;
+            /** @description The oldest PostgreSQL major the backup restores into: the newest of its pg_dump's major, its source server's major and the ERP version's minimum (12; 13 for 19.0). An older dump restores into a newer PostgreSQL, never the reverse (pg_dump 17 writes SET transaction_timeout, which 16 rejects) */
+            postgres_major_required?: number;
             /** @description The PostgreSQL version the dump was made from, when the dump says */
             postgres_version: string | null;
             recommended_cpu: number;
             recommended_disk_gb: number;
             recommended_ram_mb: number;
+            /** @description What the environment the migration creates must have for the backup to restore and run, each compared with the target now: the PostgreSQL of the database image (always listed) and, for a backup with Enterprise modules, the Enterprise add-ons. start refuses while one is not met */
+            requirements: {
+                /**
+                 * @description What the target must have; when not met, start answers 409 with this same error code
+                 * @enum {string}
+                 */
+                code: "enterprise_addons_required" | "database_image_too_old";
+                /** @description What is needed and, when not met, what to do */
+                message: string;
+                /** @description Whether the target has it now (read at each request: adding the repository or changing the image meets it) */
+                met: boolean;
+            }[];
             standard_modules: string[];
             total_modules: number;
             total_size_bytes: number;

@@ -1366,7 +1366,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1618,6 +1618,8 @@ export interface components {
             custom_modules: string[];
             database_name: string | null;
             database_size_bytes: number;
+            /** @description Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database */
+            enterprise_modules?: string[];
             /** @description major.minor, e.g. 17.0 */
             erp_version: string;
             estimated_monthly_cost: number;
@@ -1631,11 +1633,27 @@ export interface components {
             migration_id: string;
             monthly_savings: number;
             partner_count: number;
+            /** @description The pg_dump release that wrote the dump, when its header says */
+            pg_dump_version?: string | null;
+            /** @description The oldest PostgreSQL major the backup restores into: the newest of its pg_dump's major, its source server's major and the ERP version's minimum (12; 13 for 19.0). An older dump restores into a newer PostgreSQL, never the reverse (pg_dump 17 writes SET transaction_timeout, which 16 rejects) */
+            postgres_major_required?: number;
             /** @description The PostgreSQL version the dump was made from, when the dump says */
             postgres_version: string | null;
             recommended_cpu: number;
             recommended_disk_gb: number;
             recommended_ram_mb: number;
+            /** @description What the environment the migration creates must have for the backup to restore and run, each compared with the target now: the PostgreSQL of the database image (always listed) and, for a backup with Enterprise modules, the Enterprise add-ons. start refuses while one is not met */
+            requirements: {
+                /**
+                 * @description What the target must have; when not met, start answers 409 with this same error code
+                 * @enum {string}
+                 */
+                code: "enterprise_addons_required" | "database_image_too_old";
+                /** @description What is needed and, when not met, what to do */
+                message: string;
+                /** @description Whether the target has it now (read at each request: adding the repository or changing the image meets it) */
+                met: boolean;
+            }[];
             standard_modules: string[];
             total_modules: number;
             total_size_bytes: number;
