@@ -5,6 +5,7 @@
 // nothing and takes no snapshot (manifest versions compared as Odoo's adapt_version records
 // them: '<series>' becomes '<series>.<series>'); a failed upgrade is reported as failed with
 // the module Odoo's lines name, and rolled back, the previous release serving its login page;
+// a good one is upgraded after a snapshot;
 // a backup restored into its own environment comes back as it was, and into another one it is
 // a copy: the image's own `odoo neutralize` runs on it and it gets a new uuid, secret and
 // address before it serves.
@@ -92,6 +93,14 @@ describe.each(TAGS)("Odoo $series", ({ series, uid, gid }) => {
     // What the run did (the plan's "upgrade (version …)" line comes before it).
     const reported = run.logs.filter((l) => /^Module berth_versioned: (failed|upgraded|installed)\b/.test(l.message)).map((l) => l.message);
     expect(reported).toEqual(["Module berth_versioned: failed"]);
+    expect(await login()).toBe(200);
+  }, 240_000);
+
+  it("upgrades a module whose manifest version changed, after a pre-deploy snapshot, and serves", async () => {
+    const fixed = await repo.commit("v2 fixed", { "berth_versioned/FAIL_UPGRADE": null });
+    const result = resultOf(await deploy(fixed));
+    expect(result).toMatchObject({ healthy: true, modules: [{ name: "berth_versioned", action: "upgraded", to_version: `${series}.2.0` }] });
+    expect(result.snapshot_id).toEqual(expect.any(String));
     expect(await login()).toBe(200);
   }, 240_000);
 
