@@ -12,12 +12,10 @@
 //
 // It runs on the new database before the swap, so the copy never serves un-neutralised; a
 // failure fails the restore, which then leaves the environment as it was.
-import { randomBytes } from "node:crypto";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentLabels } from "../../docker/labels.ts";
 import type { EnvironmentLayout } from "../environment/environment-layout.ts";
-import { erpBinds } from "../deploy/erp-files.ts";
-import { erpEnvironment } from "../deploy/python-layer.ts";
+import { runErpOnce } from "../deploy/erp-run.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 import { rekeyCopy } from "./rekey-copy.ts";
@@ -41,26 +39,11 @@ export interface CopyTarget {
 /** Neutralises and re-keys the copy; throws `neutralize_failed` when the ERP's neutralize fails. */
 export async function neutralizeCopy(target: CopyTarget): Promise<void> {
   const { docker, layout } = target;
-  const run = await docker.runToCompletion(
-    {
-      name: `${layout.erpContainer}-neutralize-${randomBytes(4).toString("hex")}`,
-      image: target.image,
-      labels: environmentLabels(layout.environmentId, "erp-run", target.extraLabels),
-      env: erpEnvironment({}),
-      cmd: ["odoo", "neutralize", "-d", target.database],
-      network: layout.network,
-      binds: erpBinds(layout),
-    },
-    {
-      deadlineMs: target.deadlineMs,
-      signal: target.signal,
-      tailLines: 30,
-      onLine: (line) => {
-        if (line.trim() !== "") target.log(/ (ERROR|CRITICAL) /.test(line) ? "warning" : "info", `neutralize: ${line}`);
-      },
-    },
+  const run = await runErpOnce(
+    docker,
+    { layout, image: target.image, cmd: ["odoo", "neutralize", "-d", target.database], labels: environmentLabels(layout.environmentId, "erp-run", target.extraLabels), what: "neutralize" },
+    { deadlineMs: target.deadlineMs, signal: target.signal, log: target.log },
   );
-  target.signal.throwIfAborted();
   if (run.exitCode !== 0) {
     const why = run.killed ? "not done in time" : `exit code ${run.exitCode}`;
     throw new CommandError(

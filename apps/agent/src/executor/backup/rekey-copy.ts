@@ -28,11 +28,11 @@ export async function rekeyCopy(docker: DockerClient, dbContainerId: string, dat
   ];
   const values = [...params.map(([k, v]) => `(${literal(k)}, ${literal(v)})`), `('database.create_date', to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'))`];
   // PL/pgSQL plans a statement only when it runs: a database without the table is left alone.
+  // Odoo's ir_config_parameter has a unique key (its _sql_constraints key_uniq).
   const sql = `DO $$
 BEGIN
   IF to_regclass('public.ir_config_parameter') IS NULL THEN RETURN; END IF;
-  DELETE FROM ir_config_parameter WHERE key IN (SELECT k FROM (VALUES ${values.join(", ")}) AS p(k, v));
-  INSERT INTO ir_config_parameter (key, value) SELECT k, v FROM (VALUES ${values.join(", ")}) AS p(k, v);
+  INSERT INTO ir_config_parameter (key, value) VALUES ${values.join(", ")} ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value;
 END $$;
 SELECT to_regclass('public.ir_config_parameter') IS NOT NULL;`;
   const [present] = await psql(docker, dbContainerId, sql, { database, code: "restore_failed" });

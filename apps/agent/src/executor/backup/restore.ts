@@ -181,6 +181,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                   (wasRunning ? " and the ERP keeps serving" : ""),
               );
               await createDatabase(docker, db, n.incomingDb);
+              const image = await erpImage(docker, need(erp));
               /** A copy (another environment's backup, a migration that is not production) is neutralised and re-keyed before it can serve. */
               const dbId = db;
               const neutralizeIfCopy = async () => {
@@ -189,7 +190,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                   docker,
                   layout,
                   dbContainerId: dbId,
-                  image: await erpImage(docker, need(erp)),
+                  image,
                   database: n.incomingDb,
                   baseUrl: params.copy?.base_url ?? null,
                   extraLabels: deps.extraLabels,
@@ -199,7 +200,6 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                 });
               };
               if (archive !== null) {
-                const image = await erpImage(docker, need(erp));
                 const read = await loadArchive({ docker, dbContainerId: db, layout, image, names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
                 step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
                 await neutralizeIfCopy();
@@ -212,7 +212,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               await neutralizeIfCopy();
               step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
               if (withFiles) {
-                await extractFileStore(docker, layout, need(erp), n, join(dir, FILESTORE_FILE), deps, timing);
+                await extractFileStore(docker, layout, image, n, join(dir, FILESTORE_FILE), deps, timing);
                 step.log("info", `File store extracted into ${basename(n.incomingDir)}`);
               } else {
                 step.log("warning", "The backup has no file store archive: the data dir will be left as it is");
@@ -304,13 +304,13 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
 async function extractFileStore(
   docker: DockerClient,
   layout: EnvironmentLayout,
-  erp: ErpContainerRef,
+  image: string,
   names: RestoreNames,
   archive: string,
   deps: ExecutorDeps,
   timing: ExecutorTiming,
 ): Promise<void> {
-  await writeIntoIncomingDataDir(docker, layout, await erpImage(docker, erp), names, deps.extraLabels, async (helper) => {
+  await writeIntoIncomingDataDir(docker, layout, image, names, deps.extraLabels, async (helper) => {
     const tar = createGunzip();
     const feeding = pipeline(createReadStream(archive), tar);
     await Promise.all([docker.writeArchive(helper, "/var/lib", tar, timing.dataTransferMs), feeding]);

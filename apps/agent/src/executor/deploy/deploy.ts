@@ -57,6 +57,7 @@ import { renderOdooConf, sizeErp, type ErpSizing } from "./erp-config.ts";
 import { setAdministratorPassword } from "./erp-login.ts";
 import { applyCountry } from "./erp-country.ts";
 import { adminPassword, erpBinds, prepareDataDir, readableByErp, readPassword } from "./erp-files.ts";
+import { runErpOnce } from "./erp-run.ts";
 import { createPreviousErp } from "./previous-erp.ts";
 import { createMigrationRestore } from "./migration-restore.ts";
 import { timingOf, type ExecutorDeps } from "../runner/executor-deps.ts";
@@ -134,32 +135,21 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
       const names = routedNames(params.domain, params.aliases);
 
       /** A one-off container of the new image, with the new code and configuration, output into the step log. */
-      const runErp = async (step: StepScope, cmd: string[], deadlineMs: number, what: string, watch?: ModuleLog) => {
-        const result = await docker.runToCompletion(
+      const runErp = (step: StepScope, cmd: string[], deadlineMs: number, what: string, watch?: ModuleLog) =>
+        runErpOnce(
+          docker,
           {
-            name: `${layout.erpContainer}-run-${randomBytes(4).toString("hex")}`,
+            layout,
             image: params.image,
-            labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
-            env: erpEnvironment(params.env),
             cmd,
-            network: layout.network,
-            binds: erpBinds(layout),
+            labels: environmentLabels(layout.environmentId, "erp-run", { ...extraLabels, "berth.deployment_id": params.deployment_id }),
+            env: params.env,
             nanoCpus: need(s.sizing).nano_cpus,
             memoryBytes: need(s.sizing).memory_bytes,
+            what,
           },
-          {
-            deadlineMs,
-            signal: step.signal,
-            tailLines: 30,
-            onLine: (line) => {
-              watch?.line(line);
-              if (line.trim() !== "") step.log(/ (ERROR|CRITICAL) /.test(line) ? "warning" : "info", `${what}: ${line}`);
-            },
-          },
+          { deadlineMs, signal: step.signal, log: step.log, ...(watch ? { watch: (line: string) => watch.line(line) } : {}) },
         );
-        step.signal.throwIfAborted();
-        return result;
-      };
 
       const previous = createPreviousErp(
         { docker, layout, proxy: deps.proxy, clock: deps.clock, stopGraceSeconds: timing.stopGraceSeconds, dataTransferMs: timing.dataTransferMs },

@@ -18,6 +18,7 @@ import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { psql } from "../environment/database-swap.ts";
 import { CommandError } from "../runner/handler-types.ts";
+import { isOdooError } from "./erp-run.ts";
 
 const MODULE_NAME = /^[a-z0-9_]{1,64}$/;
 const STATE_FILE = "modules-state.json";
@@ -265,7 +266,7 @@ export function moduleLog() {
       if (loading !== null) loaded.push(loading[1]!);
       const couldNot = /Couldn't load module (\w+)/.exec(text);
       if (couldNot !== null) unimportable ??= couldNot[1]!;
-      if (/ (ERROR|CRITICAL) /.test(text)) errors.push(text);
+      if (isOdooError(text)) errors.push(text);
       if (text.startsWith("Traceback (most recent call last):")) inTraceback = true;
       else if (inTraceback && text !== "" && !/^\s/.test(text)) {
         // The exception line that ends a traceback: what went wrong, in Odoo's words.

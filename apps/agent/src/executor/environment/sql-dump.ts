@@ -13,6 +13,7 @@
 import { Transform, type Readable } from "node:stream";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { CommandError } from "../runner/handler-types.ts";
+import { psql } from "./database-swap.ts";
 import { ERP_DB_USER } from "./environment-layout.ts";
 
 const ALLOWED_META = /^\\(?:restrict|unrestrict) [A-Za-z0-9]+\r?$/;
@@ -71,8 +72,8 @@ export function guardSqlDump(serverMajor?: number): Transform {
 
 /** Loads `dump` (plain SQL) into the existing database `name` in one transaction; the first error fails it. */
 export async function loadSqlDump(docker: DockerClient, dbContainerId: string, name: string, dump: Readable, deadlineMs: number): Promise<void> {
-  const version = await docker.exec(dbContainerId, ["psql", "-U", ERP_DB_USER, "-d", name, "-X", "-tAc", "SHOW server_version_num"], { deadlineMs: 30_000 });
-  const serverMajor = version.exitCode === 0 ? Math.floor(Number(version.stdout.trim()) / 10_000) : Number.NaN;
+  const [version = ""] = await psql(docker, dbContainerId, "SHOW server_version_num", { database: name, deadlineMs: 30_000 }).catch(() => []);
+  const serverMajor = Math.floor(Number(version) / 10_000);
   const guarded = guardSqlDump(Number.isFinite(serverMajor) && serverMajor > 0 ? serverMajor : undefined);
   let refused: unknown = null;
   guarded.on("error", (error) => {
