@@ -737,7 +737,10 @@ export const migrations = pgTable(
     projectName: text("project_name").notNull(),
     vendorProjectName: text("vendor_project_name"),
     vendorBranch: text("vendor_branch"),
+    /** The repository URL without its userinfo (user:token@), which is in gitRepoCredentialsEnc, as for projects. */
     gitRepoUrl: text("git_repo_url"),
+    /** The URL's userinfo sealed with the master key (lib/master-key.ts); handed to the project the migration makes. */
+    gitRepoCredentialsEnc: text("git_repo_credentials_enc"),
     gitBranch: text("git_branch"),
     dataProcessingConsentAt: ts("data_processing_consent_at").notNull(),
     createdBy: uuid("created_by"),

@@ -1,0 +1,1 @@
+ALTER TABLE "migrations" ADD COLUMN "git_repo_credentials_enc" text;
