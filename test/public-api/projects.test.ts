@@ -44,7 +44,7 @@ describe("create", () => {
     [{ name: "x".repeat(256) }, "body/name"],
     [{ name: "" }, "body/name"],
     [{ default_branch: "b".repeat(256) }, "body/default_branch"],
-    [{ git_repo_url: "http://git.example.com/x.git" }, "body/git_repo_url"],
+    [{ git_repo_url: "" }, "body/git_repo_url"],
     [{ server_id: "not-a-uuid" }, "body/server_id"],
     [{ surprise: true }, "body/surprise"],
   ])("refuses %o with a validation_error naming %s", async (patch, path) => {

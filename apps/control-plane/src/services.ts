@@ -171,6 +171,7 @@ export function createServices(deps: {
       return new Map(envs.map((env) => [env.id, addresses.url(env)]));
     },
     cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
+    masterKey: deps.masterKey,
     ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
   });
   const audit = createAuditLogRepo({ db, cursors });

@@ -33,6 +33,10 @@ export const ERROR_STATUS = {
   variable_value_too_large: 400,
   /** A backup schedule that cannot run: a time not HH:MM (UTC), or a retention that keeps no backup. */
   backup_schedule_invalid: 400,
+  /** A project's or migration's git_repo_url that is not https or ssh (file://, a local path, http://, git://, ext::, a leading "-"; lib/git-source.ts). */
+  git_url_invalid: 400,
+  /** A project's default_branch or a migration's git_branch that is not a Git branch name (check-ref-format) or starts with "-". */
+  git_branch_invalid: 400,
   /** An add-on repository's git_url that is not https or ssh, or carries credentials. */
   addon_url_invalid: 400,
   addon_branch_invalid: 400,

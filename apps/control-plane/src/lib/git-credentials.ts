@@ -1,8 +1,9 @@
 // Credentials written into a repository URL (https://user:token@host/…): the userinfo is
 // split off to be sealed at rest and is never shown back; the deploy command gets it again.
 
-// scheme://[userinfo@]authority…: the userinfo ends at the authority's last '@'.
-const WITH_USERINFO = /^([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)([^/?#]*)@([^/?#]*)(.*)$/s;
+// http(s)://[userinfo@]authority…: the userinfo ends at the authority's last '@'. An ssh
+// URL's user (ssh://git@host/…) names the account, it is no secret: it stays in the URL.
+const WITH_USERINFO = /^(https?:\/\/)([^/?#]*)@([^/?#]*)(.*)$/is;
 
 /** The URL without its userinfo, and the userinfo as written (still percent-encoded), or null. */
 export function splitCredentials(url: string): { url: string; credentials: string | null } {

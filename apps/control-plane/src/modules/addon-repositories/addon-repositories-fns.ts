@@ -1,8 +1,9 @@
-// Rules for what an add-on repository may hold, as pure functions: its Git URL (https, or
-// ssh as ssh://… or git@host:path; never credentials in the URL, never local or exotic
-// transports), branch, pinned commit, sub-paths, and which private access fits which URL.
+// Rules for what an add-on repository may hold, as pure functions: its Git URL and branch
+// (lib/git-source.ts's rule; never credentials in the URL: a token is given apart), pinned
+// commit, sub-paths, and which private access fits which URL.
 import { ADDON_SUB_PATH_PATTERN } from "@berth/protocol";
 import { DomainError } from "../../lib/errors.ts";
+import { checkGitBranch, checkGitUrl as checkSourceUrl, type GitUrlKind } from "../../lib/git-source.ts";
 
 export const MAX_ADDON_REPOSITORIES = 50;
 export const MAX_SUB_PATHS = 20;
@@ -11,34 +12,23 @@ export const COMMIT_PATTERN = "^[0-9a-f]{7,64}$";
 export const ACCESS_KINDS = ["public", "deploy_key", "token"] as const;
 export type AccessKind = (typeof ACCESS_KINDS)[number];
 
-const HTTPS = /^https:\/\/([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?\/[^\s?#]+$/;
-const SSH_URL = /^ssh:\/\/(?:[A-Za-z0-9._-]+@)?([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:\d{1,5})?\/[^\s?#]+$/;
-const SCP_LIKE = /^[A-Za-z0-9._-]+@([A-Za-z0-9.-]+):(?!\/\/)[^\s?#]+$/;
-const BRANCH = /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)(?!\/)(?!.*\/$)(?!.*\.lock$)[^\s~^:?*[\\]{1,255}$/;
 const SUB_PATH = new RegExp(ADDON_SUB_PATH_PATTERN);
+const CODES = { url: "addon_url_invalid", branch: "addon_branch_invalid" } as const;
 
-export type UrlKind = "https" | "ssh";
+export type UrlKind = GitUrlKind;
 
-/** The URL's kind, or a 400 addon_url_invalid saying what is accepted. */
+/** The URL's kind (the one rule of lib/git-source.ts), or a 400 addon_url_invalid saying what is accepted. */
 export function checkGitUrl(url: string): UrlKind {
-  if (/^https?:\/\/[^/]*@/i.test(url)) {
-    throw new DomainError("addon_url_invalid", "Put no credentials in the URL: give a token (access \"token\") or use a deploy key with an ssh URL");
-  }
-  if (url.length <= 2048 && HTTPS.test(url)) return "https";
-  if (url.length <= 2048 && (SSH_URL.test(url) || SCP_LIKE.test(url))) {
-    const host = (SSH_URL.exec(url) ?? SCP_LIKE.exec(url))![1]!;
-    if (host.startsWith("-")) throw new DomainError("addon_url_invalid", "The host of an ssh URL cannot start with -");
-    return "ssh";
-  }
-  throw new DomainError(
-    "addon_url_invalid",
-    "git_url must be an https URL (https://host/owner/repo.git) or an ssh one (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git)",
-  );
+  return checkSourceUrl(url, {
+    field: "git_url",
+    codes: CODES,
+    credentials: "refuse",
+    refuseHint: 'Put no credentials in the URL: give a token (access "token") or use a deploy key with an ssh URL',
+  });
 }
 
 export function checkBranch(branch: string): void {
-  const control = [...branch].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f);
-  if (control || !BRANCH.test(branch)) throw new DomainError("addon_branch_invalid", `"${branch}" is not a valid Git branch name`);
+  checkGitBranch(branch, { field: "branch", codes: CODES });
 }
 
 export function checkCommit(commit: string | null): void {

@@ -10,10 +10,11 @@ import { DEPLOYMENT_STATUSES } from "./deployment-state.ts";
 import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
 import type { PlatformDeployments } from "./platform-deployments.service.ts";
 import type { EnvironmentOperations } from "./environment-operations.service.ts";
+import { GIT_BRANCH_PATTERN } from "../../lib/git-source.ts";
 
 const TAG = ["Deployments"];
 const LEVELS = ["debug", "info", "warning", "error"] as const;
-const BRANCH = Type.String({ minLength: 1, maxLength: 255, pattern: "^[A-Za-z0-9._/-]+$", description: "Git branch name" });
+const BRANCH = Type.String({ minLength: 1, maxLength: 255, pattern: GIT_BRANCH_PATTERN, description: "Git branch name (git check-ref-format), never starting with -" });
 const COMMIT = Type.String({ pattern: "^[0-9a-fA-F]{7,64}$", description: "Full commit id (hex)" });
 
 export const DeploymentRecord = Type.Object(

@@ -3,6 +3,7 @@
 // (domains.ts) held by one active environment of the whole installation at a time.
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
+import { checkGitBranch } from "../../lib/git-source.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../db/keyset.ts";
@@ -120,6 +121,7 @@ export function createEnvironmentsService(deps: {
     async create(scope: Scope, input: CreateEnvironmentInput) {
       const project = await deps.projects.get(scope, input.project_id);
       if (!project) throw notFound("Project");
+      if (input.git_branch !== undefined) checkGitBranch(input.git_branch, { field: "git_branch" });
       const now = deps.clock.now();
       const id = randomUUID();
       const names = checkDomains({ id, name: input.name, domain: null, aliases: [] }, { domain: input.domain, aliases: input.aliases }, deps.addresses.baseDomain);

@@ -84,7 +84,7 @@ export function createMigrationExecution(deps: {
             name: m.projectName,
             server_id: server,
             erp_version: erpVersion,
-            ...(m.gitRepoUrl ? { git_repo_url: m.gitRepoUrl } : {}),
+            ...(m.gitRepoUrl ? { git_repo_url: m.gitRepoUrl, git_repo_credentials_enc: m.gitRepoCredentialsEnc } : {}),
             ...(m.gitBranch ? { default_branch: m.gitBranch } : {}),
           });
           projectId = project.id;

@@ -79,7 +79,7 @@ export const Migration = Type.Object(
     project_name: Type.String(),
     vendor_project_name: Nullable(Type.String()),
     vendor_branch: Nullable(Type.String()),
-    git_repo_url: Nullable(Type.String()),
+    git_repo_url: Nullable(Type.String({ description: "The repository URL, never with credentials (they are kept sealed and handed to the project the migration makes)" })),
     git_branch: Nullable(Type.String()),
     file_name: Nullable(Type.String()),
     file_size_bytes: Nullable(Type.Integer({ description: "The declared size of the backup" })),
@@ -121,6 +121,15 @@ export const Migration = Type.Object(
   { $id: "Migration", title: "Migration" },
 );
 
+/** The projects' rule (lib/git-source.ts), checked by the service so every surface answers the same codes. */
+const GitRepoUrlInput = Type.String({
+  maxLength: 2048,
+  description:
+    "https or ssh Git URL, as a project's (400 `git_url_invalid` for file://, local paths, http://, git://, ext:: or a leading -); " +
+    "credentials written into an https URL are sealed and never shown again",
+});
+const GitBranchInput = Type.String({ maxLength: 255, description: "A Git branch name, never starting with - (400 `git_branch_invalid`)" });
+
 export const CreateMigrationBody = Type.Object(
   {
     organization_id: Uuid,
@@ -128,8 +137,8 @@ export const CreateMigrationBody = Type.Object(
     project_name: Type.String({ minLength: 1, maxLength: 100 }),
     vendor_project_name: Type.Optional(Type.String({ maxLength: 200 })),
     vendor_branch: Type.Optional(Type.String({ maxLength: 200 })),
-    git_repo_url: Type.Optional(Type.String({ maxLength: 500 })),
-    git_branch: Type.Optional(Type.String({ maxLength: 200 })),
+    git_repo_url: Type.Optional(GitRepoUrlInput),
+    git_branch: Type.Optional(GitBranchInput),
     data_processing_consent: Type.Boolean({ description: "Must be true: the backup holds personal data the platform will process" }),
   },
   { additionalProperties: false },
@@ -140,8 +149,8 @@ export const ConfigureBody = Type.Object(
     target_vm_id: Uuid,
     project_name: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
     target_domain: Type.Optional(Nullable(Type.String({ maxLength: 253 }))),
-    git_repo_url: Type.Optional(Nullable(Type.String({ maxLength: 500 }))),
-    git_branch: Type.Optional(Nullable(Type.String({ maxLength: 200 }))),
+    git_repo_url: Type.Optional(Nullable(GitRepoUrlInput)),
+    git_branch: Type.Optional(Nullable(GitBranchInput)),
     production: Type.Optional(Type.Boolean({ description: "true: serve the copy as it came (mail and scheduled actions on); default false: neutralised" })),
   },
   { additionalProperties: false },

@@ -7,6 +7,9 @@ import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { Clock } from "../../lib/clock.ts";
+import { withoutCredentials } from "../../lib/git-credentials.ts";
+import { checkGitBranch } from "../../lib/git-source.ts";
+import { repoColumns } from "../projects/projects.service.ts";
 import { ObjectStoreError, type ObjectStore } from "../../lib/object-store/index.ts";
 import { capacityOf } from "../servers/capacity.ts";
 import type { ServersRepo } from "../servers/servers.repo.ts";
@@ -74,7 +77,8 @@ export function migrationView(m: MigrationRow, environmentUrl: string | null = n
     project_name: m.projectName,
     vendor_project_name: m.vendorProjectName,
     vendor_branch: m.vendorBranch,
-    git_repo_url: m.gitRepoUrl,
+    // Stored without credentials (sealed apart); a row from before that still never shows them.
+    git_repo_url: m.gitRepoUrl === null ? null : withoutCredentials(m.gitRepoUrl),
     git_branch: m.gitBranch,
     file_name: m.fileName,
     file_size_bytes: m.declaredSizeBytes,
@@ -149,9 +153,23 @@ export function createMigrationsService(deps: {
   environmentUrls?: (organizationId: string, environmentIds: string[]) => Promise<Map<string, string | null>>;
   /** Cancels the deployment a running migration is (the agent is told); absent: nothing to tell. */
   cancelDeployment?: (deploymentId: string, by: string) => Promise<void>;
+  /** Seals the credentials of a repository URL (as projects do). */
+  masterKey: Buffer;
 }) {
   const { repo, store } = deps;
   let queue: MigrationQueue | null = null;
+
+  /**
+   * The repository columns a create or configure sets (undefined: unchanged; null: none), under
+   * the projects' rule: https or ssh only, a valid branch, credentials sealed apart (400 git_url_invalid, git_branch_invalid).
+   */
+  function gitColumns(url: string | null | undefined, branch: string | null | undefined) {
+    if (branch !== undefined && branch !== null) checkGitBranch(branch, { field: "git_branch" });
+    return {
+      ...(url !== undefined ? repoColumns(deps.masterKey, url) : {}),
+      ...(branch !== undefined ? { gitBranch: branch } : {}),
+    };
+  }
 
   async function get(organizationId: string, id: string): Promise<MigrationRow> {
     const row = await repo.get(organizationId, id);
@@ -251,8 +269,7 @@ export function createMigrationsService(deps: {
         projectName: input.project_name.trim(),
         vendorProjectName: input.vendor_project_name ?? null,
         vendorBranch: input.vendor_branch ?? null,
-        gitRepoUrl: input.git_repo_url ?? null,
-        gitBranch: input.git_branch ?? null,
+        ...gitColumns(input.git_repo_url, input.git_branch),
         dataProcessingConsentAt: deps.clock.now(),
         createdBy: caller.userId,
       });
@@ -495,8 +512,7 @@ export function createMigrationsService(deps: {
           targetDomain: domain,
           configuredAt: deps.clock.now(),
           ...(input.project_name !== undefined ? { projectName: input.project_name.trim() } : {}),
-          ...(input.git_repo_url !== undefined ? { gitRepoUrl: input.git_repo_url } : {}),
-          ...(input.git_branch !== undefined ? { gitBranch: input.git_branch } : {}),
+          ...gitColumns(input.git_repo_url, input.git_branch),
           ...(input.production !== undefined ? { production: input.production } : {}),
         },
         { from: CONFIGURABLE },

@@ -14,7 +14,7 @@ export const Project = Type.Object(
     git_repo_url: Nullable(
       Type.String({
         description:
-          "HTTPS URL of the Git repository, always without credentials: a URL written with them (https://user:token@host/…) is shown " +
+          "URL of the Git repository (https or ssh), always without credentials: a URL written with them (https://user:token@host/…) is shown " +
           "with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment.",
       }),
     ),
@@ -26,18 +26,20 @@ export const Project = Type.Object(
   { $id: "Project", title: "Project" },
 );
 
-const HttpsUrl = Type.String({ maxLength: 2048, pattern: "^https://[^\\s/$.?#][^\\s]*$", description:
-    "HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used " +
-    "only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them.",
+const RepoUrl = Type.String({ minLength: 1, maxLength: 2048, description:
+    "Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else " +
+    "(file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL " +
+    "(https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the " +
+    "URL again replaces them; a URL without credentials removes them.",
 });
 const Name = Type.String({ minLength: 1, maxLength: 255 });
-const Branch = Type.String({ minLength: 1, maxLength: 255 });
+const Branch = Type.String({ minLength: 1, maxLength: 255, description: "A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid`" });
 
 export const CreateProject = Type.Object(
   {
     name: Name,
     server_id: Uuid,
-    git_repo_url: Type.Optional(HttpsUrl),
+    git_repo_url: Type.Optional(RepoUrl),
     default_branch: Type.Optional(Branch),
     erp_version: Type.Optional(Type.String({ maxLength: 32, examples: ["17.0"] })),
   },
@@ -48,7 +50,7 @@ export const UpdateProject = Type.Object(
   {
     name: Type.Optional(Name),
     default_branch: Type.Optional(Branch),
-    git_repo_url: Type.Optional(Nullable(HttpsUrl)),
+    git_repo_url: Type.Optional(Nullable(RepoUrl)),
   },
   { additionalProperties: false },
 );

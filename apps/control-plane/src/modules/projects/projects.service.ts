@@ -2,6 +2,7 @@
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
 import { splitCredentials, withoutCredentials } from "../../lib/git-credentials.ts";
+import { checkGitBranch, checkGitUrl } from "../../lib/git-source.ts";
 import { seal } from "../../lib/master-key.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { CursorCodec } from "../../lib/cursor.ts";
@@ -17,6 +18,8 @@ export interface CreateProjectInput {
   git_repo_url?: string | undefined;
   default_branch?: string | undefined;
   erp_version?: string | undefined;
+  /** Not an API field: the sealed userinfo of git_repo_url (given bare), from a migration. */
+  git_repo_credentials_enc?: string | null | undefined;
 }
 
 export interface UpdateProjectInput {
@@ -38,6 +41,17 @@ export function projectView(p: ProjectRow) {
   };
 }
 
+/**
+ * The columns of a repository URL, for projects and migrations alike (lib/git-source.ts's
+ * rule): the bare URL, and its userinfo sealed (null when none), so it is never stored or shown in clear.
+ */
+export function repoColumns(masterKey: Buffer, url: string | null, field = "git_repo_url") {
+  if (url === null) return { gitRepoUrl: null, gitRepoCredentialsEnc: null };
+  checkGitUrl(url, { field, credentials: "allow" });
+  const { url: bare, credentials } = splitCredentials(url);
+  return { gitRepoUrl: bare, gitRepoCredentialsEnc: credentials === null ? null : seal(masterKey, credentials) };
+}
+
 export function createProjectsService(deps: {
   projects: ProjectsRepo;
   servers: Pick<ServersRepo, "get">;
@@ -45,24 +59,21 @@ export function createProjectsService(deps: {
   clock: Clock;
   masterKey: Buffer;
 }) {
-  /** The columns of a repository URL: the bare URL, and its userinfo sealed (null when none). */
-  function repoColumns(url: string | null) {
-    if (url === null) return { gitRepoUrl: null, gitRepoCredentialsEnc: null };
-    const { url: bare, credentials } = splitCredentials(url);
-    return { gitRepoUrl: bare, gitRepoCredentialsEnc: credentials === null ? null : seal(deps.masterKey, credentials) };
-  }
-
   return {
     ...scopedReads({ codec: deps.cursors, list: "projects", label: "Project", repo: deps.projects, view: projectView }),
     async create(scope: Scope, input: CreateProjectInput) {
       const erpVersion = input.erp_version === undefined ? null : assertSupportedErpVersion(input.erp_version);
+      if (input.default_branch !== undefined) checkGitBranch(input.default_branch, { field: "default_branch" });
+      const repo: { gitRepoUrl: string | null; gitRepoCredentialsEnc: string | null } = repoColumns(deps.masterKey, input.git_repo_url ?? null);
+      // A migration hands over its URL already split, with the credentials it sealed.
+      if (input.git_repo_credentials_enc && repo.gitRepoCredentialsEnc === null) repo.gitRepoCredentialsEnc = input.git_repo_credentials_enc;
       const server = await deps.servers.get(scope.organizationId, input.server_id);
       if (!server) throw new DomainError("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
       const row = await deps.projects.insert({
         organizationId: scope.organizationId,
         serverId: server.id,
         name: input.name,
-        ...repoColumns(input.git_repo_url ?? null),
+        ...repo,
         defaultBranch: input.default_branch ?? "main",
         erpVersion,
         createdAt: deps.clock.now(),
@@ -73,8 +84,11 @@ export function createProjectsService(deps: {
     async update(scope: Scope, id: string, input: UpdateProjectInput) {
       const values: Record<string, unknown> = {};
       if (input.name !== undefined) values.name = input.name;
-      if (input.default_branch !== undefined) values.defaultBranch = input.default_branch;
-      if (input.git_repo_url !== undefined) Object.assign(values, repoColumns(input.git_repo_url));
+      if (input.default_branch !== undefined) {
+        checkGitBranch(input.default_branch, { field: "default_branch" });
+        values.defaultBranch = input.default_branch;
+      }
+      if (input.git_repo_url !== undefined) Object.assign(values, repoColumns(deps.masterKey, input.git_repo_url));
       if (Object.keys(values).length === 0) return this.get(scope, id);
       const row = await deps.projects.update(scope, id, { ...values, updatedAt: deps.clock.now() });
       if (!row) throw notFound("Project");
