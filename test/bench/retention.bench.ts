@@ -26,8 +26,8 @@ const PER_DEPLOYMENT = Math.floor(setting("BENCH_LINES_PER_DEPLOYMENT", 2000));
 const INSERT_BATCHES = Math.floor(setting("BENCH_INSERT_BATCHES", 200));
 const BATCH = Math.floor(setting("BENCH_BATCH", 500));
 const READS = Math.floor(setting("BENCH_READS", 300));
-const RETENTION = { logDays: 90, agentEventDays: 30 };
-const KEEP_ALL = { logDays: 0, agentEventDays: 0 };
+const RETENTION = { logDays: 90, agentEventDays: 30, commandDays: 90 };
+const KEEP_ALL = { logDays: 0, agentEventDays: 0, commandDays: 0 };
 const CHUNK = 1_000_000;
 const DAY_MS = 86_400_000;
 

@@ -172,8 +172,12 @@ describe("commands the real agent must refuse", () => {
   }, 30_000);
 
   it("replayed: a command that already ran gets its recorded answer and never runs again", async () => {
-    const id = issued[0]!;
-    await q("update agent_commands set state = 'pending' where command_id = $1", [id]);
+    // The outbox forgets a command once the agent took it: the replay is one a rogue kept.
+    const cmd = await cp.app.services.signer.sign(await unsigned());
+    const id = cmd.command_id;
+    await inject(cmd);
+    await waitFor("the command ran", () => finished([id]));
+    await q("update agent_commands set state = 'pending', signed = $2 where command_id = $1", [id, cmd]);
     await q("select pg_notify('berth_agent_commands', $1)", [serverId]);
     await waitFor("replayed command answered", async () => {
       const [row] = await q<{ state: string }>("select state from agent_commands where command_id = $1", [id]);
@@ -211,8 +215,10 @@ describe("signing key rotation", () => {
     await rotation.promote(begun.key.key_id);
     const signedByNew = await issue();
     await waitFor("command signed by the new key", () => finished([signedByNew]));
-    const [row] = await q<{ state: string; key_id: string }>("select state, signed->>'key_id' as key_id from agent_commands where command_id = $1", [signedByNew]);
-    expect(row).toEqual({ state: "succeeded", key_id: begun.key.key_id });
+    // Issued once the new key signs (the outbox keeps no copy of a command the agent took).
+    expect(await cp.app.services.signer.activeKeyId()).toBe(begun.key.key_id);
+    const [row] = await q<{ state: string }>("select state from agent_commands where command_id = $1", [signedByNew]);
+    expect(row).toEqual({ state: "succeeded" });
 
     const retired = await rotation.retire(oldKeyId);
     await waitFor("agents drop the old key", async () => (await rotation.unconfirmed(retired.commandIds)) === 0);

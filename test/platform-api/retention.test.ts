@@ -19,8 +19,8 @@ let agent: SimAgent;
 let dep: string;
 
 const DAY = 86_400_000;
-const KEEP_ALL = { logDays: 0, agentEventDays: 0 };
-const DEFAULTS = { logDays: 90, agentEventDays: 30 };
+const KEEP_ALL = { logDays: 0, agentEventDays: 0, commandDays: 0 };
+const DEFAULTS = { logDays: 90, agentEventDays: 30, commandDays: 90 };
 
 /** The first instant (UTC) of the month `k` months from the one holding `at`. */
 const month = (at: Date, k: number) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth() + k, 1));

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { openedCommand } from "../support/stored-commands.ts";
 
 let cp: TestControlPlane;
 let demo: DemoOrganization;
@@ -174,9 +175,9 @@ describe("issuing commands", () => {
     expect(deployment_id).toEqual(expect.any(String));
     const [op] = await q("select kind, status, triggered_by from deployments where id = $1", [deployment_id]);
     expect(op).toMatchObject({ kind: "restart", triggered_by: staff.userId });
-    const [cmd] = await q("select command_id, type, issued_by, signed from agent_commands where deployment_id = $1", [deployment_id]);
+    const [cmd] = await q("select command_id, type, issued_by, sealed, signed from agent_commands where deployment_id = $1", [deployment_id]);
     expect(cmd).toMatchObject({ command_id, type: "restart", issued_by: `user:${staff.userId}` });
-    expect(cmd.signed.signature).toEqual(expect.any(String));
+    expect(openedCommand(cmd).signature).toEqual(expect.any(String));
 
     // One active operation per environment: a second restart is refused, and still recorded.
     const busy = await issue(staff, { type: "restart", environment_id: demo.environments.running, reason: "Second try while the first runs" });

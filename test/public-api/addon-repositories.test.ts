@@ -15,6 +15,7 @@ import { logLines } from "../support/log-lines.ts";
 import { addPerson } from "../support/people.ts";
 import { publicClient } from "../support/http.ts";
 import { freshOrganization } from "./fixtures.ts";
+import { openedCommand } from "../support/stored-commands.ts";
 
 let cp: TestControlPlane;
 const log = logLines();
@@ -27,9 +28,9 @@ const TOKEN = "ghp_tokenThatMustNeverLeak0123456789";
 const q = async (text: string, values: unknown[] = []) => (await cp.database.pool.query(text, values)).rows;
 
 async function commandAddons(deploymentId: string): Promise<Record<string, unknown>[] | undefined> {
-  const [row] = await q("select signed from agent_commands where deployment_id = $1", [deploymentId]);
+  const [row] = await q("select sealed, signed from agent_commands where deployment_id = $1", [deploymentId]);
   expect(row, "a command was issued").toBeDefined();
-  return row.signed.params.addon_repositories;
+  return openedCommand(row).params.addon_repositories as Record<string, unknown>[] | undefined;
 }
 
 describe("the public API", () => {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson } from "../support/people.ts";
 import { freshOrganization } from "./fixtures.ts";
+import { openedCommand } from "../support/stored-commands.ts";
 
 let cp: TestControlPlane;
 beforeAll(async () => {
@@ -26,9 +27,9 @@ const rowText = async (table: string, id: string) => JSON.stringify((await q(`se
 
 /** The signed parameters of the command that carries an operation. */
 async function commandParams(deploymentId: string): Promise<{ command_id: string; params: { git: { url: string } | null } }> {
-  const [row] = await q("select command_id, signed from agent_commands where deployment_id = $1", [deploymentId]);
+  const [row] = await q("select command_id, sealed, signed from agent_commands where deployment_id = $1", [deploymentId]);
   expect(row, "a command was issued").toBeDefined();
-  return { command_id: row.command_id, params: row.signed.params };
+  return { command_id: row.command_id, params: openedCommand(row).params as { git: { url: string } | null } };
 }
 
 describe("a repository URL with credentials", () => {

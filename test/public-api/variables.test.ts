@@ -7,6 +7,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { logLines } from "../support/log-lines.ts";
 import { addPerson } from "../support/people.ts";
 import { freshOrganization } from "./fixtures.ts";
+import { openedCommand } from "../support/stored-commands.ts";
 
 let cp: TestControlPlane;
 const log = logLines();
@@ -20,9 +21,9 @@ const q = async (text: string, values: unknown[] = []) => (await cp.database.poo
 
 /** The env of the signed command that carries an operation. */
 async function commandEnv(deploymentId: string): Promise<Record<string, string>> {
-  const [row] = await q("select signed from agent_commands where deployment_id = $1", [deploymentId]);
+  const [row] = await q("select sealed, signed from agent_commands where deployment_id = $1", [deploymentId]);
   expect(row, "a command was issued").toBeDefined();
-  return row.signed.params.env;
+  return openedCommand(row).params.env as Record<string, string>;
 }
 
 describe("the public API", () => {

@@ -78,7 +78,12 @@ const GROUPS = {
   adminPassword: group(["adminPassword"], (v) => v.adminPassword),
   seedDemoUrl: group(["seedDemoUrl"], (v) => v.seedDemoUrl),
   migrationUploadDir: group(["dataDir", "migrationUploadDir"], (v) => v.migrationUploadDir ?? path.join(v.dataDir, "migration-uploads")),
-  retention: group(["logRetentionDays", "agentEventRetentionDays"], (v): RetentionSettings => ({ logDays: v.logRetentionDays, agentEventDays: v.agentEventRetentionDays })),
+  migrationQuotaBytes: group(["migrationQuotaBytes"], (v) => v.migrationQuotaBytes),
+  retention: group(["logRetentionDays", "agentEventRetentionDays", "commandRetentionDays"], (v): RetentionSettings => ({
+    logDays: v.logRetentionDays,
+    agentEventDays: v.agentEventRetentionDays,
+    commandDays: v.commandRetentionDays,
+  })),
 };
 
 /** The proxy settings read BERTH_ACME_CA_ROOT's file once, at start. */
@@ -158,12 +163,17 @@ export function migrationUploadDir(env: SettingsEnv = process.env, dataDir?: str
   return fromEnv(group(GROUPS.migrationUploadDir.keys, (v, e) => GROUPS.migrationUploadDir.build(dataDir === undefined ? v : { ...v, dataDir }, e)), env);
 }
 
+/** Bytes one organisation's migration backups may take, stored and under way (modules/migrations/upload-limits.ts). */
+export function migrationQuotaBytes(env: SettingsEnv = process.env): number {
+  return fromEnv(GROUPS.migrationQuotaBytes, env);
+}
+
 /** GET /metrics: off, open (BERTH_METRICS=on) or behind a bearer token (BERTH_METRICS_TOKEN). */
 export function metricsSetting(env: SettingsEnv = process.env): { enabled: boolean; token: string | null } {
   return fromEnv(GROUPS.metrics, env);
 }
 
-/** How long deployment_logs and agent_events are kept (modules/retention/retention.ts). */
+/** How long deployment_logs, agent_events and ended agent_commands are kept (modules/retention/retention.ts). */
 export function retentionSettings(env: SettingsEnv = process.env): RetentionSettings {
   return fromEnv(GROUPS.retention, env);
 }

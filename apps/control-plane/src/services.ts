@@ -110,7 +110,7 @@ export function createServices(deps: {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
   const signer = createCommandSigner({ repo: createSigningKeysRepo(db), masterKey: deps.masterKey });
-  const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer });
+  const agentCommands = createAgentCommands({ repo: createAgentCommandsRepo({ db, relaxedDb: deps.relaxedDb ?? db }), clock, signer, masterKey: deps.masterKey });
   const images = createErpImages(createErpImagesRepo(db));
   const erpCredentials = createErpCredentials({ repo: createErpCredentialsRepo(db), environments: createEnvironmentsRepo(db), masterKey: deps.masterKey, clock });
   const addonRepositoriesRepo = createAddonRepositoriesRepo(db);

@@ -406,7 +406,10 @@ export const signingKeys = pgTable("signing_keys", {
   retiredAt: ts("retired_at"),
 });
 
-/** Command outbox: a command lives here until the agent has answered it. */
+/**
+ * Command outbox: a command lives here until the agent has answered it, then (without its
+ * secrets) until retention deletes it.
+ */
 export const agentCommands = pgTable(
   "agent_commands",
   {
@@ -414,7 +417,12 @@ export const agentCommands = pgTable(
     serverId: uuid("server_id").notNull().references(() => servers.id),
     seq: bigint("seq", { mode: "number" }).notNull(),
     type: text("type").notNull(),
-    signed: jsonb("signed").notNull(),
+    /** The signed command in clear: rows written before migration 0025 only, emptied once they leave pending. */
+    signed: jsonb("signed"),
+    /** The signed command as the agent gets it, AES-256-GCM under the instance master key; null once it left pending. */
+    sealed: text("sealed"),
+    /** Its parameters as staff may see them (control plane agents/shown-params.ts): no secret, no signed link. */
+    shownParams: jsonb("shown_params").notNull().default({}),
     /** Who asked: user:<id>, api_key:<id> or system:<job>. */
     issuedBy: text("issued_by").notNull(),
     deploymentId: uuid("deployment_id"),
@@ -434,6 +442,8 @@ export const agentCommands = pgTable(
     // One command per operation: dispatching twice (fast path and repair sweep) cannot double it.
     uniqueIndex("agent_commands_deployment_key").on(t.deploymentId).where(sql`${t.deploymentId} is not null`),
     index("agent_commands_pending_idx").on(t.serverId, t.seq).where(sql`${t.state} = 'pending'`),
+    // Retention deletes ended commands by age.
+    index("agent_commands_created_idx").on(t.createdAt),
   ],
 );
 
@@ -682,7 +692,11 @@ export const auditLog = pgTable(
     result: jsonb("result"),
     createdAt: ts("created_at").notNull().defaultNow(),
   },
-  (t) => [index("audit_log_org_idx").on(t.organizationId, t.createdAt, t.id)],
+  (t) => [
+    index("audit_log_org_idx").on(t.organizationId, t.createdAt, t.id),
+    // A command's entry; retention keeps the commands entries name.
+    index("audit_log_command_idx").on(t.commandId).where(sql`${t.commandId} is not null`),
+  ],
 );
 
 /**

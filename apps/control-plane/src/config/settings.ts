@@ -10,6 +10,7 @@ import { parseKey } from "../lib/master-key.ts";
 import { DEFAULT_LINK_LIMITS } from "../modules/agents/link/limits.ts";
 import { hostnameProblem, MAX_BASE_DOMAIN_LENGTH } from "../modules/environments/domains.ts";
 import { DEFAULT_RETENTION } from "../modules/retention/retention.ts";
+import { DEFAULT_UPLOAD_QUOTA_BYTES } from "../modules/migrations/upload-limits.ts";
 
 /** pino's levels, which the control plane's logger takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
@@ -353,6 +354,13 @@ export const CONTROL_PLANE_SETTINGS = {
     description: "Where resumable migration uploads and import-URL downloads are assembled before they move, verified, into the backup store",
     parse: localPath,
   }),
+  migrationQuotaBytes: setting({
+    name: "BERTH_MIGRATION_QUOTA_BYTES",
+    default: String(DEFAULT_UPLOAD_QUOTA_BYTES),
+    description:
+      "Bytes one organisation's migration backups may take (200 GiB by default): those stored (until the migration is deleted, or a cancelled or failed one is cleaned up) and those being uploaded or imported (their declared size). An upload/init, resumable upload or import-url past it is refused with 413 upload_quota_exceeded; an import without a Content-Length stops where it ends",
+    parse: positiveWhole("BERTH_MIGRATION_QUOTA_BYTES"),
+  }),
   logRetentionDays: setting({
     name: "BERTH_LOG_RETENTION_DAYS",
     default: String(DEFAULT_RETENTION.logDays),
@@ -368,6 +376,14 @@ export const CONTROL_PLANE_SETTINGS = {
     description:
       "Days the raw journal of what agents sent (steps, results, server logs; the table agent_events) is kept for support and audit; nothing in the product reads it back. `0` keeps it for good",
     parse: days("BERTH_AGENT_EVENT_RETENTION_DAYS"),
+  }),
+  commandRetentionDays: setting({
+    name: "BERTH_COMMAND_RETENTION_DAYS",
+    default: String(DEFAULT_RETENTION.commandDays),
+    description:
+      "Days an ended command to an agent (the table agent_commands: type, times, outcome, result; no secret once it was taken) is kept after its issue. " +
+      "Commands named by an audit entry (the support console's) are kept for good, as the audit log shows their outcome. `0` keeps every command for good",
+    parse: days("BERTH_COMMAND_RETENTION_DAYS"),
   }),
   adminPassword: setting({
     name: "BERTH_ADMIN_PASSWORD",

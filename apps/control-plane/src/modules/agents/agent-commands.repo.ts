@@ -4,6 +4,11 @@
 // more CPU than the rest of issuing (bench:fleet). What a database crash may lose at no cost
 // (the seq, which the durable insert's commit flushes past; sent, accepted and rejected
 // marks; the NOTIFY) goes to the relaxed pool; the insert itself is durable.
+//
+// A command is stored sealed (`sealed`, agent-commands.ts seals and opens it) beside the
+// parameters staff may see (`shown_params`); the database erases the sealed copy once the
+// command leaves pending (trigger agent_commands_forget, migration 0025), as it is never
+// sent again. `signed` is the clear form of rows written before that migration.
 import { and, eq, sql } from "drizzle-orm";
 import type { SignedCommand } from "@berth/protocol";
 import { agentCommands, type Database } from "@berth/db";
@@ -11,6 +16,12 @@ import { notifyEach } from "../events/event-log.repo.ts";
 import { COMMANDS_CHANNEL } from "./channels.ts";
 
 export type AgentCommandRow = typeof agentCommands.$inferSelect;
+
+/** An outbox row about to be sent: its sealed command, or the clear one of a row older than sealing. */
+export type StoredCommand = {
+  sealed: string | null;
+  signed: SignedCommand | null;
+};
 
 export function createAgentCommandsRepo(deps: { db: Database; relaxedDb: Database }) {
   const { db, relaxedDb } = deps;
@@ -25,13 +36,13 @@ export function createAgentCommandsRepo(deps: { db: Database; relaxedDb: Databas
       return rows.length === 0 ? null : Number(rows[0]!.seq);
     },
 
-    /** Writes a command (durably); `row.signed` is stored as given. */
+    /** Writes a command (durably): its sealed form and shown parameters as given. */
     async insert(row: AgentCommandRow): Promise<void> {
       await db.$client.query({
-        name: "command-insert",
-        text: `insert into agent_commands (command_id, server_id, seq, type, signed, issued_by, deployment_id, created_at, expires_at, sent_at)
-               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-        values: [row.commandId, row.serverId, row.seq, row.type, JSON.stringify(row.signed), row.issuedBy, row.deploymentId, row.createdAt, row.expiresAt, row.sentAt],
+        name: "command-insert-sealed",
+        text: `insert into agent_commands (command_id, server_id, seq, type, sealed, shown_params, issued_by, deployment_id, created_at, expires_at, sent_at)
+               values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+        values: [row.commandId, row.serverId, row.seq, row.type, row.sealed, JSON.stringify(row.shownParams), row.issuedBy, row.deploymentId, row.createdAt, row.expiresAt, row.sentAt],
       });
     },
 
@@ -47,18 +58,18 @@ export function createAgentCommandsRepo(deps: { db: Database; relaxedDb: Databas
      * A server's pending commands unexpired at `now`, in seq order, recorded as sent at `now`
      * unless they already were; those expired at `now` are closed. One round trip.
      */
-    async takeDeliverable(serverId: string, now: Date): Promise<SignedCommand[]> {
+    async takeDeliverable(serverId: string, now: Date): Promise<StoredCommand[]> {
       // Both updates read the snapshot from before either: the second tests expiry itself.
-      const rows = await relaxedDb.execute<{ signed: SignedCommand }>(sql`
+      const rows = await relaxedDb.execute<StoredCommand>(sql`
         with expired as (
           update ${agentCommands} set state = 'expired', completed_at = ${now}
           where server_id = ${serverId} and state = 'pending' and expires_at <= ${now}),
         sent as (
           update ${agentCommands} set sent_at = coalesce(sent_at, ${now})
           where server_id = ${serverId} and state = 'pending' and expires_at > ${now}
-          returning seq, signed)
-        select signed from sent order by seq`);
-      return rows.rows.map((r) => r.signed);
+          returning seq, sealed, signed)
+        select sealed, signed from sent order by seq`);
+      return rows.rows;
     },
 
     /** Servers with pending commands created before `createdBefore`, unexpired at `now`, never sent. */

@@ -9,11 +9,19 @@
 // On the relaxed pool the NOTIFY's commit waits for no flush. Should it be lost (a crash
 // between the two), the gateway's outbox sweep sends what is still unsent. The statements
 // are agent-commands.repo.ts's; the channels, channels.ts's.
+//
+// Nothing secret is written in clear: the signed command, exactly as the agent gets it, is
+// stored sealed with the instance master key and opened each time it is sent (first send,
+// resends after a reconnect), so its signature stays the one made at issue; beside it, in
+// clear, only the parameters staff may see (shown-params.ts). Once the command leaves
+// pending the database erases the sealed copy (agent-commands.repo.ts).
 import { randomUUID } from "node:crypto";
 import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
-import type { AgentCommandRow, AgentCommandsRepo } from "./agent-commands.repo.ts";
+import { open, seal } from "../../lib/master-key.ts";
+import type { AgentCommandRow, AgentCommandsRepo, StoredCommand } from "./agent-commands.repo.ts";
+import { shownParams } from "./shown-params.ts";
 import type { CommandSigner } from "./signing-keys.ts";
 
 export type { AgentCommandRow } from "./agent-commands.repo.ts";
@@ -60,14 +68,16 @@ function batched(announce: (payloads: string[]) => Promise<void>): (payload: str
   };
 }
 
-/** The outbox row of a command just signed; `sent`: it goes out with the insert (direct delivery). */
-function pendingRow(signed: SignedCommand, input: IssueInput, createdAt: Date, expiresAt: Date, sent: boolean): AgentCommandRow {
+/** The outbox row of a command just signed, sealed with `masterKey`; `sent`: it goes out with the insert (direct delivery). */
+function pendingRow(signed: SignedCommand, masterKey: Buffer, input: IssueInput, createdAt: Date, expiresAt: Date, sent: boolean): AgentCommandRow {
   return {
     commandId: signed.command_id,
     serverId: input.serverId,
     seq: signed.seq,
     type: signed.type,
-    signed,
+    signed: null,
+    sealed: seal(masterKey, JSON.stringify(signed)),
+    shownParams: shownParams(signed.type, signed.params),
     issuedBy: input.issuedBy,
     deploymentId: input.deploymentId ?? null,
     state: "pending",
@@ -82,8 +92,14 @@ function pendingRow(signed: SignedCommand, input: IssueInput, createdAt: Date, e
   };
 }
 
-export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Clock; signer: CommandSigner }) {
-  const { repo } = deps;
+/** The command as it was signed: opened from its sealed form (a row older than sealing holds it in clear). */
+export function storedCommand(masterKey: Buffer, row: StoredCommand): SignedCommand | null {
+  if (row.sealed !== null) return JSON.parse(open(masterKey, row.sealed)) as SignedCommand;
+  return row.signed;
+}
+
+export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Clock; signer: CommandSigner; masterKey: Buffer }) {
+  const { repo, masterKey } = deps;
   let direct: DirectDelivery | null = null;
   const announce = batched((payloads) => repo.announce(payloads));
 
@@ -115,7 +131,7 @@ export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Cloc
         params: input.params,
       } as unknown as UnsignedCommand);
       // Held here, it is recorded as sent with the insert and sent right after it.
-      const row = pendingRow(signed, input, now, expiresAt, send !== null);
+      const row = pendingRow(signed, masterKey, input, now, expiresAt, send !== null);
       await repo.insert(row);
       // Should the agent have gone meanwhile, its next connection gets the command from the outbox.
       send?.(signed);
@@ -129,9 +145,12 @@ export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Cloc
 
     /**
      * Unanswered, unexpired commands of a server in seq order, recorded as sent (they are about
-     * to be); expired ones are closed, never sent. One round trip.
+     * to be), each exactly as signed at issue; expired ones are closed, never sent. One round trip.
      */
-    deliverable: (serverId: string): Promise<SignedCommand[]> => repo.takeDeliverable(serverId, deps.clock.now()),
+    async deliverable(serverId: string): Promise<SignedCommand[]> {
+      const rows = await repo.takeDeliverable(serverId, deps.clock.now());
+      return rows.map((row) => storedCommand(masterKey, row)).filter((cmd) => cmd !== null);
+    },
 
     /** Servers with unexpired commands older than `ageMs` that were never sent. */
     async unsentServers(ageMs: number): Promise<string[]> {

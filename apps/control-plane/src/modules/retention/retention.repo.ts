@@ -1,7 +1,8 @@
 // The statements of the retention job (retention.ts decides what to keep): the monthly
 // partitions of the time-partitioned tables (migration 0022 made them and the SQL function
 // berth_ensure_partition that makes one), dropping a whole expired month, and deleting the
-// expired rows that sit in a table's DEFAULT partition.
+// expired rows that sit in a table's DEFAULT partition; and deleting the ended commands of the
+// outbox, agent_commands.
 import type pg from "pg";
 
 type Client = Pick<pg.PoolClient, "query">;
@@ -76,6 +77,26 @@ export async function deleteExpiredFromDefault(client: Client, table: Partitione
   for (;;) {
     const { rowCount } = await client.query(
       `delete from ${table}_default where ctid = any(array(select ctid from ${table}_default where ts < $1 limit ${DELETE_CHUNK}))`,
+      [before],
+    );
+    removed += rowCount ?? 0;
+    if ((rowCount ?? 0) < DELETE_CHUNK) return removed;
+  }
+}
+
+/**
+ * Deletes the commands issued before `before` that ended (neither pending nor accepted) and no
+ * audit entry names, in chunks (the created_at index finds them); how many went.
+ */
+export async function deleteEndedCommands(client: Client, before: Date): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const { rowCount } = await client.query(
+      `delete from agent_commands where command_id = any(array(
+         select c.command_id from agent_commands c
+         where c.created_at < $1 and c.state not in ('pending', 'accepted')
+           and not exists (select 1 from audit_log a where a.command_id = c.command_id)
+         limit ${DELETE_CHUNK}))`,
       [before],
     );
     removed += rowCount ?? 0;

@@ -31,13 +31,18 @@ describe("a month partition", () => {
   });
 });
 
-describe("BERTH_LOG_RETENTION_DAYS and BERTH_AGENT_EVENT_RETENTION_DAYS", () => {
-  it("default to 90 and 30 days, take 0 (keep) and whole days, and refuse anything else naming the setting", () => {
-    expect(retentionSettings({})).toEqual({ logDays: 90, agentEventDays: 30 });
-    expect(retentionSettings({ BERTH_LOG_RETENTION_DAYS: "0", BERTH_AGENT_EVENT_RETENTION_DAYS: "7" })).toEqual({ logDays: 0, agentEventDays: 7 });
+describe("BERTH_LOG_RETENTION_DAYS, BERTH_AGENT_EVENT_RETENTION_DAYS and BERTH_COMMAND_RETENTION_DAYS", () => {
+  it("default to 90, 30 and 90 days, take 0 (keep) and whole days, and refuse anything else naming the setting", () => {
+    expect(retentionSettings({})).toEqual({ logDays: 90, agentEventDays: 30, commandDays: 90 });
+    expect(retentionSettings({ BERTH_LOG_RETENTION_DAYS: "0", BERTH_AGENT_EVENT_RETENTION_DAYS: "7", BERTH_COMMAND_RETENTION_DAYS: "0" })).toEqual({
+      logDays: 0,
+      agentEventDays: 7,
+      commandDays: 0,
+    });
     for (const bad of ["-1", "1.5", "90d", "forever", "01"]) {
       expect(() => retentionSettings({ BERTH_LOG_RETENTION_DAYS: bad }), bad).toThrow(/BERTH_LOG_RETENTION_DAYS must be a whole number of days/);
       expect(() => retentionSettings({ BERTH_AGENT_EVENT_RETENTION_DAYS: bad }), bad).toThrow(/BERTH_AGENT_EVENT_RETENTION_DAYS/);
+      expect(() => retentionSettings({ BERTH_COMMAND_RETENTION_DAYS: bad }), bad).toThrow(/BERTH_COMMAND_RETENTION_DAYS/);
     }
   });
 });

@@ -13,6 +13,13 @@
 // Rows of a month still partly inside the retention stay until the whole month has expired:
 // a row is kept at least its retention and at most a month longer.
 //
+// agent_commands, the command outbox, is not partitioned either: commands that ended more than
+// BERTH_COMMAND_RETENTION_DAYS ago (by when they were issued) are deleted in chunks. Kept
+// whatever their age: commands still pending or accepted, and those an audit entry names (the
+// support console's commands, whose outcome and output the audit log shows). A command holds
+// no secret once it left pending (agents/agent-commands.repo.ts), so this bounds the table,
+// not what it discloses; deployments keep their own status and history.
+//
 // org_events are not partitioned: events/retention.ts prunes them row by row every minute,
 // server.stats (most of their rows; the dashboard's charts read two hours) after two hours and
 // the rest after seven days (the event stream's Last-Event-ID resume window, which
@@ -20,7 +27,7 @@
 // partitions do not fit a two-hour window, and hour partitions would make every event-stream
 // read, which names no time, visit some 170 of them.
 import type pg from "pg";
-import { deleteExpiredFromDefault, dropPartition, ensurePartition, monthPartitions, releaseRetentionLock, tryRetentionLock, type PartitionedTable } from "./retention.repo.ts";
+import { deleteEndedCommands, deleteExpiredFromDefault, dropPartition, ensurePartition, monthPartitions, releaseRetentionLock, tryRetentionLock, type PartitionedTable } from "./retention.repo.ts";
 
 export const RETENTION_QUEUE = "retention.partitions";
 /** Hourly, at minute 17 (off the hour, when other schedules start). */
@@ -33,9 +40,11 @@ export interface RetentionSettings {
   logDays: number;
   /** Days agent_events are kept; 0: for good. */
   agentEventDays: number;
+  /** Days an ended command is kept in agent_commands after its issue; 0: for good. */
+  commandDays: number;
 }
 
-export const DEFAULT_RETENTION: RetentionSettings = { logDays: 90, agentEventDays: 30 };
+export const DEFAULT_RETENTION: RetentionSettings = { logDays: 90, agentEventDays: 30, commandDays: 90 };
 
 export interface RetentionRun {
   /** false: another run (another replica's) held the lock, this one did nothing. */
@@ -44,6 +53,8 @@ export interface RetentionRun {
   dropped: string[];
   /** Rows deleted from DEFAULT partitions. */
   deleted: number;
+  /** Ended commands deleted from agent_commands. */
+  commands: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -65,7 +76,7 @@ export function monthExpired(month: Date, cutoff: Date | null): boolean {
 
 /** One retention run at `now`. Safe on several replicas at once: one runs, the others return ran false. */
 export async function runRetention(pool: pg.Pool, settings: RetentionSettings, now: Date): Promise<RetentionRun> {
-  const out: RetentionRun = { ran: false, created: [], dropped: [], deleted: 0 };
+  const out: RetentionRun = { ran: false, created: [], dropped: [], deleted: 0, commands: 0 };
   const client = await pool.connect();
   try {
     if (!(await tryRetentionLock(client))) return out;
@@ -89,6 +100,8 @@ export async function runRetention(pool: pg.Pool, settings: RetentionSettings, n
         }
         out.deleted += await deleteExpiredFromDefault(client, table, cutoff);
       }
+      const commandsCutoff = expiryCutoff(settings.commandDays, now);
+      if (commandsCutoff !== null) out.commands = await deleteEndedCommands(client, commandsCutoff);
     } finally {
       await releaseRetentionLock(client);
     }

@@ -91,7 +91,11 @@ const CommandDetail = Type.Object({
   server_id: Uuid,
   organization_id: Uuid,
   params: Type.Record(Type.String(), Type.Unknown(), {
-    description: "The command's parameters as signed, without secrets: a repository URL (git.url) without its credentials, environment variables (env) with their values replaced by \"[redacted]\"",
+    description:
+      "The command's parameters that staff may see, per command type (an allow-list): a field not on it is absent. Never shown: passwords " +
+      "(admin_passwd, admin_login.password), tokens and keys (add-on repositories' token and ssh_private_key, a backup's upload token), " +
+      "signed download links (a restore's source.path, a migration archive's archive.path), environment variable values (env keeps the names, " +
+      "each value \"[redacted]\") and credentials in repository URLs. Commands recorded before the allow-list show {}",
   }),
   expires_at: Timestamp,
   result: Nullable(Type.Record(Type.String(), Type.Unknown(), { description: "What the agent returned: `lines` for logs.tail, the report for diagnostics" })),

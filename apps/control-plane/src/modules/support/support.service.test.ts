@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../lib/errors.ts";
-import { agentState, checkRequest, paramsView, SUPPORT_COMMANDS, type IssueRequest } from "./support.service.ts";
+import { agentState, checkRequest, SUPPORT_COMMANDS, type IssueRequest } from "./support.service.ts";
 
 const ENV = "00000000-0000-4000-8000-000000000001";
 const refusedAt = (req: IssueRequest): string | undefined => {
@@ -45,24 +45,5 @@ describe("the agent's state on the console", () => {
     expect(agentState(true, true, true)).toBe("online");
     expect(agentState(true, true, false)).toBe("offline");
     expect(agentState(true, false, true)).toBe("offline");
-  });
-});
-
-describe("command parameters as staff see them", () => {
-  it("carry no repository credentials and no environment variable values", () => {
-    const params = {
-      deployment_id: "d1",
-      git: { url: "https://bot:ghp_secret@git.example.com/a/b.git", branch: "main", commit: null },
-      env: { DATABASE_PASSWORD: "hunter2" },
-    };
-    const view = paramsView(params);
-    expect(view).toEqual({
-      deployment_id: "d1",
-      git: { url: "https://git.example.com/a/b.git", branch: "main", commit: null },
-      env: { DATABASE_PASSWORD: "[redacted]" },
-    });
-    expect(params.git.url).toContain("ghp_secret"); // the command itself is left as signed
-    expect(paramsView({ environment_id: "e1", lines: 200 })).toEqual({ environment_id: "e1", lines: 200 });
-    expect(paramsView({ git: null })).toEqual({ git: null });
   });
 });

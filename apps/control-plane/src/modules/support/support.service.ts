@@ -5,7 +5,6 @@
 // carry a shell string: the command types are the protocol's, and each maps to fixed
 // Docker calls on the agent. Every command is written to the audit log first.
 import { DomainError, notFound } from "../../lib/errors.ts";
-import { withoutCredentials } from "../../lib/git-credentials.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
@@ -57,16 +56,6 @@ export function checkRequest(req: IssueRequest): { reason: string; needsEnvironm
 /** An agent's state as the console shows it: never enrolled, or connected with a fresh heartbeat, or not. */
 export function agentState(enrolled: boolean, connected: boolean, fresh: boolean): "pending" | "online" | "offline" {
   return !enrolled ? "pending" : connected && fresh ? "online" : "offline";
-}
-
-/** What staff see of a command's parameters: no repository credentials and no environment variable values. */
-export function paramsView(params: Record<string, unknown>): Record<string, unknown> {
-  const out: Record<string, unknown> = { ...params };
-  const git = params.git as { url?: unknown } | null | undefined;
-  if (git && typeof git === "object" && typeof git.url === "string") out.git = { ...git, url: withoutCredentials(git.url) };
-  const env = params.env as Record<string, unknown> | null | undefined;
-  if (env && typeof env === "object") out.env = Object.fromEntries(Object.keys(env).map((k) => [k, "[redacted]"]));
-  return out;
 }
 
 export function commandView(c: CommandRow) {
@@ -213,12 +202,12 @@ export function createSupport(deps: {
       const c = await repo.command(commandId);
       if (!c) throw notFound("Command");
       const entry = await audit.byCommand(commandId);
-      const signed = c.command.signed as { params?: Record<string, unknown> };
       return {
         ...commandView(c.command),
         server_id: c.command.serverId,
         organization_id: c.organizationId,
-        params: paramsView(signed.params ?? {}),
+        // Only what the command's allow-list shows (agents/shown-params.ts), as stored at issue.
+        params: (c.command.shownParams as Record<string, unknown> | null) ?? {},
         expires_at: c.command.expiresAt.toISOString(),
         result: (c.command.result as Record<string, unknown> | null) ?? null,
         audit_entry: entry ? auditEntryView(entry) : null,
