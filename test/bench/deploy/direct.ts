@@ -16,6 +16,11 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type Docker from "dockerode";
 // The same odoo.conf and sizing as the agent: its pure functions, not a copy of them.
 import { renderOdooConf, sizeErp } from "../../../apps/agent/src/executor/deploy/erp-config.ts";
+// The same one-off run of the image as the agent's: its command, mounts and environment.
+import { erpCommand } from "../../../apps/agent/src/executor/deploy/erp-modules.ts";
+import { erpPasswordHash } from "../../../apps/agent/src/executor/deploy/erp-login.ts";
+import { addonReposDir, ADDON_REPOS_MOUNT } from "../../../apps/agent/src/executor/deploy/addon-repositories.ts";
+import { erpEnvironment, pythonLayerBind, pythonLayerDir } from "../../../apps/agent/src/executor/deploy/python-layer.ts";
 import { writeFileAtomic } from "../../../apps/agent/src/state/atomic-write.ts";
 
 /** Constants of apps/agent/src/executor/environment/environment-layout.ts and state/state-dir.ts. */
@@ -134,6 +139,9 @@ export async function directDeploy(docker: Docker, input: DirectDeployInput): Pr
   await mkdir(layout.dir, { recursive: true, mode: STATE_DIR_MODE });
   await mkdir(layout.dataDir, { recursive: true, mode: 0o750 });
   await chown(layout.dataDir, ERP_UID, ERP_UID);
+  await mkdir(pythonLayerDir(layout.dir), { recursive: true, mode: 0o755 });
+  await chown(pythonLayerDir(layout.dir), ERP_UID, ERP_UID);
+  await mkdir(addonReposDir(layout.dir), { recursive: true, mode: 0o755 });
   done("initializing");
 
   // connecting
@@ -235,7 +243,46 @@ export async function directDeploy(docker: Docker, input: DirectDeployInput): Pr
   await chown(layout.configFile, ERP_UID, ERP_UID);
   done("generating_config");
 
-  // starting_container: look-ups, create, start, read the published port
+  // starting_container: a new database is initialised first (deploy.ts prepareDatabase:
+  // is "odoo" there, a one-off `odoo -i base --stop-after-init` of the image with the
+  // environment's mounts and limits, its modules read back), the administrator's password
+  // is set (erp-login.ts), then look-ups, create, start, read the published port
+  const binds = [
+    `${layout.configFile}:/etc/odoo/odoo.conf:ro`,
+    `${layout.dataDir}:/var/lib/odoo`,
+    `${layout.addonsDir}:/mnt/extra-addons:ro`,
+    `${addonReposDir(layout.dir)}:${ADDON_REPOS_MOUNT}:ro`,
+    pythonLayerBind(layout.dir),
+  ];
+  const psql = async (database: string, sql: string) =>
+    execExitCode(docker, await owned(db.id), ["psql", "-U", ERP_DB_USER, "-d", database, "-v", "ON_ERROR_STOP=1", "-X", "-q", "-A", "-t", "-c", sql], () => (dockerCalls += 1));
+  const readDbModules = async () => {
+    await psql("postgres", `SELECT 1 FROM pg_database WHERE datname = '${ERP_DB_NAME}'`);
+    await psql(ERP_DB_NAME, "SELECT to_regclass('public.ir_module_module') IS NOT NULL");
+    await psql(ERP_DB_NAME, "SELECT json_build_object('name', name, 'state', state, 'latest_version', latest_version)::text FROM ir_module_module ORDER BY name");
+  };
+  // The first look finds no database (one query), so the second is the whole read.
+  await psql("postgres", `SELECT 1 FROM pg_database WHERE datname = '${ERP_DB_NAME}'`);
+  const init = await call(() =>
+    docker.createContainer({
+      name: `${layout.erpContainer}-run-${randomBytes(4).toString("hex")}`,
+      Image: input.image,
+      Labels: labels("erp-run", { "berth.deployment_id": input.deploymentId }),
+      Env: erpEnvironment({}),
+      Cmd: erpCommand({ series: input.erpVersion, init: ["base"], withoutDemo: true }),
+      HostConfig: { NetworkMode: layout.network, Binds: binds, NanoCpus: sizing.nano_cpus, Memory: sizing.memory_bytes },
+    }),
+  );
+  const output = (await call(() => init.attach({ stream: true, stdout: true, stderr: true, logs: true }))) as NodeJS.ReadableStream;
+  output.resume();
+  await call(() => init.start());
+  const { StatusCode: initExit } = (await call(() => init.wait())) as { StatusCode: number };
+  await call(() => init.remove({ force: true, v: true }));
+  if (initExit !== 0) throw new Error(`odoo -i base exited ${initExit}`);
+  await readDbModules();
+  const hash = await erpPasswordHash(randomBytes(12).toString("base64url"));
+  await psql(ERP_DB_NAME, "SELECT to_regclass('public.res_users') IS NOT NULL");
+  await psql(ERP_DB_NAME, `UPDATE res_users SET password = '${hash}' WHERE id = 2 RETURNING login`);
   if ((await inspect(layout.erpContainer)) !== null) throw new Error(`container ${layout.erpContainer} already exists`);
   await call(() =>
     docker.listContainers({ all: true, filters: { label: ["berth.managed=true", `berth.environment_id=${id}`, "berth.role=erp"] } }),
@@ -245,11 +292,11 @@ export async function directDeploy(docker: Docker, input: DirectDeployInput): Pr
       name: layout.erpContainer,
       Image: input.image,
       Labels: labels("erp", { "berth.deployment_id": input.deploymentId, "berth.erp_version": input.erpVersion }),
-      Env: [],
+      Env: erpEnvironment({}),
       ExposedPorts: { [ERP_HTTP_PORT]: {} },
       HostConfig: {
         NetworkMode: layout.network,
-        Binds: [`${layout.configFile}:/etc/odoo/odoo.conf:ro`, `${layout.dataDir}:/var/lib/odoo`, `${layout.addonsDir}:/mnt/extra-addons:ro`],
+        Binds: binds,
         PortBindings: { [ERP_HTTP_PORT]: [{ HostIp: "127.0.0.1", HostPort: "" }] },
         RestartPolicy: { Name: "unless-stopped" },
         NanoCpus: sizing.nano_cpus,

@@ -132,6 +132,12 @@ export async function startFullStack(db: BenchDatabase, images: { erp: Record<st
        where c.deployment_id = $1 and e.kind in ('step.started', 'step.finished', 'step.failed', 'command.result', 'log') order by e.seq`,
       [taskId],
     );
+    // The deployment's log lines are kept in deployment_logs (event-ingest.ts), not agent_events.
+    const { rows: logs } = await database.pool.query<{ kind: string; step: string | null; message: string | null; ts: Date; received_at: Date }>(
+      "select 'log' as kind, step, message, ts, ts as received_at from deployment_logs where deployment_id = $1 order by ts, id",
+      [taskId],
+    );
+    all.push(...logs);
     const rows = all.filter((r) => r.kind !== "log");
     const at = (kind: string, step: string, message?: RegExp) =>
       all.find((r) => r.kind === kind && r.step === step && (message === undefined || message.test(r.message ?? "")))?.ts.getTime() ?? NaN;
