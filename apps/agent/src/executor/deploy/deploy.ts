@@ -104,6 +104,8 @@ interface DeployState {
   initialized: boolean;
   addons: AddonModule[];
   dbModulesBefore: DbModule[];
+  /** The database's modules once this deploy's module run (if any) is done: the ERP's start changes none. */
+  dbModulesAfter: DbModule[];
   plan: ModulePlan | null;
   modules: ModuleOutcome[];
   snapshot: PreDeploySnapshot | null;
@@ -206,6 +208,7 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
           if (country !== undefined) await applyCountry(docker, dbId, country, step.log);
         }
         s.dbModulesBefore = before;
+        s.dbModulesAfter = before;
         const request = params.modules ?? { upgrade: "changed" as const };
         const plan = planModules(request, s.addons, before, await readModuleState(layout), series);
         s.plan = plan;
@@ -231,7 +234,9 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
         s.modulesRan = true;
         const odooLog = moduleLog();
         const run = await runErp(step, cmd, timing.moduleUpdateTimeoutMs, "modules", odooLog);
-        const after = (await readDbModules(docker, dbId)) ?? [];
+        const read = await readDbModules(docker, dbId);
+        const after = read ?? [];
+        s.dbModulesAfter = read ?? undefined;
         const failed = run.exitCode === 0 ? null : odooLog.failedModule();
         s.modules = outcomes(plan, before, after, { ok: run.exitCode === 0, failed, loaded: odooLog.loaded() }, { series, addons: s.addons });
         for (const m of s.modules) {
@@ -532,8 +537,8 @@ export function createDeployHandler(deps: ExecutorDeps, kind: "deploy" | "redepl
             completed: async (step) => {
               await dropPreviousCheckout(layout.addonsDir);
               await dropPreviousCheckout(addonReposDir(layout.dir));
-              const after = await readDbModules(docker, need(s.dbContainerId)).catch(() => null);
-              if (after !== null) writeModuleState(layout, s.addons ?? [], after);
+              // As read after the module run: starting the ERP installs and upgrades nothing.
+              if (s.dbModulesAfter !== undefined) writeModuleState(layout, s.addons ?? [], s.dbModulesAfter);
               // The old ERP stays parked until the restore is committed: until then a failure swaps back to it.
               if (migration !== null && (await migration.commit(step.log))) await removeParkedErps(step);
               step.log("info", `${kind === "redeploy" ? "Redeployment" : "Deployment"} finished`);
