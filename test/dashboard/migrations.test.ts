@@ -33,6 +33,9 @@ const ANALYSIS = {
 
 const analysis = fixedAnalysis(ANALYSIS);
 const NOT_A_BACKUP = 4242;
+/** A backup of exactly this size is analysed as one with an Enterprise module. */
+const ENTERPRISE_BACKUP = 4343;
+const enterpriseAnalysis = fixedAnalysis({ ...ANALYSIS, enterprise_modules: ["web_studio"], standard_modules: ["base", "sale", "web_studio"] });
 
 // An HTTPS server of this test (self-signed, trusted through migrationImport.ca; 127.0.0.1 on
 // the operator's allow-list, as the import's API test does) serves a backup to import: half of
@@ -60,7 +63,7 @@ const s = dashboardSuite(undefined, {
   // A backup of exactly NOT_A_BACKUP bytes fails its analysis, as a file that is no ERP backup does.
   analyzeBackup: async (source) => {
     if (source.size === NOT_A_BACKUP) throw new Error("no database dump found in the archive");
-    return analysis();
+    return source.size === ENTERPRISE_BACKUP ? enterpriseAnalysis() : analysis();
   },
   outboundAllow: ["127.0.0.1"],
   migrationImport: { ca: cert },
@@ -338,6 +341,32 @@ it("an import from an HTTPS URL shows the bytes received as they arrive, then th
   releaseImport();
   await page.locator("section.analysis-report").waitFor({ timeout: 20_000 });
   expect(await record(id)).toMatchObject({ status: "analyzed", upload_tier: "import", sha256: sha(imported) });
+});
+
+it("the report says what the migration needs and what is missing: Enterprise add-ons absent, then met once the organisation adds the repository", { timeout: 60_000 }, async () => {
+  const id = await createMigration("Studio ERP");
+  const { file } = await backupFile("studio.zip", ENTERPRISE_BACKUP);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/migrations/${id}`);
+  await page.getByLabel("Backup file").setInputFiles(file);
+  await page.getByRole("button", { name: "Upload backup" }).click();
+  const report = page.locator("section.analysis-report");
+  await report.waitFor({ timeout: 20_000 });
+  const enterprise = report.locator('li.requirement[data-code="enterprise_addons_required"]');
+  expect(await enterprise.getAttribute("class")).toContain("requirement-unmet");
+  // The API's own words: which modules, and what to do.
+  expect(await enterprise.textContent()).toMatch(/Not met: .*web_studio.*add the vendor's Enterprise repository/);
+  expect(await report.locator(".requirements-unmet").textContent()).toBe("One requirement is not met: the migration cannot start until it is.");
+  await screenshot(page, "migration-requirements-unmet");
+
+  const repo = await s.owner.api.post(`/organizations/${s.d.organization_id}/addon-repositories`, { git_url: "https://git.example.com/odoo/enterprise.git", branch: "17.0", name: "enterprise-17" });
+  expect(repo.status).toBe(201);
+  await page.reload();
+  await report.waitFor({ timeout: 20_000 });
+  expect(await enterprise.getAttribute("class")).toContain("requirement-met");
+  expect(await enterprise.textContent()).toContain("the add-on repository enterprise-17");
+  expect(await report.locator(".requirements-unmet").count()).toBe(0);
+  await s.owner.api.delete(`/organizations/${s.d.organization_id}/addon-repositories/${repo.body.id as string}`);
 });
 
 it("a failed analysis shows its error_message; Retry analyses the backup again", { timeout: 60_000 }, async () => {

@@ -18,9 +18,39 @@ function moduleList(title, names, kind) {
   );
 }
 
+/**
+ * What the target must have for this backup (the analysis' `requirements`, compared with the
+ * target now: PostgreSQL major, Enterprise add-ons), each met or not with the API's words; the
+ * start is refused while one is not met, so the report says so before anyone presses Start.
+ */
+function requirementsList(requirements) {
+  if (requirements.length === 0) return null;
+  const unmet = requirements.filter((r) => !r.met).length;
+  return h(
+    "div",
+    { class: `migration-requirements${unmet ? " secret" : ""}` },
+    h("h3", {}, "What the migration needs"),
+    unmet ? h("p", { class: "requirements-unmet" }, `${unmet === 1 ? "One requirement is" : `${unmet} requirements are`} not met: the migration cannot start until ${unmet === 1 ? "it is" : "they are"}.`) : null,
+    h(
+      "ul",
+      { "aria-label": "Requirements" },
+      requirements.map((r) =>
+        h(
+          "li",
+          { class: `requirement requirement-${r.met ? "met" : "unmet"}`, dataset: { code: r.code } },
+          h("span", { class: "step-mark", "aria-hidden": "true" }, r.met ? "✓" : "✗"),
+          h("span", { class: "visually-hidden" }, r.met ? "Met: " : "Not met: "),
+          ` ${r.message}`,
+        ),
+      ),
+    ),
+  );
+}
+
 /** The analysis (GET analysis) as a report: what the backup holds, what it needs, what it costs. */
 export function analysisReport(a) {
   const warnings = Array.isArray(a.warnings) ? a.warnings : [];
+  const requirements = Array.isArray(a.requirements) ? a.requirements : [];
   return h(
     "section",
     { class: "card analysis-report", "aria-labelledby": "analysis-h" },
@@ -61,6 +91,7 @@ export function analysisReport(a) {
         ]),
       ),
     ),
+    requirementsList(requirements),
     h("div", { class: "report-grid" }, moduleList("Standard modules", a.standard_modules, "standard"), moduleList("Custom modules", a.custom_modules, "custom")),
     warnings.length ? h("div", { class: "secret analysis-warnings" }, h("h3", {}, "Warnings"), h("ul", {}, warnings.map((w) => h("li", {}, w)))) : null,
   );
