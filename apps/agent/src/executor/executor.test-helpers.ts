@@ -24,6 +24,7 @@ import { CommandError, type CommandHandler, type HandlerRegistry } from "./runne
 import { createRegistry, type RegistryDeps } from "./registry.ts";
 import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-container.ts";
 import { createReverseProxy, type ReverseProxy } from "../proxy/reverse-proxy.ts";
+import { sharedGitHttpsServer } from "./deploy/git-https-server.test-helpers.ts";
 
 const execFileAsync = promisify(execFile);
 
@@ -209,7 +210,7 @@ export function deployParams(environmentId: string, overrides: Partial<DeployPar
   };
 }
 
-/** A bare repository on disk (git init --bare) and a way to commit a VERSION file to it. */
+/** A bare repository on disk (git init --bare), served over HTTPS, and a way to commit a VERSION file to it. */
 export async function createGitRepository(
   dir: string,
 ): Promise<{ url: string; commit(version: string, files?: Record<string, string | null>): Promise<string> }> {
@@ -233,7 +234,8 @@ export async function createGitRepository(
   await git(["init", "--quiet", "--initial-branch=main"], work);
   await git(["remote", "add", "origin", bare], work);
   return {
-    url: `file://${bare}`,
+    // Served over HTTPS (a test CA): the agent's git clones nothing else but ssh.
+    url: (await sharedGitHttpsServer()).url(bare),
     async commit(version, files = {}) {
       await writeFile(join(work, "VERSION"), `${version}\n`);
       // A path may name folders (created); null deletes the file.

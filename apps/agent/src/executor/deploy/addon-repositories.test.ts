@@ -2,9 +2,7 @@
 // key and an authorized_keys holding only the deploy key): cloned with the deploy key, refused
 // without it (naming the repository), pinned commits, submodules with the same key, host
 // keys pinned per repository, and addons_path built from nested module folders.
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { createServer as createHttpServer } from "node:http";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -14,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CommandError } from "../runner/handler-types.ts";
 import { addonReposDir, knownHostsDir, repositoryFolder, stageAddonRepositories } from "./addon-repositories.ts";
 import { buildAddonsPath, discoverAddonFolders, requirementFiles, scanAddonFolders } from "./addons-path.ts";
+import { startGitHttpsServer } from "./git-https-server.test-helpers.ts";
 import { git, hostKeyOf, sshdMissing, sshKeyPair, startSshGitServer, type SshGitServer } from "./ssh-git-server.test-helpers.ts";
 
 const missing = sshdMissing();
@@ -235,48 +234,10 @@ describe("discovering add-on folders", () => {
   });
 });
 
-/** git's smart HTTP (git http-backend as CGI) behind a check of the basic authorisation a token makes. */
+/** git's smart HTTPS (git-https-server.test-helpers.ts) behind a check of the basic authorisation a token makes. */
 async function startHttpGitServer(root: string, token: string) {
-  const expected = `Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}`;
-  const seen: string[] = [];
-  const server = createHttpServer((req, res) => {
-    seen.push(req.url ?? "");
-    if (req.headers.authorization !== expected) {
-      res.writeHead(401, { "WWW-Authenticate": 'Basic realm="git"' }).end("no");
-      return;
-    }
-    const url = new URL(req.url ?? "/", "http://x");
-    const cgi = spawn("/usr/lib/git-core/git-http-backend", [], {
-      env: {
-        GIT_PROJECT_ROOT: root,
-        GIT_HTTP_EXPORT_ALL: "1",
-        PATH_INFO: decodeURIComponent(url.pathname),
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? "GET",
-        CONTENT_TYPE: req.headers["content-type"] ?? "",
-        REMOTE_USER: "token",
-      },
-    });
-    req.pipe(cgi.stdin);
-    const chunks: Buffer[] = [];
-    cgi.stdout.on("data", (c: Buffer) => chunks.push(c));
-    cgi.on("close", () => {
-      const out = Buffer.concat(chunks);
-      const split = out.indexOf("\r\n\r\n");
-      const head = out.subarray(0, split).toString().split("\r\n");
-      let status = 200;
-      const headers: Record<string, string> = {};
-      for (const line of head) {
-        const [name, ...rest] = line.split(":");
-        if (name!.toLowerCase() === "status") status = Number.parseInt(rest.join(":").trim(), 10);
-        else headers[name!] = rest.join(":").trim();
-      }
-      res.writeHead(status, headers).end(out.subarray(split + 4));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const port = (server.address() as { port: number }).port;
-  return { url: (name: string) => `http://127.0.0.1:${port}/${name}.git`, seen, close: () => new Promise((r) => server.close(r)) };
+  const server = await startGitHttpsServer(root, { authorization: `Basic ${Buffer.from(`x-access-token:${token}`).toString("base64")}` });
+  return { url: (name: string) => server.url(`${name}.git`), seen: server.seen, close: server.close };
 }
 
 describe("add-on repositories over HTTP(S) with a token", () => {

@@ -10,6 +10,7 @@ import Dockerode from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEPLOY_STEP_IDS } from "@berth/protocol";
 import { DOCKER_SOCKET } from "../../agent/agent.test-helpers.ts";
+import { sharedGitHttpsServer } from "./git-https-server.test-helpers.ts";
 import {
   createExecutorHarness,
   createGitRepository,
@@ -56,13 +57,13 @@ describe("deployments that fail, are cancelled or come up unhealthy", () => {
   }, 60_000);
 
   it("fails at cloning_repo with git's reason when the repository cannot be cloned", async () => {
-    const url = `file://${join(gitDir, "no-such-repo.git")}`;
+    const url = (await sharedGitHttpsServer()).url(join(gitDir, "no-such-repo.git"));
     const run = await h.run("deploy", deployParams(env, { git: { url, branch: "main", commit: null } }));
     expect(run.outcome).toMatchObject({
       ok: false,
       error: {
         code: "git_clone_failed",
-        message: expect.stringMatching(new RegExp(`^git clone of ${url} \\(branch main\\) failed: .*(does not appear to be a git repository|not found)`)),
+        message: expect.stringMatching(new RegExp(`^git clone of ${url} \\(branch main\\) failed: .*(does not appear to be a git repository|not found|404)`)),
       },
     });
     expect(stepTrail(run)).toEqual(upTo("cloning_repo", ["started:cloning_repo", "failed:cloning_repo"]));

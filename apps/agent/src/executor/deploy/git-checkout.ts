@@ -3,6 +3,11 @@
 // built beside the live checkout and swapped in only when complete, so a failed clone
 // leaves the running deployment's code untouched. git runs with an argument vector, never
 // a shell, and never prompts.
+//
+// Whatever the control plane sends (defence in depth behind its own rule, lib/git-source.ts
+// there): git speaks https and ssh only, for the clone and every submodule (protocol.allow
+// never but those two, GIT_ALLOW_PROTOCOL, so no file://, local path, git://, ext:: or
+// plain http), and a URL or branch that git could read as an option is refused first.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { chmod, readdir, rename, rm, stat } from "node:fs/promises";
@@ -36,6 +41,7 @@ export async function checkoutRepository(source: GitSource, target: string, opti
   const suffix = randomBytes(4).toString("hex");
   const fresh = `${target}.new-${suffix}`;
   const url = options.label ?? redactUrl(source.url);
+  checkSource(source, url);
   try {
     await git(["clone", "--quiet", "--no-recurse-submodules", `--branch=${source.branch}`, "--", source.url, fresh], options).catch(
       (error: unknown) => {
@@ -116,12 +122,37 @@ export async function restorePreviousCheckout(target: string): Promise<boolean> 
   return true;
 }
 
+/** The transports git may use: nothing but https and ssh, for clones and submodules alike. */
+const PROTOCOLS = ["protocol.allow=never", "protocol.https.allow=always", "protocol.ssh.allow=always", "protocol.file.allow=never", "protocol.ext.allow=never"];
+
+/** https://…, ssh://… or scp-like user@host:path, not starting with "-" anywhere git or ssh would read it. */
+const ALLOWED_URL = /^(?:https:\/\/[^\s-][^\s]*|ssh:\/\/(?:[^\s@/-][^\s@/]*@)?[A-Za-z0-9[][^\s]*|[A-Za-z0-9._][A-Za-z0-9._-]*@[A-Za-z0-9][A-Za-z0-9.-]*:(?!-)[^\s]+)$/;
+
+/** Refuses (invalid_params) what no deploy should hand git: another transport, or an option as URL or branch. */
+export function checkSource(source: Pick<GitSource, "url" | "branch">, label = redactUrl(source.url)): void {
+  if (!ALLOWED_URL.test(source.url)) {
+    throw new CommandError("invalid_params", `${label}: only https and ssh repositories are cloned (not file://, a local path, http://, git:// or ext::)`);
+  }
+  if (source.branch.startsWith("-") || [...source.branch].some((c) => c.charCodeAt(0) <= 0x20 || c.charCodeAt(0) === 0x7f)) {
+    throw new CommandError("invalid_params", `${label}: ${JSON.stringify(source.branch)} is not a branch name`);
+  }
+}
+
 async function git(args: string[], options: CheckoutOptions): Promise<string> {
-  const { stdout } = await execFileAsync("git", ["-c", "protocol.ext.allow=never", ...args], {
+  const { stdout } = await execFileAsync("git", [...PROTOCOLS.flatMap((p) => ["-c", p]), ...args], {
     signal: options.signal,
     timeout: options.timeoutMs,
     maxBuffer: 4 * 1024 * 1024,
-    env: { ...process.env, GIT_TERMINAL_PROMPT: "0", GCM_INTERACTIVE: "never", LC_ALL: "C", ...options.env },
+    env: {
+      ...process.env,
+      GIT_TERMINAL_PROMPT: "0",
+      GCM_INTERACTIVE: "never",
+      LC_ALL: "C",
+      ...options.env,
+      // Last, so nothing above can widen it: git itself refuses any other transport (submodules included).
+      GIT_ALLOW_PROTOCOL: "https:ssh",
+      GIT_PROTOCOL_FROM_USER: "0",
+    },
   });
   return stdout;
 }
