@@ -235,13 +235,32 @@ export const environments = pgTable(
  * the primary key makes a name unique across the installation, race-free, whichever
  * organisation asks. Names are lowercase.
  */
+/**
+ * Claims of host names by environments (modules/environments/domain-claims.ts). A claim is
+ * pending until its DNS proves it (domain-verification.ts), then verified: one verified claim
+ * per name in the whole installation, one live claim per name in an organisation. Pending
+ * claims of other organisations do not block each other; the first to prove the name holds
+ * it and the others are released (kept, so their owner sees why the name left).
+ */
 export const environmentDomains = pgTable(
   "environment_domains",
   {
-    name: text("name").primaryKey(),
+    name: text("name").notNull(),
     environmentId: uuid("environment_id").notNull().references(() => environments.id),
+    organizationId: uuid("organization_id").notNull().references(() => organizations.id),
+    /** pending | verified | released */
+    status: text("status").notNull().default("pending"),
+    /** The value of the TXT record _berth-challenge.<name> that proves the claim. */
+    token: text("token").notNull().default(sql`replace(gen_random_uuid()::text, '-', '')`),
+    checkedAt: ts("checked_at"),
+    verifiedAt: ts("verified_at"),
   },
-  (t) => [index("environment_domains_environment_idx").on(t.environmentId)],
+  (t) => [
+    primaryKey({ columns: [t.environmentId, t.name] }),
+    index("environment_domains_name_idx").on(t.name),
+    uniqueIndex("environment_domains_verified_name_key").on(t.name).where(sql`${t.status} = 'verified'`),
+    uniqueIndex("environment_domains_org_name_key").on(t.organizationId, t.name).where(sql`${t.status} <> 'released'`),
+  ],
 );
 
 /** One row per operation (deploy, redeploy, restart, start, stop, rollback, destroy, backup, restore). */
