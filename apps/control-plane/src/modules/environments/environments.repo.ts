@@ -1,9 +1,10 @@
 // SQL for environments. An environment is visible when its project is visible.
 import { and, count, eq, inArray, isNull, type SQL } from "drizzle-orm";
-import { environmentDomains, environments, projects, type Database } from "@berth/db";
+import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
+import { claimNames, type Tx } from "./domain-claims.ts";
 
 export type EnvironmentRow = typeof environments.$inferSelect;
 
@@ -34,25 +35,6 @@ export interface EnvironmentOverviewRow {
 
 /** The outcome of claiming host names: the row, or the first name another environment holds. */
 export type Claimed = { row: EnvironmentRow; taken?: undefined } | { row?: undefined; taken: string };
-
-type Tx = Parameters<Parameters<Database["transaction"]>[0]>[0];
-
-/**
- * Makes `names` the environment's rows of environment_domains (its primary key keeps a name
- * to one environment, whichever transaction commits first); the first name another
- * environment holds, or undefined when all were claimed.
- */
-async function claimNames(tx: Tx, environmentId: string, names: string[]): Promise<string | undefined> {
-  await tx.delete(environmentDomains).where(eq(environmentDomains.environmentId, environmentId));
-  if (names.length === 0) return undefined;
-  const got = await tx
-    .insert(environmentDomains)
-    .values(names.map((name) => ({ name, environmentId })))
-    .onConflictDoNothing()
-    .returning({ name: environmentDomains.name });
-  const mine = new Set(got.map((g) => g.name));
-  return names.find((n) => !mine.has(n));
-}
 
 /** Thrown inside a transaction to roll it back and answer `outcome` instead. */
 class Rollback<T> extends Error {
@@ -111,7 +93,7 @@ export function createEnvironmentsRepo(db: Database) {
     async insert(values: typeof environments.$inferInsert & { id: string }): Promise<Claimed> {
       return transaction<Claimed>(db, async (tx) => {
         const [row] = await tx.insert(environments).values(values).returning();
-        const taken = await claimNames(tx, values.id, [...(values.domain ? [values.domain] : []), ...(values.aliases ?? [])]);
+        const taken = await claimNames(tx, { id: values.id, organizationId: values.organizationId }, [...(values.domain ? [values.domain] : []), ...(values.aliases ?? [])]);
         if (taken) throw new Rollback({ taken });
         return { row: row! };
       });
@@ -126,7 +108,7 @@ export function createEnvironmentsRepo(db: Database) {
           .where(and(eq(environments.id, id), eq(environments.isActive, true)))
           .returning();
         if (!row) return undefined;
-        const taken = await claimNames(tx, id, [...(names.domain ? [names.domain] : []), ...names.aliases]);
+        const taken = await claimNames(tx, row, [...(names.domain ? [names.domain] : []), ...names.aliases]);
         if (taken) throw new Rollback({ taken });
         return { row };
       });
