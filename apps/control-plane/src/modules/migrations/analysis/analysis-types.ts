@@ -48,8 +48,10 @@ export interface BackupAnalysis extends Recommendation {
   postgres_major_required: number;
   /** Installed modules that need the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database. */
   enterprise_modules: string[];
-  /** Things the user should know that do not stop the migration. */
+  /** Things the user should know that do not stop the migration: like ones collapsed into one line with their count, at most MAX_WARNINGS (analysis-limits.ts). */
   warnings: string[];
+  /** Warnings past MAX_WARNINGS, left out of `warnings`. */
+  warnings_omitted: number;
 }
 
 export type BackupAnalysisErrorCode =
@@ -59,6 +61,8 @@ export type BackupAnalysisErrorCode =
   | "no_database_dump"
   | "corrupt_archive"
   | "archive_too_large"
+  | "archive_too_many_members"
+  | "duplicate_dump_member"
   | "unsupported_dump_format"
   | "erp_version_unknown"
   | "erp_version_deprecated"

@@ -9,6 +9,7 @@
 import { BackupAnalysisError, type BackupAnalysis, type BackupSource } from "./analysis-types.ts";
 import { parseErpVersion, postgresMajorRequired, supportedErpVersion, type ParsedErpVersion } from "./erp-versions.ts";
 import { classifyModules, OFFICIAL_MODULES } from "./official-modules.ts";
+import { boundedWarnings } from "./analysis-limits.ts";
 import { readBackup } from "./read-backup.ts";
 import { ERP_CORE_TABLES, type DumpFacts } from "./sql-dump-scanner.ts";
 import { DEFAULT_COST_SETTINGS, recommend, type CostSettings } from "./sizing.ts";
@@ -96,7 +97,7 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
     postgres_major_required: postgresMajorRequired(erpVersion, { pg_dump: dump.pg_dump_version, server: dump.server_version ?? manifest?.pg_version ?? null }),
     enterprise_modules: enterprise,
     has_manifest: read.hasManifest,
-    warnings,
+    ...boundedWarnings(warnings, read.warningsOmitted),
   };
 }
 

@@ -6,12 +6,13 @@ import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { BackupAnalysisError, type BackupFormat, type BackupSource, type FilestoreLocation } from "./analysis-types.ts";
 import { detectFormat, HEAD_BYTES, looksLikeSql } from "./detect-format.ts";
-import { zipDumpMember } from "@berth/protocol";
+import { dumpMemberRank } from "@berth/protocol";
+import { Warnings, type InflateLimits } from "./analysis-limits.ts";
 import { displayName, memberRole } from "./member-names.ts";
 import { MAX_MANIFEST_BYTES, parseManifest, type BackupManifest } from "./manifest.ts";
 import { SqlDumpScanner, type DumpFacts } from "./sql-dump-scanner.ts";
 import { walkTar } from "./tar-archive.ts";
-import { openZip, type InflateLimits, type ZipMember } from "./zip-archive.ts";
+import { openZip, type ZipMember } from "./zip-archive.ts";
 
 export interface ReadBackup {
   format: BackupFormat;
@@ -20,7 +21,10 @@ export interface ReadBackup {
   manifest: BackupManifest | null;
   hasManifest: boolean;
   filestore: (FilestoreLocation & { bytes: number }) | null;
+  /** Bounded (analysis-limits.ts Warnings): like ones collapsed, at most MAX_WARNINGS. */
   warnings: string[];
+  /** Warnings left out past MAX_WARNINGS. */
+  warningsOmitted: number;
 }
 
 const PG_CUSTOM_MESSAGE =
@@ -39,7 +43,7 @@ export async function readBackup(source: BackupSource, limits: InflateLimits, si
       return readTar(source, kind === "gzip", limits, signal);
     case "sql": {
       const dump = await scanDump(await source.open(), signal);
-      return { format: "sql", dumpPath: null, dump, manifest: null, hasManifest: false, filestore: null, warnings: [] };
+      return { format: "sql", dumpPath: null, dump, manifest: null, hasManifest: false, filestore: null, warnings: [], warningsOmitted: 0 };
     }
     case "pg_custom":
       throw new BackupAnalysisError("unsupported_dump_format", PG_CUSTOM_MESSAGE);
@@ -97,51 +101,91 @@ async function scanDump(stream: Readable, signal?: AbortSignal): Promise<DumpFac
   return scanner.facts();
 }
 
-function manifestFrom(text: string, warnings: string[]): BackupManifest | null {
+function manifestFrom(text: string, warnings: Warnings): BackupManifest | null {
   const manifest = parseManifest(text);
-  if (!manifest) warnings.push("manifest.json is not a JSON object; it was ignored");
+  if (!manifest) warnings.add("manifest.json is not a JSON object; it was ignored");
   return manifest;
 }
 
+/** An unsafe member name, noted once per archive with the count and the first one. */
+function noteUnsafe(warnings: Warnings, name: string): void {
+  warnings.note("unsafe_name", `member ${displayName(name)} has an unsafe name and was ignored`, (n) => `${n} members with unsafe names were ignored, e.g. ${displayName(name)}`);
+}
+
+/** The refusal of an archive holding its dump twice under one name: the analysis read one, a restore could read the other. */
+function duplicateDump(name: string): BackupAnalysisError {
+  return new BackupAnalysisError("duplicate_dump_member", `not a backup: the archive holds ${displayName(name)} more than once, so which one a restore would read is not certain; pack the backup again with one dump`);
+}
+
 async function readZip(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
-  const warnings: string[] = [];
+  const warnings = new Warnings();
   const fileStore = fileStoreTally();
   let members = 0;
+  let unsafe = 0;
+  // Kept for reading, a bounded few whatever the archive holds: the dump (@berth/protocol's
+  // rule, shared with the agent: the best-ranked name, the earliest of equals), the first
+  // manifest.json and compressed file store. Every other entry is counted as it passes.
+  let dump: { name: string; rank: number; copies: number } | null = null;
+  let manifestMember: ZipMember | undefined;
+  let archive: ZipMember | undefined;
   const zip = await openZip(
     source,
     (m: ZipMember) => {
       members++;
-      const role = memberRole(m.name);
-      if (role === "filestore_file") {
-        fileStore.add(m.name, m.size);
-        return false;
+      switch (memberRole(m.name)) {
+        case "filestore_file":
+          fileStore.add(m.name, m.size);
+          return false;
+        case "dump": {
+          if (m.name === dump?.name) {
+            dump.copies++;
+            return false;
+          }
+          const rank = dumpMemberRank(m.name)!;
+          if (dump !== null && rank >= dump.rank) return false;
+          dump = { name: m.name, rank, copies: 1 };
+          return true;
+        }
+        case "manifest":
+          if (manifestMember) return false;
+          manifestMember = m;
+          return true;
+        case "filestore_archive":
+          if (archive) return false;
+          archive = m;
+          return true;
+        default:
+          return false;
       }
-      return role !== "other";
     },
     limits,
+    (name) => {
+      unsafe++;
+      noteUnsafe(warnings, name);
+    },
   );
   try {
-    for (const name of zip.unsafeNames) warnings.push(`member ${displayName(name)} has an unsafe name and was ignored`);
-    if (members === 0 && zip.unsafeNames.length === 0) throw new BackupAnalysisError("empty_archive", "not a backup: the zip archive is empty");
-    // The member the agent will restore (@berth/protocol's rule, shared with it).
-    const dumpName = zipDumpMember(zip.members.map((m) => m.name));
-    if (dumpName === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
-    const manifestMember = zip.members.find((m) => memberRole(m.name) === "manifest");
+    if (members === 0 && unsafe === 0) throw new BackupAnalysisError("empty_archive", "not a backup: the zip archive is empty");
+    const chosen = dump as { name: string; copies: number } | null;
+    if (chosen === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
+    if (chosen.copies > 1) throw duplicateDump(chosen.name);
     let manifest: BackupManifest | null = null;
-    if (manifestMember) {
-      if (manifestMember.size > MAX_MANIFEST_BYTES) warnings.push("manifest.json is too large; it was ignored");
-      else manifest = manifestFrom((await readSome(await zip.openMember(manifestMember.name), MAX_MANIFEST_BYTES)).toString("utf8"), warnings);
+    const manifestEntry = manifestMember as ZipMember | undefined;
+    if (manifestEntry) {
+      if (manifestEntry.size > MAX_MANIFEST_BYTES) warnings.add("manifest.json is too large; it was ignored");
+      else manifest = manifestFrom((await readSome(await zip.openMember(manifestEntry.name), MAX_MANIFEST_BYTES)).toString("utf8"), warnings);
     }
-    const dump = await scanDump(await zip.openMember(dumpName), signal);
-    const archive = zip.members.find((m) => memberRole(m.name) === "filestore_archive");
+    const facts = await scanDump(await zip.openMember(chosen.name), signal);
+    const filestore = fileStore.result(archive, warnings);
     return {
       format: "zip",
-      dumpPath: dumpName,
-      dump,
+      dumpPath: chosen.name,
+      dump: facts,
       manifest,
-      hasManifest: manifestMember !== undefined,
-      filestore: fileStore.result(archive, warnings),
-      warnings,
+      hasManifest: manifestEntry !== undefined,
+      filestore,
+      warnings: warnings.list(),
+      warningsOmitted: warnings.omittedCount,
     };
   } finally {
     zip.close();
@@ -160,19 +204,20 @@ function fileStoreTally() {
       root = name.slice(0, name.indexOf("filestore") + "filestore".length);
     },
     /** The folder when files were seen; else the compressed file store archive, if any (with a warning). */
-    result(archive: { name: string; size: number } | undefined, warnings: string[]): ReadBackup["filestore"] {
+    result(archive: { name: string; size: number } | undefined, warnings: Warnings): ReadBackup["filestore"] {
       if (files > 0) return { kind: "directory", path: root, file_count: files, bytes };
       if (!archive) return null;
-      warnings.push(`the file store is a compressed archive (${archive.name}); its size is the compressed size`);
+      warnings.add(`the file store is a compressed archive (${archive.name}); its size is the compressed size`);
       return { kind: "archive", path: archive.name, file_count: 0, bytes: archive.size };
     },
   };
 }
 
 async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
-  const warnings: string[] = [];
+  const warnings = new Warnings();
   const fileStore = fileStoreTally();
   let members = 0;
+  let unsafe = 0;
   let dump: DumpFacts | null = null;
   let dumpPath: string | null = null;
   let manifest: BackupManifest | null = null;
@@ -196,10 +241,13 @@ async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLi
         dumpPath = m.name;
         dump = await scanDump(body, signal);
         return;
-      } else if (role === "dump") warnings.push(`a second dump ${displayName(m.name)} was ignored`);
-      else if (role === "manifest" && !hasManifest) {
+      } else if (role === "dump" && m.name === dumpPath) {
+        throw duplicateDump(m.name);
+      } else if (role === "dump") {
+        warnings.note("second_dump", `a second dump ${displayName(m.name)} was ignored`, (n) => `${n} more dumps were ignored, e.g. ${displayName(m.name)}`);
+      } else if (role === "manifest" && !hasManifest) {
         hasManifest = true;
-        if (m.size > MAX_MANIFEST_BYTES) warnings.push("manifest.json is too large; it was ignored");
+        if (m.size > MAX_MANIFEST_BYTES) warnings.add("manifest.json is too large; it was ignored");
         else {
           const parts: Buffer[] = [];
           for await (const chunk of body) parts.push(chunk as Buffer);
@@ -210,10 +258,14 @@ async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLi
       } else if (role === "filestore_archive") archive ??= m;
       await drain(body);
     },
-    (name) => warnings.push(`member ${displayName(name)} has an unsafe name and was ignored`),
+    (name) => {
+      unsafe++;
+      noteUnsafe(warnings, name);
+    },
     signal,
   );
-  if (members === 0 && warnings.length === 0) throw new BackupAnalysisError("empty_archive", `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is empty`);
+  if (members === 0 && unsafe === 0) throw new BackupAnalysisError("empty_archive", `not a backup: the ${gzipped ? "tar.gz" : "tar"} archive is empty`);
   if (dump === null) throw new BackupAnalysisError("no_database_dump", "no database dump found: the archive holds no dump.sql");
-  return { format: gzipped ? "tar.gz" : "tar", dumpPath, dump, manifest, hasManifest, filestore: fileStore.result(archive, warnings), warnings };
+  const filestore = fileStore.result(archive, warnings);
+  return { format: gzipped ? "tar.gz" : "tar", dumpPath, dump, manifest, hasManifest, filestore, warnings: warnings.list(), warningsOmitted: warnings.omittedCount };
 }

@@ -8,7 +8,8 @@ import { createGunzip } from "node:zlib";
 import tar from "tar-stream";
 import { BackupAnalysisError } from "./analysis-types.ts";
 import { isUnsafeMemberName, normalizeMemberName } from "./member-names.ts";
-import type { InflateLimits } from "./zip-archive.ts";
+import type { InflateLimits } from "./analysis-limits.ts";
+import { tooManyMembers } from "./zip-archive.ts";
 
 export interface TarMember {
   name: string;
@@ -18,7 +19,8 @@ export interface TarMember {
 /**
  * Streams every regular member of the tar in `input` to `onMember`, which returns a promise
  * that settles once it has consumed (or drained) the member's stream. Unsafe names are
- * reported through `onUnsafe` and drained unread.
+ * reported through `onUnsafe` and drained unread; links, folders and devices are drained
+ * unread. More than limits.maxMembers entries: archive_too_many_members.
  */
 export async function walkTar(
   input: Readable,
@@ -33,6 +35,8 @@ export async function walkTar(
   extract.on("entry", (header, body, next) => {
     entries++;
     const done = (err?: unknown) => (err ? extract.destroy(err as Error) : next());
+    // tar has no index: the count is known as the headers pass; past the limit the walk stops.
+    if (entries > limits.maxMembers) return done(tooManyMembers(gzipped ? "tar.gz" : "tar", limits.maxMembers));
     const drain = () => {
       body.on("end", () => done());
       body.resume();

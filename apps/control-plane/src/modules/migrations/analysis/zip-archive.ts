@@ -6,17 +6,10 @@ import type { Readable } from "node:stream";
 import { Transform } from "node:stream";
 import yauzl from "yauzl";
 import { BackupAnalysisError, type BackupSource } from "./analysis-types.ts";
+import { DEFAULT_INFLATE_LIMITS, type InflateLimits } from "./analysis-limits.ts";
 import { isUnsafeMemberName, normalizeMemberName } from "./member-names.ts";
 
-/** Limits against zip bombs. */
-export interface InflateLimits {
-  /** Largest uncompressed size accepted for one member read. */
-  maxMemberBytes: number;
-  /** Largest uncompressed/compressed ratio accepted for a member read (deflate tops out near 1032). */
-  maxRatio: number;
-}
-
-export const DEFAULT_INFLATE_LIMITS: InflateLimits = { maxMemberBytes: 512 * 1024 ** 3, maxRatio: 200 };
+export { DEFAULT_INFLATE_LIMITS, type InflateLimits } from "./analysis-limits.ts";
 
 export interface ZipMember {
   name: string;
@@ -89,10 +82,11 @@ function lazyStream(open: () => Promise<Readable>): Readable {
   return out;
 }
 
-/** An open zip: its members (safe names only), the unsafe names seen, and a way to stream a member. */
+/** An open zip: the members kept (safe names only), how many entries it has, and a way to stream a kept member. */
 export interface ZipArchive {
   members: ZipMember[];
-  unsafeNames: string[];
+  /** Entries of the central directory, whatever they are. */
+  entryCount: number;
   /** Streams a kept member, inflated, within the limits. */
   openMember(name: string): Promise<Readable>;
   close(): void;
@@ -100,12 +94,15 @@ export interface ZipArchive {
 
 /**
  * Opens the zip and walks its central directory. `onEntry` sees every safe member and says
- * whether to keep it for openMember (the file store's thousands of entries are only summed).
+ * whether to keep it for openMember (the file store's thousands of entries are only summed;
+ * the caller keeps a bounded few); `onUnsafe` sees the names that are never used. A directory
+ * of more than limits.maxMembers entries is refused from its end record, before it is read.
  */
 export async function openZip(
   source: BackupSource,
   onEntry: (member: ZipMember) => boolean,
   limits: InflateLimits = DEFAULT_INFLATE_LIMITS,
+  onUnsafe: (name: string) => void = () => undefined,
 ): Promise<ZipArchive> {
   const reader = new SourceReader(source);
   const zip = await new Promise<yauzl.ZipFile>((resolve, reject) =>
@@ -113,15 +110,18 @@ export async function openZip(
       err ? reject(corrupt(err)) : resolve(z),
     ),
   );
+  if (zip.entryCount > limits.maxMembers) {
+    zip.close();
+    throw tooManyMembers("zip", limits.maxMembers, zip.entryCount);
+  }
   const kept = new Map<string, yauzl.Entry>();
   const members: ZipMember[] = [];
-  const unsafeNames: string[] = [];
   await new Promise<void>((resolve, reject) => {
     zip.on("error", (err: Error) => reject(corrupt(err)));
     zip.on("end", () => resolve());
     zip.on("entry", (entry: yauzl.Entry) => {
       const raw = getFileNameLowLevel(entry.generalPurposeBitFlag, entry.fileName as unknown as Buffer, entry.extraFields, false);
-      if (isUnsafeMemberName(raw)) unsafeNames.push(raw);
+      if (isUnsafeMemberName(raw)) onUnsafe(raw);
       else if (!raw.endsWith("/")) {
         const member = { name: normalizeMemberName(raw), size: entry.uncompressedSize, compressedSize: entry.compressedSize };
         if (onEntry(member)) {
@@ -135,7 +135,7 @@ export async function openZip(
   });
   return {
     members,
-    unsafeNames,
+    entryCount: zip.entryCount,
     async openMember(name) {
       const entry = kept.get(name);
       if (!entry) throw new Error(`no member ${name}`);
@@ -150,6 +150,14 @@ export async function openZip(
     },
     close: () => zip.close(),
   };
+}
+
+/** The refusal of an archive with more entries than the analysis reads. */
+export function tooManyMembers(format: string, max: number, count?: number): BackupAnalysisError {
+  return new BackupAnalysisError(
+    "archive_too_many_members",
+    `not a backup: the ${format} archive holds ${count ?? `more than ${max}`} members (files, folders and links); the analysis reads at most ${max}: pack the database dump, manifest and file store alone`,
+  );
 }
 
 function checkRatio(name: string, size: number, compressed: number, limits: InflateLimits): void {
