@@ -142,7 +142,7 @@ describe("upload tiers", () => {
     const got = (await owner.api.get(`/migrations/${m.id}`)).body;
     expect(got).toMatchObject({ erp_version_detected: "17.0", recommended_cpu: 1, recommended_ram_mb: 2048, sha256: sha(data), file_name: "acme.zip", upload_tier: "tier_1", monthly_savings: 70 });
     // An analysis that names no PostgreSQL or Enterprise need (made before them) asks the target for nothing.
-    expect((await member.api.get(`/migrations/${m.id}/analysis`)).body).toEqual({ migration_id: m.id, ...ACME_ANALYSIS, requirements: [] });
+    expect((await member.api.get(`/migrations/${m.id}/analysis`)).body).toEqual({ migration_id: m.id, ...ACME_ANALYSIS, sha256: sha(data), sha256_source: "declared", requirements: [] });
     const { rows } = await cp.database.pool.query<{ data: { status: string; current_step: string | null } }>("select data from org_events where type = 'migration_progress' and data->>'migration_id' = $1 order by id", [m.id]);
     const seen = rows.map((r) => `${r.data.status}/${r.data.current_step}`);
     expect(seen).toEqual(expect.arrayContaining(["pending/null", "uploading/uploading", "uploading/verifying", "uploading/analyzing", "analyzed/null"]));

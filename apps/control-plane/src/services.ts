@@ -76,7 +76,7 @@ import { createMigrationArchives } from "./modules/migrations/migration-archive.
 import { createMigrationExecution } from "./modules/migrations/migration-execution.ts";
 import { createMigrationRequirements } from "./modules/migrations/migration-requirements.ts";
 import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
-import { migrationUploadDir } from "./config.ts";
+import { migrationQuotaBytes, migrationUploadDir } from "./config.ts";
 import type { TierLimits } from "./modules/migrations/migration-states.ts";
 
 export function createServices(deps: {
@@ -173,6 +173,7 @@ export function createServices(deps: {
     cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
     masterKey: deps.masterKey,
     ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
+    uploadQuotaBytes: migrationQuotaBytes(),
   });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);

@@ -50,8 +50,6 @@ export const ERROR_STATUS = {
   addon_token_invalid: 400,
   /** A migration created without data_processing_consent true. */
   consent_required: 400,
-  /** An upload that never declared the backup's SHA-256 (upload/init, header, form field or tus metadata). */
-  checksum_required: 400,
   /** An import URL that is not an https URL (or carries credentials). */
   invalid_import_url: 400,
   // 401: who is calling is unknown
@@ -133,6 +131,8 @@ export const ERROR_STATUS = {
   upload_not_initialized: 409,
   /** Completing a parallel-part upload the bucket cannot assemble (a part missing, a wrong ETag). */
   upload_incomplete: 409,
+  /** A resumable upload part past the number allowed (100 per upload, 1000 per organisation), or a final concatenation listing more. */
+  too_many_upload_parts: 409,
   /** An upload sent to the endpoint of another tier than upload/init gave. */
   wrong_upload_tier: 409,
   /** The migration has no analysis yet (GET analysis, available-vms). */
@@ -158,6 +158,10 @@ export const ERROR_STATUS = {
   download_link_expired: 410,
   /** A Range a backup file cannot satisfy (past its end). */
   range_not_satisfiable: 416,
+  /** A migration backup (upload/init, a resumable upload's creation, import-url) that would take the organisation's migration backups past BERTH_MIGRATION_QUOTA_BYTES. */
+  upload_quota_exceeded: 413,
+  /** Resumable upload parts (Upload-Concat: partial) that together would exceed the size declared at upload/init. */
+  upload_parts_too_large: 413,
   /** An uploaded file whose size or SHA-256 differs from what its sender declared: it was not kept. */
   upload_checksum_mismatch: 422,
   unsupported_media_type: 415,

@@ -6,6 +6,9 @@ import { MIGRATION_STATUSES, SOURCE_TYPES } from "./migration-states.ts";
 import { MIGRATION_STEPS } from "./migration-steps.ts";
 
 export const Sha256 = Type.String({ pattern: "^[0-9a-fA-F]{64}$", description: "SHA-256 of the whole backup, hex" });
+const Sha256Source = StringEnum(["declared", "computed"] as const, {
+  description: "declared: the sender declared the SHA-256 (upload/init, header, form field, tus metadata, import-url) and the backup matched it; computed: none was declared (none is required), the server computed it while receiving. null before the backup is stored",
+});
 
 /** The analysis of a stored backup as the analysis returns it (everything but migration_id). */
 export const AnalysisFields = Type.Object({
@@ -27,7 +30,14 @@ export const AnalysisFields = Type.Object({
   vendor_equivalent_cost: Type.Number(),
   monthly_savings: Type.Number(),
   format: Type.Optional(StringEnum(["zip", "tar", "tar.gz", "sql", "pg_custom"] as const, { description: "What the backup is, read from its content (never its name)" })),
-  warnings: Type.Optional(Type.Array(Type.String(), { description: "What the person should know that does not stop the migration (e.g. a dump without a file store)" })),
+  warnings: Type.Optional(
+    Type.Array(Type.String(), {
+      maxItems: 50,
+      description:
+        "What the person should know that does not stop the migration (e.g. a dump without a file store). Like warnings are one line with their count (300000 members with unsafe names were ignored, e.g. '../x'); at most 50, the rest counted in warnings_omitted",
+    }),
+  ),
+  warnings_omitted: Type.Optional(Type.Integer({ minimum: 0, description: "Warnings left out of `warnings` past its 50" })),
   pg_dump_version: Type.Optional(Nullable(Type.String({ description: "The pg_dump release that wrote the dump, when its header says" }))),
   postgres_major_required: Type.Optional(
     Type.Integer({
@@ -61,6 +71,8 @@ export const Analysis = Type.Object(
   {
     migration_id: Uuid,
     ...AnalysisFields.properties,
+    sha256: Nullable(Type.String({ description: "SHA-256 of the analysed backup as stored" })),
+    sha256_source: Nullable(Sha256Source),
     requirements: Type.Array(Requirement, {
       description: "What the environment the migration creates must have for the backup to restore and run, each compared with the target now: the PostgreSQL of the database image (always listed) and, for a backup with Enterprise modules, the Enterprise add-ons. start refuses while one is not met",
     }),
@@ -86,6 +98,7 @@ export const Migration = Type.Object(
     upload_tier: Nullable(StringEnum(["tier_1", "tier_2", "tier_3", "tier_4", "import"] as const)),
     bytes_received: Type.Integer({ description: "Bytes of the backup received so far (upload or import)" }),
     sha256: Nullable(Type.String({ description: "SHA-256 of the stored backup, once it arrived and passed the integrity check" })),
+    sha256_source: Nullable(Sha256Source),
     erp_version_detected: Nullable(Type.String()),
     database_size_bytes: Nullable(Type.Integer()),
     filestore_size_bytes: Nullable(Type.Integer()),

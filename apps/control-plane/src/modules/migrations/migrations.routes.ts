@@ -24,14 +24,15 @@ const MigrationRef = refTo(Migration);
 const Params = Type.Object({ migration_id: Uuid });
 
 const UPLOAD_DESCRIPTION = `Chooses the upload tier for the declared size and returns where to send the backup:
-- **tier_1** (under 50 MB): \`POST upload_url\` (…/upload/direct) as multipart/form-data with one field \`file\`; the SHA-256 goes in \`sha256\` here, a form field \`sha256\` before the file, or the \`X-Checksum-Sha256\` header.
+- **tier_1** (under 50 MB): \`POST upload_url\` (…/upload/direct) as multipart/form-data with one field \`file\`; a SHA-256, if the client declares one (none is required), goes in \`sha256\` here, a form field \`sha256\` before the file, or the \`X-Checksum-Sha256\` header.
 - **tier_2** (50 to 500 MB), **tier_3** (500 MB to 5 GB), **tier_4** (over 5 GB): the [tus 1.0 protocol](https://tus.io/protocols/resumable-upload) at \`upload_url\` (…/upload/tus), in chunks of \`chunk_size_bytes\` (10 MiB):
-  \`POST\` with \`Tus-Resumable: 1.0.0\`, \`Upload-Length\` (the size declared here) and \`Upload-Metadata\` (\`filename\`, and \`sha256\` unless given here) creates the upload and answers its URL in \`Location\`;
+  \`POST\` with \`Tus-Resumable: 1.0.0\`, \`Upload-Length\` (the size declared here) and \`Upload-Metadata\` (\`filename\`, and optionally \`sha256\` unless given here) creates the upload and answers its URL in \`Location\`;
   \`PATCH\` that URL with \`Content-Type: application/offset+octet-stream\` and \`Upload-Offset\`; after a cut connection, \`HEAD\` answers \`Upload-Offset\` and the client continues from there. Once the backup is in (the last chunk's answer carries X-Checksum-Sha256), \`HEAD\` on the upload answers 200 with \`Upload-Offset\` equal to \`Upload-Length\`: complete, also after that answer was lost.
   **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, \`HEAD\` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again.
-- **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (the sha256 is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again.
+- **tiers 3 and 4 on an S3 backup store**: protocol \`s3_multipart\` (a sha256, if any, is declared here): \`POST upload_url\` (…/upload/parts) \`{part_numbers}\` answers presigned part URLs; \`PUT\` the parts in parallel straight to the bucket, keeping each ETag; \`POST complete_url\` \`{parts: [{part_number, etag}]}\`. A failed part is PUT again (same retry table); an expired URL is asked for again.
 - **parallel parts with tus** (tiers 3 and 4 on a local backup store; any tus tier may use it): the tus concatenation extension. \`POST upload_url\` with \`Upload-Concat: partial\` and the part's own \`Upload-Length\` creates a part (send and resume each as above, in parallel); once every part is complete, \`POST upload_url\` with \`Upload-Concat: final;<part URL> <part URL> …\` (in order; \`Upload-Metadata\` may carry sha256) joins them through the integrity check into the store and answers 201 with X-Checksum-Sha256 (409 upload_incomplete while a part misses bytes or the parts do not add up to the declared size).
-Every tier ends with the integrity check (declared size and SHA-256) before the analysis; a mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.`;
+Every tier ends with the integrity check before the analysis: the declared size, and the SHA-256 when one was declared (without one, the server computes it while receiving; the migration and its analysis show it with sha256_source computed). A mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.
+**Bounds:** the organisation's migration backups (stored, and the declared size of those under way) take at most its quota (BERTH_MIGRATION_QUOTA_BYTES, 200 GiB by default): upload/init and a tus creation past it answer 413 upload_quota_exceeded with the figures. tus parts: at most 100 per upload (409 too_many_upload_parts; a final concatenation lists at most as many), 1000 per organisation at once, and together at most the declared size (413 upload_parts_too_large).`;
 
 export function migrationsRoutes(deps: {
   migrations: MigrationsService;
@@ -150,7 +151,7 @@ export function migrationsRoutes(deps: {
             },
             { additionalProperties: false },
           ),
-          response: { 200: UploadInit, ...errors(404, 409) },
+          response: { 200: UploadInit, ...errors(404, 409, 413) },
         },
       },
       async (request) => {
@@ -180,7 +181,7 @@ export function migrationsRoutes(deps: {
           tags: TAG,
           summary: "Upload a backup (tier_1)",
           description:
-            "multipart/form-data with one field `file` (under 50 MB, the size declared to upload/init), streamed into the backup store. The SHA-256 is upload/init's, a form field `sha256` sent before the file, or the X-Checksum-Sha256 header. 422 upload_checksum_mismatch when size or digest differ (nothing kept, migration failed); 409 wrong_upload_tier for a larger declared size.",
+            "multipart/form-data with one field `file` (under 50 MB, the size declared to upload/init), streamed into the backup store. A SHA-256 is optional: upload/init's, a form field `sha256` sent before the file, or the X-Checksum-Sha256 header; without one the server computes it (the answer's sha256). 422 upload_checksum_mismatch when the size or a declared digest differ (nothing kept, migration failed); 409 wrong_upload_tier for a larger declared size.",
           params: Params,
           consumes: ["multipart/form-data"],
           headers: Type.Object({ "x-checksum-sha256": Type.Optional(Sha256) }),
@@ -245,8 +246,14 @@ export function migrationsRoutes(deps: {
       if (request.method === "POST" && concat !== "partial" && request.headers["upload-length"] !== String(m.declaredSizeBytes)) {
         throw new DomainError("validation_error", `Upload-Length must be ${m.declaredSizeBytes}, the size given to upload/init`);
       }
-      hijack(request, reply);
-      await deps.tus.handle(request.raw, reply.raw);
+      // A creation is held to the organisation's quota again: other migrations may have taken it since upload/init.
+      if (request.method === "POST") await migrations.checkQuota(m, m.declaredSizeBytes!);
+      const handle = async () => {
+        hijack(request, reply);
+        await deps.tus.handle(request.raw, reply.raw);
+      };
+      if (request.method === "POST" && concat === "partial") await deps.tus.createPart(m, length, handle);
+      else await handle();
     };
     const tusSchema = (summary: string, withId: boolean) => ({
       tags: TAG,
@@ -286,7 +293,7 @@ export function migrationsRoutes(deps: {
           tags: TAG,
           summary: "Complete a parallel-part upload (tiers 3 and 4, S3)",
           description:
-            "Assembles the parts in the bucket from their ETags (409 upload_incomplete when one is missing or wrong: send it and complete again), then reads the object back for the integrity check against upload/init's size and sha256 (422 upload_checksum_mismatch: nothing kept, migration failed) and starts the analysis.",
+            "Assembles the parts in the bucket from their ETags (409 upload_incomplete when one is missing or wrong: send it and complete again), then reads the object back for the integrity check against upload/init's size and sha256, if one was declared (422 upload_checksum_mismatch: nothing kept, migration failed) and starts the analysis.",
           params: Params,
           body: Type.Object({ parts: Type.Array(Type.Object({ part_number: Type.Integer({ minimum: 1, maximum: 10_000 }), etag: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }), { minItems: 1, maxItems: 10_000 }) }, { additionalProperties: false }),
           response: { 200: UploadResult, ...errors(404, 409, 422) },
@@ -306,10 +313,10 @@ export function migrationsRoutes(deps: {
           tags: TAG,
           summary: "Import a backup from a URL",
           description:
-            "Downloads the backup in the background from a public HTTPS URL answering 200 (presigned URLs: valid at least 1 hour), streamed into the backup store with migration_progress events. Private, loopback and link-local addresses are refused. A cut connection resumes with Range when the server supports it; after 600 s the migration fails with \"Download timed out after 600s\". Optional sha256 and file_size are checked at the end (else the size the server announced is).",
+            "Downloads the backup in the background from a public HTTPS URL answering 200 (presigned URLs: valid at least 1 hour), streamed into the backup store with migration_progress events. Private, loopback and link-local addresses are refused. A cut connection resumes with Range when the server supports it; after 600 s the migration fails with \"Download timed out after 600s\". Optional sha256 and file_size are checked at the end (else the size the server announced is; without sha256 the server computes it). 413 upload_quota_exceeded when file_size does not fit the organisation's quota; whatever the headers say, a download past what the quota leaves fails at once with \"Download failed (upload_quota_exceeded): …\", keeping nothing.",
           params: Params,
           body: Type.Object({ cloud_url: Type.String({ minLength: 9, maxLength: 4000 }), sha256: Type.Optional(Sha256), file_size: Type.Optional(Type.Integer({ minimum: 1 })) }, { additionalProperties: false }),
-          response: { 202: StatusAnswer, ...errors(404, 409) },
+          response: { 202: StatusAnswer, ...errors(404, 409, 413) },
         },
       },
       async (request, reply) => {

@@ -4,7 +4,7 @@
 // and the cleanup of bytes nobody will use. Executing the 12 steps (start, unlink) is
 // migration-execution.ts'; following them, migration-progress.ts.
 import { createHash } from "node:crypto";
-import type { Readable } from "node:stream";
+import { Readable } from "node:stream";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { Clock } from "../../lib/clock.ts";
 import { withoutCredentials } from "../../lib/git-credentials.ts";
@@ -17,6 +17,7 @@ import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
 import type { AnalysisFields } from "./migration-schemas.ts";
 import type { MigrationRequirements } from "./migration-requirements.ts";
 import { advance, stepsOfMigration, stepsView } from "./migration-steps.ts";
+import { DEFAULT_UPLOAD_QUOTA_BYTES, quotaRefusal } from "./upload-limits.ts";
 import {
   ACCEPTS_BACKUP,
   CONFIGURABLE,
@@ -65,6 +66,9 @@ const NO_BACKUP_YET = {
 
 export const storageKeyOf = (m: { organizationId: string; id: string }) => `migrations/${m.organizationId}/${m.id}/backup`;
 
+/** Whether the stored backup's SHA-256 was declared by its sender and verified, or computed on receipt (none declared); null before it is stored. */
+export const sha256Source = (m: Pick<MigrationRow, "storedSha256" | "declaredSha256">) => (m.storedSha256 === null ? null : m.declaredSha256 === null ? ("computed" as const) : ("declared" as const));
+
 /** The API's migration; `environmentUrl`: where the linked environment is served (null when none). */
 export function migrationView(m: MigrationRow, environmentUrl: string | null = null) {
   return {
@@ -85,6 +89,7 @@ export function migrationView(m: MigrationRow, environmentUrl: string | null = n
     upload_tier: m.uploadTier as UploadTier | "import" | null,
     bytes_received: m.receivedBytes,
     sha256: m.storedSha256,
+    sha256_source: sha256Source(m),
     erp_version_detected: m.erpVersionDetected,
     database_size_bytes: m.databaseSizeBytes,
     filestore_size_bytes: m.filestoreSizeBytes,
@@ -153,11 +158,25 @@ export function createMigrationsService(deps: {
   environmentUrls?: (organizationId: string, environmentIds: string[]) => Promise<Map<string, string | null>>;
   /** Cancels the deployment a running migration is (the agent is told); absent: nothing to tell. */
   cancelDeployment?: (deploymentId: string, by: string) => Promise<void>;
+  /** Bytes an organisation's migration backups may take, stored and under way (default: upload-limits.ts, 200 GiB). */
+  uploadQuotaBytes?: number;
   /** Seals the credentials of a repository URL (as projects do). */
   masterKey: Buffer;
 }) {
   const { repo, store } = deps;
+  const quota = deps.uploadQuotaBytes ?? DEFAULT_UPLOAD_QUOTA_BYTES;
   let queue: MigrationQueue | null = null;
+
+  /** Bytes the migration's backup may still take within its organisation's quota (the other migrations' bytes counted). */
+  async function uploadRoom(m: MigrationRow): Promise<number> {
+    return Math.max(0, quota - (await repo.uploadBytesOf(m.organizationId, m.id)));
+  }
+
+  /** Refuses (upload_quota_exceeded) a backup of `bytes` for the migration when its organisation's quota has no room for it. */
+  async function checkQuota(m: MigrationRow, bytes: number): Promise<void> {
+    const refused = quotaRefusal(await repo.uploadBytesOf(m.organizationId, m.id), bytes, quota);
+    if (refused) throw refused;
+  }
 
   /**
    * The repository columns a create or configure sets (undefined: unchanged; null: none), under
@@ -213,9 +232,9 @@ export function createMigrationsService(deps: {
       hash.update(chunk as Buffer);
     }
     const sha256 = hash.digest("hex");
-    if (size !== m.declaredSizeBytes || sha256 !== m.declaredSha256) {
+    if (size !== m.declaredSizeBytes || (m.declaredSha256 !== null && sha256 !== m.declaredSha256)) {
       await store.delete(key);
-      const message = `Integrity check failed: received ${size} bytes with sha256 ${sha256}, but ${m.declaredSizeBytes} bytes with sha256 ${m.declaredSha256} were declared; nothing was kept, upload the backup again`;
+      const message = `Integrity check failed: received ${size} bytes with sha256 ${sha256}, but ${m.declaredSizeBytes} bytes${m.declaredSha256 === null ? "" : ` with sha256 ${m.declaredSha256}`} were declared; nothing was kept, upload the backup again`;
       await repo.update(m.id, { status: "failed", errorMessage: message, currentStep: STEPS.verifying, uploadId: null }, { from: ["uploading"] });
       throw new DomainError("upload_checksum_mismatch", message);
     }
@@ -230,6 +249,30 @@ export function createMigrationsService(deps: {
     }
     await requireQueue().analyze(m.id);
     return row;
+  }
+
+  /**
+   * store.put of exactly `size` bytes, when no SHA-256 was declared: a byte past the size stops
+   * the write, fewer removes what was written; either is the store's object_mismatch.
+   */
+  async function putOfSize(key: string, body: NodeJS.ReadableStream, size: number) {
+    const mismatch = (got: string) => new ObjectStoreError("object_mismatch", `${key}: received ${got} bytes, but ${size} bytes were declared`);
+    const bounded = Readable.from(
+      (async function* () {
+        let seen = 0;
+        for await (const chunk of body as AsyncIterable<Buffer>) {
+          seen += chunk.length;
+          if (seen > size) throw mismatch(`more than ${size}`);
+          yield chunk;
+        }
+      })(),
+    );
+    const stored = await store.put(key, bounded);
+    if (stored.size_bytes !== size) {
+      await store.delete(key).catch(() => undefined);
+      throw mismatch(String(stored.size_bytes));
+    }
+    return stored;
   }
 
   /** The API's migrations, each with where its environment is served (one lookup for all of them). */
@@ -288,6 +331,7 @@ export function createMigrationsService(deps: {
     async initUpload(organizationId: string, id: string, input: { file_name: string; file_size: number; sha256?: string | undefined }) {
       const m = await acceptingBackup(organizationId, id, "uploaded");
       if (input.file_size > MAX_UPLOAD_BYTES) throw new DomainError("validation_error", `A backup may be at most ${MAX_UPLOAD_BYTES} bytes`);
+      await checkQuota(m, input.file_size);
       await removeBytes(m);
       const tier = tierOf(input.file_size, deps.tierLimits ?? TIER_LIMITS);
       // Tiers 3 and 4 on a bucket: parallel parts straight to it (presigned part URLs).
@@ -331,7 +375,6 @@ export function createMigrationsService(deps: {
       if (m.status !== "uploading" || !m.uploadId?.startsWith(S3_UPLOAD) || !store.parts) {
         throw new DomainError("upload_not_initialized", `Migration ${id} has no parallel-part upload: call upload/init (tiers 3 and 4 on an S3 backup store)`);
       }
-      if (m.declaredSha256 === null) throw new DomainError("checksum_required", "Parallel-part uploads declare the SHA-256 at upload/init");
       const key = storageKeyOf(m);
       await repo.update(m.id, { currentStep: STEPS.verifying }, { from: ["uploading"] });
       try {
@@ -361,6 +404,12 @@ export function createMigrationsService(deps: {
       return { m: takesBytes(m, tiers), finished: false };
     },
 
+    uploadRoom,
+    checkQuota,
+
+    /** Ids of the organisation's migrations taking an upload now (the tus parts' bound per organisation). */
+    uploadingIds: (organizationId: string) => repo.uploadingIds(organizationId),
+
     async noteUploadId(id: string, uploadId: string): Promise<void> {
       await repo.update(id, { uploadId }, { from: ["uploading"], event: false });
     },
@@ -370,21 +419,20 @@ export function createMigrationsService(deps: {
     },
 
     /**
-     * Streams a backup into the store with the integrity check (declared size and SHA-256):
-     * kept and queued for analysis when both match, else removed, the migration failed with
-     * the reason, and upload_checksum_mismatch thrown. `sha256` is what the sender declared
-     * now when init did not.
+     * Streams a backup into the store with the integrity check: kept and queued for analysis
+     * when it matches, else removed, the migration failed with the reason, and
+     * upload_checksum_mismatch thrown. The size is always checked; the SHA-256 when the sender
+     * declared one (at init, or now: `sha256`). Without one (platform spec 4.3 names none) the
+     * store's digest, computed while it wrote, is recorded and shown (sha256_source computed),
+     * as S3 and Stripe do: never refused for the lack of a checksum.
      */
     async receive(m: MigrationRow, body: NodeJS.ReadableStream, declared: { size: number; sha256: string | null }): Promise<MigrationRow> {
       const sha256 = (m.declaredSha256 ?? declared.sha256)?.toLowerCase() ?? null;
-      if (sha256 === null) {
-        throw new DomainError("checksum_required", "Declare the backup's SHA-256 (upload/init's sha256, the X-Checksum-Sha256 header, or the tus metadata sha256): every upload is checked against it");
-      }
       const key = storageKeyOf(m);
       await repo.update(m.id, { currentStep: STEPS.verifying, declaredSha256: sha256 }, { from: ["uploading", "importing"] });
       let stored;
       try {
-        stored = await store.put(key, body, { expect: { size_bytes: declared.size, sha256 } });
+        stored = sha256 === null ? await putOfSize(key, body, declared.size) : await store.put(key, body, { expect: { size_bytes: declared.size, sha256 } });
       } catch (error) {
         if (error instanceof ObjectStoreError && error.code === "object_mismatch") {
           const message = `Integrity check failed: ${error.message.replace(/^[^:]*: /, "")}; nothing was kept, upload the backup again`;
@@ -453,12 +501,13 @@ export function createMigrationsService(deps: {
       const m = await get(organizationId, id);
       if (m.analysis === null) throw new DomainError("migration_not_analyzed", `Migration ${id} has no analysis yet (it is ${m.status}${m.currentStep ? `, ${m.currentStep}` : ""})`);
       const analysis = m.analysis as AnalysisFields;
-      return { migration_id: m.id, ...analysis, requirements: await deps.requirements.check({ organizationId: m.organizationId, environmentId: m.environmentId, analysis }) };
+      return { migration_id: m.id, ...analysis, sha256: m.storedSha256, sha256_source: sha256Source(m), requirements: await deps.requirements.check({ organizationId: m.organizationId, environmentId: m.environmentId, analysis }) };
     },
 
     /** import-url: records the URL and queues the download (migration-jobs.ts, url-import.ts). */
     async importUrl(organizationId: string, id: string, input: { cloud_url: string; sha256?: string | undefined; file_size?: number | undefined }) {
       const m = await acceptingBackup(organizationId, id, "imported");
+      await checkQuota(m, input.file_size ?? 0);
       await removeBytes(m);
       const name = decodeURIComponent(new URL(input.cloud_url).pathname.split("/").pop() ?? "") || "backup";
       const row = await repo.update(

@@ -37,6 +37,7 @@ import { DomainError } from "../../lib/errors.ts";
 import { httpStatusOf } from "../../lib/error-codes.ts";
 import { REQUEST_ID_HEADER } from "../../lib/request-id.ts";
 import { notUploading, type MigrationsService } from "./migrations.service.ts";
+import { MAX_PARTS_PER_ORGANIZATION, MAX_PARTS_PER_UPLOAD } from "./upload-limits.ts";
 
 // Types of the raw request and response tus handles (node:http is imported for its types only: requests go out through the request guard).
 type IncomingMessage = import("node:http").IncomingMessage;
@@ -80,7 +81,12 @@ class CheckedFileStore extends FileStore {
   }
 }
 
-export function createTusUploads(deps: { dir: string; prefix: string; migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive">; byId: (id: string) => Promise<UploadingMigration | undefined> }) {
+export function createTusUploads(deps: {
+  dir: string;
+  prefix: string;
+  migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive" | "uploadingIds">;
+  byId: (id: string) => Promise<UploadingMigration | undefined>;
+}) {
   // Made on first use: the file store creates its folder, which a control plane that never
   // receives a resumable upload (scripts, most tests) should not leave behind.
   let made: { server: Server; datastore: FileStore } | null = null;
@@ -95,6 +101,8 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
     partOffsets.set(migrationOf(uploadId), parts.set(uploadId, offset));
     return [...parts.values()].reduce((a, b) => a + b, 0);
   };
+  /** Per migration, the creation of a part under way (one at a time, so the bounds are checked against every part before it). */
+  const creatingPart = new Map<string, Promise<unknown>>();
   /** Per migration, the tus requests being served on this replica and the removals waiting for them to end. */
   const serving = new Map<string, { requests: number; removals: (() => Promise<void>)[] }>();
 
@@ -147,7 +155,7 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
           return { status_code: 204, headers: { "x-migration-status": row.status, "x-checksum-sha256": row.storedSha256 ?? "" } };
         } catch (error) {
           if (error instanceof DomainError) {
-            const status = error.code === "upload_checksum_mismatch" ? 422 : error.code === "checksum_required" ? 400 : 409;
+            const status = error.code === "upload_checksum_mismatch" ? 422 : 409;
             throw { status_code: status, body: JSON.stringify({ error: error.code, message: error.message }) };
           }
           throw error;
@@ -199,7 +207,54 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
     }
   }
 
+  /** The parts (ids) in the folder of the migrations `migrationIds` accepts. */
+  async function partsIn(accepts: (migrationId: string) => boolean): Promise<string[]> {
+    const names = await readdir(deps.dir).catch(() => [] as string[]);
+    return names.filter((n) => UPLOAD_ID.test(n) && isPart(n) && accepts(migrationOf(n)));
+  }
+
+  /**
+   * Refuses a new part of `length` bytes for the migration past the bounds (upload-limits.ts):
+   * MAX_PARTS_PER_UPLOAD parts of its upload, the declared size for its parts together,
+   * MAX_PARTS_PER_ORGANIZATION parts of its organisation's uploads.
+   */
+  async function checkNewPart(m: UploadingMigration, length: number): Promise<void> {
+    const mine = await partsIn((id) => id === m.id);
+    if (mine.length >= MAX_PARTS_PER_UPLOAD) {
+      throw new DomainError("too_many_upload_parts", `This upload has ${mine.length} parts, the most one upload may have (${MAX_PARTS_PER_UPLOAD}): join them (Upload-Concat: final) or start again with upload/init`);
+    }
+    let bytes = length;
+    for (const id of mine) bytes += (await tus().datastore.getUpload(id).catch(() => null))?.size ?? 0;
+    if (bytes > m.declaredSizeBytes!) {
+      throw new DomainError("upload_parts_too_large", `This upload's parts would hold ${bytes} bytes together, more than the ${m.declaredSizeBytes} declared at upload/init`);
+    }
+    const uploading = new Set(await deps.migrations().uploadingIds(m.organizationId));
+    const theirs = await partsIn((id) => uploading.has(id));
+    if (theirs.length >= MAX_PARTS_PER_ORGANIZATION) {
+      throw new DomainError("too_many_upload_parts", `The organisation's uploads have ${theirs.length} parts, the most allowed at once (${MAX_PARTS_PER_ORGANIZATION}): finish or cancel some uploads first`);
+    }
+  }
+
   return {
+    /**
+     * Creates a part (Upload-Concat: partial) of `length` bytes through `create` (the tus
+     * request), once the bounds allow it; creations of one migration's parts take turns.
+     */
+    async createPart<T>(m: UploadingMigration, length: number, create: () => Promise<T>): Promise<T> {
+      const before = creatingPart.get(m.id) ?? Promise.resolve();
+      const mine = before.then(async () => {
+        await checkNewPart(m, length);
+        return create();
+      });
+      const settled = mine.catch(() => undefined);
+      creatingPart.set(m.id, settled);
+      try {
+        return await mine;
+      } finally {
+        if (creatingPart.get(m.id) === settled) creatingPart.delete(m.id);
+      }
+    },
+
     /** Hands a tus request (already authorised by the route) to the tus server; a part's creation is marked for it. */
     handle: (req: IncomingMessage, res: ServerResponse) => {
       const concat = req.headers["upload-concat"];
@@ -230,6 +285,7 @@ export function createTusUploads(deps: { dir: string; prefix: string; migrations
         throw new DomainError("validation_error", "Upload-Concat: final; lists the URLs of this migration's parts (created with Upload-Concat: partial), separated by spaces");
       }
       if (new Set(ids).size !== ids.length) throw new DomainError("validation_error", "Upload-Concat: final; lists each part once");
+      if (ids.length > MAX_PARTS_PER_UPLOAD) throw new DomainError("too_many_upload_parts", `Upload-Concat: final; lists ${ids.length} parts, more than an upload may have (${MAX_PARTS_PER_UPLOAD})`);
       const { datastore } = tus();
       const parts = [];
       for (const id of ids) {

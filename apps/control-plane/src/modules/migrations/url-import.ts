@@ -3,8 +3,10 @@
 // allows it), streamed to a file of this replica while it is hashed, with progress events.
 // A cut connection resumes with Range when the server said Accept-Ranges: bytes (else it
 // starts again), up to 5 tries. At the deadline (600 s) the migration fails with "Download
-// timed out after 600s". Then the file goes into the backup store through the same
-// integrity check as an upload, and is removed.
+// timed out after 600s". Whatever the headers say, the download stops (and fails, keeping
+// nothing) past what the organisation's quota leaves or the largest backup accepted: a body
+// without a Content-Length cannot fill the disk. Then the file goes into the backup store
+// through the same integrity check as an upload, and is removed.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open as openFile, rm, type FileHandle } from "node:fs/promises";
@@ -12,6 +14,7 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
+import { MAX_UPLOAD_BYTES } from "./migration-states.ts";
 import type { MigrationsRepo } from "./migrations.repo.ts";
 import type { MigrationsService } from "./migrations.service.ts";
 
@@ -19,6 +22,15 @@ const MAX_TRIES = 5;
 const MAX_REDIRECTS = 5;
 
 class Stopped extends Error {}
+/** A download that will not be tried again: an answer that is not the file, too many bytes (with the API's code when there is one). */
+class Refused extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+  }
+}
 
 /**
  * Writes a download into a file, each run of bytes counted (`written`) only once the file has
@@ -50,7 +62,7 @@ function intoFile(out: FileHandle, on: { check(bytes: number): Error | null; wri
 export function createUrlImport(deps: {
   guard: RequestGuard;
   repo: Pick<MigrationsRepo, "byId">;
-  migrations: Pick<MigrationsService, "noteProgress" | "receive" | "fail">;
+  migrations: Pick<MigrationsService, "noteProgress" | "receive" | "fail" | "uploadRoom">;
   dir: string;
   timeoutMs?: number;
   ca?: string | Buffer;
@@ -66,9 +78,9 @@ export function createUrlImport(deps: {
       const location = res.headers.location;
       if (res.status < 300 || res.status >= 400 || !location) return res;
       res.body.resume();
-      if (hop >= MAX_REDIRECTS) throw new Error("too many redirects");
+      if (hop >= MAX_REDIRECTS) throw new Refused("too many redirects");
       url = new URL(location, url).toString();
-      if (!url.startsWith("https:")) throw new Error("a redirect left HTTPS");
+      if (!url.startsWith("https:")) throw new Refused("a redirect left HTTPS");
     }
   }
 
@@ -89,6 +101,13 @@ export function createUrlImport(deps: {
       }, 2000);
       let received = 0;
       let total: number | null = m.declaredSizeBytes;
+      // Whatever the server says (or does not say), no more than the quota leaves and the largest backup accepted.
+      const room = await deps.migrations.uploadRoom(m);
+      const bound = Math.min(room, MAX_UPLOAD_BYTES);
+      const tooMuch = (bytes: number, how: string) =>
+        bound === room
+          ? new Refused(`${how} ${bytes} bytes, more than the ${room} bytes the organisation's migration quota leaves; nothing was kept`, "upload_quota_exceeded")
+          : new Refused(`${how} ${bytes} bytes, more than the largest backup accepted (${MAX_UPLOAD_BYTES} bytes); nothing was kept`);
       let ranges = false;
       let hash = createHash("sha256");
       try {
@@ -103,16 +122,25 @@ export function createUrlImport(deps: {
               hash = createHash("sha256");
               const length = Number(res.headers["content-length"]);
               if (total === null && Number.isSafeInteger(length) && length > 0) total = length;
+              if (total !== null && total > bound) {
+                res.body.resume();
+                throw tooMuch(total, m.declaredSizeBytes === null ? "the server announces" : "file_size declares");
+              }
               ranges = res.headers["accept-ranges"] === "bytes";
             } else {
               res.body.resume();
-              throw new Error(`the server answered HTTP ${res.status}, not 200 with the file`);
+              throw new Refused(`the server answered HTTP ${res.status}, not 200 with the file`);
             }
             let lastNote = Date.now();
             const out = await openFile(file, received > 0 && res.status === 206 ? "a" : "w");
             const writer = intoFile(out, {
               // Refused before it is written: the file never holds more than was announced.
-              check: (bytes) => (total !== null && received + bytes > total ? new Error(`more than the announced ${total} bytes arrived`) : null),
+              check: (bytes) =>
+                total !== null && received + bytes > total
+                  ? new Refused(`more than the announced ${total} bytes arrived`)
+                  : received + bytes > bound
+                    ? tooMuch(received + bytes, "the download, without a Content-Length, reached")
+                    : null,
               written: (bytes) => {
                 received += bytes.length;
                 hash.update(bytes);
@@ -134,7 +162,7 @@ export function createUrlImport(deps: {
           } catch (error) {
             if (signal.aborted) throw error;
             // A refused address, a wrong answer or too many bytes will not change by trying again.
-            const final = error instanceof OutboundRefused || /^(the server answered|more than|too many redirects|a redirect)/.test((error as Error).message);
+            const final = error instanceof OutboundRefused || error instanceof Refused;
             if (attempt >= MAX_TRIES || final) throw error;
             await new Promise((r) => setTimeout(r, (deps.retryDelayMs ?? 1000) * attempt));
           }
@@ -143,14 +171,20 @@ export function createUrlImport(deps: {
         await deps.migrations.noteProgress(m.id, received);
         const current = await deps.repo.byId(m.id);
         if (!current || current.status !== "importing") return;
-        await deps.migrations.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 ?? hash.digest("hex") }).catch((error: unknown) => {
+        await deps.migrations.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 }).catch((error: unknown) => {
           // The integrity check already failed the migration with its message.
           if ((error as { code?: string }).code !== "upload_checksum_mismatch") throw error;
         });
       } catch (error) {
         if (stop.signal.aborted) return;
+        // Nothing partial is kept: the file goes before the migration says it failed.
+        await rm(file, { force: true });
         if (deadline.aborted) await deps.migrations.fail(m.id, `Download timed out after ${Math.round(timeoutMs / 1000)}s`);
-        else await deps.migrations.fail(m.id, `Download failed: ${(error as Error).message}`);
+        else {
+          // A refusal with a code says it first, as a failed analysis does: "Download failed (upload_quota_exceeded): ...".
+          const code = error instanceof Refused && error.code ? ` (${error.code})` : "";
+          await deps.migrations.fail(m.id, `Download failed${code}: ${(error as Error).message}`);
+        }
       } finally {
         clearInterval(watch);
         await rm(file, { force: true });
