@@ -1,9 +1,9 @@
 // End to end: a signed GitHub-style push to the inbound hook starts a git_push deployment
 // that the real agent runs with Docker, checking out exactly the pushed commit of a local
-// Git repository (file://, so nothing outside this machine is reached).
+// Git repository (served over HTTPS on 127.0.0.1, so nothing outside this machine is reached).
 import { execFile } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -16,12 +16,14 @@ import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
 import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
 import { waitUntil } from "../support/wait.ts";
+import { sharedGitHttpsServer } from "../../apps/agent/src/executor/deploy/git-https-server.test-helpers.ts";
 
 const exec = promisify(execFile);
 let cp: TestControlPlane;
 let agent: AgentProcess;
 let d: DemoOrganization;
 let repoDir: string;
+let repoUrl: string;
 let envId: string;
 let base: string;
 const docker = new Docker();
@@ -45,7 +47,11 @@ beforeAll(async () => {
 
   const scope = { organizationId: d.organization_id, projectId: null };
   const project = await cp.app.services.projects.create(scope, { name: "Pushed shop", server_id: d.server_id, erp_version: "17.0" });
-  await cp.database.pool.query("update projects set git_repo_url = $2 where id = $1", [project.id, `file://${repoDir}`]);
+  // Served over HTTPS with a test CA the agent process trusts (GIT_SSL_CAINFO, inherited): an agent's git clones https and ssh only.
+  const served = path.join(await mkdtemp(path.join(os.tmpdir(), "berth-git-push-served-")), "shop.git");
+  await symlink(path.join(repoDir, ".git"), served);
+  repoUrl = (await sharedGitHttpsServer()).url(served);
+  await cp.database.pool.query("update projects set git_repo_url = $2 where id = $1", [project.id, repoUrl]);
   const env = await cp.app.services.environments.create(scope, { project_id: project.id, name: "production", git_branch: "main", auto_deploy: true, cpu_cores: 1, ram_mb: 1024 });
   envId = env.id;
   d = { ...d, project_id: project.id };
@@ -80,7 +86,7 @@ it("a signed push deploys the pushed commit with the real agent", async () => {
   const body = JSON.stringify({
     ref: "refs/heads/main",
     after: pushed,
-    repository: { full_name: "local/shop", clone_url: `file://${repoDir}`, ssh_url: `file://${repoDir}` },
+    repository: { full_name: "local/shop", clone_url: repoUrl, ssh_url: repoUrl },
     head_commit: { id: pushed, message: "First commit" },
     commits: [{ id: pushed, message: "First commit" }],
   });

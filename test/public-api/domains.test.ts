@@ -7,14 +7,30 @@ import { createDemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
+import { startTestDns, type TestDns } from "../support/dns-server.ts";
 import { expectEnvironment, expectError, freshOrganization } from "./fixtures.ts";
 
 const BASE = "envs.berth.test";
 let cp: TestControlPlane;
+let dns: TestDns;
 beforeAll(async () => {
-  cp = await startControlPlane({ baseDomain: BASE });
+  dns = await startTestDns();
+  cp = await startControlPlane({ baseDomain: BASE, dnsServers: [dns.server] });
 });
-afterAll(async () => cp?.close());
+afterAll(async () => {
+  await cp?.close();
+  await dns?.close();
+});
+
+/** Proves an environment's claims of `names` the way their owner would: the TXT record each claim shows, then verify. */
+async function prove(client: ReturnType<typeof publicClient>, env: string, names: string[]) {
+  const claims = (await client.get(`/environments/${env}/domains`)).body.data as { name: string; verification: { name: string; value: string } }[];
+  for (const name of names) {
+    const claim = claims.find((c) => c.name === name)!;
+    await dns.txt(claim.verification.name, claim.verification.value);
+    expect((await client.post(`/environments/${env}/domains/${name}/verify`)).body.status).toBe("verified");
+  }
+}
 
 const unique = () => Math.random().toString(36).slice(2, 10);
 const hex8 = (id: string) => id.replace(/-/g, "").slice(0, 8);
@@ -84,13 +100,14 @@ describe("PATCH /environments/{id}", () => {
   });
 });
 
-describe("a host name is held by one environment of the whole installation", () => {
+describe("a proven host name is held by one environment of the whole installation", () => {
   it("refuses another organisation's domain or alias, as domain or alias, in any case (409 domain_taken), without saying whose it is", async () => {
     const a = await freshOrganization(cp);
     const b = await freshOrganization(cp);
     const shop = `shop-${unique()}.example.com`;
     const www = `www.${shop}`;
     expect((await a.rw.patch(`/environments/${a.d.environments.running}`, { domain: shop, aliases: [www] })).status).toBe(200);
+    await prove(a.rw, a.d.environments.running, [shop, www]);
     const target = `/environments/${b.d.environments.running}`;
     const before = (await b.ro.get(target)).body;
 
@@ -113,13 +130,12 @@ describe("a host name is held by one environment of the whole installation", () 
     expect((await b.rw.patch(target, { domain: shop, aliases: [www] })).status).toBe(200);
   });
 
-  it("two environments claiming one name at once: exactly one gets it", async () => {
+  it("two environments of one organisation claiming one name at once: exactly one gets it", async () => {
     const a = await freshOrganization(cp);
-    const b = await freshOrganization(cp);
     const name = `race-${unique()}.example.com`;
     const results = await Promise.all([
       a.rw.patch(`/environments/${a.d.environments.stopped}`, { domain: name }),
-      b.rw.patch(`/environments/${b.d.environments.stopped}`, { aliases: [name] }),
+      a.rw.patch(`/environments/${a.d.environments.running}`, { aliases: [name] }),
     ]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
   });
@@ -131,6 +147,7 @@ describe("a host name is held by one environment of the whole installation", () 
     const project = await a.rw.post("/projects", { name: "Short-lived", server_id: a.d.server_id });
     const env = await a.rw.post("/environments", { project_id: project.body.id, name: "web", domain: name });
     expect(env.status).toBe(201);
+    await prove(a.rw, env.body.id, [name]);
     expectError(await b.rw.patch(`/environments/${b.d.environments.running}`, { domain: name }), 409, "domain_taken");
     expect((await a.rw.delete(`/projects/${project.body.id}`, { "x-confirm-delete": "true" })).status).toBe(204);
     expect((await b.rw.patch(`/environments/${b.d.environments.running}`, { domain: name })).status).toBe(200);
@@ -173,6 +190,7 @@ describe("the platform API's PATCH /projects/{project_id}/environments/{env_id}"
     const other = await freshOrganization(cp);
     const taken = `held-${unique()}.example.com`;
     expect((await other.rw.patch(`/environments/${other.d.environments.running}`, { domain: taken })).status).toBe(200);
+    await prove(other.rw, other.d.environments.running, [taken]);
     expectError(await admin.api.patch(path, { domain: taken, auto_deploy: false }), 409, "domain_taken");
 
     const view = await admin.api.get(`/organizations/${d.organization_id}/projects`);

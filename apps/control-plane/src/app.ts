@@ -38,6 +38,7 @@ import { createServices, type Services } from "./services.ts";
 import {
   agentLimitSettings,
   baseDomainSetting,
+  dnsServersSetting,
   mailSettings,
   metricsSetting,
   outboundAllowList,
@@ -99,6 +100,8 @@ export interface AppOptions {
   outboundResolver?: Resolver;
   /** Where environments without a domain are served, `<name>-<8 hex>.<base domain>` (default: BERTH_BASE_DOMAIN; null: no generated names). */
   baseDomain?: string | null;
+  /** DNS servers (ip or ip:port) domain claims are verified through (default: BERTH_DNS_SERVERS, else the system's). */
+  dnsServers?: string[];
   /** The servers' reverse proxy, sent with every deploy (default: BERTH_PROXY_IMAGE, BERTH_ACME_CA, BERTH_ACME_CA_ROOT, BERTH_ACME_EMAIL). */
   proxy?: ProxySettings;
   /** Where uploaded backups are kept (default: BERTH_BACKUP_S3_* when set, else BERTH_BACKUP_DIR, else <data dir>/backups). */
@@ -167,6 +170,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     outbound,
     mailer,
     baseDomain: opts.baseDomain !== undefined ? opts.baseDomain : baseDomainSetting(),
+    dnsServers: opts.dnsServers ?? dnsServersSetting(),
     proxy: opts.proxy ?? proxySettings(),
     ...(opts.backupStore ? { backupStore: opts.backupStore } : {}),
     ...(opts.analyzeBackup ? { analyzeBackup: opts.analyzeBackup } : {}),

@@ -53,6 +53,7 @@ const GROUPS = {
     return out;
   }),
   baseDomain: group(["baseDomain"], (v) => v.baseDomain ?? null),
+  dnsServers: group(["dnsServers"], (v) => v.dnsServers ?? []),
   metrics: group(["metrics", "metricsToken"], (v) => {
     if (v.metricsToken !== undefined && v.metrics === false) throw new Error("BERTH_METRICS=off and BERTH_METRICS_TOKEN contradict each other: unset one");
     return { enabled: v.metrics === true || v.metricsToken !== undefined, token: v.metricsToken ?? null };
@@ -136,6 +137,11 @@ export function registrationMode(env: SettingsEnv = process.env): Values["regist
 /** Outgoing mail; without an SMTP URL, messages are written to the log (development: the invitation link is there). */
 export function mailSettings(env: SettingsEnv = process.env): { smtpUrl?: string; from: string } {
   return fromEnv(GROUPS.mail, env);
+}
+
+/** The DNS servers domain claims are verified through; empty: the system's. */
+export function dnsServersSetting(env: SettingsEnv = process.env): string[] {
+  return fromEnv(GROUPS.dnsServers, env);
 }
 
 /** The agent link's limits an operator set; the unset ones are left to modules/agents/link/limits.ts. */

@@ -13,6 +13,8 @@ import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts
 import { createDeploymentsService } from "./modules/deployments/deployments.service.ts";
 import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
 import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
+import { claimsOf } from "./modules/environments/domain-claims.ts";
+import { createDomainVerification, dnsLookups } from "./modules/environments/domain-verification.ts";
 import { environmentAddresses } from "./modules/environments/domains.ts";
 import { createVariablesService } from "./modules/environments/variables.ts";
 import { createProjectsRepo } from "./modules/projects/projects.repo.ts";
@@ -92,6 +94,8 @@ export function createServices(deps: {
   mailer?: Mailer;
   /** Where environments without a domain are served (BERTH_BASE_DOMAIN); none: they have no URL. */
   baseDomain?: string | null;
+  /** The DNS servers domain claims are verified through (BERTH_DNS_SERVERS, ip or ip:port); empty: the system's. */
+  dnsServers?: string[];
   /** The servers' reverse proxy, sent with every deploy; none: the agents keep what they have. */
   proxy?: ProxySettings;
   /** How the retention rule deletes a backup; default: the backups service's delete (stored files, then record). */
@@ -188,7 +192,16 @@ export function createServices(deps: {
     access,
     operations: deployments,
   });
+  const domainVerification = createDomainVerification({
+    db,
+    clock,
+    dns: dnsLookups(deps.dnsServers ?? []),
+    baseDomain: deps.baseDomain ?? null,
+    onNamesChanged: (row) => dispatcher.routeUpdate(row),
+  });
   const environments = createEnvironmentsService({
+    verification: domainVerification,
+    claims: (ids) => claimsOf(db, ids),
     environments: repos.environments,
     projects: repos.projects,
     cursors,
@@ -212,6 +225,7 @@ export function createServices(deps: {
     addresses,
     projects: projectsService,
     environments,
+    domainVerification,
     variables: createVariablesService({ environments: repos.environments, masterKey: deps.masterKey, clock }),
     deployments,
     backups,

@@ -2,7 +2,8 @@
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { MAX_DOMAIN_ALIASES } from "@berth/protocol";
-import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
+import { CLAIM_STATES } from "./domain-claims.ts";
 import { CertificateView, DnsView } from "../routing/routing-view.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
@@ -65,6 +66,34 @@ export const Environment = Type.Object(
   { $id: "Environment", title: "Environment" },
 );
 const EnvironmentRef = refTo(Environment);
+
+/** A host name of an environment and how its claim stands (domain-verification.ts). */
+export const EnvironmentDomain = Type.Object(
+  {
+    name: Type.String(),
+    status: StringEnum(CLAIM_STATES, {
+      description:
+        "pending: not proven yet; it does not stop another organisation that proves the name from taking it. verified: proven; the name is this " +
+        "environment's alone (others get 409 `domain_taken`). released: another organisation proved the name first; it was taken out of this environment",
+    }),
+    verification: Type.Object(
+      {
+        type: Type.Literal("TXT"),
+        name: Type.String({ description: "_berth-challenge.<domain>" }),
+        value: Type.String({ description: "The token to publish in that TXT record" }),
+      },
+      {
+        description:
+          "How to prove the name: publish this TXT record, or point the name at the environment's server (A/AAAA = the server's public addresses), " +
+          "or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify",
+      },
+    ),
+    checked_at: Nullable(Timestamp),
+    verified_at: Nullable(Timestamp),
+  },
+  { title: "EnvironmentDomain" },
+);
+export const DomainParams = Type.Object({ id: Uuid, domain: Type.String({ minLength: 1, maxLength: 253 }) });
 
 
 /** An environment's size: the limits its containers run with. One rule for creating and changing it. */
@@ -156,8 +185,9 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
           description:
             "Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy " +
             "(POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the " +
-            "installation has a base domain). Host names are unique across the installation among active environments, aliases included " +
-            "(409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused " +
+            "installation has a base domain). A name is held by one environment once proven (see GET /environments/{id}/domains: a TXT record, or DNS " +
+            "pointing at the server); another environment's verified name, or a name another environment of the same organisation has, is refused " +
+            "(409 `domain_taken`), while another organisation's unproven claim is not: the first to prove the name gets it; a name under the installation's base domain other than the environment's own generated one is refused " +
             "(400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told " +
             "at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: " +
             "repeating it sets the same values.",
@@ -167,6 +197,36 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
         },
       },
       async (request) => service.view(await service.update(scopeOf(request), request.params.id, request.body)),
+    );
+
+    app.get(
+      "/environments/:id/domains",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "List an environment's domains with their verification",
+          description: "The domain and aliases, each with its claim's status and the TXT record that proves it.",
+          params: IdParams,
+          response: { 200: Type.Object({ data: Type.Array(EnvironmentDomain) }), ...errors(404) },
+        },
+      },
+      async (request) => service.domains(scopeOf(request), request.params.id),
+    );
+
+    app.post(
+      "/environments/:id/domains/:domain/verify",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Check a domain's DNS now",
+          description:
+            "Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof " +
+            "releases other organisations' pending claims of the name). 404 when the environment does not have this name.",
+          params: DomainParams,
+          response: { 200: EnvironmentDomain, ...errors(404) },
+        },
+      },
+      async (request) => service.verifyDomain(scopeOf(request), request.params.id, request.params.domain),
     );
   };
 }

@@ -12,6 +12,8 @@ import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
 import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
+import type { ClaimState, DomainClaimRow } from "./domain-claims.ts";
+import { challengeName, type DomainVerification } from "./domain-verification.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
 
 /** An environment's size (the limits of its containers); see environments.routes.ts for the bounds. */
@@ -71,6 +73,17 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
   };
 }
 
+/** A claimed name as the APIs show it: its status, and the TXT record that proves it. */
+export function domainView(c: DomainClaimRow) {
+  return {
+    name: c.name,
+    status: c.status as ClaimState,
+    verification: { type: "TXT" as const, name: challengeName(c.name), value: c.token },
+    checked_at: c.checkedAt?.toISOString() ?? null,
+    verified_at: c.verifiedAt?.toISOString() ?? null,
+  };
+}
+
 const inactive = () => new DomainError("environment_inactive", "The environment is not active (it was destroyed); deploy it again first");
 
 /** The row of a claim, or domain_taken naming the name (never who holds it). */
@@ -88,7 +101,17 @@ export function createEnvironmentsService(deps: {
   addresses: EnvironmentAddresses;
   /** Tells the environment's server its new names (the dispatcher's route command). */
   onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
+  /** Proves claims from DNS (domain-verification.ts) when they are made and on demand; absent: claims stay pending. */
+  verification?: Pick<DomainVerification, "check">;
+  /** The claims of environments (domain-claims.ts). */
+  claims?: (environmentIds: string[]) => Promise<DomainClaimRow[]>;
 }) {
+  /** Checks the environment's pending claims at once (a claim whose DNS is ready is verified before the answer). */
+  async function verifyNow(environmentId: string): Promise<void> {
+    if (!deps.verification || !deps.claims) return;
+    await deps.verification.check(await deps.claims([environmentId]));
+  }
+
   const view = (row: EnvironmentRow) => environmentView(row, deps.addresses);
   /**
    * Sets an active environment's domain (null: none, it is served at its generated name)
@@ -102,6 +125,7 @@ export function createEnvironmentsService(deps: {
     const out = await deps.environments.setDomains(row.id, checkDomains(row, input, deps.addresses.baseDomain), deps.clock.now());
     if (!out) throw inactive();
     const updated = claimed(out);
+    await verifyNow(updated.id);
     const before = [row.domain, ...row.aliases].join(" ");
     if ([updated.domain, ...updated.aliases].join(" ") !== before) await deps.onNamesChanged?.(updated);
     return updated;
@@ -144,7 +168,9 @@ export function createEnvironmentsService(deps: {
           createdAt: now,
           updatedAt: now,
         });
-        return view(claimed(out));
+        const row = claimed(out);
+        await verifyNow(row.id);
+        return view(row);
       } catch (err) {
         if (isUniqueViolation(err)) throw new DomainError("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
         throw err;
@@ -152,6 +178,27 @@ export function createEnvironmentsService(deps: {
     },
 
     updateDomains,
+
+    /** The environment's host names with their verification status and what proves them. */
+    async domains(scope: Scope, id: string) {
+      const row = await deps.environments.get(scope, id);
+      if (!row) throw notFound("Environment");
+      const claims = deps.claims ? await deps.claims([row.id]) : [];
+      return { data: claims.sort((a, b) => a.name.localeCompare(b.name)).map(domainView) };
+    },
+
+    /** Checks one name's DNS now (404 when the environment does not claim it); its status after the check. */
+    async verifyDomain(scope: Scope, id: string, name: string) {
+      const row = await deps.environments.get(scope, id);
+      if (!row) throw notFound("Environment");
+      const wanted = name.toLowerCase();
+      const claim = (deps.claims ? await deps.claims([row.id]) : []).find((c) => c.name === wanted);
+      if (!claim) throw notFound("Domain");
+      if (deps.verification) await deps.verification.check([claim]);
+      const after = (await deps.claims!([row.id])).find((c) => c.name === wanted);
+      if (!after) throw notFound("Domain");
+      return domainView(after);
+    },
 
     /**
      * Changes an active environment in place: its names (updateDomains, at once) and its

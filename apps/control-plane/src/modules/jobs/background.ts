@@ -1,5 +1,5 @@
 // Starts the background work of one replica on pg-boss (see db/jobs.ts for the policy):
-// the stuck-deployment sweep every 5 minutes, the backup scheduler every minute, the retention of
+// the stuck-deployment sweep and the domain verification every 5 minutes, the backup scheduler every minute, the retention of
 // the time-partitioned tables every hour (and once at start), and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
 // (repository URL credentials, webhook signing secrets) are sealed with the master key.
@@ -10,6 +10,7 @@ import type { Services } from "../../services.ts";
 import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
 import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup-scheduler.ts";
 import { startMigrationJobs } from "../migrations/migration-jobs.ts";
+import { DOMAIN_VERIFICATION_CRON, DOMAIN_VERIFICATION_QUEUE } from "../environments/domain-verification.ts";
 import { createUrlImport } from "../migrations/url-import.ts";
 import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention, type RetentionRun, type RetentionSettings } from "../retention/retention.ts";
@@ -24,7 +25,7 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries" | "projects" | "webhooks" | "backupScheduler" | "migrations" | "migrationsRepo" | "tusUploads">;
+  services: Pick<Services, "webhookDeliveries" | "domainVerification" | "projects" | "webhooks" | "backupScheduler" | "migrations" | "migrationsRepo" | "tusUploads">;
   /** The SSRF guard import URLs go through, and the imports' deadline (default 600 s) and extra CAs. */
   outbound?: RequestGuard;
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
@@ -45,6 +46,11 @@ export async function startBackgroundWork(deps: {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });
   });
   await jobs.schedule(STUCK_SWEEP_QUEUE, STUCK_SWEEP_CRON);
+  // Pending domain claims whose DNS was set since: proven, they hold the name (domain-verification.ts).
+  await jobs.define(DOMAIN_VERIFICATION_QUEUE, async () => {
+    await deps.services.domainVerification.pass();
+  });
+  await jobs.schedule(DOMAIN_VERIFICATION_QUEUE, DOMAIN_VERIFICATION_CRON);
   // Scheduled backups, missed slots and retention: one pass a minute across all replicas.
   await jobs.define(BACKUP_SCHEDULER_QUEUE, async () => {
     const pass = await deps.services.backupScheduler.tick();
