@@ -196,7 +196,9 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed, onRetention: (run) => {
     metrics.observe.retentionRan(run, clock.now());
-    if (run.dropped.length > 0 || run.deleted > 0) app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created }, "retention: expired months dropped");
+    if (run.dropped.length > 0 || run.deleted > 0 || run.commands > 0) {
+      app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created, commands: run.commands }, "retention: expired months dropped, ended commands deleted");
+    }
   } });
   app.addHook("onClose", async () => background.stop(drainState.jobsGraceMs()));
 
