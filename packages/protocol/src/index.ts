@@ -15,3 +15,4 @@ export * from "./enrollment.ts";
 export * from "./settings.ts";
 export * from "./validation.ts";
 export * from "./erp-backup.ts";
+export * from "./psql-script.ts";
