@@ -21,8 +21,8 @@
 // Recovery (recoverInterruptedRestore, run whenever the environment's PostgreSQL is made
 // ready: by deploy, redeploy, backup, restore, start and restart): a journal in phase
 // "swapping" is rolled back as in 6b (the restore never reported success); in phase
-// "committed" it is finished as in 6a. Leftover odoo_restore_* databases and
-// data-restore-* folders never served and are removed. Without a journal, a missing "odoo"
+// "committed" it is finished as in 6a. Leftover odoo_restore_* databases, their loader roles
+// (berth_loader_*, restore-role.ts) and data-restore-* folders never served and are removed. Without a journal, a missing "odoo"
 // next to an odoo_previous_* gets the newest of those renamed back (likewise "data"); an
 // odoo_previous_* beside a live "odoo" is then left alone with a warning: Berth does not
 // drop a database it cannot account for.
@@ -35,6 +35,7 @@ import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
 import { CommandError } from "../runner/handler-types.ts";
+import { dropLeftoverLoaders, LOADER_OS_USER, withLoaderRole } from "./restore-role.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
 type Log = StepScope["log"];
@@ -182,7 +183,11 @@ async function retryWhileInUse(work: () => Promise<void>): Promise<void> {
   }
 }
 
-/** pg_restore of a custom-format dump into `name`, in one transaction: all of it or an error. */
+/**
+ * pg_restore of a custom-format dump into the restore database `name`, in one transaction: all
+ * of it or an error. As plain dumps (sql-dump.ts), it runs as nobody and connects as the
+ * restore's loader role, no superuser: what the dump's SQL may do is what the database's owner may.
+ */
 export async function restoreDump(
   docker: DockerClient,
   dbContainerId: string,
@@ -191,14 +196,16 @@ export async function restoreDump(
   deadlineMs: number,
 ): Promise<void> {
   ident(name);
-  const result = await docker.exec(
-    dbContainerId,
-    ["pg_restore", "-U", ERP_DB_USER, "--no-owner", "--single-transaction", "--exit-on-error", "--dbname", name],
-    { deadlineMs, stdin: dump },
-  );
-  if (result.exitCode !== 0) {
-    throw new CommandError("restore_failed", `pg_restore failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
-  }
+  await withLoaderRole(docker, dbContainerId, name, async (role) => {
+    const result = await docker.exec(
+      dbContainerId,
+      ["pg_restore", "-U", role, "--no-owner", "--single-transaction", "--exit-on-error", "--dbname", name],
+      { deadlineMs, stdin: dump, user: LOADER_OS_USER },
+    );
+    if (result.exitCode !== 0) {
+      throw new CommandError("restore_failed", `pg_restore failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
+    }
+  });
 }
 
 /**
@@ -363,6 +370,10 @@ export async function recoverInterruptedRestore(
   for (const d of dbs.filter((d) => d.startsWith(RESTORE_DB_PREFIX) && OURS.test(d))) {
     await dropDatabase(docker, dbContainerId, d);
     log("info", `Dropped ${d}, left by an interrupted restore`);
+  }
+  // Their loader roles (restore-role.ts), with whatever they still own given back to the ERP's user.
+  for (const role of await dropLeftoverLoaders(docker, dbContainerId, await listDatabases(docker, dbContainerId))) {
+    log("info", `Dropped the role ${role}, left by an interrupted restore`);
   }
   for (const e of (await readdir(layout.dir).catch(() => [] as string[])).filter((e) => e.startsWith(RESTORE_DIR_PREFIX))) {
     await rm(join(layout.dir, e), { recursive: true, force: true });

@@ -1,99 +1,196 @@
 // Loading a plain SQL dump (pg_dump's default format, the dump.sql of the ERP's backups) into
-// a database with psql, as the ERP's own restore does, but stopping at the first error
+// a restore database with psql, as the ERP's own restore does, but stopping at the first error
 // (ON_ERROR_STOP: psql otherwise exits 0 whatever failed) and in one transaction.
 //
-// A plain dump is a psql script, and psql runs meta-commands (\! runs a shell command). The
-// only ones pg_dump writes are \restrict / \unrestrict (recent releases) and \connect (with
-// --create); anything else outside COPY data is refused before psql sees it. COPY data lines
-// (between "COPY ... FROM stdin;" and "\.") pass untouched.
+// A plain dump is a psql script: psql runs meta-commands (\! runs a shell command) and the
+// server runs whatever SQL it holds. Three guards, each enough for what it covers:
+// - the dump is read as psql reads it (@berth/protocol psql-script.ts) and refused at the first
+//   meta-command pg_dump does not write or statement reaching the server's programs, files or
+//   roles, before psql gets that statement's end (what psql has of it is made to fail);
+// - psql runs in restricted mode (`\restrict <random key>` first, psql 17.6, 16.10, 15.14,
+//   14.19, 13.22 and later): it refuses every meta-command itself, so text Berth and psql
+//   would read differently still runs none; the dump's own \restrict lines are blanked;
+// - psql runs as nobody (not root) and connects as the restore's own loader role, which owns
+//   the new database and nothing else and is no superuser (restore-role.ts).
 //
 // A dump made by a newer pg_dump than the server's major is refused from its header
 // ("-- Dumped by pg_dump version 17.2"): pg_dump writes what its own release knows (17:
 // `SET transaction_timeout = 0;`), which an older server rejects (ERP-FACTS "Dump versions").
+import { randomBytes } from "node:crypto";
 import { Transform, type Readable } from "node:stream";
+import { CLIENT_SIDE_KINDS, PsqlScript, type PsqlFinding } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { CommandError } from "../runner/handler-types.ts";
-import { psql } from "./database-swap.ts";
-import { ERP_DB_USER } from "./environment-layout.ts";
+import { LOADER_OS_USER, serverMajor, withLoaderRole } from "./restore-role.ts";
 
-const ALLOWED_META = /^\\(?:restrict|unrestrict) [A-Za-z0-9]+\r?$/;
-const COPY_FROM_STDIN = /^COPY .+ FROM stdin;\r?$/;
-const DUMPED_BY = /^-- Dumped by pg_dump version (\d+)/;
-/** pg_dump writes its header in the first lines. */
-const HEADER_LINES = 40;
+const DUMPED_BY = /^-- Dumped by pg_dump version (\d+)/m;
+/** pg_dump writes its header in the first lines; this much is read before anything goes on. */
+const HEADER_BYTES = 16 * 1024;
+/**
+ * Sent to psql after the bytes before a refused construct: whatever state psql's lexer is in,
+ * its buffer then holds bytes that are not UTF-8, which the server refuses (or an unclosed
+ * quote or comment), so the statement psql has fails and ON_ERROR_STOP ends the transaction.
+ */
+const POISON = Buffer.from("\n\xff\n", "latin1");
 
-/** Passes a plain dump through, refusing psql meta-commands pg_dump does not write and a dump newer than `serverMajor`. */
-export function guardSqlDump(serverMajor?: number): Transform {
-  let inCopy = false;
-  let rest = "";
-  let lineNo = 0;
-  const check = (line: string) => {
-    lineNo++;
-    const dumpedBy = lineNo <= HEADER_LINES ? DUMPED_BY.exec(line) : null;
-    if (dumpedBy !== null && serverMajor !== undefined && Number(dumpedBy[1]) > serverMajor) {
-      throw new CommandError(
-        "dump_too_new",
-        `the dump was made by pg_dump ${dumpedBy[1]}, newer than this environment's PostgreSQL ${serverMajor}, which cannot load what it writes: restore it on PostgreSQL ${dumpedBy[1]} or later, or dump it again with pg_dump ${serverMajor}`,
-      );
+export interface GuardOptions {
+  /** The server's major: a dump from a newer pg_dump is refused. */
+  serverMajor?: number;
+  /** psql's major (BEGIN ATOMIC bodies from 14). */
+  psqlMajor?: number;
+  /** Sent first (psql's `\restrict KEY`). */
+  prologue?: string;
+}
+
+/** The CommandError of a finding: dump_refused for psql's own (meta-commands), dump_unsafe for the server's. */
+export function refusal(f: PsqlFinding): CommandError {
+  if (CLIENT_SIDE_KINDS.has(f.kind)) {
+    return new CommandError("dump_refused", `line ${f.line} of the dump: ${f.text}: refused, psql would run it`);
+  }
+  return new CommandError("dump_unsafe", `line ${f.line} of the dump (${f.kind}): ${f.text}: refused, pg_dump does not write this for an ERP database`);
+}
+
+/**
+ * Passes a plain dump through to psql, ending it (with POISON) at the first finding, which
+ * `refused()` then returns; a dump newer than `serverMajor` is refused from its header.
+ */
+export function guardSqlDump(options: GuardOptions = {}): Transform & { refused(): CommandError | null } {
+  const script = new PsqlScript({ stopAtFirst: true, beginAtomic: (options.psqlMajor ?? 14) >= 14 });
+  let refused: CommandError | null = null;
+  let header: Buffer[] | null = [];
+  let headerBytes = 0;
+  /** Bytes scanned but not passed on yet, from absolute offset `heldFrom`. */
+  let held: Buffer[] = [];
+  let heldFrom = 0;
+  let scanned = 0;
+
+  const release = (upTo: number): Buffer => {
+    const all = Buffer.concat(held);
+    const out = Buffer.from(all.subarray(0, upTo - heldFrom));
+    // pg_dump's own \restrict / \unrestrict (psql is restricted with Berth's key already) and
+    // ALTER ... OWNER TO (the loader may not give objects away; all is the ERP user's after):
+    // blanked, newlines kept so psql's line numbers stay the dump's.
+    for (const m of [...script.allowedMeta.splice(0), ...script.ownerChanges.splice(0)]) {
+      for (let i = m.start - heldFrom; i < m.end - heldFrom; i++) if (out[i] !== 0x0a) out[i] = 0x20;
     }
-    if (inCopy) {
-      if (line === "\\." || line === "\\.\r") inCopy = false;
+    held = upTo - heldFrom < all.length ? [Buffer.from(all.subarray(upTo - heldFrom))] : [];
+    heldFrom = upTo;
+    return out;
+  };
+
+  const take = (stream: Transform, chunk: Buffer) => {
+    script.push(chunk);
+    held.push(chunk);
+    scanned += chunk.length;
+    const first = script.first;
+    if (first !== undefined) {
+      refused = refusal(first);
+      stream.push(release(first.offset));
+      stream.push(POISON);
+      stream.push(null);
       return;
     }
-    if (COPY_FROM_STDIN.test(line)) inCopy = true;
-    else if (line.startsWith("\\") && !ALLOWED_META.test(line)) {
-      throw new CommandError("dump_refused", `line ${lineNo} of the dump is a psql meta-command pg_dump does not write (${line.slice(0, 40)}): refused`);
+    const out = release(script.pendingFrom ?? scanned);
+    if (out.length > 0) stream.push(out);
+  };
+
+  const checkHeader = (text: string) => {
+    const dumpedBy = DUMPED_BY.exec(text);
+    if (dumpedBy !== null && options.serverMajor !== undefined && Number(dumpedBy[1]) > options.serverMajor) {
+      throw new CommandError(
+        "dump_too_new",
+        `the dump was made by pg_dump ${dumpedBy[1]}, newer than this environment's PostgreSQL ${options.serverMajor}, which cannot load what it writes: restore it on PostgreSQL ${dumpedBy[1]} or later, or dump it again with pg_dump ${options.serverMajor}`,
+      );
     }
   };
-  return new Transform({
+
+  const flushHeader = (stream: Transform) => {
+    const first = Buffer.concat(header ?? []);
+    header = null;
+    checkHeader(first.toString("latin1"));
+    if (options.prologue !== undefined) stream.push(Buffer.from(options.prologue, "utf8"));
+    take(stream, first);
+  };
+
+  const guard = new Transform({
     transform(chunk: Buffer, _encoding, done) {
       try {
-        const text = rest + chunk.toString("utf8");
-        const lines = text.split("\n");
-        rest = lines.pop() ?? "";
-        for (const line of lines) check(line);
-        // Only whole lines go on, so a refused line never reaches psql even in part.
-        const complete = text.length - rest.length;
-        done(null, Buffer.from(text.slice(0, complete), "utf8"));
+        if (refused !== null) return done();
+        if (header !== null) {
+          header.push(chunk);
+          headerBytes += chunk.length;
+          if (headerBytes >= HEADER_BYTES) flushHeader(this);
+        } else take(this, chunk);
+        done();
       } catch (error) {
         done(error as Error);
       }
     },
     flush(done) {
       try {
-        if (rest !== "") check(rest);
-        done(null, rest === "" ? undefined : Buffer.from(rest, "utf8"));
+        if (refused === null && header !== null) flushHeader(this);
+        if (refused === null) {
+          script.end();
+          const first = script.first;
+          if (first !== undefined) {
+            refused = refusal(first);
+            this.push(release(first.offset));
+            this.push(POISON);
+          } else this.push(release(scanned));
+        }
+        done();
       } catch (error) {
         done(error as Error);
       }
     },
   });
+  return Object.assign(guard, { refused: () => refused });
 }
 
-/** Loads `dump` (plain SQL) into the existing database `name` in one transaction; the first error fails it. */
+/** psql's version in the database container: its major, and whether it has \restrict (restricted mode). */
+export async function psqlVersion(docker: DockerClient, dbContainerId: string): Promise<{ major: number; restrict: boolean } | null> {
+  const r = await docker.exec(dbContainerId, ["psql", "--version"], { deadlineMs: 30_000, user: LOADER_OS_USER }).catch(() => null);
+  const m = /\(PostgreSQL\)\s+(\d+)(?:\.(\d+))?/.exec(r?.stdout ?? "");
+  if (m === null) return null;
+  const major = Number(m[1]);
+  const minor = Number(m[2] ?? 0);
+  // The releases of August 2025 that brought \restrict (CVE-2025-8714).
+  const since: Record<number, number> = { 13: 22, 14: 19, 15: 14, 16: 10, 17: 6 };
+  return { major, restrict: major >= 18 || (since[major] !== undefined && minor >= since[major]) };
+}
+
+/** Loads `dump` (plain SQL) into the restore database `name` in one transaction, as its loader role; the first error fails it. */
 export async function loadSqlDump(docker: DockerClient, dbContainerId: string, name: string, dump: Readable, deadlineMs: number): Promise<void> {
-  const [version = ""] = await psql(docker, dbContainerId, "SHOW server_version_num", { database: name, deadlineMs: 30_000 }).catch(() => []);
-  const serverMajor = Math.floor(Number(version) / 10_000);
-  const guarded = guardSqlDump(Number.isFinite(serverMajor) && serverMajor > 0 ? serverMajor : undefined);
-  let refused: unknown = null;
+  const [major, client] = await Promise.all([serverMajor(docker, dbContainerId), psqlVersion(docker, dbContainerId)]);
+  const key = randomBytes(16).toString("hex");
+  const guarded = guardSqlDump({
+    serverMajor: major,
+    psqlMajor: client?.major,
+    prologue: client?.restrict ? `\\restrict ${key}\n` : undefined,
+  });
+  let failed: unknown = null;
   guarded.on("error", (error) => {
-    refused = error;
+    failed = error;
   });
   dump.on("error", (error) => guarded.destroy(error));
   dump.pipe(guarded);
   // A refused or unreadable dump ends psql's input early: what it loaded stays in `name`, a
   // database only ever loaded to be verified and swapped in, which the caller then drops.
-  const result = await docker
-    .exec(dbContainerId, ["psql", "-U", ERP_DB_USER, "-d", name, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"], {
-      deadlineMs,
-      stdin: guarded,
-    })
-    .catch((error: unknown) => {
-      throw refused ?? error;
-    });
-  if (refused !== null) throw refused;
-  if (result.exitCode !== 0) {
-    const why = result.stderr.trim().split("\n").slice(-5).join("\n");
-    throw new CommandError("restore_failed", `psql could not load the dump (exit code ${result.exitCode}): ${why}`);
-  }
+  await withLoaderRole(docker, dbContainerId, name, async (role) => {
+    const result = await docker
+      .exec(dbContainerId, ["psql", "-U", role, "-d", name, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"], {
+        deadlineMs,
+        stdin: guarded,
+        user: LOADER_OS_USER,
+      })
+      .catch((error: unknown) => {
+        throw guarded.refused() ?? failed ?? error;
+      });
+    const refused = guarded.refused() ?? failed;
+    if (refused !== null) throw refused;
+    if (result.exitCode !== 0) {
+      const why = result.stderr.trim().split("\n").slice(-5).join("\n");
+      throw new CommandError("restore_failed", `psql could not load the dump (exit code ${result.exitCode}): ${why}`);
+    }
+  });
 }
