@@ -28,10 +28,11 @@ readonly DOCKER_WAIT_SECONDS=${BERTH_DOCKER_WAIT_SECONDS:-90}
 # add-on repository tests; zsh and fish (bash is there): the CLI's completion scripts are
 # tested in each shell; bsdutils (script): the CLI's terminal tests run it under a pseudo-terminal;
 # haproxy: the failover drill's load balancer in front of three replicas; faketime (libfaketime):
-# the drill's agent with a skewed clock.
+# the drill's agent with a skewed clock; dnsmasq-base (the binary only, no system daemon): the
+# real DNS server the domain verification tests answer TXT, A and CNAME records from.
 readonly PACKAGES=(docker.io busybox-static postgresql-15 postgresql-client-15 libpq-dev gcc libc6-dev
 	binutils util-linux debootstrap shellcheck g++ make python3 g++-aarch64-linux-gnu qemu-user-static chromium fonts-dejavu-core
-	caddy pebble openssl openssh-server python3-venv zsh fish bsdutils haproxy faketime)
+	caddy pebble openssl openssh-server python3-venv zsh fish bsdutils haproxy faketime dnsmasq-base)
 
 die() {
 	echo "docker-setup: $*" >&2
