@@ -260,7 +260,8 @@ export const CONTROL_PLANE_SETTINGS = {
   dnsServers: setting({
     name: "BERTH_DNS_SERVERS",
     defaultText: "the system's resolvers",
-    description: "DNS servers (comma-separated ip or ip:port) through which domain claims are verified (TXT _berth-challenge.<domain>, A/AAAA, CNAME)",
+    description:
+      "DNS servers (comma-separated `ip` or `ip:port`) through which domain claims are verified: TXT `_berth-challenge.<domain>`, A/AAAA, CNAME",
     parse: (raw) => raw.split(",").map((e) => e.trim()).filter((e) => e !== ""),
   }),
   proxyImage: setting({
