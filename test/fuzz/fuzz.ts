@@ -1,9 +1,11 @@
 // `npm run fuzz`: FUZZ_REQUESTS (100000) requests, generated from both OpenAPI documents, against
 // a real control plane (app.inject) on a real PostgreSQL (embedded, or a fresh database on
 // DATABASE_URL's server). FUZZ_SEED (1) makes a run repeatable, FUZZ_CONCURRENCY (16) sets the
-// requests in flight. Prints a table, the findings, and a last JSON line; exits 1 on a finding.
+// requests in flight; FUZZ_HOSTILE (200) hostile backups follow through the upload routes and the
+// real analysis. Prints a table, the findings, and a last JSON line; exits 1 on a finding.
 import { fuzz, report } from "./engine.ts";
 import { startFuzzControlPlane } from "./start.ts";
+import { fuzzHostileUploads, reportHostile } from "./hostile-uploads.ts";
 import { buildTenant } from "./tenants.ts";
 
 const num = (name: string, fallback: number) => (process.env[name] ? Number(process.env[name]) : fallback);
@@ -30,7 +32,10 @@ try {
     },
   });
   report(result, log);
-  failed = result.findings.length > 0;
+  // Then hostile backups through the upload routes (FUZZ_HOSTILE of them, 200 by default).
+  const hostile = await fuzzHostileUploads(cp, a, { count: num("FUZZ_HOSTILE", 200), seed });
+  reportHostile(hostile, log);
+  failed = result.findings.length > 0 || hostile.findings.length > 0;
 } finally {
   await cp.close();
 }
