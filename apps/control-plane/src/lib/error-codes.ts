@@ -152,6 +152,8 @@ export const ERROR_STATUS = {
   enterprise_addons_required: 409,
   /** start of a migration whose dump needs a newer PostgreSQL than the database image runs (or whose image's major is unknown). */
   database_image_too_old: 409,
+  /** The backup's dump holds psql meta-commands or statements reaching the server's programs, files or roles (analysis dump_hazards): it is not loaded. */
+  dump_unsafe: 409,
   // others
   payload_too_large: 413,
   /** A download link past its expiry (15 minutes): ask for a new one. */

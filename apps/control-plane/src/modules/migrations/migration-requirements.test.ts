@@ -71,3 +71,19 @@ describe("createMigrationRequirements", () => {
     expect(await setup({ db: "postgres:16", db_major: 16, enterprise: true }).check(subject(a))).toEqual([{ code: "enterprise_addons_required", met: true, message: expect.stringContaining("declared an Enterprise build") }]);
   });
 });
+
+describe("dump_unsafe", () => {
+  it("a dump with hazards is refused whatever the target, naming the first and what to do; one without asks for nothing", async () => {
+    const a = analysis({ dump_hazard_count: 3, dump_hazards: [{ line: 12, kind: "meta_command", text: "\\! touch /tmp/x (a psql meta-command pg_dump does not write)" }] });
+    const r = setup({ db: "postgres:16", db_major: 16, enterprise: true });
+    expect(await r.check(subject(a))).toEqual([
+      {
+        code: "dump_unsafe",
+        met: false,
+        message: expect.stringMatching(/^The backup's dump holds 3 things pg_dump does not write .* the first on line 12 \(meta_command\): \\! touch \/tmp\/x .* Make the backup again/),
+      },
+    ]);
+    await expect(r.assertMet(subject(a))).rejects.toMatchObject({ code: "dump_unsafe" });
+    expect(await r.check(subject(analysis({ dump_hazard_count: 0, dump_hazards: [] })))).toEqual([]);
+  });
+});

@@ -16,6 +16,9 @@
 //   https://git.example.com/vendor/enterprise), on the branch of the backup's ERP version
 //   (17.0) or a branch not named after a version (a mirror's own). Without them the ERP logs
 //   "Some modules are not loaded" and serves a broken interface while its health check passes.
+// - dump_unsafe (only for a dump with hazards): the dump holds what the agent refuses to load
+//   (analysis dump_hazards: psql meta-commands, server-side programs, files, roles). Nothing
+//   the target can have meets it: the backup must be made again by pg_dump or the ERP.
 import { DomainError } from "../../lib/errors.ts";
 import type { AddonRepositoriesRepo, AddonRepositoryRow } from "../addon-repositories/addon-repositories.repo.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
@@ -85,10 +88,21 @@ export function createMigrationRequirements(deps: { images: Pick<ErpImages, "ima
     };
   }
 
+  function dumpSafety(a: AnalysisFields): Requirement | null {
+    const count = a.dump_hazard_count ?? 0;
+    const first = a.dump_hazards?.[0];
+    if (count === 0 || first === undefined) return null;
+    return {
+      code: "dump_unsafe",
+      met: false,
+      message: `The backup's dump holds ${count} thing${count === 1 ? "" : "s"} pg_dump does not write for a database of the ERP and Berth does not load (psql meta-commands, or statements reaching the server's programs, files or roles), the first on line ${first.line} (${first.kind}): ${first.text}. Make the backup again with the ERP's database manager or pg_dump, and upload that`,
+    };
+  }
+
   /** The requirements of an analysed migration, each compared with the target now. */
   async function check(s: RequirementSubject): Promise<Requirement[]> {
     const target = await deps.images.imageFor(s.analysis.erp_version);
-    return [postgres(s.analysis, target), await enterprise(s, target.enterprise)].filter((r): r is Requirement => r !== null);
+    return [dumpSafety(s.analysis), postgres(s.analysis, target), await enterprise(s, target.enterprise)].filter((r): r is Requirement => r !== null);
   }
 
   return {

@@ -49,10 +49,28 @@ export const AnalysisFields = Type.Object({
   enterprise_modules: Type.Optional(
     Type.Array(Type.String(), { description: "Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database" }),
   ),
+  dump_hazards: Type.Optional(
+    Type.Array(
+      Type.Object({
+        line: Type.Integer({ minimum: 1, description: "Line of the dump" }),
+        kind: Type.String({
+          description:
+            "meta_command, psql_variable, ambiguous (psql's own: it would run them or read the text otherwise); copy_program, copy_file, untrusted_language, extension, alter_system, role_change, server_function, session_setting, load, dynamic_code (the server's)",
+        }),
+        text: Type.String({ description: "What was found and why it is refused" }),
+      }),
+      {
+        maxItems: 20,
+        description:
+          "What in a plain SQL dump the agent refuses to load, read as psql reads it: psql meta-commands other than pg_dump's \\restrict / \\unrestrict, and statements reaching the server's programs, files, roles or configuration, which pg_dump does not write for a database of the ERP. The first 20; start refuses with dump_unsafe while there is one",
+      },
+    ),
+  ),
+  dump_hazard_count: Type.Optional(Type.Integer({ minimum: 0, description: "How many hazards the dump has (dump_hazards lists the first 20)" })),
 });
 export type AnalysisFields = Static<typeof AnalysisFields>;
 
-export const REQUIREMENT_CODES = ["enterprise_addons_required", "database_image_too_old"] as const;
+export const REQUIREMENT_CODES = ["enterprise_addons_required", "database_image_too_old", "dump_unsafe"] as const;
 export type RequirementCode = (typeof REQUIREMENT_CODES)[number];
 
 export const Requirement = Type.Object(

@@ -52,6 +52,17 @@ export interface BackupAnalysis extends Recommendation {
   warnings: string[];
   /** Warnings past MAX_WARNINGS, left out of `warnings`. */
   warnings_omitted: number;
+  /** What in a plain dump the agent refuses to load (psql meta-commands, server-side programs, files, roles), the first 20; a migration with any does not start (dump_unsafe). */
+  dump_hazards: DumpHazard[];
+  /** All of them, dump_hazards being the first 20. */
+  dump_hazard_count: number;
+}
+
+/** A hazard of a plain dump (@berth/protocol PsqlFinding, without its byte offset). */
+export interface DumpHazard {
+  line: number;
+  kind: string;
+  text: string;
 }
 
 export type BackupAnalysisErrorCode =

@@ -98,6 +98,8 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
     enterprise_modules: enterprise,
     has_manifest: read.hasManifest,
     ...boundedWarnings(warnings, read.warningsOmitted),
+    dump_hazards: dump.hazards.map(({ line, kind, text }) => ({ line, kind, text })),
+    dump_hazard_count: dump.hazard_count,
   };
 }
 

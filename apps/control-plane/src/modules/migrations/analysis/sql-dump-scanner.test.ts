@@ -110,3 +110,34 @@ describe("SqlDumpScanner's core tables", () => {
     expect([...s.facts().core_tables].sort()).toEqual(["ir_module_module", "res_partner", "res_users"]);
   });
 });
+
+describe("SqlDumpScanner's hazards", () => {
+  it("a pg_dump-made dump (with \\restrict, COPY data holding backslashes) has none", () => {
+    expect(scan(7)).toMatchObject({ hazards: [], hazard_count: 0 });
+  });
+
+  it("reports what the agent refuses, read as psql reads it: line, kind, text; the first MAX_HAZARDS and the count", () => {
+    const s = new SqlDumpScanner();
+    const lines = [
+      "-- PostgreSQL database dump",
+      "COPY public.res_partner (name) FROM stdin;",
+      "\\! only data here",
+      "\\.",
+      "SELECT 1; \\! touch /tmp/x",
+      "/* COPY x FROM stdin; */",
+      "COPY (SELECT 1) TO PROGRAM 'id';",
+      "CREATE FUNCTION f() RETURNS int LANGUAGE plpython3u AS $$ x $$;",
+      ...Array.from({ length: 30 }, () => "SELECT lo_export(1, '/tmp/x');"),
+    ];
+    s.push(Buffer.from(`${lines.join("\n")}\n`));
+    const f = s.facts();
+    expect(f.hazards.slice(0, 3).map(({ line, kind }) => ({ line, kind }))).toEqual([
+      { line: 5, kind: "meta_command" },
+      { line: 7, kind: "copy_program" },
+      { line: 8, kind: "untrusted_language" },
+    ]);
+    expect(f.hazards[0]!.text).toMatch(/^\\! touch \/tmp\/x/);
+    expect(f.hazards).toHaveLength(20);
+    expect(f.hazard_count).toBe(33);
+  });
+});

@@ -3,7 +3,10 @@
 // dump names it, and a few facts from the COPY blocks of four ERP tables. Every other COPY
 // block is skipped by searching for its end marker (no per-line work), so the scan runs close
 // to the speed of reading the bytes, and memory stays bounded by the longest line kept. It also
-// notes which of the ERP's core tables the dump creates or fills (ERP_CORE_TABLES).
+// notes which of the ERP's core tables the dump creates or fills (ERP_CORE_TABLES), and reads the
+// dump as psql will (@berth/protocol PsqlScript, the lexer the agent refuses dumps with) for its
+// hazards: meta-commands and statements reaching the server's programs, files or roles.
+import { PsqlScript, type PsqlFinding } from "@berth/protocol";
 import { parseCopyHeader, unescapeCopyField } from "./copy-text.ts";
 
 /** What one scan of a dump found. */
@@ -27,7 +30,13 @@ export interface DumpFacts {
   attachment_files: number;
   /** Rows longer than the line limit, skipped. */
   skipped_long_rows: number;
+  /** What the agent would refuse to load (the first MAX_HAZARDS), and how many there are. */
+  hazards: PsqlFinding[];
+  hazard_count: number;
 }
+
+/** Hazards kept for the analysis; the rest are counted. */
+export const MAX_HAZARDS = 20;
 
 type RowHandler = (fields: string[]) => void;
 
@@ -70,7 +79,10 @@ export class SqlDumpScanner {
     attachment_bytes: 0,
     attachment_files: 0,
     skipped_long_rows: 0,
+    hazards: [],
+    hazard_count: 0,
   };
+  private readonly script = new PsqlScript({ maxFindings: MAX_HAZARDS });
   /** In a COPY block: the handler of its rows, or null to skip it. */
   private copy: RowHandler | null | undefined = undefined;
   private carry: Buffer[] = [];
@@ -82,6 +94,7 @@ export class SqlDumpScanner {
   /** Feeds the next chunk of the dump. */
   push(chunk: Buffer): void {
     this.f.bytes += chunk.length;
+    this.script.push(chunk);
     let pos = 0;
     while (pos < chunk.length) {
       pos = this.copy === null ? this.skipCopy(chunk, pos) : this.readLine(chunk, pos);
@@ -92,6 +105,9 @@ export class SqlDumpScanner {
   facts(): DumpFacts {
     if (this.carryBytes > 0 && this.copy === undefined) this.line(Buffer.concat(this.carry).toString("utf8"));
     this.carry = [];
+    this.script.end();
+    this.f.hazards = this.script.findings;
+    this.f.hazard_count = this.script.findingCount;
     return this.f;
   }
 
