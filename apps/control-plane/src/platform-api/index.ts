@@ -62,7 +62,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(serversPlatformRoutes({ servers: s.repos.servers, enrollment: s.enrollment, access: s.access, clock: deps.clock }));
     await api.register(projectsPlatformRoutes({ access: s.access, environments: s.repos.environments, addresses: s.addresses, projects: s.projects, environmentsService: s.environments }));
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
-    await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, deployments: s.deployments, access: s.access }));
+    await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, environmentsService: s.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
     await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
     await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));

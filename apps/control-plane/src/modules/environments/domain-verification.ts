@@ -39,11 +39,17 @@ export function dnsLookups(servers: string[] = []): DnsLookups {
   };
 }
 
+/** What a name may point at to prove an environment's claim: its server's public addresses (A/AAAA), its generated name (CNAME; null without a base domain). */
+export interface ProofTarget {
+  publicAddresses: string[];
+  generatedName: string | null;
+}
+
 /** Why the claim is proven, or null. */
 export async function proof(
   dns: DnsLookups,
   claim: Pick<DomainClaimRow, "name" | "token">,
-  target: { publicAddresses: string[]; generatedName: string | null },
+  target: ProofTarget,
 ): Promise<"txt" | "address" | "cname" | null> {
   const [txt, addresses, cname] = await Promise.all([dns.txt(challengeName(claim.name)), dns.addresses(claim.name), dns.cname(claim.name)]);
   if (txt.includes(claim.token)) return "txt";
@@ -61,7 +67,7 @@ export function createDomainVerification(deps: {
   onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
 }) {
   /** The environment's generated name and its server's public addresses. */
-  async function targetOf(environmentId: string) {
+  async function targetOf(environmentId: string): Promise<ProofTarget | null> {
     const { rows } = await deps.db.$client.query<{ id: string; name: string; addresses: string[] | null }>(
       `select e.id, e.name, s.proxy->'public_addresses' as addresses
          from environments e join projects p on p.id = e.project_id
@@ -96,6 +102,8 @@ export function createDomainVerification(deps: {
 
   return {
     check,
+    /** What the environment's names may point at instead of the TXT record (shown with each claim); null: no such environment. */
+    targetOf,
     /** The verification job's pass: up to `limit` pending claims, the longest unchecked first. */
     async pass(limit = 200): Promise<number> {
       return check(await pendingClaims(deps.db, limit));

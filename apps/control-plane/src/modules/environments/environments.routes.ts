@@ -88,6 +88,18 @@ export const EnvironmentDomain = Type.Object(
           "or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify",
       },
     ),
+    alternatives: Type.Object(
+      {
+        addresses: Type.Array(Type.String(), {
+          description:
+            "A/AAAA: the name is proven when every address it resolves to is one of these, the environment's server's public addresses as its agent reported them (empty until it has)",
+        }),
+        cname: Nullable(
+          Type.String({ description: "CNAME: the name is proven when it is an alias of this one, the environment's generated name; null when the installation has no base domain" }),
+        ),
+      },
+      { description: "The other proofs than the TXT record: the name pointing at the environment" },
+    ),
     checked_at: Nullable(Timestamp),
     verified_at: Nullable(Timestamp),
   },

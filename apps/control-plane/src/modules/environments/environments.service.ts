@@ -13,7 +13,7 @@ import { certificateView, dnsView, type StoredRouting } from "../routing/routing
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
 import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
 import type { ClaimState, DomainClaimRow } from "./domain-claims.ts";
-import { challengeName, type DomainVerification } from "./domain-verification.ts";
+import { challengeName, type DomainVerification, type ProofTarget } from "./domain-verification.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
 
 /** An environment's size (the limits of its containers); see environments.routes.ts for the bounds. */
@@ -73,12 +73,13 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
   };
 }
 
-/** A claimed name as the APIs show it: its status, and the TXT record that proves it. */
-export function domainView(c: DomainClaimRow) {
+/** A claimed name as the APIs show it: its status, the TXT record that proves it, and what else would (`target`). */
+export function domainView(c: DomainClaimRow, target: ProofTarget | null) {
   return {
     name: c.name,
     status: c.status as ClaimState,
     verification: { type: "TXT" as const, name: challengeName(c.name), value: c.token },
+    alternatives: { addresses: target?.publicAddresses ?? [], cname: target?.generatedName ?? null },
     checked_at: c.checkedAt?.toISOString() ?? null,
     verified_at: c.verifiedAt?.toISOString() ?? null,
   };
@@ -102,7 +103,7 @@ export function createEnvironmentsService(deps: {
   /** Tells the environment's server its new names (the dispatcher's route command). */
   onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
   /** Proves claims from DNS (domain-verification.ts) when they are made and on demand; absent: claims stay pending. */
-  verification?: Pick<DomainVerification, "check">;
+  verification?: Pick<DomainVerification, "check" | "targetOf">;
   /** The claims of environments (domain-claims.ts). */
   claims?: (environmentIds: string[]) => Promise<DomainClaimRow[]>;
 }) {
@@ -184,7 +185,8 @@ export function createEnvironmentsService(deps: {
       const row = await deps.environments.get(scope, id);
       if (!row) throw notFound("Environment");
       const claims = deps.claims ? await deps.claims([row.id]) : [];
-      return { data: claims.sort((a, b) => a.name.localeCompare(b.name)).map(domainView) };
+      const target = (await deps.verification?.targetOf(row.id)) ?? null;
+      return { data: claims.sort((a, b) => a.name.localeCompare(b.name)).map((c) => domainView(c, target)) };
     },
 
     /** Checks one name's DNS now (404 when the environment does not claim it); its status after the check. */
@@ -197,7 +199,7 @@ export function createEnvironmentsService(deps: {
       if (deps.verification) await deps.verification.check([claim]);
       const after = (await deps.claims!([row.id])).find((c) => c.name === wanted);
       if (!after) throw notFound("Domain");
-      return domainView(after);
+      return domainView(after, (await deps.verification?.targetOf(row.id)) ?? null);
     },
 
     /**

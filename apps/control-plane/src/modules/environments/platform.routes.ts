@@ -1,21 +1,45 @@
-// Platform API route of environment actions, for the dashboard: restart, stop or start.
+// Platform API routes of an environment, for the dashboard: restart, stop or start it, and
+// its domains' verification (the public API's routes and schemas, under the platform's
+// permission codes).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { notFound } from "../../lib/errors.ts";
 import { errors, Timestamp, Uuid } from "../../lib/http-schemas.ts";
 import type { Access } from "../auth/access.ts";
+import type { Permission } from "../auth/permissions.ts";
 import { personOf } from "../auth/session-principal.ts";
+import type { SessionPrincipal } from "../auth/sessions.ts";
 import type { DeploymentsService } from "../deployments/deployments.service.ts";
 import type { EnvironmentsRepo } from "./environments.repo.ts";
+import type { EnvironmentsService } from "./environments.service.ts";
+import { DomainParams, EnvironmentDomain } from "./environments.routes.ts";
 
 const TAG = ["Dashboard"];
+const EnvParams = Type.Object({ env_id: Uuid });
+const EnvDomainParams = Type.Object({ env_id: Uuid, domain: DomainParams.properties.domain });
+
+/**
+ * Who may see the environment's domains: anyone who sees the environment, i.e. holds any role
+ * in its project (org.view is the lowest permission, held by every role).
+ */
+const SEE_ENVIRONMENT: Permission = "org.view";
 
 export function environmentsPlatformRoutes(deps: {
   environments: Pick<EnvironmentsRepo, "projectOf">;
+  environmentsService: Pick<EnvironmentsService, "domains" | "verifyDomain">;
   deployments: Pick<DeploymentsService, "requestAction">;
   access: Pick<Access, "requireProject">;
 }): FastifyPluginAsyncTypebox {
   const { access } = deps;
+
+  /** The environment's project scope when the caller holds `permission` there; 404 when they see no such environment. */
+  async function scopeOf(p: SessionPrincipal, envId: string, permission: Permission) {
+    const projectId = await deps.environments.projectOf(envId);
+    if (!projectId) throw notFound("Environment");
+    const a = await access.requireProject(p, projectId, permission, "Environment");
+    return { organizationId: a.organizationId, projectId };
+  }
+
   return async (app) => {
     app.post(
       "/environments/:env_id/actions/:action",
@@ -34,11 +58,48 @@ export function environmentsPlatformRoutes(deps: {
       async (request, reply) => {
         const p = personOf(request);
         const envId = request.params.env_id;
-        const projectId = await deps.environments.projectOf(envId);
-        if (!projectId) throw notFound("Environment");
-        const a = await access.requireProject(p, projectId, "project.environments.operate", "Environment");
-        const row = await deps.deployments.requestAction({ organizationId: a.organizationId, projectId }, envId, request.params.action, { userId: p.userId, apiKeyId: null });
+        const scope = await scopeOf(p, envId, "project.environments.operate");
+        const row = await deps.deployments.requestAction(scope, envId, request.params.action, { userId: p.userId, apiKeyId: null });
         return reply.code(202).send({ id: row.id, environment_id: envId, kind: row.kind, status: row.status, created_at: row.createdAt.toISOString() });
+      },
+    );
+
+    app.get(
+      "/environments/:env_id/domains",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "List an environment's domains with their verification",
+          description:
+            "The domain and aliases, each with its claim's status (pending, verified, released), the TXT record that proves it and the other proofs " +
+            "(A/AAAA at the server's addresses, a CNAME to the generated name), as the public API's GET /environments/{id}/domains. Anyone with a role in its project.",
+          params: EnvParams,
+          response: { 200: Type.Object({ data: Type.Array(EnvironmentDomain) }), ...errors(404) },
+        },
+      },
+      async (request) => {
+        const envId = request.params.env_id;
+        return deps.environmentsService.domains(await scopeOf(personOf(request), envId, SEE_ENVIRONMENT), envId);
+      },
+    );
+
+    app.post(
+      "/environments/:env_id/domains/:domain/verify",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Check a domain's DNS now",
+          description:
+            "Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof " +
+            "releases other organisations' pending claims of the name), as the public API's POST /environments/{id}/domains/{domain}/verify. 404 when the " +
+            "environment does not have this name. Needs project.environments.update (as changing the domain does).",
+          params: EnvDomainParams,
+          response: { 200: EnvironmentDomain, ...errors(404) },
+        },
+      },
+      async (request) => {
+        const { env_id: envId, domain } = request.params;
+        return deps.environmentsService.verifyDomain(await scopeOf(personOf(request), envId, "project.environments.update"), envId, domain);
       },
     );
   };
