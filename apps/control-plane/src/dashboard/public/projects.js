@@ -3,6 +3,7 @@
 import { client, ok } from "./api.js";
 import { badge, clear, fmt, h, onAction, onSubmit, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
+import { domainsSection } from "./domains.js";
 import { backupScheduleSection, lastBackupMark, lastBackupText } from "./backup-schedule.js";
 import { secretBox } from "./settings.js";
 import { backupsSection } from "./backups.js";
@@ -266,6 +267,7 @@ export async function environmentPage(main, ctx, envId) {
       h("dd", { id: "last-backup" }, lastBackupText(env)),
     ),
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
+    domainsSection(ctx, project, env),
     project.permissions.includes("project.environments.update") ? environmentSettingsForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
     project.permissions.includes("project.environments.update") ? variablesSection(ctx, project, env) : null,
     project.permissions.includes("project.backups.list") ? backupScheduleSection(ctx, env, project.permissions.includes("project.backups.create")) : null,
