@@ -108,6 +108,21 @@ describe("a bounded analysis", () => {
     expect(rows[0]!.bytes).toBeLessThan(4096);
     expect(JSON.stringify(analysis.body).length).toBeLessThan(4096);
   }, 120_000);
+
+  it("a dump of 200,000 installed modules and one with a 100 kB name: 5,000 listed, the rest counted and said", async () => {
+    const id = await createMigration();
+    const rows = Array.from({ length: 200_000 }, (_, i) => `${i + 10}\tmod_${i}\tinstalled\t17.0.1.0\tLGPL-3`);
+    rows.push(`9\t${"x".repeat(100_000)}\tinstalled\t17.0.1.0\tLGPL-3`);
+    const extra = ["COPY public.ir_module_module (id, name, state, latest_version, license) FROM stdin;", ...rows, "\\.", ""].join("\n");
+    expect((await specUpload(id, zipBytes([{ name: "dump.sql", data: erpDump(extra), method: 8 }]))).status).toBe(200);
+    expect(await settled(id)).toMatchObject({ status: "analyzed" });
+    const analysis = (await owner.api.get(`/migrations/${id}/analysis`)).body;
+    expect(analysis.total_modules).toBe(200_003);
+    expect(analysis.standard_modules.length + analysis.custom_modules.length).toBe(5_000);
+    expect(analysis.warnings).toContain("195003 more installed modules (beyond 5000, or with names over 256 bytes) are not listed");
+    const { rows: stored } = await cp.database.pool.query<{ bytes: number }>("select octet_length(analysis::text) as bytes from migrations where id = $1", [id]);
+    expect(stored[0]!.bytes).toBeLessThan(100_000);
+  }, 120_000);
 });
 
 /** A raw HTTP request on the listening server (tus). */

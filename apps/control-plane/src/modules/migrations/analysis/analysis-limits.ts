@@ -20,6 +20,21 @@ export interface InflateLimits {
 
 export const DEFAULT_INFLATE_LIMITS: InflateLimits = { maxMemberBytes: 512 * 1024 ** 3, maxRatio: 200, maxMembers: 1_000_000 };
 
+/**
+ * Most installed modules an analysis lists, and the longest name it keeps: a real database has
+ * a few hundred to about two thousand modules with short names; a dump of a million rows, or
+ * of names megabytes long, would otherwise make a record of that size. The rest are counted.
+ */
+export const MAX_MODULES = 5_000;
+export const MAX_MODULE_NAME_BYTES = 256;
+
+/** Adds an installed module to `into` within the bounds above; false when it was left out. */
+export function keepModule(into: Map<string, string | null>, name: string, license: string | null): boolean {
+  if (Buffer.byteLength(name) > MAX_MODULE_NAME_BYTES || (into.size >= MAX_MODULES && !into.has(name))) return false;
+  into.set(name, license);
+  return true;
+}
+
 /** Most warnings an analysis record keeps; the rest are counted in warnings_omitted. */
 export const MAX_WARNINGS = 50;
 

@@ -9,7 +9,7 @@
 import { BackupAnalysisError, type BackupAnalysis, type BackupSource } from "./analysis-types.ts";
 import { parseErpVersion, postgresMajorRequired, supportedErpVersion, type ParsedErpVersion } from "./erp-versions.ts";
 import { classifyModules, OFFICIAL_MODULES } from "./official-modules.ts";
-import { boundedWarnings } from "./analysis-limits.ts";
+import { boundedWarnings, keepModule, MAX_MODULE_NAME_BYTES, MAX_MODULES } from "./analysis-limits.ts";
 import { readBackup } from "./read-backup.ts";
 import { ERP_CORE_TABLES, type DumpFacts } from "./sql-dump-scanner.ts";
 import { DEFAULT_COST_SETTINGS, recommend, type CostSettings } from "./sizing.ts";
@@ -55,7 +55,15 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
     warnings.push(`manifest.json says version ${fromManifest.raw} but the dump's base module is ${fromDump.raw}; ${erpVersion} is used`);
   }
 
-  const installed = dump.has_module_table ? dump.installed_modules : new Map((manifest?.modules ?? []).map((m) => [m, null] as const));
+  let installed = dump.installed_modules;
+  let modulesOmitted = dump.modules_omitted;
+  if (!dump.has_module_table) {
+    installed = new Map();
+    for (const m of manifest?.modules ?? []) if (!keepModule(installed, m, null)) modulesOmitted++;
+  }
+  if (modulesOmitted > 0) {
+    warnings.push(`${modulesOmitted} more installed modules (beyond ${MAX_MODULES}, or with names over ${MAX_MODULE_NAME_BYTES} bytes) are not listed`);
+  }
   const { standard, custom } = classifyModules(installed, options.officialModules ?? OFFICIAL_MODULES);
   const enterprise = enterpriseModules(installed);
   if (enterprise.length > 0) {
@@ -84,7 +92,7 @@ export async function analyzeBackup(source: BackupSource, options: AnalyzeOption
     database_size_bytes: dump.bytes,
     filestore_size_bytes: filestoreBytes,
     total_size_bytes: dump.bytes + filestoreBytes,
-    total_modules: standard.length + custom.length,
+    total_modules: standard.length + custom.length + modulesOmitted,
     standard_modules: standard,
     custom_modules: custom,
     partner_count: dump.active_partners,

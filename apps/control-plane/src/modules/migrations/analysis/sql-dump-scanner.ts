@@ -7,6 +7,7 @@
 // dump as psql will (@berth/protocol PsqlScript, the lexer the agent refuses dumps with) for its
 // hazards: meta-commands and statements reaching the server's programs, files or roles.
 import { PsqlScript, type PsqlFinding } from "@berth/protocol";
+import { keepModule } from "./analysis-limits.ts";
 import { parseCopyHeader, unescapeCopyField } from "./copy-text.ts";
 
 /** What one scan of a dump found. */
@@ -22,6 +23,8 @@ export interface DumpFacts {
   core_tables: Set<string>;
   /** Installed modules (state installed, to upgrade or to remove) → their license, or null. */
   installed_modules: Map<string, string | null>;
+  /** Installed modules left out of installed_modules (analysis-limits.ts keepModule). */
+  modules_omitted: number;
   base_version: string | null;
   internal_users: number;
   active_partners: number;
@@ -73,6 +76,7 @@ export class SqlDumpScanner {
     has_module_table: false,
     core_tables: new Set(),
     installed_modules: new Map(),
+    modules_omitted: 0,
     base_version: null,
     internal_users: 0,
     active_partners: 0,
@@ -227,7 +231,7 @@ export class SqlDumpScanner {
           const n = get(row, name);
           if (n === null) return;
           if (n === "base") f.base_version = get(row, version);
-          if (INSTALLED.has(get(row, state) ?? "")) f.installed_modules.set(n, get(row, license));
+          if (INSTALLED.has(get(row, state) ?? "") && !keepModule(f.installed_modules, n, get(row, license))) f.modules_omitted++;
         };
       }
       case "res_users": {
