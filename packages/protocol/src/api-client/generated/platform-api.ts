@@ -405,6 +405,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/environments/{env_id}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an environment's domains with their verification
+         * @description The domain and aliases, each with its claim's status (pending, verified, released), the TXT record that proves it and the other proofs (A/AAAA at the server's addresses, a CNAME to the generated name), as the public API's GET /environments/{id}/domains. Anyone with a role in its project.
+         */
+        get: operations["listEnvironmentDomains"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{env_id}/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a domain's DNS now
+         * @description Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof releases other organisations' pending claims of the name), as the public API's POST /environments/{id}/domains/{domain}/verify. 404 when the environment does not have this name. Needs project.environments.update (as changing the domain does).
+         */
+        post: operations["verifyEnvironmentDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{env_id}/restore": {
         parameters: {
             query?: never;
@@ -716,7 +756,7 @@ export interface paths {
         put?: never;
         /**
          * Import a backup from a URL
-         * @description Downloads the backup in the background from a public HTTPS URL answering 200 (presigned URLs: valid at least 1 hour), streamed into the backup store with migration_progress events. Private, loopback and link-local addresses are refused. A cut connection resumes with Range when the server supports it; after 600 s the migration fails with "Download timed out after 600s". Optional sha256 and file_size are checked at the end (else the size the server announced is).
+         * @description Downloads the backup in the background from a public HTTPS URL answering 200 (presigned URLs: valid at least 1 hour), streamed into the backup store with migration_progress events. Private, loopback and link-local addresses are refused. A cut connection resumes with Range when the server supports it; after 600 s the migration fails with "Download timed out after 600s". Optional sha256 and file_size are checked at the end (else the size the server announced is; without sha256 the server computes it). 413 upload_quota_exceeded when file_size does not fit the organisation's quota; whatever the headers say, a download past what the quota leaves fails at once with "Download failed (upload_quota_exceeded): …", keeping nothing.
          */
         post: operations["importMigrationFromUrl"];
         delete?: never;
@@ -796,7 +836,7 @@ export interface paths {
         put?: never;
         /**
          * Complete a parallel-part upload (tiers 3 and 4, S3)
-         * @description Assembles the parts in the bucket from their ETags (409 upload_incomplete when one is missing or wrong: send it and complete again), then reads the object back for the integrity check against upload/init's size and sha256 (422 upload_checksum_mismatch: nothing kept, migration failed) and starts the analysis.
+         * @description Assembles the parts in the bucket from their ETags (409 upload_incomplete when one is missing or wrong: send it and complete again), then reads the object back for the integrity check against upload/init's size and sha256, if one was declared (422 upload_checksum_mismatch: nothing kept, migration failed) and starts the analysis.
          */
         post: operations["completeMigrationUpload"];
         delete?: never;
@@ -816,7 +856,7 @@ export interface paths {
         put?: never;
         /**
          * Upload a backup (tier_1)
-         * @description multipart/form-data with one field `file` (under 50 MB, the size declared to upload/init), streamed into the backup store. The SHA-256 is upload/init's, a form field `sha256` sent before the file, or the X-Checksum-Sha256 header. 422 upload_checksum_mismatch when size or digest differ (nothing kept, migration failed); 409 wrong_upload_tier for a larger declared size.
+         * @description multipart/form-data with one field `file` (under 50 MB, the size declared to upload/init), streamed into the backup store. A SHA-256 is optional: upload/init's, a form field `sha256` sent before the file, or the X-Checksum-Sha256 header; without one the server computes it (the answer's sha256). 422 upload_checksum_mismatch when the size or a declared digest differ (nothing kept, migration failed); 409 wrong_upload_tier for a larger declared size.
          */
         post: operations["uploadMigrationBackup"];
         delete?: never;
@@ -837,14 +877,15 @@ export interface paths {
         /**
          * Start an upload
          * @description Chooses the upload tier for the declared size and returns where to send the backup:
-         *     - **tier_1** (under 50 MB): `POST upload_url` (…/upload/direct) as multipart/form-data with one field `file`; the SHA-256 goes in `sha256` here, a form field `sha256` before the file, or the `X-Checksum-Sha256` header.
+         *     - **tier_1** (under 50 MB): `POST upload_url` (…/upload/direct) as multipart/form-data with one field `file`; a SHA-256, if the client declares one (none is required), goes in `sha256` here, a form field `sha256` before the file, or the `X-Checksum-Sha256` header.
          *     - **tier_2** (50 to 500 MB), **tier_3** (500 MB to 5 GB), **tier_4** (over 5 GB): the [tus 1.0 protocol](https://tus.io/protocols/resumable-upload) at `upload_url` (…/upload/tus), in chunks of `chunk_size_bytes` (10 MiB):
-         *       `POST` with `Tus-Resumable: 1.0.0`, `Upload-Length` (the size declared here) and `Upload-Metadata` (`filename`, and `sha256` unless given here) creates the upload and answers its URL in `Location`;
+         *       `POST` with `Tus-Resumable: 1.0.0`, `Upload-Length` (the size declared here) and `Upload-Metadata` (`filename`, and optionally `sha256` unless given here) creates the upload and answers its URL in `Location`;
          *       `PATCH` that URL with `Content-Type: application/offset+octet-stream` and `Upload-Offset`; after a cut connection, `HEAD` answers `Upload-Offset` and the client continues from there. Once the backup is in (the last chunk's answer carries X-Checksum-Sha256), `HEAD` on the upload answers 200 with `Upload-Offset` equal to `Upload-Length`: complete, also after that answer was lost.
          *       **Client retry contract (tier_4, and any tier):** on a network error, a 5xx, or a 409 offset mismatch, `HEAD` the upload URL and resume at the returned offset, waiting 1 s, 2 s, 4 s … (at most 60 s) between tries; a 404/410 means the upload is gone: call upload/init again.
-         *     - **tiers 3 and 4 on an S3 backup store**: protocol `s3_multipart` (the sha256 is declared here): `POST upload_url` (…/upload/parts) `{part_numbers}` answers presigned part URLs; `PUT` the parts in parallel straight to the bucket, keeping each ETag; `POST complete_url` `{parts: [{part_number, etag}]}`. A failed part is PUT again (same retry table); an expired URL is asked for again.
+         *     - **tiers 3 and 4 on an S3 backup store**: protocol `s3_multipart` (a sha256, if any, is declared here): `POST upload_url` (…/upload/parts) `{part_numbers}` answers presigned part URLs; `PUT` the parts in parallel straight to the bucket, keeping each ETag; `POST complete_url` `{parts: [{part_number, etag}]}`. A failed part is PUT again (same retry table); an expired URL is asked for again.
          *     - **parallel parts with tus** (tiers 3 and 4 on a local backup store; any tus tier may use it): the tus concatenation extension. `POST upload_url` with `Upload-Concat: partial` and the part's own `Upload-Length` creates a part (send and resume each as above, in parallel); once every part is complete, `POST upload_url` with `Upload-Concat: final;<part URL> <part URL> …` (in order; `Upload-Metadata` may carry sha256) joins them through the integrity check into the store and answers 201 with X-Checksum-Sha256 (409 upload_incomplete while a part misses bytes or the parts do not add up to the declared size).
-         *     Every tier ends with the integrity check (declared size and SHA-256) before the analysis; a mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.
+         *     Every tier ends with the integrity check before the analysis: the declared size, and the SHA-256 when one was declared (without one, the server computes it while receiving; the migration and its analysis show it with sha256_source computed). A mismatch answers 422 upload_checksum_mismatch, fails the migration with that error_message and keeps nothing. A new init replaces an unfinished upload.
+         *     **Bounds:** the organisation's migration backups (stored, and the declared size of those under way) take at most its quota (BERTH_MIGRATION_QUOTA_BYTES, 200 GiB by default): upload/init and a tus creation past it answer 413 upload_quota_exceeded with the figures. tus parts: at most 100 per upload (409 too_many_upload_parts; a final concatenation lists at most as many), 1000 per organisation at once, and together at most the declared size (413 upload_parts_too_large).
          */
         post: operations["initMigrationUpload"];
         delete?: never;
@@ -2047,7 +2088,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 400
              * @enum {string}
              */
-            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "checksum_required" | "invalid_import_url";
+            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2123,7 +2164,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2161,7 +2202,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 413
              * @enum {string}
              */
-            error: "payload_too_large";
+            error: "payload_too_large" | "upload_quota_exceeded" | "upload_parts_too_large";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2328,6 +2369,7 @@ export interface components {
             file_size_bytes: number | null;
             filestore_size_bytes: number | null;
             git_branch: string | null;
+            /** @description The repository URL, never with credentials (they are kept sealed and handed to the project the migration makes) */
             git_repo_url: string | null;
             /** Format: uuid */
             id: string;
@@ -2346,6 +2388,7 @@ export interface components {
             retry_count: number;
             /** @description SHA-256 of the stored backup, once it arrived and passed the integrity check */
             sha256: string | null;
+            sha256_source: ("declared" | "computed") | null;
             /** @enum {string} */
             source_type: "vendor_paas" | "on_premise" | "vendor_online" | "other_paas";
             /** @enum {string} */
@@ -2375,6 +2418,17 @@ export interface components {
             custom_modules: string[];
             database_name: string | null;
             database_size_bytes: number;
+            /** @description How many hazards the dump has (dump_hazards lists the first 20) */
+            dump_hazard_count?: number;
+            /** @description What in a plain SQL dump the agent refuses to load, read as psql reads it: psql meta-commands other than pg_dump's \restrict / \unrestrict, and statements reaching the server's programs, files, roles or configuration, which pg_dump does not write for a database of the ERP. The first 20; start refuses with dump_unsafe while there is one */
+            dump_hazards?: {
+                /** @description meta_command, psql_variable, ambiguous (psql's own: it would run them or read the text otherwise); copy_program, copy_file, untrusted_language, extension, alter_system, role_change, server_function, session_setting, load, dynamic_code (the server's) */
+                kind: string;
+                /** @description Line of the dump */
+                line: number;
+                /** @description What was found and why it is refused */
+                text: string;
+            }[];
             /** @description Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database */
             enterprise_modules?: string[];
             /** @description major.minor, e.g. 17.0 */
@@ -2405,20 +2459,25 @@ export interface components {
                  * @description What the target must have; when not met, start answers 409 with this same error code
                  * @enum {string}
                  */
-                code: "enterprise_addons_required" | "database_image_too_old";
+                code: "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
                 /** @description What is needed and, when not met, what to do */
                 message: string;
                 /** @description Whether the target has it now (read at each request: adding the repository or changing the image meets it) */
                 met: boolean;
             }[];
+            /** @description SHA-256 of the analysed backup as stored */
+            sha256: string | null;
+            sha256_source: ("declared" | "computed") | null;
             standard_modules: string[];
             total_modules: number;
             total_size_bytes: number;
             /** @description Internal (non-portal, active) users */
             user_count: number;
             vendor_equivalent_cost: number;
-            /** @description What the person should know that does not stop the migration (e.g. a dump without a file store) */
+            /** @description What the person should know that does not stop the migration (e.g. a dump without a file store). Like warnings are one line with their count (300000 members with unsafe names were ignored, e.g. '../x'); at most 50, the rest counted in warnings_omitted */
             warnings?: string[];
+            /** @description Warnings left out of `warnings` past its 50 */
+            warnings_omitted?: number;
         };
         /** Project */
         Project: {
@@ -2429,7 +2488,7 @@ export interface components {
             environment_count: number;
             /** @example 17.0 */
             erp_version: string | null;
-            /** @description HTTPS URL of the Git repository, always without credentials: a URL written with them (https://user:token@host/…) is shown with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment. */
+            /** @description URL of the Git repository (https or ssh), always without credentials: a URL written with them (https://user:token@host/…) is shown with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment. */
             git_repo_url: string | null;
             /** Format: uuid */
             id: string;
@@ -3108,7 +3167,7 @@ export interface operations {
                 "application/json": {
                     /** Format: uuid */
                     environment_id: string;
-                    /** @description Git branch name */
+                    /** @description Git branch name (git check-ref-format), never starting with - */
                     git_branch: string;
                     /** @description Full commit id (hex) */
                     git_commit?: string;
@@ -4722,6 +4781,224 @@ export interface operations {
             };
         };
     };
+    listEnvironmentDomains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                env_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The other proofs than the TXT record: the name pointing at the environment */
+                            alternatives: {
+                                /** @description A/AAAA: the name is proven when every address it resolves to is one of these, the environment's server's public addresses as its agent reported them (empty until it has) */
+                                addresses: string[];
+                                /** @description CNAME: the name is proven when it is an alias of this one, the environment's generated name; null when the installation has no base domain */
+                                cname: string | null;
+                            };
+                            /** Format: date-time */
+                            checked_at: string | null;
+                            name: string;
+                            /**
+                             * @description pending: not proven yet; it does not stop another organisation that proves the name from taking it. verified: proven; the name is this environment's alone (others get 409 `domain_taken`). released: another organisation proved the name first; it was taken out of this environment
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "released";
+                            /** @description How to prove the name: publish this TXT record, or point the name at the environment's server (A/AAAA = the server's public addresses), or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify */
+                            verification: {
+                                /** @description _berth-challenge.<domain> */
+                                name: string;
+                                /** @enum {string} */
+                                type: "TXT";
+                                /** @description The token to publish in that TXT record */
+                                value: string;
+                            };
+                            /** Format: date-time */
+                            verified_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    verifyEnvironmentDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain: string;
+                env_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The other proofs than the TXT record: the name pointing at the environment */
+                        alternatives: {
+                            /** @description A/AAAA: the name is proven when every address it resolves to is one of these, the environment's server's public addresses as its agent reported them (empty until it has) */
+                            addresses: string[];
+                            /** @description CNAME: the name is proven when it is an alias of this one, the environment's generated name; null when the installation has no base domain */
+                            cname: string | null;
+                        };
+                        /** Format: date-time */
+                        checked_at: string | null;
+                        name: string;
+                        /**
+                         * @description pending: not proven yet; it does not stop another organisation that proves the name from taking it. verified: proven; the name is this environment's alone (others get 409 `domain_taken`). released: another organisation proved the name first; it was taken out of this environment
+                         * @enum {string}
+                         */
+                        status: "pending" | "verified" | "released";
+                        /** @description How to prove the name: publish this TXT record, or point the name at the environment's server (A/AAAA = the server's public addresses), or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify */
+                        verification: {
+                            /** @description _berth-challenge.<domain> */
+                            name: string;
+                            /** @enum {string} */
+                            type: "TXT";
+                            /** @description The token to publish in that TXT record */
+                            value: string;
+                        };
+                        /** Format: date-time */
+                        verified_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     restoreBackup: {
         parameters: {
             query?: never;
@@ -4855,7 +5132,7 @@ export interface operations {
                 "application/json": {
                     /** @default false */
                     force: boolean;
-                    /** @description Git branch name */
+                    /** @description Git branch name (git check-ref-format), never starting with - */
                     git_branch?: string;
                     /** @description How a NEW database is initialised (ignored when the environment's database exists) */
                     init?: {
@@ -5582,7 +5859,9 @@ export interface operations {
                 "application/json": {
                     /** @description Must be true: the backup holds personal data the platform will process */
                     data_processing_consent: boolean;
+                    /** @description A Git branch name, never starting with - (400 `git_branch_invalid`) */
                     git_branch?: string;
+                    /** @description https or ssh Git URL, as a project's (400 `git_url_invalid` for file://, local paths, http://, git://, ext:: or a leading -); credentials written into an https URL are sealed and never shown again */
                     git_repo_url?: string;
                     /** Format: uuid */
                     organization_id: string;
@@ -6144,7 +6423,9 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A Git branch name, never starting with - (400 `git_branch_invalid`) */
                     git_branch?: string | null;
+                    /** @description https or ssh Git URL, as a project's (400 `git_url_invalid` for file://, local paths, http://, git://, ext:: or a leading -); credentials written into an https URL are sealed and never shown again */
                     git_repo_url?: string | null;
                     /** @description true: serve the copy as it came (mail and scheduled actions on); default false: neutralised */
                     production?: boolean;
@@ -6323,6 +6604,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
                 };
             };
             /** @description Default Response */
@@ -6999,6 +7289,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description Default Response */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
                 };
             };
             /** @description Default Response */
@@ -9635,10 +9934,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
                     /** @example 17.0 */
                     erp_version?: string;
-                    /** @description HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
+                    /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
                     git_repo_url?: string;
                     name: string;
                     /** Format: uuid */
@@ -11081,8 +11381,9 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
-                    /** @description HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
+                    /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
                     git_repo_url?: string | null;
                     name?: string;
                 };
@@ -11334,7 +11635,7 @@ export interface operations {
                     disk_gb?: number;
                     /** @description A host name of two labels or more (e.g. erp.example.com), any case, stored lowercase; not an IP address, a wildcard or a name ending in a dot (400 invalid_domain) */
                     domain?: string | null;
-                    /** @description Git branch name */
+                    /** @description Git branch name (git check-ref-format), never starting with - */
                     git_branch?: string;
                     /** @description Memory its containers may use, in MB */
                     ram_mb?: number;
@@ -13000,7 +13301,7 @@ export interface operations {
                         issued_by: string;
                         /** Format: uuid */
                         organization_id: string;
-                        /** @description The command's parameters as signed, without secrets: a repository URL (git.url) without its credentials, environment variables (env) with their values replaced by "[redacted]" */
+                        /** @description The command's parameters that staff may see, per command type (an allow-list): a field not on it is absent. Never shown: passwords (admin_passwd, admin_login.password), tokens and keys (add-on repositories' token and ssh_private_key, a backup's upload token), signed download links (a restore's source.path, a migration archive's archive.path), environment variable values (env keeps the names, each value "[redacted]") and credentials in repository URLs. Commands recorded before the allow-list show {} */
                         params: {
                             [key: string]: unknown;
                         };

@@ -235,7 +235,7 @@ export interface paths {
         head?: never;
         /**
          * Change an environment's domain, aliases or size
-         * @description Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy (POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). Host names are unique across the installation among active environments, aliases included (409 `domain_taken`); a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
+         * @description Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy (POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). A name is held by one environment once proven (see GET /environments/{id}/domains: a TXT record, or DNS pointing at the server); another environment's verified name, or a name another environment of the same organisation has, is refused (409 `domain_taken`), while another organisation's unproven claim is not: the first to prove the name gets it; a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
          */
         patch: operations["updateEnvironment"];
         trace?: never;
@@ -551,6 +551,46 @@ export interface paths {
         get: operations["listEnvironmentDeployments"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/domains": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an environment's domains with their verification
+         * @description The domain and aliases, each with its claim's status and the TXT record that proves it.
+         */
+        get: operations["listEnvironmentDomains"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/domains/{domain}/verify": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a domain's DNS now
+         * @description Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof releases other organisations' pending claims of the name). 404 when the environment does not have this name.
+         */
+        post: operations["verifyEnvironmentDomain"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1290,7 +1330,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 400
              * @enum {string}
              */
-            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "checksum_required" | "invalid_import_url";
+            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1366,7 +1406,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1404,7 +1444,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 413
              * @enum {string}
              */
-            error: "payload_too_large";
+            error: "payload_too_large" | "upload_quota_exceeded" | "upload_parts_too_large";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1571,6 +1611,7 @@ export interface components {
             file_size_bytes: number | null;
             filestore_size_bytes: number | null;
             git_branch: string | null;
+            /** @description The repository URL, never with credentials (they are kept sealed and handed to the project the migration makes) */
             git_repo_url: string | null;
             /** Format: uuid */
             id: string;
@@ -1589,6 +1630,7 @@ export interface components {
             retry_count: number;
             /** @description SHA-256 of the stored backup, once it arrived and passed the integrity check */
             sha256: string | null;
+            sha256_source: ("declared" | "computed") | null;
             /** @enum {string} */
             source_type: "vendor_paas" | "on_premise" | "vendor_online" | "other_paas";
             /** @enum {string} */
@@ -1618,6 +1660,17 @@ export interface components {
             custom_modules: string[];
             database_name: string | null;
             database_size_bytes: number;
+            /** @description How many hazards the dump has (dump_hazards lists the first 20) */
+            dump_hazard_count?: number;
+            /** @description What in a plain SQL dump the agent refuses to load, read as psql reads it: psql meta-commands other than pg_dump's \restrict / \unrestrict, and statements reaching the server's programs, files, roles or configuration, which pg_dump does not write for a database of the ERP. The first 20; start refuses with dump_unsafe while there is one */
+            dump_hazards?: {
+                /** @description meta_command, psql_variable, ambiguous (psql's own: it would run them or read the text otherwise); copy_program, copy_file, untrusted_language, extension, alter_system, role_change, server_function, session_setting, load, dynamic_code (the server's) */
+                kind: string;
+                /** @description Line of the dump */
+                line: number;
+                /** @description What was found and why it is refused */
+                text: string;
+            }[];
             /** @description Installed modules that exist only in the ERP's Enterprise add-ons (license OEEL-1, web_enterprise); empty for a Community database */
             enterprise_modules?: string[];
             /** @description major.minor, e.g. 17.0 */
@@ -1648,20 +1701,25 @@ export interface components {
                  * @description What the target must have; when not met, start answers 409 with this same error code
                  * @enum {string}
                  */
-                code: "enterprise_addons_required" | "database_image_too_old";
+                code: "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
                 /** @description What is needed and, when not met, what to do */
                 message: string;
                 /** @description Whether the target has it now (read at each request: adding the repository or changing the image meets it) */
                 met: boolean;
             }[];
+            /** @description SHA-256 of the analysed backup as stored */
+            sha256: string | null;
+            sha256_source: ("declared" | "computed") | null;
             standard_modules: string[];
             total_modules: number;
             total_size_bytes: number;
             /** @description Internal (non-portal, active) users */
             user_count: number;
             vendor_equivalent_cost: number;
-            /** @description What the person should know that does not stop the migration (e.g. a dump without a file store) */
+            /** @description What the person should know that does not stop the migration (e.g. a dump without a file store). Like warnings are one line with their count (300000 members with unsafe names were ignored, e.g. '../x'); at most 50, the rest counted in warnings_omitted */
             warnings?: string[];
+            /** @description Warnings left out of `warnings` past its 50 */
+            warnings_omitted?: number;
         };
         /** Project */
         Project: {
@@ -1672,7 +1730,7 @@ export interface components {
             environment_count: number;
             /** @example 17.0 */
             erp_version: string | null;
-            /** @description HTTPS URL of the Git repository, always without credentials: a URL written with them (https://user:token@host/…) is shown with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment. */
+            /** @description URL of the Git repository (https or ssh), always without credentials: a URL written with them (https://user:token@host/…) is shown with the user:token@ part removed (https://host/…). The credentials are kept sealed and used only to clone during a deployment. */
             git_repo_url: string | null;
             /** Format: uuid */
             id: string;
@@ -5646,6 +5704,224 @@ export interface operations {
             };
         };
     };
+    listEnvironmentDomains: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The other proofs than the TXT record: the name pointing at the environment */
+                            alternatives: {
+                                /** @description A/AAAA: the name is proven when every address it resolves to is one of these, the environment's server's public addresses as its agent reported them (empty until it has) */
+                                addresses: string[];
+                                /** @description CNAME: the name is proven when it is an alias of this one, the environment's generated name; null when the installation has no base domain */
+                                cname: string | null;
+                            };
+                            /** Format: date-time */
+                            checked_at: string | null;
+                            name: string;
+                            /**
+                             * @description pending: not proven yet; it does not stop another organisation that proves the name from taking it. verified: proven; the name is this environment's alone (others get 409 `domain_taken`). released: another organisation proved the name first; it was taken out of this environment
+                             * @enum {string}
+                             */
+                            status: "pending" | "verified" | "released";
+                            /** @description How to prove the name: publish this TXT record, or point the name at the environment's server (A/AAAA = the server's public addresses), or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify */
+                            verification: {
+                                /** @description _berth-challenge.<domain> */
+                                name: string;
+                                /** @enum {string} */
+                                type: "TXT";
+                                /** @description The token to publish in that TXT record */
+                                value: string;
+                            };
+                            /** Format: date-time */
+                            verified_at: string | null;
+                        }[];
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    verifyEnvironmentDomain: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                domain: string;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The other proofs than the TXT record: the name pointing at the environment */
+                        alternatives: {
+                            /** @description A/AAAA: the name is proven when every address it resolves to is one of these, the environment's server's public addresses as its agent reported them (empty until it has) */
+                            addresses: string[];
+                            /** @description CNAME: the name is proven when it is an alias of this one, the environment's generated name; null when the installation has no base domain */
+                            cname: string | null;
+                        };
+                        /** Format: date-time */
+                        checked_at: string | null;
+                        name: string;
+                        /**
+                         * @description pending: not proven yet; it does not stop another organisation that proves the name from taking it. verified: proven; the name is this environment's alone (others get 409 `domain_taken`). released: another organisation proved the name first; it was taken out of this environment
+                         * @enum {string}
+                         */
+                        status: "pending" | "verified" | "released";
+                        /** @description How to prove the name: publish this TXT record, or point the name at the environment's server (A/AAAA = the server's public addresses), or make it a CNAME of the environment's generated name. Checked when the name is set, every few minutes, and on POST …/verify */
+                        verification: {
+                            /** @description _berth-challenge.<domain> */
+                            name: string;
+                            /** @enum {string} */
+                            type: "TXT";
+                            /** @description The token to publish in that TXT record */
+                            value: string;
+                        };
+                        /** Format: date-time */
+                        verified_at: string | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     redeployEnvironment: {
         parameters: {
             query?: never;
@@ -6761,10 +7037,11 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
                     /** @example 17.0 */
                     erp_version?: string;
-                    /** @description HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
+                    /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
                     git_repo_url?: string;
                     name: string;
                     /** Format: uuid */
@@ -7035,8 +7312,9 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
+                    /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
-                    /** @description HTTPS URL of the Git repository. Credentials may be written into it (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
+                    /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
                     git_repo_url?: string | null;
                     name?: string;
                 };
