@@ -7,7 +7,7 @@
 // IAP credits, the publisher warranty contract, sessions signed for one valid on the other.
 import { randomUUID } from "node:crypto";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "../environment/database-swap.ts";
+import { psql } from "../environment/psql.ts";
 
 /** Odoo's default when nothing better is known (ir_config_parameter.py: http://localhost:<http_port>). */
 export const DEFAULT_BASE_URL = "http://localhost:8069";

@@ -5,7 +5,7 @@
 // other dump, however many tables it brought, is refused (Odoo would answer "Database not
 // initialized" on every request). The one place to change what "restored" means.
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "../environment/database-swap.ts";
+import { psql } from "../environment/psql.ts";
 import { CommandError } from "../runner/handler-types.ts";
 
 export const RESTORE_VERIFICATION = {

@@ -6,7 +6,7 @@
 // the time zone every user works in UTC.
 import { readFile } from "node:fs/promises";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "../environment/database-swap.ts";
+import { psql } from "../environment/psql.ts";
 import { ERP_DB_NAME } from "../environment/environment-layout.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 

@@ -7,7 +7,7 @@ import { pbkdf2, randomBytes } from "node:crypto";
 import { promisify } from "node:util";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { ERP_DB_NAME } from "../environment/environment-layout.ts";
-import { psql } from "../environment/database-swap.ts";
+import { psql } from "../environment/psql.ts";
 
 const pbkdf2Async = promisify(pbkdf2);
 

@@ -16,7 +16,7 @@ import type { DockerClient } from "../../docker/docker-client.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, type EnvironmentLayout } from "../environment/environment-layout.ts";
-import { psql } from "../environment/database-swap.ts";
+import { psql } from "../environment/psql.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import { isOdooError } from "./erp-run.ts";
 

@@ -35,6 +35,7 @@ import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
 import { CommandError } from "../runner/handler-types.ts";
+import { psql } from "./psql.ts";
 import { dropLeftoverLoaders, LOADER_OS_USER, withLoaderRole } from "./restore-role.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
@@ -73,26 +74,6 @@ export function restoreNames(layout: EnvironmentLayout, id: string): RestoreName
     incomingDir: join(layout.dir, `${RESTORE_DIR_PREFIX}${id}`),
     previousDir: join(layout.dir, `${PREVIOUS_DIR_PREFIX}${id}`),
   };
-}
-
-// ---- SQL, as argument vectors through docker exec on the local socket ----
-
-/** Runs SQL (ON_ERROR_STOP, unaligned, tuples only) and returns its output lines. */
-export async function psql(
-  docker: DockerClient,
-  dbContainerId: string,
-  sql: string,
-  options: { database?: string; deadlineMs?: number; code?: string } = {},
-): Promise<string[]> {
-  const result = await docker.exec(
-    dbContainerId,
-    ["psql", "-U", ERP_DB_USER, "-d", options.database ?? "postgres", "-v", "ON_ERROR_STOP=1", "-X", "-q", "-A", "-t", "-c", sql],
-    { deadlineMs: options.deadlineMs ?? 60_000 },
-  );
-  if (result.exitCode !== 0) {
-    throw new CommandError(options.code ?? "database_failed", `psql failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
-  }
-  return result.stdout.split("\n").filter((line) => line !== "");
 }
 
 const OURS = new RegExp(`^${ERP_DB_NAME}_(restore|previous)_[a-z0-9]{1,32}$`);

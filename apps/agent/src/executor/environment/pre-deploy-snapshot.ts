@@ -42,10 +42,10 @@ import {
   exists,
   listDatabases,
   newRestoreNames,
-  psql,
   swapIn,
   writeRestoreJournal,
 } from "./database-swap.ts";
+import { psql } from "./psql.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 

@@ -9,7 +9,7 @@
 // the database is "odoo"'s again and the role is dropped, on failure too; a role left by a
 // crash is dropped by the interrupted-restore recovery (dropLeftoverLoaders).
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "./database-swap.ts";
+import { psql } from "./psql.ts";
 import { ERP_DB_USER } from "./environment-layout.ts";
 
 export const LOADER_ROLE_PREFIX = "berth_loader_";
