@@ -40,6 +40,13 @@ const PIECES = [
   "CREATE FUNCTION f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1; END;\n", "DO $$ BEGIN PERFORM pg_read_file('x'); END $$;\n",
   "INSERT INTO t VALUES (1, 'a''b', E'c\\'d', 'pg_read_file');\n", "'a'\n'b'", "'a' -- c\n'b'",
 ];
+/** Short pieces where quotes, words and text meet: a dump of a few ends with a word the rules refuse, whose finding quotes it. */
+const DENSE = [
+  "'", "''", "'a'", "'a'\f\n'b'", "'a'\v\n'b'", "'a' \v'b'", "'a'\n\v'b'", "'a'--c\n'b'", "'a'-", "E'", "E'\\", "\\'", "'pg_read''_file'",
+  "'set_''config'", "E'pg_\\read_file'", "$e'", "$E'x'", "$u&", "$u&'x'", "$u&\"x\"", "U&'y'", "u&z", "$$", "$a$", "$a", "$1", "\"", "\"\"", "\"d\"",
+  " ", "\n", "\r", "\t", "/*", "*/", "-", "--", "/", "*", ":", "::", ":'", ":\"", "X", "e", "1", "1e", "x", "dblink", "ab_cd_ef", ";", "(", ")",
+];
+const denseArb = fc.array(fc.constantFrom(...DENSE), { maxLength: 16 }).map((parts) => Buffer.from(`SELECT ${parts.join("")} lo_export;\n`, "latin1"));
 
 const dumpArb = fc
   .array(fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...PIECES) }, { weight: 2, arbitrary: fc.constantFrom(...WORDS) }), { maxLength: 120 })
@@ -62,6 +69,19 @@ describe("PsqlScript against its first version (frozen baseline)", () => {
         expect(run((o) => new PsqlScript(o), dump, cuts, options)).toEqual(expected);
       }),
       { numRuns: 3000 },
+    );
+  });
+
+  it("quotes the same statement text in findings (property)", () => {
+    fc.assert(
+      fc.property(
+        denseArb.chain((dump) => fc.record({ dump: fc.constant(dump), cuts: fc.array(fc.integer({ min: 1, max: Math.max(1, dump.length - 1) }), { maxLength: 6 }) })),
+        ({ dump, cuts }) => {
+          const options = { maxFindings: 1000 };
+          expect(run((o) => new PsqlScript(o), dump, cuts, options)).toEqual(run((o) => new Baseline(o), dump, cuts, options));
+        },
+      ),
+      { numRuns: 5000 },
     );
   });
 

@@ -94,14 +94,13 @@ export interface Hazard {
   why: string;
 }
 
-type Token = { w: string } | { s: string } | { p: string };
-
 /**
  * One statement's rules, fed token by token. `word` and `literal` return a hazard as soon as
  * one is certain, so the statement is refused before psql sees its end.
  */
 export class StatementRules {
-  private tokens: Token[] = [];
+  /** The first KEPT_TOKENS tokens: a word's text, undefined for anything else. */
+  private readonly firstWords: (string | undefined)[] = [];
   private count = 0;
   /** The previous token was LANGUAGE in a function, procedure or DO. */
   private afterLanguage = false;
@@ -115,9 +114,8 @@ export class StatementRules {
 
   reset(): void {
     this.extensionNamed = false;
-    this.last = [undefined, undefined, undefined];
-
-    this.tokens = [];
+    this.last = this.last2 = this.last3 = undefined;
+    this.firstWords.length = 0;
     this.count = 0;
     this.afterLanguage = false;
     this.copyStage = 0;
@@ -127,14 +125,14 @@ export class StatementRules {
   }
 
   private first(i: number): string | undefined {
-    const t = this.tokens[i];
-    return t !== undefined && "w" in t ? t.w : undefined;
+    return this.firstWords[i];
   }
 
-  private keep(t: Token, depth = 0): void {
-    if (this.tokens.length < KEPT_TOKENS) this.tokens.push(t);
+  /** A token (`word`: a word's text, undefined for anything else); the first KEPT_TOKENS are kept. */
+  private keep(word: string | undefined, depth = 0): void {
+    if (this.firstWords.length < KEPT_TOKENS) this.firstWords.push(word);
     this.count++;
-    this.slide("w" in t ? t.w : "", depth);
+    this.slide(word ?? "", depth);
   }
 
   /** CREATE [OR REPLACE] FUNCTION / PROCEDURE, or DO. */
@@ -151,7 +149,7 @@ export class StatementRules {
     const index = this.count;
     const afterLanguage = this.afterLanguage;
     this.afterLanguage = false;
-    this.keep({ w }, depth);
+    this.keep(w, depth);
     if (afterLanguage && !TRUSTED_LANGUAGES.has(w)) return { kind: "untrusted_language", why: `code in language ${w}` };
     if (SESSION_WORDS.has(w)) this.sessionWord ??= w;
     if (w === "language" && depth === 0 && this.runsCode()) this.afterLanguage = true;
@@ -218,7 +216,7 @@ export class StatementRules {
   literal(text: string, quoted: "string" | "identifier", depth: number): Hazard | null {
     const afterLanguage = this.afterLanguage;
     this.afterLanguage = false;
-    this.keep(quoted === "string" ? { s: text } : { w: `"${text}"` }, depth);
+    this.keep(quoted === "string" ? undefined : `"${text}"`, depth);
     if (afterLanguage && quoted === "string" && !TRUSTED_LANGUAGES.has(text.toLowerCase())) {
       return { kind: "untrusted_language", why: `code in language ${text}` };
     }
@@ -235,9 +233,9 @@ export class StatementRules {
   }
 
   /** Punctuation or an operator character. */
-  punct(p: string): void {
+  punct(): void {
     this.afterLanguage = false;
-    this.keep({ p });
+    this.keep(undefined);
   }
 
   /**
@@ -246,18 +244,19 @@ export class StatementRules {
    * drops these as pg_restore --no-owner does.
    */
   get ownerChange(): boolean {
-    const [a, b, c] = this.last;
-    return this.first(0) === "alter" && a === "owner" && b === "to" && c !== undefined && c !== "" && this.depthAtEnd === 0;
+    const c = this.last;
+    return this.first(0) === "alter" && this.last3 === "owner" && this.last2 === "to" && c !== undefined && c !== "" && this.depthAtEnd === 0;
   }
-  private last: [string | undefined, string | undefined, string | undefined] = [undefined, undefined, undefined];
+  /** The last three tokens, the last one first (words, or "" for anything else), for ownerChange. */
+  private last: string | undefined = undefined;
+  private last2: string | undefined = undefined;
+  private last3: string | undefined = undefined;
   private depthAtEnd = 0;
 
-  /** The last three tokens (words, or "" for anything else), for ownerChange. */
   private slide(t: string, depth: number): void {
-    const last = this.last;
-    last[0] = last[1];
-    last[1] = last[2];
-    last[2] = t;
+    this.last3 = this.last2;
+    this.last2 = this.last;
+    this.last = t;
     this.depthAtEnd = depth;
   }
 
@@ -277,6 +276,11 @@ export class StatementRules {
     if (SERVER_FUNCTIONS.has(w)) return { kind: "server_function", why: `a body that calls ${w}` };
     if (SESSION_WORDS.has(w)) this.sessionWord ??= w;
     return null;
+  }
+
+  /** Whether end() reads the statement's text (the lexer makes it only then). */
+  get endReadsText(): boolean {
+    return this.sessionWord !== null;
   }
 
   /** At the statement's end (`text`: its first KEPT_TEXT bytes, whitespace collapsed; `whole`: nothing was cut). */

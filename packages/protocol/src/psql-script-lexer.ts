@@ -3,8 +3,9 @@
 // where strings and words end. The states themselves are read in psql-script-sql.ts (plain SQL),
 // psql-script-quoted.ts (strings, dollar quotes, comments) and psql-script-lines.ts (what psql
 // reads itself: meta-commands and COPY data).
-import { isSpace, QUOTE_CHAR } from "./psql-script-bytes.ts";
-import { BODY_WORD_MAX, BODY_WORD_MIN, KEPT_TEXT, StatementRules, type Hazard, type PsqlFindingKind } from "./psql-script-hazards.ts";
+import { latin1, lowerWord, NL, QUOTE_CHAR } from "./psql-script-bytes.ts";
+import { BODY_WORD_MAX, BODY_WORD_MIN, StatementRules, type Hazard, type PsqlFindingKind } from "./psql-script-hazards.ts";
+import { StatementText } from "./psql-script-text.ts";
 
 export interface PsqlFinding {
   /** 1-based line of the dump. */
@@ -81,7 +82,7 @@ export class Lexer {
   parenDepth = 0;
   beginDepth = 0;
   idCount = 0;
-  ids = ["", "", "", ""];
+  readonly ids = ["", "", "", ""];
   blockDepth = 0;
   // the token being read
   word = "";
@@ -100,14 +101,22 @@ export class Lexer {
   metaLine = 0;
   metaAtLineStart = false;
   copyState = 0;
-  bodyWord = "";
+  /**
+   * The word being read inside a string or body: its length, its bytes from earlier chunks
+   * (or before a '' in the string) lowered, and its bytes in this chunk (bodySeg, bodySegLen).
+   */
   bodyWordLen = 0;
-  // the statement's text (for findings and the exact matches of psql-script-hazards.ts)
-  text = "";
+  bodyWord = "";
+  bodySeg = -1;
+  bodySegLen = 0;
+  // the statement: its text (for findings and the exact matches of psql-script-hazards.ts)
+  readonly text = new StatementText();
+  /** Where the next newline of the chunk is, once looked for (-1: not yet; the chunk's length: none). */
+  nextNl = -1;
+  /** A byte of the statement is in its text (psqlscan.l's buffer is not empty). */
+  started = false;
   stmtStart = -1;
   holding = false;
-  textWhole = true;
-  textSpace = false;
 
   constructor(
     readonly out: PsqlResults,
@@ -122,24 +131,32 @@ export class Lexer {
     if (this.stopAtFirst) this.stopped = true;
   }
 
-  hazard(h: Hazard | null, offset: number): void {
+  /** A finding of the rules at `offset`, quoting the statement's text up to chunk index `upTo`. */
+  hazard(h: Hazard | null, offset: number, upTo: number): void {
     if (h === null) return;
-    const start = this.text.length > 100 ? `${this.text.slice(0, 100)}…` : this.text;
+    this.text.take(upTo);
+    const text = this.text.value;
+    const start = text.length > 100 ? `${text.slice(0, 100)}…` : text;
     this.find(h.kind, `${h.why}: ${start}`, offset, this.line);
   }
 
-  addText(b: number): void {
-    if (this.text.length >= KEPT_TEXT) {
-      this.textWhole = false;
+  /** Counts the lines of chunk[s, e), each newline found once however many runs ask. */
+  countLines(chunk: Uint8Array, s: number, e: number): void {
+    if (e - s < 64) {
+      for (let k = s; k < e; k++) if (chunk[k] === NL) this.line++;
       return;
     }
-    if (isSpace(b)) {
-      this.textSpace = this.text !== "";
-      return;
+    let nl = this.nextNl;
+    for (;;) {
+      if (nl < s) {
+        nl = chunk.indexOf(NL, s);
+        if (nl < 0) nl = chunk.length;
+      }
+      if (nl >= e) break;
+      this.line++;
+      s = nl + 1;
     }
-    if (this.textSpace) this.text += " ";
-    this.textSpace = false;
-    this.text += String.fromCharCode(b);
+    this.nextNl = nl;
   }
 
   /** The statement's first byte, at `at`; an ALTER is held back (pendingFrom) until its end. */
@@ -148,27 +165,55 @@ export class Lexer {
     this.holding = b === 0x41 || b === 0x61;
   }
 
-  startString(kind: number, quote: number): void {
+  /** A string opens (its quote is the caller's to add to the text). */
+  startString(kind: number): void {
     this.readsString = this.rules.readsBodies || this.rules.readsLiteral;
-    this.addText(quote);
     this.stringKind = kind;
     this.state = kind;
     this.literal = "";
-    this.bodyWord = "";
     this.bodyWordLen = 0;
+    this.bodyWord = "";
+    this.bodySeg = -1;
   }
 
-  endBodyWord(at: number): void {
+  /** chunk[s, e), word bytes inside a string or body, go on the word being read. */
+  bodyWordRun(chunk: Uint8Array, s: number, e: number): void {
+    if (this.bodySeg >= 0 && this.bodySeg + this.bodySegLen !== s) this.foldBodyWord(chunk);
+    if (this.bodySeg < 0) {
+      this.bodySeg = s;
+      this.bodySegLen = 0;
+    }
+    this.bodySegLen += e - s;
+    this.bodyWordLen += e - s;
+  }
+
+  /** The word's bytes in this chunk go on its string (the chunk ends, or a '' comes). */
+  foldBodyWord(chunk: Uint8Array): void {
+    if (this.bodySeg < 0) return;
+    const room = BODY_WORD_MAX - this.bodyWord.length;
+    if (room > 0) this.bodyWord += latin1(chunk, this.bodySeg, this.bodySeg + Math.min(room, this.bodySegLen)).toLowerCase();
+    this.bodySeg = -1;
+    this.bodySegLen = 0;
+  }
+
+  /** The word inside a string or body ends (at `offset`; the text up to chunk index `upTo`). */
+  endBodyWord(chunk: Uint8Array, offset: number, upTo: number): void {
     const len = this.bodyWordLen;
-    const w = this.bodyWord;
-    this.bodyWord = "";
+    if (len === 0) return;
+    let w = this.bodyWord;
+    if (len >= BODY_WORD_MIN && len <= BODY_WORD_MAX && this.bodySeg >= 0) {
+      const seg = lowerWord(chunk, this.bodySeg, this.bodySeg + this.bodySegLen);
+      w = w === "" ? seg : w + seg;
+    }
     this.bodyWordLen = 0;
+    this.bodyWord = "";
+    this.bodySeg = -1;
     if (len < BODY_WORD_MIN || len > BODY_WORD_MAX) return;
-    this.hazard(this.rules.bodyWord(w), at);
+    this.hazard(this.rules.bodyWord(w), offset, upTo);
   }
 
-  endLiteral(at: number): void {
-    this.hazard(this.rules.literal(this.literal, "string", this.parenDepth), at);
+  endLiteral(at: number, upTo: number): void {
+    this.hazard(this.rules.literal(this.literal, "string", this.parenDepth), at, upTo);
   }
 
   /**
@@ -176,7 +221,7 @@ export class Lexer {
    * quote opens a string (E'' with backslash escapes), u/U before "&" maybe one. Returns
    * whether `b` was taken.
    */
-  endWord(at: number, b: number): boolean {
+  endWord(at: number, b: number, upTo: number): boolean {
     const w = this.word;
     if (this.afterNumber && (w.includes("$") || BEGIN_WORDS.has(w) || (w === "e" && b === QUOTE_CHAR))) {
       this.find("ambiguous", `"${w}" right after a number, which psql releases read differently`, at, this.line);
@@ -184,7 +229,7 @@ export class Lexer {
       return false;
     }
     if (this.wordLen === 1 && b === QUOTE_CHAR && (w === "e" || w === "b" || w === "x" || w === "n")) {
-      this.startString(w === "e" ? EQUOTE : QUOTE, b);
+      this.startString(w === "e" ? EQUOTE : QUOTE);
       return true;
     }
     if (this.wordLen === 1 && w === "u" && b === 0x26) {
@@ -192,48 +237,54 @@ export class Lexer {
       return true;
     }
     this.state = INIT;
-    this.wordToken(w, at);
+    this.wordToken(w, at, upTo);
     return false;
   }
 
   /** An identifier token, as psqlscan.l counts them for BEGIN ... END. */
-  wordToken(w: string, at: number): void {
-    if (this.idCount === 0) this.ids = ["", "", "", ""];
-    if (this.idCount < 4 && (w === "create" || w === "function" || w === "procedure" || w === "or" || w === "replace")) this.ids[this.idCount] = w[0]!;
+  wordToken(w: string, at: number, upTo: number): void {
+    const ids = this.ids;
+    if (this.idCount === 0) ids.fill("");
+    if (this.idCount < 4 && (w === "create" || w === "function" || w === "procedure" || w === "or" || w === "replace")) ids[this.idCount] = w[0]!;
     this.idCount++;
-    const [a, b, c, d] = this.ids;
+    const a = ids[0];
+    const b = ids[1];
+    const c = ids[2];
+    const d = ids[3];
     if (this.beginAtomic && a === "c" && (b === "f" || b === "p" || (b === "o" && c === "r" && (d === "f" || d === "p"))) && this.parenDepth === 0) {
       if (w === "begin") this.beginDepth++;
       else if (w === "case") {
         if (this.beginDepth >= 1) this.beginDepth++;
       } else if (w === "end" && this.beginDepth > 0) this.beginDepth--;
     }
-    this.hazard(this.rules.word(w, this.parenDepth), at);
+    this.hazard(this.rules.word(w, this.parenDepth), at, upTo);
   }
 
   endVar(at: number): void {
     if (PSQL_VARIABLE.test(this.varName)) this.find("psql_variable", `:${this.varName} (a psql variable) on line ${this.line}`, at, this.line);
-    else this.rules.punct(":");
+    else this.rules.punct();
   }
 
-  semicolon(at: number): void {
+  /** A ";" at `at`, chunk index `upTo` - 1. */
+  semicolon(at: number, upTo: number): void {
     if (this.parenDepth !== 0 || this.beginDepth !== 0) {
-      this.rules.punct(";");
+      this.rules.punct();
       return;
     }
     this.idCount = 0;
-    this.endStatement(at);
+    this.endStatement(at, upTo);
   }
 
-  endStatement(at: number): void {
-    this.hazard(this.rules.end(this.text, this.textWhole), at);
+  /** The statement ends at `at` (its text up to chunk index `upTo`; the next one's starts there). */
+  endStatement(at: number, upTo: number): void {
+    if (this.rules.endReadsText) this.text.take(upTo);
+    this.hazard(this.rules.end(this.text.value, this.text.whole), at, upTo);
     if (this.holding && this.rules.ownerChange && !this.stopped) this.out.ownerChanges.push({ start: this.stmtStart, end: at + 1 });
     this.holding = false;
     const copyIn = this.rules.copyIn;
     this.rules.reset();
-    this.text = "";
-    this.textWhole = true;
-    this.textSpace = false;
+    this.started = false;
     if (copyIn && !this.stopped) this.state = COPY_TAIL;
+    this.text.reset(this.state === COPY_TAIL ? -1 : upTo);
   }
 }

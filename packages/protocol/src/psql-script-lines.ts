@@ -1,7 +1,7 @@
 // What psql reads itself rather than sending to the server, line by line: a meta-command (a
 // backslash outside strings and comments, to its line's end) and COPY ... FROM stdin data
 // (whole lines until one that is exactly "\."), as psql's handleCopyIn reads them.
-import { BACKSLASH, CR, NL } from "./psql-script-bytes.ts";
+import { BACKSLASH, CR, latin1, NL } from "./psql-script-bytes.ts";
 import { COPY_DATA, INIT, META_SKIP, type Lexer } from "./psql-script-lexer.ts";
 
 /** pg_dump's own meta-commands (pg_dump 17.6, 16.10, 15.14, 14.19, 13.22 and later), alone on their line. */
@@ -16,35 +16,41 @@ const C_BS_DOT = 2;
 const C_BS_DOT_CR = 3;
 const C_MID = 4;
 
-export function scanMeta(lx: Lexer, chunk: Uint8Array, i: number): number {
-  const b = chunk[i]!;
-  if (b === NL) {
-    decideMeta(lx, lx.base + i);
+/** A meta-command's line, up to its end or META_MAX bytes. */
+export function scanMeta(lx: Lexer, chunk: Uint8Array, i: number, end: number): number {
+  if (chunk[i] === NL) {
+    decideMeta(lx, lx.base + i, i);
     return i;
   }
   if (lx.meta.length >= META_MAX) {
-    decideMeta(lx, lx.base + i, false);
+    decideMeta(lx, lx.base + i, -1, false);
     return i;
   }
-  lx.meta += String.fromCharCode(b);
-  return i + 1;
+  const limit = Math.min(end, i + META_MAX - lx.meta.length);
+  let j = i;
+  while (j < limit && chunk[j] !== NL) j++;
+  lx.meta += latin1(chunk, i, j);
+  return j;
 }
 
 /** A refused meta-command's line: not read. */
-export function scanMetaSkip(lx: Lexer, chunk: Uint8Array, i: number): number {
-  if (chunk[i] === NL) {
+export function scanMetaSkip(lx: Lexer, chunk: Uint8Array, i: number, end: number): number {
+  let j = i;
+  while (j < end && chunk[j] !== NL) j++;
+  if (j < end) {
     lx.state = INIT;
-    return i;
+    lx.text.resume(j);
   }
-  return i + 1;
+  return j;
 }
 
-/** The meta-command read so far ends at `at` (its line's end, or the dump's). */
-export function decideMeta(lx: Lexer, at: number, wholeLine = true): void {
+/** The meta-command read so far ends at `at` (its line's end at chunk index `i`, or the dump's: -1). */
+export function decideMeta(lx: Lexer, at: number, i: number, wholeLine = true): void {
   const text = lx.meta;
   if (wholeLine && lx.metaAtLineStart && ALLOWED_META.test(text)) {
     lx.out.allowedMeta.push({ start: lx.metaStart, end: at });
     lx.state = INIT;
+    if (i >= 0) lx.text.resume(i);
     return;
   }
   lx.find("meta_command", `${text.replace(/\r$/, "").slice(0, 80)} (a psql meta-command pg_dump does not write)`, lx.metaStart, lx.metaLine);
@@ -64,6 +70,7 @@ export function scanCopyTail(lx: Lexer, chunk: Uint8Array, i: number): number {
   if (b === 0x20 || b === 0x09 || b === CR || b === 0x0c || b === 0x0b) return i + 1;
   lx.find("ambiguous", "text after COPY ... FROM stdin; on its line, which psql reads after the data", lx.base + i, lx.line);
   lx.state = INIT;
+  lx.text.resume(i);
   return i;
 }
 
@@ -118,5 +125,6 @@ function endCopy(lx: Lexer, nl: number): number {
   lx.line++;
   lx.lineStart = true;
   lx.state = INIT;
+  lx.text.resume(nl + 1);
   return nl + 1;
 }
