@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ProxySettings, RoutedDomain, SignedCommand } from "@berth/protocol";
 import { useTestImages } from "../support/real-agent.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
+import { proveClaims, startTestDns, type TestDns } from "../support/dns-server.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
 import { demoOrganizationWithAgent } from "../support/demo-agent.ts";
@@ -24,16 +25,19 @@ const PROXY: ProxySettings = {
 
 let cp: TestControlPlane;
 let base: string;
+let dns: TestDns;
 const cleanup: (() => void)[] = [];
 
 beforeAll(async () => {
-  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: BASE, proxy: PROXY });
+  dns = await startTestDns();
+  cp = await startControlPlane({ listen: true, heartbeatMs: 1000, baseDomain: BASE, proxy: PROXY, dnsServers: [dns.server] });
   base = urlOf(cp);
   await useTestImages(cp);
 }, 60_000);
 afterAll(async () => {
   for (const c of cleanup) c();
   await cp?.close();
+  await dns?.close();
 });
 
 async function withAgent(onCommand?: (cmd: SignedCommand, agent: SimAgent) => void) {
@@ -241,6 +245,8 @@ describe("destroying an environment", () => {
     const apiB = publicClient(cp.app, b.d.api_keys.org_rw);
     const name = `leaving-${hex8(a.d.environments.stopped)}.example.com`;
     expect((await apiA.patch(`/environments/${a.d.environments.stopped}`, { domain: name, aliases: [`www.${name}`] })).status).toBe(200);
+    // Held against others once proven (a pending claim blocks no one).
+    await proveClaims(dns, apiA, a.d.environments.stopped, [name, `www.${name}`]);
     expect((await apiB.patch(`/environments/${b.d.environments.stopped}`, { aliases: [`www.${name}`] })).status).toBe(409);
 
     const destroy = await apiA.delete(`/environments/${a.d.environments.stopped}`, { "x-confirm-delete": "true" });

@@ -7,7 +7,7 @@ import { createDemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
-import { startTestDns, type TestDns } from "../support/dns-server.ts";
+import { proveClaims, startTestDns, type TestDns } from "../support/dns-server.ts";
 import { expectEnvironment, expectError, freshOrganization } from "./fixtures.ts";
 
 const BASE = "envs.berth.test";
@@ -21,16 +21,6 @@ afterAll(async () => {
   await cp?.close();
   await dns?.close();
 });
-
-/** Proves an environment's claims of `names` the way their owner would: the TXT record each claim shows, then verify. */
-async function prove(client: ReturnType<typeof publicClient>, env: string, names: string[]) {
-  const claims = (await client.get(`/environments/${env}/domains`)).body.data as { name: string; verification: { name: string; value: string } }[];
-  for (const name of names) {
-    const claim = claims.find((c) => c.name === name)!;
-    await dns.txt(claim.verification.name, claim.verification.value);
-    expect((await client.post(`/environments/${env}/domains/${name}/verify`)).body.status).toBe("verified");
-  }
-}
 
 const unique = () => Math.random().toString(36).slice(2, 10);
 const hex8 = (id: string) => id.replace(/-/g, "").slice(0, 8);
@@ -107,7 +97,7 @@ describe("a proven host name is held by one environment of the whole installatio
     const shop = `shop-${unique()}.example.com`;
     const www = `www.${shop}`;
     expect((await a.rw.patch(`/environments/${a.d.environments.running}`, { domain: shop, aliases: [www] })).status).toBe(200);
-    await prove(a.rw, a.d.environments.running, [shop, www]);
+    await proveClaims(dns, a.rw, a.d.environments.running, [shop, www]);
     const target = `/environments/${b.d.environments.running}`;
     const before = (await b.ro.get(target)).body;
 
@@ -147,7 +137,7 @@ describe("a proven host name is held by one environment of the whole installatio
     const project = await a.rw.post("/projects", { name: "Short-lived", server_id: a.d.server_id });
     const env = await a.rw.post("/environments", { project_id: project.body.id, name: "web", domain: name });
     expect(env.status).toBe(201);
-    await prove(a.rw, env.body.id, [name]);
+    await proveClaims(dns, a.rw, env.body.id, [name]);
     expectError(await b.rw.patch(`/environments/${b.d.environments.running}`, { domain: name }), 409, "domain_taken");
     expect((await a.rw.delete(`/projects/${project.body.id}`, { "x-confirm-delete": "true" })).status).toBe(204);
     expect((await b.rw.patch(`/environments/${b.d.environments.running}`, { domain: name })).status).toBe(200);
@@ -190,7 +180,7 @@ describe("the platform API's PATCH /projects/{project_id}/environments/{env_id}"
     const other = await freshOrganization(cp);
     const taken = `held-${unique()}.example.com`;
     expect((await other.rw.patch(`/environments/${other.d.environments.running}`, { domain: taken })).status).toBe(200);
-    await prove(other.rw, other.d.environments.running, [taken]);
+    await proveClaims(dns, other.rw, other.d.environments.running, [taken]);
     expectError(await admin.api.patch(path, { domain: taken, auto_deploy: false }), 409, "domain_taken");
 
     const view = await admin.api.get(`/organizations/${d.organization_id}/projects`);

@@ -4,6 +4,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createSocket } from "node:dgram";
+import type { Res } from "./http.ts";
 
 export const DNSMASQ = "/usr/sbin/dnsmasq";
 export const dnsmasqMissing = () => (existsSync(DNSMASQ) ? null : `${DNSMASQ} is missing: apt-get install -y dnsmasq`);
@@ -14,6 +15,27 @@ async function freeUdpPort(): Promise<number> {
   const { port } = socket.address();
   await new Promise<void>((resolve) => socket.close(resolve));
   return port;
+}
+
+/** An API client as test/support/http.ts makes them (public or platform). */
+interface Client {
+  get(path: string): Promise<Res>;
+  post(path: string, body?: unknown): Promise<Res>;
+}
+
+/**
+ * Proves an environment's claims of `names` the way their owner would: the TXT record each
+ * claim shows (GET /environments/{id}/domains) served by `dns`, then POST .../verify.
+ */
+export async function proveClaims(dns: TestDns, client: Client, env: string, names: string[]): Promise<void> {
+  const claims = (await client.get(`/environments/${env}/domains`)).body.data as { name: string; verification: { name: string; value: string } }[];
+  for (const name of names) {
+    const claim = claims.find((c) => c.name === name);
+    if (!claim) throw new Error(`environment ${env} has no claim of ${name}`);
+    await dns.txt(claim.verification.name, claim.verification.value);
+    const verified = await client.post(`/environments/${env}/domains/${name}/verify`);
+    if (verified.body.status !== "verified") throw new Error(`${name} was not verified: ${JSON.stringify(verified.body)}`);
+  }
 }
 
 export interface TestDns {
