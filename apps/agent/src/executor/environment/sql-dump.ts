@@ -65,15 +65,18 @@ export function guardSqlDump(options: GuardOptions = {}): Transform & { refused(
   let scanned = 0;
 
   const release = (upTo: number): Buffer => {
-    const all = Buffer.concat(held);
-    const out = Buffer.from(all.subarray(0, upTo - heldFrom));
+    // Views, not copies, unless something is blanked (a copy then: the chunks are the reader's).
+    const all = held.length === 1 ? held[0]! : Buffer.concat(held);
+    const blanks = [...script.allowedMeta.splice(0), ...script.ownerChanges.splice(0)];
+    const view = all.subarray(0, upTo - heldFrom);
+    const out = blanks.length > 0 ? Buffer.from(view) : view;
     // pg_dump's own \restrict / \unrestrict (psql is restricted with Berth's key already) and
     // ALTER ... OWNER TO (the loader may not give objects away; all is the ERP user's after):
     // blanked, newlines kept so psql's line numbers stay the dump's.
-    for (const m of [...script.allowedMeta.splice(0), ...script.ownerChanges.splice(0)]) {
+    for (const m of blanks) {
       for (let i = m.start - heldFrom; i < m.end - heldFrom; i++) if (out[i] !== 0x0a) out[i] = 0x20;
     }
-    held = upTo - heldFrom < all.length ? [Buffer.from(all.subarray(upTo - heldFrom))] : [];
+    held = upTo - heldFrom < all.length ? [all.subarray(upTo - heldFrom)] : [];
     heldFrom = upTo;
     return out;
   };
