@@ -13,7 +13,7 @@ import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts
 import { createDeploymentsService } from "./modules/deployments/deployments.service.ts";
 import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
 import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
-import { claimsOf } from "./modules/environments/domain-claims.ts";
+import { claimsOf } from "./modules/environments/domain-claims.repo.ts";
 import { createDomainVerification, dnsLookups } from "./modules/environments/domain-verification.ts";
 import { environmentAddresses } from "./modules/environments/domains.ts";
 import { createVariablesService } from "./modules/environments/variables.ts";

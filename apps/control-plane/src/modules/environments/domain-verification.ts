@@ -1,4 +1,4 @@
-// Proves pending domain claims (domain-claims.ts) from DNS, through a resolver the operator
+// Proves pending domain claims (domain-claims.repo.ts) from DNS, through a resolver the operator
 // can point elsewhere (BERTH_DNS_SERVERS; default the system's). A claim is proven when
 //   - TXT _berth-challenge.<name> holds the claim's token (shown to the claimant), or
 //   - the name's A/AAAA records are all among its server's public addresses (what the
@@ -8,7 +8,7 @@
 import { Resolver } from "node:dns/promises";
 import type { Database } from "@berth/db";
 import type { Clock } from "../../lib/clock.ts";
-import { markChecked, pendingClaims, proveClaim, type DomainClaimRow } from "./domain-claims.ts";
+import { markChecked, pendingClaims, proofTargetOf, proveClaim, type DomainClaimRow } from "./domain-claims.repo.ts";
 import { generatedHostname } from "./domains.ts";
 import type { EnvironmentRow } from "./environments.repo.ts";
 
@@ -68,14 +68,7 @@ export function createDomainVerification(deps: {
 }) {
   /** The environment's generated name and its server's public addresses. */
   async function targetOf(environmentId: string): Promise<ProofTarget | null> {
-    const { rows } = await deps.db.$client.query<{ id: string; name: string; addresses: string[] | null }>(
-      `select e.id, e.name, s.proxy->'public_addresses' as addresses
-         from environments e join projects p on p.id = e.project_id
-         left join servers s on s.id = coalesce(e.server_id, p.server_id)
-        where e.id = $1`,
-      [environmentId],
-    );
-    const env = rows[0];
+    const env = await proofTargetOf(deps.db, environmentId);
     if (!env) return null;
     return { publicAddresses: Array.isArray(env.addresses) ? env.addresses : [], generatedName: deps.baseDomain ? generatedHostname(env, deps.baseDomain) : null };
   }

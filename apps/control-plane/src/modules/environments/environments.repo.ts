@@ -4,7 +4,7 @@ import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
-import { claimNames, type Tx } from "./domain-claims.ts";
+import { claimNames, type Tx } from "./domain-claims.repo.ts";
 
 export type EnvironmentRow = typeof environments.$inferSelect;
 

@@ -3,7 +3,7 @@ import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { MAX_DOMAIN_ALIASES } from "@berth/protocol";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
-import { CLAIM_STATES } from "./domain-claims.ts";
+import { CLAIM_STATES } from "./domain-claims.repo.ts";
 import { CertificateView, DnsView } from "../routing/routing-view.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";

@@ -12,7 +12,7 @@ import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
 import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
-import type { ClaimState, DomainClaimRow } from "./domain-claims.ts";
+import type { ClaimState, DomainClaimRow } from "./domain-claims.repo.ts";
 import { challengeName, type DomainVerification, type ProofTarget } from "./domain-verification.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
 
@@ -104,7 +104,7 @@ export function createEnvironmentsService(deps: {
   onNamesChanged?: (row: EnvironmentRow) => Promise<void>;
   /** Proves claims from DNS (domain-verification.ts) when they are made and on demand; absent: claims stay pending. */
   verification?: Pick<DomainVerification, "check" | "targetOf">;
-  /** The claims of environments (domain-claims.ts). */
+  /** The claims of environments (domain-claims.repo.ts). */
   claims?: (environmentIds: string[]) => Promise<DomainClaimRow[]>;
 }) {
   /** Checks the environment's pending claims at once (a claim whose DNS is ready is verified before the answer). */

@@ -1,4 +1,4 @@
-// Who holds a host name (SQL, inside the caller's transaction or on the pool). A claim is
+// Who holds a host name: the claims' SQL, inside the caller's transaction or on the pool. A claim is
 // pending until proven (domain-verification.ts), then verified. A name is taken for an
 // environment when another environment holds it verified, or when another environment of
 // the same organisation claims it at all; pending claims of other organisations do not
@@ -116,4 +116,16 @@ export async function proveClaim(db: Database, claim: Pick<DomainClaimRow, "envi
       .where(and(eq(environmentDomains.environmentId, claim.environmentId), eq(environmentDomains.name, claim.name), eq(environmentDomains.status, "pending")));
     return null;
   }
+}
+
+/** An environment's name and its server's public addresses (what its agent reports of its proxy), for domain-verification.ts. */
+export async function proofTargetOf(db: Database, environmentId: string): Promise<{ id: string; name: string; addresses: string[] | null } | null> {
+  const { rows } = await db.$client.query<{ id: string; name: string; addresses: string[] | null }>(
+    `select e.id, e.name, s.proxy->'public_addresses' as addresses
+       from environments e join projects p on p.id = e.project_id
+       left join servers s on s.id = coalesce(e.server_id, p.server_id)
+      where e.id = $1`,
+    [environmentId],
+  );
+  return rows[0] ?? null;
 }
