@@ -181,8 +181,9 @@ describe("hostile plain dumps", () => {
     const source = `odoo_restore_cus${Date.now().toString(36)}`;
     await createDatabase(h.docker, db, source);
     // A view whose rule runs COPY ... TO PROGRAM cannot exist; a materialized view refreshed at restore can call a function that does.
+    // The program reads what COPY writes (touch did not: COPY then failed now and then with a broken pipe while the test set it up).
     await su(
-      `CREATE FUNCTION pwn() RETURNS int LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''touch /tmp/pwned-custom'''; RETURN 1; END $$;
+      `CREATE FUNCTION pwn() RETURNS int LANGUAGE plpgsql AS $$ BEGIN EXECUTE 'COPY (SELECT 1) TO PROGRAM ''cat > /tmp/pwned-custom'''; RETURN 1; END $$;
        CREATE MATERIALIZED VIEW m AS SELECT 1 AS x WHERE false;`,
       source,
     );
