@@ -21,3 +21,10 @@ export async function psql(
   }
   return result.stdout.split("\n").filter((line) => line !== "");
 }
+
+/** The PostgreSQL server's major version (15 for 150004); undefined when it cannot be read. */
+export async function serverMajor(docker: DockerClient, dbContainerId: string): Promise<number | undefined> {
+  const [version = ""] = await psql(docker, dbContainerId, "SHOW server_version_num", { deadlineMs: 30_000 }).catch(() => []);
+  const major = Math.floor(Number(version) / 10_000);
+  return Number.isFinite(major) && major > 0 ? major : undefined;
+}

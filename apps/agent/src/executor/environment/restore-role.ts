@@ -9,7 +9,7 @@
 // the database is "odoo"'s again and the role is dropped, on failure too; a role left by a
 // crash is dropped by the interrupted-restore recovery (dropLeftoverLoaders).
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { psql } from "./psql.ts";
+import { psql, serverMajor } from "./psql.ts";
 import { ERP_DB_USER } from "./environment-layout.ts";
 
 export const LOADER_ROLE_PREFIX = "berth_loader_";
@@ -27,21 +27,21 @@ export function loaderRoleFor(database: string): string {
   return `${LOADER_ROLE_PREFIX}${m[1]!}`;
 }
 
-/** The PostgreSQL server's major version (15 for 150004). */
-export async function serverMajor(docker: DockerClient, dbContainerId: string): Promise<number | undefined> {
-  const [version = ""] = await psql(docker, dbContainerId, "SHOW server_version_num", { deadlineMs: 30_000 }).catch(() => []);
-  const major = Math.floor(Number(version) / 10_000);
-  return Number.isFinite(major) && major > 0 ? major : undefined;
-}
-
 /**
  * Runs `load` with a new loader role owning `database` (a restore database, made empty by
  * createDatabase), then gives everything back to ERP_DB_USER and drops the role, whatever
  * `load` did.
  */
-export async function withLoaderRole<T>(docker: DockerClient, dbContainerId: string, database: string, load: (role: string) => Promise<T>): Promise<T> {
+export async function withLoaderRole<T>(
+  docker: DockerClient,
+  dbContainerId: string,
+  database: string,
+  load: (role: string) => Promise<T>,
+  /** The server's major when the caller has read it already (serverMajor). */
+  knownMajor?: number,
+): Promise<T> {
   const role = loaderRoleFor(database);
-  const major = await serverMajor(docker, dbContainerId);
+  const major = knownMajor ?? (await serverMajor(docker, dbContainerId));
   const su = (sql: string, db = "postgres") => psql(docker, dbContainerId, sql, { database: db, code: "restore_failed" });
   await dropLoader(docker, dbContainerId, role, [database]);
   await su(`CREATE ROLE "${role}" LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT 4`);

@@ -21,7 +21,8 @@ import { Transform, type Readable } from "node:stream";
 import { CLIENT_SIDE_KINDS, PsqlScript, type PsqlFinding } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { CommandError } from "../runner/handler-types.ts";
-import { LOADER_OS_USER, serverMajor, withLoaderRole } from "./restore-role.ts";
+import { serverMajor } from "./psql.ts";
+import { LOADER_OS_USER, withLoaderRole } from "./restore-role.ts";
 
 const DUMPED_BY = /^-- Dumped by pg_dump version (\d+)/m;
 /** pg_dump writes its header in the first lines; this much is read before anything goes on. */
@@ -195,5 +196,5 @@ export async function loadSqlDump(docker: DockerClient, dbContainerId: string, n
       const why = result.stderr.trim().split("\n").slice(-5).join("\n");
       throw new CommandError("restore_failed", `psql could not load the dump (exit code ${result.exitCode}): ${why}`);
     }
-  });
+  }, major);
 }
