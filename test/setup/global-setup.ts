@@ -42,7 +42,18 @@ function withDatabase(url: string, database: string): string {
   return u.toString();
 }
 
-export default async function setup(project: TestProject) {
+interface SharedServer {
+  adminUrl: string;
+  template: string;
+  stop: () => Promise<void>;
+}
+
+// Every project that needs PostgreSQL names this file; vitest imports it once and calls it
+// once per project, so the first call starts the server and the last teardown stops it.
+let shared: Promise<SharedServer> | undefined;
+let users = 0;
+
+async function startServer(): Promise<SharedServer> {
   let adminUrl: string;
   let stop = async () => {};
   if (process.env.DATABASE_URL) {
@@ -60,14 +71,28 @@ export default async function setup(project: TestProject) {
   const template = `berth_template_${process.pid}`;
   await ensureDatabase(adminUrl, template);
   await runMigrations(withDatabase(adminUrl, template));
-  project.provide("pgAdminUrl", adminUrl);
-  project.provide("pgTemplateDb", template);
+  return {
+    adminUrl,
+    template,
+    stop: async () => {
+      const client = new pg.Client({ connectionString: adminUrl });
+      await client.connect();
+      await client.query(`drop database if exists "${template}" with (force)`).catch(() => {});
+      await client.end();
+      await stop();
+    },
+  };
+}
+
+export default async function setup(project: TestProject) {
+  users += 1;
+  shared ??= startServer();
+  const server = await shared;
+  project.provide("pgAdminUrl", server.adminUrl);
+  project.provide("pgTemplateDb", server.template);
 
   return async () => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    await client.query(`drop database if exists "${template}" with (force)`).catch(() => {});
-    await client.end();
-    await stop();
+    users -= 1;
+    if (users === 0) await server.stop();
   };
 }

@@ -8,7 +8,7 @@
 // restore-once flag; a failure, retry and start again reuse what was made; cancel reaches the
 // deployment; force_restore sends the backup again; unlink destroys the environment; a
 // deployment that ends unseen is reconciled. The whole path with the real agent and Docker
-// is test/e2e/migration.test.ts.
+// is test/e2e/migration.e2e.test.ts.
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
