@@ -14,9 +14,10 @@ import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../lib/errors.ts";
 import { ErrorBody, refTo } from "../../lib/http-schemas.ts";
+import { originOf } from "../../lib/origin.ts";
 import { DOWNLOAD_PATH } from "./backup-links.ts";
 import { BACKUP_FILE_NAME, type BackupsService } from "./backups.service.ts";
-import { DownloadFile, originOf } from "./backups.routes.ts";
+import { DownloadFile } from "./backups.routes.ts";
 
 const Sha256 = Type.String({ pattern: "^[0-9a-f]{64}$" });
 const FileName = Type.String({ pattern: BACKUP_FILE_NAME.source, maxLength: 64 });

@@ -1,10 +1,8 @@
 // Public API routes for backups and restore (additions beyond the spec's public surface).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import type { FastifyRequest } from "fastify";
-import { publicUrl } from "../../config.ts";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
-import { installOrigin } from "../agent-releases/install-origin.ts";
+import { originOf } from "../../lib/origin.ts";
 import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
 import { ActionResponse } from "../deployments/deployments.routes.ts";
 import type { BackupsService } from "./backups.service.ts";
@@ -56,10 +54,6 @@ export const DownloadLink = Type.Object({
   files: Type.Array(DownloadFile),
 });
 
-/** This control plane's origin as links should name it: BERTH_PUBLIC_URL, else the request's (https unless on this machine). */
-export function originOf(request: Pick<FastifyRequest, "protocol" | "host">): string {
-  return installOrigin(request, publicUrl());
-}
 const ActionResponseRef = refTo(ActionResponse);
 const BackupParams = Type.Object({ id: Uuid, backup_id: Uuid });
 

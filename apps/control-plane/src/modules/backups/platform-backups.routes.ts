@@ -2,10 +2,11 @@
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, PageQuery, Page, Uuid, refTo } from "../../lib/http-schemas.ts";
+import { originOf } from "../../lib/origin.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
 import type { PlatformOperations } from "../deployments/platform-operations.ts";
-import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink, originOf } from "./backups.routes.ts";
+import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
 
