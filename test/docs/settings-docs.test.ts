@@ -1,4 +1,4 @@
-// The README's settings tables and .env.example are generated from the settings' declarations:
+// The settings reference (apps/control-plane/docs/settings.md) and .env.example are generated from the settings' declarations:
 // this fails when either differs from what `npm run docs:settings` would write, and when the
 // shipped code names a BERTH_* variable no declaration describes.
 import { readdirSync, readFileSync } from "node:fs";
@@ -6,16 +6,13 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { AGENT_SETTINGS } from "../../apps/agent/src/config/settings.ts";
 import { CONTROL_PLANE_SETTINGS } from "../../apps/control-plane/src/config/settings.ts";
-import { ENV_EXAMPLE, README, renderEnvExample, renderReadme, ROOT } from "./settings-docs.ts";
+import { ENV_EXAMPLE, renderEnvExample, renderSettingsDoc, ROOT, SETTINGS_DOC } from "./settings-docs.ts";
 
-const FIX = "run `npm run docs:settings` and commit README.md and .env.example";
+const FIX = "run `npm run docs:settings` and commit apps/control-plane/docs/settings.md and .env.example";
 
 describe("the settings docs", () => {
-  it(`README.md's Settings section is what the declarations say (else ${FIX})`, () => {
-    const readme = readFileSync(README, "utf8");
-    expect(readme, FIX).toBe(renderReadme(readme));
-    // The section sits right before "## Test it".
-    expect(readme).toMatch(/\n## Settings\n\n<!-- settings:begin -->[\s\S]*<!-- settings:end -->\n\n## Test it\n/);
+  it(`apps/control-plane/docs/settings.md is what the declarations say (else ${FIX})`, () => {
+    expect(readFileSync(SETTINGS_DOC, "utf8"), FIX).toBe(renderSettingsDoc());
   });
 
   it(`.env.example is what the declarations say (else ${FIX})`, () => {
@@ -32,7 +29,7 @@ describe("the settings docs", () => {
   it("declares every BERTH_* variable the shipped code names", () => {
     const declared = new Set([...Object.values(CONTROL_PLANE_SETTINGS), ...Object.values(AGENT_SETTINGS)].flatMap((s) => [s.name, ...(s.oldNames ?? [])]));
     // Names that are not settings: a warning code, a lock id, a placeholder, prefixes in prose,
-    // and the CLI's environment (documented by `berth --help` and the README's CLI section).
+    // and the CLI's environment (documented by `berth --help` and docs/cli.md).
     const notSettings = new Set(["BERTH_SETTING_RENAMED", "BERTH_JOB_SLOTS", "BERTH_CONTROL_PLANE_URL", "BERTH_PROXY_", "BERTH_BACKUP_S3_", "BERTH_URL", "BERTH_API_KEY", "BERTH_TOKEN"]);
     const undeclared = new Set<string>();
     for (const file of sources([path.join(ROOT, "apps"), path.join(ROOT, "packages")])) {

@@ -1,4 +1,4 @@
-// README.md's "Running in production", from a checkout, followed to the letter: the commands
+// apps/control-plane/docs/production.md, "From a checkout", followed to the letter: the commands
 // of its first block run one by one in a fresh clone of this repository's HEAD (committed
 // work only), against an empty database on the tests' PostgreSQL. The compiled control plane
 // must then serve with the development dependencies gone: it migrates the database, answers
@@ -15,17 +15,18 @@ import { freePort } from "../setup/global-setup.ts";
 import { waitUntil } from "../support/wait.ts";
 import { appliedMigrations, emptyDatabase, get, newMasterKey, ok, operatorEnv, run, type EmptyDatabase } from "./support.ts";
 
-/** The first ```sh block under "### From a checkout" in the production section. */
-function checkoutBlock(readme: string): string[] {
-  const section = readme.split(/^## Running in production$/m)[1]?.split(/^## /m)[0];
-  if (section === undefined) throw new Error("README.md has no '## Running in production' section");
-  const sub = section.split(/^### From a checkout$/m)[1];
-  const block = sub?.match(/```sh\n([\s\S]*?)```/)?.[1];
-  if (block === undefined) throw new Error("README.md's production section has no sh block under '### From a checkout'");
+const PRODUCTION_DOC = "apps/control-plane/docs/production.md";
+
+/** The first ```sh block under "## From a checkout" in the production doc. */
+function checkoutBlock(doc: string): string[] {
+  const section = doc.split(/^## From a checkout$/m)[1]?.split(/^## /m)[0];
+  if (section === undefined) throw new Error(`${PRODUCTION_DOC} has no '## From a checkout' section`);
+  const block = section.match(/```sh\n([\s\S]*?)```/)?.[1];
+  if (block === undefined) throw new Error(`${PRODUCTION_DOC} has no sh block under '## From a checkout'`);
   return block.split("\n").map((l) => l.trim()).filter((l) => l !== "" && !l.startsWith("#"));
 }
 
-const commands = checkoutBlock(readFileSync(path.join(REPO_ROOT, "README.md"), "utf8"));
+const commands = checkoutBlock(readFileSync(path.join(REPO_ROOT, PRODUCTION_DOC), "utf8"));
 
 let tmp: string;
 let clone: string;
@@ -50,7 +51,7 @@ beforeAll(async () => {
     BERTH_PORT: String(port),
     BERTH_DATA_DIR: path.join(tmp, "data"),
     // From the npm cache when it has the packages (any developer's or CI's machine that ran
-    // `npm ci` here); the registry otherwise. The commands themselves are the README's.
+    // `npm ci` here); the registry otherwise. The commands themselves are the production doc's.
     npm_config_prefer_offline: "true",
     npm_config_audit: "false",
     npm_config_fund: "false",
@@ -125,6 +126,15 @@ it("serves the dashboard and its assets from the build", async () => {
   expect(client?.status).toBe(200);
   expect(client?.headers.get("content-type")).toContain("text/javascript");
   expect(await client?.text()).toContain("function createClient(");
+});
+
+it("serves the docs, rendered with the production dependencies (marked)", async () => {
+  const index = await get(base, "/docs");
+  expect(index?.status).toBe(200);
+  expect(await index?.text()).toContain('<a href="/docs/production">');
+  const doc = await get(base, "/docs/production");
+  expect(doc?.status).toBe(200);
+  expect(await doc?.text()).toContain('<h2 id="from-a-checkout">From a checkout</h2>');
 });
 
 it("`npm run admin:create` works without the development tools, and that administrator signs in through the API", async () => {
