@@ -153,6 +153,10 @@ it("starts against an empty database, migrates it and answers /readyz from the h
   const client = await get(base, "/assets/vendor/openapi-fetch.js");
   expect(client?.status).toBe(200);
   expect(client?.headers.get("content-type")).toContain("text/javascript");
+  // The docs ship in the image (apps/control-plane/docs) and render.
+  const doc = await get(base, "/docs/production");
+  expect(doc?.status).toBe(200);
+  expect(await doc?.text()).toContain('<h1 id="running-in-production">Running in production</h1>');
 });
 
 it("runs as the unprivileged user berth, not root", async () => {

@@ -15,6 +15,7 @@ import { startMaintenance, type Maintenance } from "./lib/maintenance.ts";
 import { pruneOrgEvents } from "./modules/events/retention.ts";
 import { createEventHub, type EventHub } from "./modules/events/event-hub.ts";
 import { dashboardRoutes } from "./dashboard/dashboard.routes.ts";
+import { docsRoutes } from "./modules/docs/docs.routes.ts";
 import { ApiKey } from "./modules/api-keys/api-keys.routes.ts";
 import { Backup } from "./modules/backups/backups.routes.ts";
 import { ActionResponse, Task } from "./modules/deployments/deployments.routes.ts";
@@ -231,6 +232,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   await app.register(platformApi({ clock, services, hub, streamLimits: createStreamLimits(opts.streamCaps), registration: opts.registration ?? registrationMode() }), { prefix: PLATFORM_PREFIX });
   await app.register(openApiRoutes);
   await app.register(dashboardRoutes());
+  await app.register(docsRoutes());
 
   const maintenance = startMaintenance({
     tasks: [

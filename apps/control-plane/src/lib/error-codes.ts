@@ -85,6 +85,8 @@ export const ERROR_STATUS = {
   download_link_invalid: 403,
   // 404
   not_found: 404,
+  /** GET /docs/<topic> for a topic that is not a file of apps/control-plane/docs (GET /docs lists them). */
+  doc_not_found: 404,
   user_not_found: 404,
   route_not_found: 404,
   /** An invitation token that is unknown, expired, revoked or already used. */
