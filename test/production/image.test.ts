@@ -1,4 +1,4 @@
-// installers/control-plane/Containerfile, built and started as README.md's production section
+// installers/control-plane/Containerfile, built and started as apps/control-plane/docs/production.md
 // says, from what this machine reaches: no image registry, so NODE_IMAGE is the local Debian 12
 // root file system (test/images/debian.sh) with Node 24 and npm from the npm registry laid out
 // as the official node image has them, and BASE_IMAGE is that Debian too. The build stage's
