@@ -113,7 +113,7 @@ export async function fuzzHostileUploads(cp: FuzzTarget, a: Tenant, opts: { coun
     const body = Buffer.concat([Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="backup"\r\nContent-Type: application/octet-stream\r\n\r\n`), c.bytes, Buffer.from(`\r\n--${boundary}--\r\n`)]);
     await send(c.label, { method: "POST", url: `/api/v1/migrations/${id}/upload/direct`, headers: { ...auth, "content-type": `multipart/form-data; boundary=${boundary}` }, payload: body });
     // The analysis job's own function, awaited here (the queued run then finds it done).
-    await cp.app.services.migrations.runAnalysis(id);
+    await cp.app.services.migrations.findings.runAnalysis(id);
     const record = await send(c.label, { method: "GET", url: `/api/v1/migrations/${id}`, headers: auth });
     const view = JSON.parse(record.body) as { status?: string; error_message?: string | null };
     const outcome = view.status === "failed" ? (/\(([a-z_]+)\)/.exec(view.error_message ?? "")?.[1] ?? "failed") : (view.status ?? "?");

@@ -235,6 +235,6 @@ it("a migration whose deployment ended without its result reaching it is settled
   const running = await until(id, (m) => m.deployment_id !== null, "the deployment");
   // As the dispatcher's sweep fails a command its server never took.
   await cp.database.pool.query("update deployments set status = 'failed', error_message = 'The server was offline for 30 minutes', completed_at = now() - interval '2 minutes' where id = $1", [running.deployment_id]);
-  expect(await cp.app.services.migrations.reconcile()).toBeGreaterThanOrEqual(1);
+  expect(await cp.app.services.migrations.execution.reconcile()).toBeGreaterThanOrEqual(1);
   expect(await getMigration(id)).toMatchObject({ status: "failed", error_message: "The migration's deployment ended without finishing: The server was offline for 30 minutes" });
 }, 60_000);

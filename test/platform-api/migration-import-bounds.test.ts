@@ -91,7 +91,7 @@ const recordOf = async (id: string) => (await owner.api.get(`/migrations/${id}`)
 const ended = (id: string) => waitUntil("the import to end", async () => ["analyzed", "failed"].includes((await recordOf(id)).status), { timeoutMs: 20_000, intervalMs: 100 });
 /** What the import left: files in the upload folder and the backup store. */
 async function leftOf(id: string): Promise<string[]> {
-  const uploads = (await readdir(cp.app.services.tusUploads.dir).catch(() => [] as string[])).filter((n) => n.includes(id));
+  const uploads = (await readdir(cp.app.services.migrations.tus.dir).catch(() => [] as string[])).filter((n) => n.includes(id));
   const stored = (await readdir(cp.backupDir, { recursive: true, withFileTypes: true })).filter((f) => f.isFile() && f.parentPath.includes(id)).map((f) => f.name);
   return [...uploads, ...stored];
 }

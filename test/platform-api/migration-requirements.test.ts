@@ -7,7 +7,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
-import type { AnalysisFields } from "../../apps/control-plane/src/modules/migrations/migration-schemas.ts";
+import type { AnalysisFields } from "../../apps/control-plane/src/modules/migrations/record/migration-schemas.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { demoOrganizationRecordingCommands } from "../support/demo-agent.ts";
 import { ACME_ANALYSIS } from "../support/fixed-analysis.ts";

@@ -160,7 +160,7 @@ describe("upload bounds", () => {
     // A small one fits; then the big one's tus creation finds the quota taken meanwhile: the
     // other migration is made an import that declared no size and has received 6 MB so far.
     expect((await owner.api.post(`/migrations/${other}/upload/init?file_name=b.zip&file_size=${4 * 1024 * 1024}`)).status).toBe(200);
-    await cp.app.services.migrationsRepo.update(other, { status: "importing", uploadTier: "import", declaredSizeBytes: null, receivedBytes: 6 * 1024 * 1024 });
+    await cp.app.services.migrations.repo.update(other, { status: "importing", uploadTier: "import", declaredSizeBytes: null, receivedBytes: 6 * 1024 * 1024 });
     const created = await raw("POST", `${base}/migrations/${big}/upload/tus`, { ...tus(), "upload-length": 35 * 1024 * 1024 });
     expect(created.status).toBe(413);
     expect(JSON.parse(created.body)).toMatchObject({ error: "upload_quota_exceeded" });
@@ -175,7 +175,7 @@ describe("upload bounds", () => {
     const size = 2 * 1024 * 1024;
     await owner.api.post(`/migrations/${id}/upload/init?file_name=p.zip&file_size=${size}`);
     // 2 MB is tier_1 by size: the record is given a resumable tier to keep the test small (as migrations.test.ts does).
-    await cp.app.services.migrationsRepo.update(id, { uploadTier: "tier_2" });
+    await cp.app.services.migrations.repo.update(id, { uploadTier: "tier_2" });
     const url = `${base}/migrations/${id}/upload/tus`;
     const part = (length: number) => raw("POST", url, { ...tus(), "upload-concat": "partial", "upload-length": length });
     // Parts of 1 MB and 1 MB fill the declared 2 MB; one byte more is refused.
@@ -191,7 +191,7 @@ describe("upload bounds", () => {
     expect(statuses.filter((s) => s !== 201).every((s) => s === 409 || s === 413)).toBe(true);
     const refusal = JSON.parse(results.find((r) => r.status === 409)!.body);
     expect(refusal).toMatchObject({ error: "too_many_upload_parts", message: expect.stringContaining("(100)") });
-    const files = (await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(`${id}.p`) && !n.endsWith(".json"));
+    const files = (await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(`${id}.p`) && !n.endsWith(".json"));
     expect(files).toHaveLength(100);
     // A final listing more than 100 parts is refused before anything is read.
     const fake = Array.from({ length: 101 }, () => `${url}/${id}.p${randomBytes(16).toString("hex")}`).join(" ");

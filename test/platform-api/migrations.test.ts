@@ -206,7 +206,7 @@ describe("upload tiers", () => {
     expect(again !== "cut" && [again.status, JSON.parse(again.body).error]).toEqual([404, "not_found"]);
     expect((await owner.api.get(`/migrations/${m.id}`)).body.status).toBe("analyzed");
     // The tus folder keeps nothing of a finished upload.
-    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+    expect((await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 60_000);
 
   it("parallel parts (tus concatenation): three parts sent at once, one cut and resumed, joined in order, verified and analysed", async () => {
@@ -253,7 +253,7 @@ describe("upload tiers", () => {
     const done = await raw("HEAD", finalUrl, auth);
     expect(done !== "cut" && [done.status, done.headers["upload-offset"], done.headers["upload-length"]]).toEqual([200, String(data.length), String(data.length)]);
     await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis", 15_000);
-    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+    expect((await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 60_000);
 
   it("parts joined in the wrong order fail the integrity check and keep nothing", async () => {
@@ -261,7 +261,7 @@ describe("upload tiers", () => {
     const data = randomBytes(2 * 1024 * 1024);
     await owner.api.post(`/migrations/${m.id}/upload/init?file_name=b.zip&file_size=${data.length}&sha256=${sha(data)}`);
     // 2 MB is tier_1 by size, whose tus route is refused: the record is given a resumable tier to keep this test small.
-    await cp.app.services.migrationsRepo.update(m.id, { uploadTier: "tier_2" });
+    await cp.app.services.migrations.repo.update(m.id, { uploadTier: "tier_2" });
     const url = `${base}/migrations/${m.id}/upload/tus`;
     const auth = { authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" };
     const half = data.length / 2;
@@ -276,7 +276,7 @@ describe("upload tiers", () => {
     const joined = await raw("POST", url, { ...auth, "upload-concat": `final;${urls.reverse().join(" ")}` });
     expect(joined !== "cut" && joined.status).toBe(422);
     expect((await owner.api.get(`/migrations/${m.id}`)).body).toMatchObject({ status: "failed" });
-    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+    expect((await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 30_000);
 
   it("a 20 GB declaration with 1 MB sent stays an unfinished upload: nothing stored, nothing analysed, resumable", async () => {
@@ -300,7 +300,7 @@ describe("upload tiers", () => {
     expect(await storeHead(`migrations/${demo.organization_id}/${m.id}/backup`)).toBeNull();
     // Cancel discards the half-upload at once.
     expect((await owner.api.post(`/migrations/${m.id}/cancel`)).body).toMatchObject({ status: "cancelled" });
-    expect((await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
+    expect((await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(m.id))).toEqual([]);
   }, 30_000);
 
   it("once cancelled, an upload answers 409 upload_not_initialized to HEAD and PATCH: a chunk on its way when the cancel came, and requests after its files were removed", async () => {
@@ -310,13 +310,13 @@ describe("upload tiers", () => {
     async function tusUpload() {
       const m = await createMigration();
       await owner.api.post(`/migrations/${m.id}/upload/init?file_name=b.zip&file_size=${size}&sha256=${"a".repeat(64)}`);
-      await cp.app.services.migrationsRepo.update(m.id, { uploadTier: "tier_2" });
+      await cp.app.services.migrations.repo.update(m.id, { uploadTier: "tier_2" });
       const created = await raw("POST", `${base}/migrations/${m.id}/upload/tus`, { ...auth, "upload-length": size });
       if (created === "cut") throw new Error("cut");
       expect(created.status).toBe(201);
       return { id: m.id, url: String(created.headers.location) };
     }
-    const filesOf = async (id: string) => (await readdir(cp.app.services.tusUploads.dir)).filter((n) => n.startsWith(id));
+    const filesOf = async (id: string) => (await readdir(cp.app.services.migrations.tus.dir)).filter((n) => n.startsWith(id));
     const patch = (url: string, offset: number, bytes = randomBytes(1024)) => raw("PATCH", url, { ...auth, "content-type": "application/offset+octet-stream", "upload-offset": offset }, bytes);
     const refusal = (id: string) => ({ error: "upload_not_initialized", message: `Migration ${id} is cancelled: call upload/init first` });
     /** HEAD (no body in HTTP: its status), then a PATCH (its body): both the API's refusal of a cancelled migration. */
@@ -340,7 +340,7 @@ describe("upload tiers", () => {
       });
       req.on("error", reject);
       req.write(randomBytes(half));
-      void waitFor(async () => (await stat(path.join(cp.app.services.tusUploads.dir, sending.url.split("/").at(-1)!)).catch(() => null))?.size === half, "the first half on the server", 10_000)
+      void waitFor(async () => (await stat(path.join(cp.app.services.migrations.tus.dir, sending.url.split("/").at(-1)!)).catch(() => null))?.size === half, "the first half on the server", 10_000)
         .then(async () => expect((await owner.api.post(`/migrations/${sending.id}/cancel`)).status).toBe(200))
         .then(() => req.end(randomBytes(half)), reject);
     });
@@ -401,7 +401,7 @@ describe("after the analysis", () => {
 
   it("a failed analysis is retried: retry_count goes up and the analysis runs again", async () => {
     const m = await analysedMigration();
-    await cp.app.services.migrationsRepo.update(m.id, { status: "failed", analysis: null, errorMessage: "Analysis failed: x", currentStep: "analyzing" });
+    await cp.app.services.migrations.repo.update(m.id, { status: "failed", analysis: null, errorMessage: "Analysis failed: x", currentStep: "analyzing" });
     const r = await owner.api.post(`/migrations/${m.id}/retry`);
     expect(r.body).toMatchObject({ status: "uploading", retry_count: 1 });
     await waitFor(async () => (await owner.api.get(`/migrations/${m.id}`)).body.status === "analyzed", "the analysis again", 15_000);
@@ -412,7 +412,7 @@ describe("after the analysis", () => {
     const key = `migrations/${demo.organization_id}/${m.id}/backup`;
     await owner.api.post(`/migrations/${m.id}/cancel`);
     expect(await storeHead(key)).not.toBeNull();
-    expect(await cp.app.services.migrations.cleanup()).toBeGreaterThanOrEqual(1);
+    expect(await cp.app.services.migrations.bytes.cleanup()).toBeGreaterThanOrEqual(1);
     expect(await storeHead(key)).toBeNull();
     expect((await owner.api.get(`/migrations/${m.id}`)).body.status).toBe("cancelled");
     const { rows } = await cp.database.pool.query("select name from pgboss.schedule where name = 'migrations.cleanup'");

@@ -1,6 +1,6 @@
 // A fixed backup analysis, for tests and benchmarks of the migration flow around the analysis
 // (uploads, imports, the state machine) that inject it instead of reading a real backup.
-import type { AnalysisFields } from "../../apps/control-plane/src/modules/migrations/migration-schemas.ts";
+import type { AnalysisFields } from "../../apps/control-plane/src/modules/migrations/record/migration-schemas.ts";
 
 export function fixedAnalysis(overrides: Partial<AnalysisFields> = {}): () => Promise<AnalysisFields> {
   const analysis: AnalysisFields = {

@@ -57,17 +57,17 @@ import { installRequestMetrics, metricsRoutes } from "./modules/metrics/metrics.
 import { createStreamLimits, type StreamCaps } from "./modules/events/stream-limits.ts";
 import { createRequestGuard, type Resolver } from "./lib/outbound/request-guard.ts";
 import { createRelaxedDb } from "./db/relaxed-pool.ts";
-import type { Jobs, JobsOptions } from "./db/jobs.ts";
+import { startJobs, type Jobs, type JobsOptions } from "./db/jobs.ts";
 import { startBackgroundWork } from "./modules/jobs/background.ts";
 import { healthRoutes } from "./modules/health/health.routes.ts";
 import { createDrainState, type DrainState } from "./lifecycle/drain-state.ts";
 import { STUCK_SWEEP_QUEUE } from "./modules/deployments/stuck-sweep.ts";
 import type { ObjectStore } from "./lib/object-store/index.ts";
 import { backupTransferRoutes } from "./modules/backups/backup-transfer.routes.ts";
-import { migrationArchiveRoutes } from "./modules/migrations/migration-archive.routes.ts";
-import { applyMigrationProgress } from "./modules/migrations/migration-progress.ts";
-import type { AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
-import type { TierLimits } from "./modules/migrations/migration-states.ts";
+import { migrationArchiveRoutes } from "./modules/migrations/execution/migration-archive.routes.ts";
+import { applyMigrationProgress } from "./modules/migrations/execution/migration-progress.ts";
+import type { AnalyzeBackup } from "./modules/migrations/findings/migration-analysis.ts";
+import type { TierLimits } from "./modules/migrations/record/migration-states.ts";
 
 export interface AppOptions {
   database: DbHandle;
@@ -162,8 +162,11 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const outbound = createRequestGuard({ allow: opts.outboundAllow ?? outboundAllowList(), ...(opts.outboundResolver ? { resolve: opts.outboundResolver } : {}) });
   const mailer = createMailer(opts.mail ?? mailSettings(), app.log);
   app.addHook("onClose", async () => mailer.close());
+  // The jobs first: services queue their work from the start; startBackgroundWork defines what runs it.
+  const jobs = await startJobs({ pool, ...(opts.jobs ? { options: opts.jobs } : {}), onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed });
   const services = createServices({
     db,
+    jobs,
     relaxedDb: relaxed.db,
     clock,
     cursorSecret: await instanceSecret(db, "cursor_secret"),
@@ -195,7 +198,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     await gateway.close();
     await relaxed.close();
   });
-  const background = await startBackgroundWork({ pool, clock, services, outbound, migrationImport: opts.migrationImport ?? {}, options: opts.jobs, onError: (err) => app.log.warn({ err }, "background job failed"), onTryFailed: metrics.observe.jobFailed, onRetention: (run) => {
+  const background = await startBackgroundWork({ pool, clock, services, jobs, outbound, migrationImport: opts.migrationImport ?? {}, onError: (err) => app.log.warn({ err }, "background job failed"), onRetention: (run) => {
     metrics.observe.retentionRan(run, clock.now());
     if (run.dropped.length > 0 || run.deleted > 0 || run.commands > 0) {
       app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created, commands: run.commands }, "retention: expired months dropped, ended commands deleted");

@@ -169,7 +169,7 @@ export function migrationUploadDir(env: SettingsEnv = process.env, dataDir?: str
   return fromEnv(group(GROUPS.migrationUploadDir.keys, (v, e) => GROUPS.migrationUploadDir.build(dataDir === undefined ? v : { ...v, dataDir }, e)), env);
 }
 
-/** Bytes one organisation's migration backups may take, stored and under way (modules/migrations/upload-limits.ts). */
+/** Bytes one organisation's migration backups may take, stored and under way (modules/migrations/intake/upload-limits.ts). */
 export function migrationQuotaBytes(env: SettingsEnv = process.env): number {
   return fromEnv(GROUPS.migrationQuotaBytes, env);
 }

@@ -1,6 +1,5 @@
 // Builds every repo and service once from their dependencies (no globals), so the HTTP
 // layer, scripts and tests share one wiring.
-import { analyzeMigrationBackup } from "./modules/migrations/migration-analysis.ts";
 import type { Database } from "@berth/db";
 import type { ProxySettings } from "@berth/protocol";
 import type { Clock } from "./lib/clock.ts";
@@ -71,15 +70,13 @@ import { createBackupSchedules } from "./modules/backups/backup-schedules.servic
 import { createBackupScheduler, type DeleteBackup } from "./modules/backups/backup-scheduler.ts";
 import { createAddonRepositoriesRepo } from "./modules/addon-repositories/addon-repositories.repo.ts";
 import { createAddonRepositoriesService } from "./modules/addon-repositories/addon-repositories.service.ts";
-import { createMigrationsRepo } from "./modules/migrations/migrations.repo.ts";
-import { createMigrationsService, type AnalyzeBackup } from "./modules/migrations/migrations.service.ts";
-import { createTusUploads } from "./modules/migrations/tus-uploads.ts";
-import { createMigrationArchives } from "./modules/migrations/migration-archive.ts";
-import { createMigrationExecution } from "./modules/migrations/migration-execution.ts";
-import { createMigrationRequirements } from "./modules/migrations/migration-requirements.ts";
-import { PLATFORM_PREFIX_PATH } from "./modules/migrations/migration-paths.ts";
+import type { Jobs } from "./db/jobs.ts";
+import { createMigrations } from "./modules/migrations/migrations.ts";
+import { createMigrationArchives } from "./modules/migrations/execution/migration-archive.ts";
+import type { AnalyzeBackup } from "./modules/migrations/findings/migration-analysis.ts";
+import { createMigrationsRepo } from "./modules/migrations/record/migrations.repo.ts";
 import { migrationQuotaBytes, migrationUploadDir } from "./config.ts";
-import type { TierLimits } from "./modules/migrations/migration-states.ts";
+import type { TierLimits } from "./modules/migrations/record/migration-states.ts";
 
 export function createServices(deps: {
   db: Database;
@@ -90,6 +87,8 @@ export function createServices(deps: {
   relaxedDb?: Database;
   /** Every outgoing HTTP request goes through it (SSRF guard); defaults to one without exceptions. */
   outbound?: RequestGuard;
+  /** The replica's background jobs, where services queue work; absent (scripts): queueing answers 503 jobs_unavailable. */
+  jobs?: Pick<Jobs, "send">;
   /** Outgoing mail (invitations); defaults to none (every send refused). */
   mailer?: Mailer;
   /** Where environments without a domain are served (BERTH_BASE_DOMAIN); none: they have no URL. */
@@ -122,9 +121,7 @@ export function createServices(deps: {
   // Signed with the cursor secret under its own label (an instance secret every replica shares).
   const backupLinks = createBackupLinks({ secret: deps.cursorSecret, clock });
   const backupStore = deps.backupStore ?? createObjectStore(backupStoreSettings());
-  const migrationsRepo = createMigrationsRepo(db);
-  const migrationArchives = createMigrationArchives({ repo: migrationsRepo, links: backupLinks, store: backupStore });
-  const migrationRequirements = createMigrationRequirements({ images, addonRepositories: addonRepositoriesRepo });
+  const migrationArchives = createMigrationArchives({ repo: createMigrationsRepo(db), links: backupLinks, store: backupStore });
   const dispatcher = createDispatcher({
     repo: createDispatchRepo(db),
     commands: agentCommands,
@@ -156,29 +153,6 @@ export function createServices(deps: {
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
   const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
   const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: backupStore, links: backupLinks });
-  const tusUploads = createTusUploads({
-    dir: deps.migrationUploadDir ?? migrationUploadDir(),
-    prefix: `${PLATFORM_PREFIX_PATH}/migrations`,
-    migrations: () => migrations,
-    byId: (id) => migrationsRepo.byId(id),
-  });
-  const migrations = createMigrationsService({
-    repo: migrationsRepo,
-    servers: repos.servers,
-    store: backupStore,
-    clock,
-    analyze: deps.analyzeBackup ?? analyzeMigrationBackup,
-    requirements: migrationRequirements,
-    discardUpload: (uploadId) => tusUploads.discard(uploadId),
-    environmentUrls: async (organizationId, environmentIds) => {
-      const envs = await repos.environments.getMany({ organizationId, projectId: null }, environmentIds);
-      return new Map(envs.map((env) => [env.id, addresses.url(env)]));
-    },
-    cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
-    masterKey: deps.masterKey,
-    ...(deps.migrationTiers ? { tierLimits: deps.migrationTiers } : {}),
-    uploadQuotaBytes: migrationQuotaBytes(),
-  });
   const audit = createAuditLogRepo({ db, cursors });
   const platformRepo = createPlatformDeploymentsRepo(db);
   const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
@@ -218,6 +192,31 @@ export function createServices(deps: {
     // The retention rule removes a backup as a user's DELETE does: its stored files, then its record.
     deleteBackup: deps.deleteBackup ?? ((organizationId, backupId) => backups.delete({ organizationId, projectId: null }, backupId)),
     ...(deps.backupMissedGraceMs !== undefined ? { missedGraceMs: deps.backupMissedGraceMs } : {}),
+  });
+  const migrations = createMigrations({
+    db,
+    clock,
+    masterKey: deps.masterKey,
+    store: backupStore,
+    jobs: deps.jobs,
+    access,
+    servers: repos.servers,
+    images,
+    addonRepositories: addonRepositoriesRepo,
+    projects: projectsService,
+    projectsRepo: repos.projects,
+    environments,
+    environmentsRepo: repos.environments,
+    operations: platformDeployments.operations,
+    analyze: deps.analyzeBackup,
+    uploadDir: deps.migrationUploadDir ?? migrationUploadDir(),
+    tierLimits: deps.migrationTiers,
+    quotaBytes: migrationQuotaBytes(),
+    environmentUrls: async (organizationId, environmentIds) => {
+      const envs = await repos.environments.getMany({ organizationId, projectId: null }, environmentIds);
+      return new Map(envs.map((env) => [env.id, addresses.url(env)]));
+    },
+    cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
   });
   return {
     repos,
@@ -263,19 +262,7 @@ export function createServices(deps: {
     backupScheduler,
     addonRepositories: createAddonRepositoriesService({ repo: addonRepositoriesRepo, masterKey: deps.masterKey, clock }),
     migrations,
-    migrationsRepo,
     migrationArchives,
-    migrationExecution: createMigrationExecution({
-      repo: migrationsRepo,
-      projects: projectsService,
-      projectsRepo: repos.projects,
-      environments,
-      environmentsRepo: repos.environments,
-      operations: platformDeployments.operations,
-      requirements: migrationRequirements,
-      clock,
-    }),
-    tusUploads,
   };
 }
 export type Services = ReturnType<typeof createServices>;

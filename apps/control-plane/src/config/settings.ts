@@ -10,7 +10,7 @@ import { parseKey } from "../lib/master-key.ts";
 import { DEFAULT_LINK_LIMITS } from "../modules/agents/link/limits.ts";
 import { hostnameProblem, MAX_BASE_DOMAIN_LENGTH } from "../modules/environments/domains.ts";
 import { DEFAULT_RETENTION } from "../modules/retention/retention.ts";
-import { DEFAULT_UPLOAD_QUOTA_BYTES } from "../modules/migrations/upload-limits.ts";
+import { DEFAULT_UPLOAD_QUOTA_BYTES } from "../modules/migrations/intake/upload-limits.ts";
 
 /** pino's levels, which the control plane's logger takes. */
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;

@@ -66,6 +66,6 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
     await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
     await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
-    await api.register(migrationsRoutes({ migrations: s.migrations, execution: s.migrationExecution, repo: s.migrationsRepo, access: s.access, tus: s.tusUploads }));
+    await api.register(migrationsRoutes({ migrations: s.migrations }));
   };
 }

@@ -2,16 +2,17 @@
 // the stuck-deployment sweep and the domain verification every 5 minutes, the backup scheduler every minute, the retention of
 // the time-partitioned tables every hour (and once at start), and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
-// (repository URL credentials, webhook signing secrets) are sealed with the master key.
+// (repository URL credentials, webhook signing secrets) are sealed with the master key. The jobs
+// themselves (pg-boss) are started before the services, which queue work from the start.
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
-import { startJobs, type Jobs, type JobsOptions } from "../../db/jobs.ts";
+import type { Jobs } from "../../db/jobs.ts";
 import type { Services } from "../../services.ts";
 import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
 import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup-scheduler.ts";
 import { startMigrationJobs } from "../migrations/migration-jobs.ts";
 import { DOMAIN_VERIFICATION_CRON, DOMAIN_VERIFICATION_QUEUE } from "../environments/domain-verification.ts";
-import { createUrlImport } from "../migrations/url-import.ts";
+import { createUrlImport } from "../migrations/intake/url-import.ts";
 import type { RequestGuard } from "../../lib/outbound/request-guard.ts";
 import { RETENTION_CRON, RETENTION_QUEUE, runRetention, type RetentionRun, type RetentionSettings } from "../retention/retention.ts";
 import { retentionSettings } from "../../config.ts";
@@ -25,23 +26,22 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries" | "domainVerification" | "projects" | "webhooks" | "backupScheduler" | "migrations" | "migrationsRepo" | "tusUploads">;
+  services: Pick<Services, "webhookDeliveries" | "domainVerification" | "projects" | "webhooks" | "backupScheduler" | "migrations">;
+  /** The replica's jobs (pg-boss), started before the services; stopped by stop(). */
+  jobs: Jobs;
   /** The SSRF guard import URLs go through, and the imports' deadline (default 600 s) and extra CAs. */
   outbound?: RequestGuard;
   migrationImport?: { timeoutMs?: number; ca?: string | Buffer };
-  options?: JobsOptions | undefined;
   /** How long the time-partitioned tables are kept (default: BERTH_LOG_RETENTION_DAYS and BERTH_AGENT_EVENT_RETENTION_DAYS). */
   retention?: RetentionSettings;
   onError: (err: unknown) => void;
-  /** A job's try failed (final: dead-lettered), for metrics. */
-  onTryFailed?: (queue: string, final: boolean) => void;
   /** A retention run that took the lock and finished (figures and a log line for the operator). */
   onRetention?: (run: RetentionRun) => void;
 }): Promise<BackgroundWork> {
   // Before any delivery is signed; a failure is reported and the readers still accept the old form.
   await deps.services.projects.sealStoredCredentials().catch(deps.onError);
   await deps.services.webhooks.sealStoredSecrets().catch(deps.onError);
-  const jobs = await startJobs({ pool: deps.pool, ...(deps.options ? { options: deps.options } : {}), onError: deps.onError, ...(deps.onTryFailed ? { onTryFailed: deps.onTryFailed } : {}) });
+  const { jobs } = deps;
   await jobs.define(STUCK_SWEEP_QUEUE, async () => {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });
   });
@@ -69,10 +69,11 @@ export async function startBackgroundWork(deps: {
   await jobs.send(RETENTION_QUEUE, {});
   await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
   // Migrations: analysis, import-url downloads, and the cleanup of abandoned bytes.
+  const m = deps.services.migrations;
   const urlImport = deps.outbound
-    ? createUrlImport({ guard: deps.outbound, repo: deps.services.migrationsRepo, migrations: deps.services.migrations, dir: deps.services.tusUploads.dir, ...deps.migrationImport })
+    ? createUrlImport({ guard: deps.outbound, repo: m.repo, receipt: m.receipt, quota: m.quota, fail: m.record.fail, dir: m.tus.dir, ...deps.migrationImport })
     : undefined;
-  await startMigrationJobs({ jobs, migrations: deps.services.migrations, ...(urlImport ? { runImport: (id) => urlImport.run(id) } : {}), onError: deps.onError });
+  await startMigrationJobs({ jobs, migrations: m, ...(urlImport ? { runImport: (id) => urlImport.run(id) } : {}), onError: deps.onError });
   return {
     jobs,
     async stop(jobsGraceMs?: number) {

@@ -1,9 +1,9 @@
 // What a migration's target must have: the Enterprise add-ons for a backup with Enterprise
 // modules (which repository counts as them), and a database image at least as new as the dump.
 import { describe, expect, it } from "vitest";
-import type { AddonRepositoryRow, AddonScope } from "../addon-repositories/addon-repositories.repo.ts";
+import type { AddonRepositoryRow, AddonScope } from "../../addon-repositories/addon-repositories.repo.ts";
 import { createMigrationRequirements, isEnterpriseRepository } from "./migration-requirements.ts";
-import type { AnalysisFields } from "./migration-schemas.ts";
+import type { AnalysisFields } from "../record/migration-schemas.ts";
 
 describe("isEnterpriseRepository", () => {
   it("is a repository whose path ends in enterprise, on the backup's version or a branch of its own", () => {

@@ -5,7 +5,7 @@
 // downloads; 410 download_link_expired, 403 download_link_invalid.
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { ErrorBody, refTo } from "../../lib/http-schemas.ts";
+import { ErrorBody, refTo } from "../../../lib/http-schemas.ts";
 import { MIGRATION_DOWNLOAD_PATH, type MigrationArchives } from "./migration-archive.ts";
 
 const Binary = Type.Unsafe<unknown>({ type: "string", format: "binary" });

@@ -4,8 +4,8 @@
 // creation of a resumable upload and at import-url, and an import without a Content-Length is
 // cut off where the quota ends. The tus concatenation's parts are bounded in number (per
 // upload and per organisation) and together in bytes (the size declared at upload/init).
-import { DomainError } from "../../lib/errors.ts";
-import { GB } from "./migration-states.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import { GB } from "../record/migration-states.ts";
 
 /** BERTH_MIGRATION_QUOTA_BYTES' default: 200 GiB, a few of the largest ERP backups seen. */
 export const DEFAULT_UPLOAD_QUOTA_BYTES = 200 * GB;

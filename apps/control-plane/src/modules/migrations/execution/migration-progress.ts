@@ -1,14 +1,14 @@
 // Folds the agent's events of a migration's deployment (steps 3 to 12) into the migration,
 // inside the ingest transaction, after applyDeploymentEvents has finished the deployment:
-// its steps, percent and current step move (migration-steps.ts), and its end (the deploy's
+// its steps, percent and current step move (record/migration-steps.ts), and its end (the deploy's
 // command.result) completes or fails it, each change followed by its migration_progress
 // event. Events of deployments that run no migration cost one indexed lookup per batch.
 import type pg from "pg";
 import { MIGRATION_RESTORE_PHASES, type CommandResultEvent, type Event, type MigrationRestorePhase } from "@berth/protocol";
-import type { EventApplier } from "../agents/event-ingest.ts";
-import { appendOrgEvents, type OrgEvent } from "../events/event-log.repo.ts";
-import { deploymentsOfCommands, lockRunningByDeployments, storeProgress, type RunningMigration } from "./migrations.repo.ts";
-import { advance, currentStep, MIGRATION_STEPS, percentOf, stepsOfMigration, type StepSignal } from "./migration-steps.ts";
+import type { EventApplier } from "../../agents/event-ingest.ts";
+import { appendOrgEvents, type OrgEvent } from "../../events/event-log.repo.ts";
+import { deploymentsOfCommands, lockRunningByDeployments, storeProgress, type RunningMigration } from "./execution.repo.ts";
+import { advance, currentStep, MIGRATION_STEPS, percentOf, stepsOfMigration, type StepSignal } from "../record/migration-steps.ts";
 
 type Signal = StepSignal | { kind: "result"; ok: boolean; message: string | null; healthy: boolean };
 

@@ -2,7 +2,7 @@
 // concatenation) through @tus/server, its chunks written to a folder of this replica
 // (@tus/file-store). A client that loses its connection asks HEAD for Upload-Offset and sends
 // PATCH from there. When the last byte arrives, the file is streamed into the backup store
-// through the integrity check (migrations.service receive) and the tus file removed; a
+// through the integrity check (backup-receipt.ts receive) and the tus file removed; a
 // mismatch answers 422 with the error body and keeps nothing.
 //
 // Parallel parts (tiers 3 and 4 on a local backup store, any resumable tier really): tus's
@@ -33,10 +33,12 @@ import { Readable } from "node:stream";
 import path from "node:path";
 import { Server, EVENTS } from "@tus/server";
 import { FileStore } from "@tus/file-store";
-import { DomainError } from "../../lib/errors.ts";
-import { httpStatusOf } from "../../lib/error-codes.ts";
-import { REQUEST_ID_HEADER } from "../../lib/request-id.ts";
-import { notUploading, type MigrationsService } from "./migrations.service.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import { httpStatusOf } from "../../../lib/error-codes.ts";
+import { REQUEST_ID_HEADER } from "../../../lib/request-id.ts";
+import type { MigrationRow } from "../record/migrations.repo.ts";
+import type { BackupReceipt } from "./backup-receipt.ts";
+import { notUploading } from "./upload-state.ts";
 import { MAX_PARTS_PER_ORGANIZATION, MAX_PARTS_PER_UPLOAD } from "./upload-limits.ts";
 
 // Types of the raw request and response tus handles (node:http is imported for its types only: requests go out through the request guard).
@@ -48,10 +50,8 @@ export const UPLOAD_ID = /^[0-9a-f-]{36}\.p?[0-9a-f]{32}$/;
 const PART_MARK = "x-berth-upload-part";
 export const isPart = (uploadId: string) => uploadId.charAt(37) === "p";
 
-type UploadingMigration = Parameters<MigrationsService["receive"]>[0];
-
 /** Why `uploadId` is not (any more) an upload of this migration: the current one or one of its parts (a new upload/init removes every earlier file). */
-export function notThisUpload(m: UploadingMigration, uploadId: string): DomainError | null {
+export function notThisUpload(m: MigrationRow, uploadId: string): DomainError | null {
   if (uploadId === m.uploadId || (isPart(uploadId) && uploadId.slice(0, 36) === m.id)) return null;
   return new DomainError("not_found", "Upload not found: it was replaced by a newer upload/init, or finished");
 }
@@ -84,8 +84,10 @@ class CheckedFileStore extends FileStore {
 export function createTusUploads(deps: {
   dir: string;
   prefix: string;
-  migrations: () => Pick<MigrationsService, "noteUploadId" | "noteProgress" | "receive" | "uploadingIds">;
-  byId: (id: string) => Promise<UploadingMigration | undefined>;
+  receipt: Pick<BackupReceipt, "noteUploadId" | "noteProgress" | "receive">;
+  /** Ids of the organisation's migrations taking an upload now (the parts' bound per organisation). */
+  uploadingIds: (organizationId: string) => Promise<string[]>;
+  byId: (id: string) => Promise<MigrationRow | undefined>;
 }) {
   // Made on first use: the file store creates its folder, which a control plane that never
   // receives a resumable upload (scripts, most tests) should not leave behind.
@@ -138,20 +140,20 @@ export function createTusUploads(deps: {
         return undefined;
       },
       async onUploadCreate(_req, upload) {
-        await deps.migrations().noteUploadId(migrationOf(upload.id), upload.id);
+        await deps.receipt.noteUploadId(migrationOf(upload.id), upload.id);
         return {};
       },
       async onUploadFinish(_req, upload) {
         // A part waits for the final concatenation; the migration's progress counts it whole.
         if (isPart(upload.id)) {
-          await deps.migrations().noteProgress(migrationOf(upload.id), partsReceived(upload.id, upload.size ?? upload.offset));
+          await deps.receipt.noteProgress(migrationOf(upload.id), partsReceived(upload.id, upload.size ?? upload.offset));
           return {};
         }
         const m = await deps.byId(migrationOf(upload.id));
         const file = path.join(deps.dir, upload.id);
         try {
           if (!m || m.uploadId !== upload.id) throw new DomainError("migration_not_uploadable", "This upload was replaced or cancelled; nothing was kept");
-          const row = await deps.migrations().receive(m, createReadStream(file, { highWaterMark: 1 << 20 }), { size: upload.size ?? upload.offset, sha256: upload.metadata?.sha256 ?? null });
+          const row = await deps.receipt.receive(m, createReadStream(file, { highWaterMark: 1 << 20 }), { size: upload.size ?? upload.offset, sha256: upload.metadata?.sha256 ?? null });
           return { status_code: 204, headers: { "x-migration-status": row.status, "x-checksum-sha256": row.storedSha256 ?? "" } };
         } catch (error) {
           if (error instanceof DomainError) {
@@ -166,7 +168,7 @@ export function createTusUploads(deps: {
     });
     server.on(EVENTS.POST_RECEIVE, (_req, upload) => {
       const received = isPart(upload.id) ? partsReceived(upload.id, upload.offset) : upload.offset;
-      void deps.migrations().noteProgress(migrationOf(upload.id), received).catch(() => undefined);
+      void deps.receipt.noteProgress(migrationOf(upload.id), received).catch(() => undefined);
     });
     return { server, datastore };
   }
@@ -218,7 +220,7 @@ export function createTusUploads(deps: {
    * MAX_PARTS_PER_UPLOAD parts of its upload, the declared size for its parts together,
    * MAX_PARTS_PER_ORGANIZATION parts of its organisation's uploads.
    */
-  async function checkNewPart(m: UploadingMigration, length: number): Promise<void> {
+  async function checkNewPart(m: MigrationRow, length: number): Promise<void> {
     const mine = await partsIn((id) => id === m.id);
     if (mine.length >= MAX_PARTS_PER_UPLOAD) {
       throw new DomainError("too_many_upload_parts", `This upload has ${mine.length} parts, the most one upload may have (${MAX_PARTS_PER_UPLOAD}): join them (Upload-Concat: final) or start again with upload/init`);
@@ -228,7 +230,7 @@ export function createTusUploads(deps: {
     if (bytes > m.declaredSizeBytes!) {
       throw new DomainError("upload_parts_too_large", `This upload's parts would hold ${bytes} bytes together, more than the ${m.declaredSizeBytes} declared at upload/init`);
     }
-    const uploading = new Set(await deps.migrations().uploadingIds(m.organizationId));
+    const uploading = new Set(await deps.uploadingIds(m.organizationId));
     const theirs = await partsIn((id) => uploading.has(id));
     if (theirs.length >= MAX_PARTS_PER_ORGANIZATION) {
       throw new DomainError("too_many_upload_parts", `The organisation's uploads have ${theirs.length} parts, the most allowed at once (${MAX_PARTS_PER_ORGANIZATION}): finish or cancel some uploads first`);
@@ -240,7 +242,7 @@ export function createTusUploads(deps: {
      * Creates a part (Upload-Concat: partial) of `length` bytes through `create` (the tus
      * request), once the bounds allow it; creations of one migration's parts take turns.
      */
-    async createPart<T>(m: UploadingMigration, length: number, create: () => Promise<T>): Promise<T> {
+    async createPart<T>(m: MigrationRow, length: number, create: () => Promise<T>): Promise<T> {
       const before = creatingPart.get(m.id) ?? Promise.resolve();
       const mine = before.then(async () => {
         await checkNewPart(m, length);
@@ -278,7 +280,7 @@ export function createTusUploads(deps: {
      * other through the integrity check into the store; the parts are removed whatever the
      * outcome of a check that ran (a mismatch keeps nothing, the client starts again).
      */
-    async concatenate(m: Parameters<MigrationsService["receive"]>[0], urls: string[], declaredSha256: string | null) {
+    async concatenate(m: MigrationRow, urls: string[], declaredSha256: string | null) {
       const ids = urls.map((u) => idFromUrl(u) ?? "");
       const bad = ids.find((id) => !UPLOAD_ID.test(id) || !isPart(id) || migrationOf(id) !== m.id);
       if (ids.length === 0 || bad !== undefined) {
@@ -302,14 +304,14 @@ export function createTusUploads(deps: {
       }
       // The final upload is a resource of its own (its Location answers HEAD once the backup is in).
       const finalId = `${m.id}.${randomBytes(16).toString("hex")}`;
-      await deps.migrations().noteUploadId(m.id, finalId);
+      await deps.receipt.noteUploadId(m.id, finalId);
       const joined = Readable.from(
         (async function* () {
           for (const p of parts) yield* createReadStream(path.join(deps.dir, p.id), { highWaterMark: 1 << 20 });
         })(),
       );
       try {
-        return { finalId, row: await deps.migrations().receive(m, joined, { size: total, sha256: declaredSha256 }) };
+        return { finalId, row: await deps.receipt.receive(m, joined, { size: total, sha256: declaredSha256 }) };
       } finally {
         await discardAll(m.id, true);
       }

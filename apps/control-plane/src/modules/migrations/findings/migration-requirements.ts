@@ -19,10 +19,10 @@
 // - dump_unsafe (only for a dump with hazards): the dump holds what the agent refuses to load
 //   (analysis dump_hazards: psql meta-commands, server-side programs, files, roles). Nothing
 //   the target can have meets it: the backup must be made again by pg_dump or the ERP.
-import { DomainError } from "../../lib/errors.ts";
-import type { AddonRepositoriesRepo, AddonRepositoryRow } from "../addon-repositories/addon-repositories.repo.ts";
-import type { ErpImages } from "../erp-images/erp-images.ts";
-import type { AnalysisFields, Requirement } from "./migration-schemas.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import type { AddonRepositoriesRepo, AddonRepositoryRow } from "../../addon-repositories/addon-repositories.repo.ts";
+import type { ErpImages } from "../../erp-images/erp-images.ts";
+import type { AnalysisFields, Requirement } from "../record/migration-schemas.ts";
 
 /** The part of a migration the requirements are read from. */
 export interface RequirementSubject {

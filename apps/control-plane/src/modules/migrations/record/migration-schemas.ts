@@ -1,9 +1,14 @@
 // Request and response schemas of the migrations API (platform spec 2.5, 4.3), with the
 // parts the spec leaves "not shown" described for the OpenAPI document.
 import { Type, type Static } from "typebox";
-import { Nullable, StringEnum, Timestamp, Uuid } from "../../lib/http-schemas.ts";
+import { Nullable, StringEnum, Timestamp, Uuid } from "../../../lib/http-schemas.ts";
 import { MIGRATION_STATUSES, SOURCE_TYPES } from "./migration-states.ts";
 import { MIGRATION_STEPS } from "./migration-steps.ts";
+
+/** The OpenAPI tag of every migration route. */
+export const MIGRATIONS_TAG = ["Migrations"];
+/** The path parameters of a migration's routes. */
+export const MigrationParams = Type.Object({ migration_id: Uuid });
 
 export const Sha256 = Type.String({ pattern: "^[0-9a-fA-F]{64}$", description: "SHA-256 of the whole backup, hex" });
 const Sha256Source = StringEnum(["declared", "computed"] as const, {

@@ -12,28 +12,33 @@
 // (4.1 rule 9) and a retry: one mechanism, the restore-once flag deciding.
 //
 // Before step 1, start refuses (409, nothing made) while the target lacks what the backup
-// needs (migration-requirements.ts): the Enterprise add-ons for Enterprise modules, a
+// needs (findings/migration-requirements.ts): the Enterprise add-ons for Enterprise modules, a
 // database image whose PostgreSQL is at least as new as the dump.
+//
+// The reconcile job ends as its deployment did a running migration whose deployment ended
+// without the end reaching it (execution.repo.ts stalled).
 import { randomUUID } from "node:crypto";
-import { DomainError } from "../../lib/errors.ts";
-import type { Clock } from "../../lib/clock.ts";
-import type { SessionPrincipal } from "../auth/sessions.ts";
-import type { PlatformOperations } from "../deployments/platform-operations.ts";
-import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
-import type { EnvironmentsService } from "../environments/environments.service.ts";
-import type { ProjectsRepo } from "../projects/projects.repo.ts";
-import type { ProjectsService } from "../projects/projects.service.ts";
-import { assertSupportedErpVersion } from "../projects/erp-versions.ts";
-import type { MigrationRow, MigrationsRepo } from "./migrations.repo.ts";
-import type { MigrationRequirements } from "./migration-requirements.ts";
-import type { AnalysisFields } from "./migration-schemas.ts";
-import { advance, currentStep, initialSteps, MIGRATION_STEPS, percentOf, stepsOfMigration, type MigrationStepId, type StepStates } from "./migration-steps.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import type { SessionPrincipal } from "../../auth/sessions.ts";
+import type { PlatformOperations } from "../../deployments/platform/platform-operations.ts";
+import type { EnvironmentsRepo } from "../../environments/environments.repo.ts";
+import type { EnvironmentsService } from "../../environments/environments.service.ts";
+import type { ProjectsRepo } from "../../projects/projects.repo.ts";
+import type { ProjectsService } from "../../projects/projects.service.ts";
+import { assertSupportedErpVersion } from "../../projects/erp-versions.ts";
+import type { MigrationRow, MigrationsRepo } from "../record/migrations.repo.ts";
+import type { MigrationRequirements } from "../findings/migration-requirements.ts";
+import type { ExecutionRepo } from "./execution.repo.ts";
+import type { AnalysisFields } from "../record/migration-schemas.ts";
+import { advance, currentStep, initialSteps, MIGRATION_STEPS, percentOf, stepsOfMigration, type MigrationStepId, type StepStates } from "../record/migration-steps.ts";
 
 /** The name of the environment a migration creates. */
 export const environmentNameFor = (m: Pick<MigrationRow, "production">) => (m.production ? "production" : "staging");
 
-export function createMigrationExecution(deps: {
+export function createExecutionService(deps: {
   repo: MigrationsRepo;
+  runs: Pick<ExecutionRepo, "stalled">;
   projects: Pick<ProjectsService, "create">;
   projectsRepo: Pick<ProjectsRepo, "get">;
   environments: Pick<EnvironmentsService, "create">;
@@ -151,6 +156,23 @@ export function createMigrationExecution(deps: {
         message: deleted ? "The migrated environment is being destroyed with its data; the migration can be configured and started again" : "The environment was already gone; the migration can be configured and started again",
       };
     },
+
+    /** The reconcile job: running migrations whose deployment ended unseen end as it did. How many. */
+    async reconcile(): Promise<number> {
+      let n = 0;
+      for (const { m, deploymentStatus, deploymentError } of await deps.runs.stalled()) {
+        if (deploymentStatus === "success") {
+          const steps = advance(stepsOfMigration(m), { kind: "succeeded" });
+          await repo.update(m.id, { status: "completed", steps, progressPercent: 100, currentStep: "completed" }, { from: ["processing"] });
+        } else {
+          const steps = advance(stepsOfMigration(m), { kind: "failed" });
+          const why = deploymentError ?? `the deployment was ${deploymentStatus}`;
+          await repo.update(m.id, { status: "failed", steps, errorMessage: `The migration's deployment ended without finishing: ${why}` }, { from: ["processing"] });
+        }
+        n++;
+      }
+      return n;
+    },
   };
 }
-export type MigrationExecution = ReturnType<typeof createMigrationExecution>;
+export type ExecutionService = ReturnType<typeof createExecutionService>;

@@ -13,10 +13,11 @@ import { mkdir, open as openFile, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { OutboundRefused, type RequestGuard } from "../../lib/outbound/request-guard.ts";
-import { MAX_UPLOAD_BYTES } from "./migration-states.ts";
-import type { MigrationsRepo } from "./migrations.repo.ts";
-import type { MigrationsService } from "./migrations.service.ts";
+import { OutboundRefused, type RequestGuard } from "../../../lib/outbound/request-guard.ts";
+import { MAX_UPLOAD_BYTES } from "../record/migration-states.ts";
+import type { MigrationsRepo } from "../record/migrations.repo.ts";
+import type { BackupReceipt } from "./backup-receipt.ts";
+import type { UploadQuota } from "./upload-quota.ts";
 
 const MAX_TRIES = 5;
 const MAX_REDIRECTS = 5;
@@ -62,7 +63,10 @@ function intoFile(out: FileHandle, on: { check(bytes: number): Error | null; wri
 export function createUrlImport(deps: {
   guard: RequestGuard;
   repo: Pick<MigrationsRepo, "byId">;
-  migrations: Pick<MigrationsService, "noteProgress" | "receive" | "fail" | "uploadRoom">;
+  receipt: Pick<BackupReceipt, "noteProgress" | "receive">;
+  quota: Pick<UploadQuota, "room">;
+  /** Fails the migration with a message for the person (record.service.ts). */
+  fail: (migrationId: string, message: string) => Promise<unknown>;
   dir: string;
   timeoutMs?: number;
   ca?: string | Buffer;
@@ -102,7 +106,7 @@ export function createUrlImport(deps: {
       let received = 0;
       let total: number | null = m.declaredSizeBytes;
       // Whatever the server says (or does not say), no more than the quota leaves and the largest backup accepted.
-      const room = await deps.migrations.uploadRoom(m);
+      const room = await deps.quota.room(m);
       const bound = Math.min(room, MAX_UPLOAD_BYTES);
       const tooMuch = (bytes: number, how: string) =>
         bound === room
@@ -146,7 +150,7 @@ export function createUrlImport(deps: {
                 hash.update(bytes);
                 if (Date.now() - lastNote >= 1000) {
                   lastNote = Date.now();
-                  void deps.migrations.noteProgress(m.id, received).catch(() => undefined);
+                  void deps.receipt.noteProgress(m.id, received).catch(() => undefined);
                 }
               },
             });
@@ -168,10 +172,10 @@ export function createUrlImport(deps: {
           }
         }
         const size = total ?? received;
-        await deps.migrations.noteProgress(m.id, received);
+        await deps.receipt.noteProgress(m.id, received);
         const current = await deps.repo.byId(m.id);
         if (!current || current.status !== "importing") return;
-        await deps.migrations.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 }).catch((error: unknown) => {
+        await deps.receipt.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 }).catch((error: unknown) => {
           // The integrity check already failed the migration with its message.
           if ((error as { code?: string }).code !== "upload_checksum_mismatch") throw error;
         });
@@ -179,11 +183,11 @@ export function createUrlImport(deps: {
         if (stop.signal.aborted) return;
         // Nothing partial is kept: the file goes before the migration says it failed.
         await rm(file, { force: true });
-        if (deadline.aborted) await deps.migrations.fail(m.id, `Download timed out after ${Math.round(timeoutMs / 1000)}s`);
+        if (deadline.aborted) await deps.fail(m.id, `Download timed out after ${Math.round(timeoutMs / 1000)}s`);
         else {
           // A refusal with a code says it first, as a failed analysis does: "Download failed (upload_quota_exceeded): ...".
           const code = error instanceof Refused && error.code ? ` (${error.code})` : "";
-          await deps.migrations.fail(m.id, `Download failed${code}: ${(error as Error).message}`);
+          await deps.fail(m.id, `Download failed${code}: ${(error as Error).message}`);
         }
       } finally {
         clearInterval(watch);
