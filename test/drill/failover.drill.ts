@@ -1,5 +1,5 @@
 // npm run drill:failover: three control-plane replicas behind HAProxy, real and simulated
-// agents, API clients and SSE subscribers, and a fault schedule (see README, Failover drill).
+// agents, API clients and SSE subscribers, and a fault schedule (see apps/control-plane/docs/testing.md, Failover drill).
 // Prints a table per fault window and the goals, then ONE JSON line of the figures. Exits 1
 // when a loss, duplicate, gap, stuck operation, unfixed API error, command rejected for a
 // skewed clock, failed real Docker deploy or agent-not-back goal fails (the p99s are figures,

@@ -1,4 +1,4 @@
-// The load balancer rule README's "Load balancer" section gives (and the drill uses): every
+// The load balancer rule docs/production.md's "Load balancer" section gives (and the drill uses): every
 // request of one migration's resumable upload (the tus creation POST, then its HEAD, PATCH
 // and DELETE under the upload's own URL) reaches the replica that holds the upload's file;
 // different migrations spread over the replicas; everything else is balanced by load.

@@ -4,7 +4,7 @@
 // replica failed. A replica marked down keeps its open WebSockets and streams (no
 // shutdown-sessions): when PostgreSQL restarts every replica's /readyz fails at once, and
 // whether the links survive that is the product's to show, not the proxy's to decide. It listens on 127.0.0.1 and, when given, on the network namespace's veth
-// address too. Migration uploads are routed as README's "Load balancer" asks (one replica per upload).
+// address too. Migration uploads are routed as docs/production.md's "Load balancer" asks (one replica per upload).
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream } from "node:fs";
 import { writeFile } from "node:fs/promises";
@@ -44,7 +44,7 @@ frontend berth
 ${binds}
   option forwardfor
   # A resumable (tus) upload's file is on the replica that created it: every request of a
-  # migration's upload goes to one replica, by a hash of /api/v1/migrations/<id> (README).
+  # migration's upload goes to one replica, by a hash of /api/v1/migrations/<id> (docs/production.md, Load balancer).
   acl tus_upload path_reg ^/api/v1/migrations/[^/]+/upload/tus(/|$)
   use_backend uploads if tus_upload
   default_backend replicas

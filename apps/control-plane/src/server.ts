@@ -18,7 +18,7 @@ try {
 } catch (err) {
   if (!(err instanceof SettingsError)) throw err;
   for (const problem of err.problems) process.stderr.write(`berth: ${problem}\n`);
-  process.stderr.write(`berth: not started: ${err.problems.length === 1 ? "1 setting needs" : `${err.problems.length} settings need`} fixing (every setting: README.md, Settings)\n`);
+  process.stderr.write(`berth: not started: ${err.problems.length === 1 ? "1 setting needs" : `${err.problems.length} settings need`} fixing (every setting: apps/control-plane/docs/settings.md)\n`);
   process.exit(1);
 }
 const { config } = settings;

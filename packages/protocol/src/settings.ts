@@ -3,16 +3,17 @@
 // A declaration holds everything about one setting (its BERTH_* name, the names it had before,
 // its default, a one-line description, whether it is a secret, and the one function that
 // parses it); this file reads declarations against an environment and reports every problem
-// at once. The README's settings tables and .env.example are generated from the same
-// declarations (npm run docs:settings). No schema library: the agent is bundled into one
-// executable and most rules (CIDR lists, host names, resolvers) are code anyway.
+// at once. The settings reference (apps/control-plane/docs/settings.md) and .env.example are
+// generated from the same declarations (npm run docs:settings). No schema library: the agent
+// is bundled into one executable and most rules (CIDR lists, host names, resolvers) are code
+// anyway.
 
 export type SettingsEnv = Readonly<Record<string, string | undefined>>;
 
 export interface SettingInfo {
   /** The canonical name: BERTH_* (DATABASE_URL keeps the name every PostgreSQL tool knows). */
   readonly name: string;
-  /** One line for the README's table. */
+  /** One line for the settings reference's table. */
   readonly description: string;
   /** The value used when the setting is unset, as one would write it in the environment. */
   readonly default?: string;

@@ -1,7 +1,7 @@
 // Every environment setting of the agent, each parsed here and nowhere else: name, former
 // names, default, description, secrecy and parser (the loader is @berth/protocol's, without
 // a schema library, to keep the executable small). agent-config.ts puts them together with
-// the command-line flags; `npm run docs:settings` writes the README's table from this list.
+// the command-line flags; `npm run docs:settings` writes apps/control-plane/docs/settings.md from this list.
 import { isIP } from "node:net";
 import { isAbsolute, resolve } from "node:path";
 import { rawSetting, setting, type SettingsEnv } from "@berth/protocol";

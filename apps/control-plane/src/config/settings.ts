@@ -1,6 +1,6 @@
 // Every setting of the control plane (and of its npm scripts), each parsed here and nowhere
 // else: name, former names, default, description, secrecy and parser. config.ts groups them
-// for their callers; `npm run docs:settings` writes the README's table and .env.example from
+// for their callers; `npm run docs:settings` writes docs/settings.md and .env.example from
 // this list, in this order.
 import { isIP } from "node:net";
 import path from "node:path";
