@@ -1,7 +1,7 @@
 // A one-off container of an ERP image with the environment's mounts (erp-files.ts erpBinds:
 // its configuration, data dir, code and Python layer), run to its end with its output in the
-// step log: module installs and upgrades (deploy.ts), `odoo neutralize` on a copy
-// (../backup/neutralize.ts). Odoo's ERROR and CRITICAL lines are logged as warnings.
+// step log: a new database's -i base and module installs and upgrades (phases/modules.ts),
+// `odoo neutralize` on a copy (../backup/neutralize.ts). Odoo's ERROR and CRITICAL lines are logged as warnings.
 import { randomBytes } from "node:crypto";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import type { RunResult } from "../../docker/workloads.ts";

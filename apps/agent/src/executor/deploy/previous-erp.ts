@@ -21,36 +21,28 @@ import { exists, readableByErp } from "./erp-files.ts";
 import { giveTree, type ErpUser } from "../environment/erp-image-user.ts";
 import { previousCheckout, restorePreviousCheckout } from "./git-checkout.ts";
 
-/** What of the deploy's state the previous ERP's handling reads and updates. */
-export interface PreviousErpState {
+/** What the deploy knows of the previous ERP once its database phase begins. */
+export interface PreviousErpFacts {
   /** odoo.conf as it was before this deploy wrote it (null: there was none). */
-  previousConf?: string | null;
-  snapshot?: PreDeploySnapshot | null;
-  rolledBack?: boolean;
-  /** The old ERP, stopped for the snapshot and kept stopped until the upgrade's outcome. */
-  stoppedOldErp?: string | null;
-  dbContainerId?: string;
-  /** The ERP container serving now, and its host port (a rollback sets them to the previous one's). */
-  containerId?: string;
-  hostPort?: number | null;
+  previousConf: string | null;
+  dbContainerId: string;
   /** The user this deploy's image runs as. */
-  erpUser?: ErpUser;
+  erpUser: ErpUser;
   /** The user the previous ERP's image runs as (null: there was no previous ERP). */
-  previousErpUser?: ErpUser | null;
+  previousErpUser: ErpUser | null;
 }
 
 export function createPreviousErp(
   deps: Pick<ExecutorDeps, "proxy" | "clock"> & { docker: DockerClient; layout: EnvironmentLayout; stopGraceSeconds: number; dataTransferMs: number },
-  s: PreviousErpState,
+  facts: PreviousErpFacts,
 ) {
   const { docker, layout } = deps;
+  /** The old ERP, stopped for the snapshot and kept stopped until the upgrade's outcome. */
+  let stoppedOldErp: string | null = null;
+  let rolledBack = false;
 
   /** Whom the previous ERP's files must belong to: its image's user (it may differ from this deploy's). */
-  const previousUser = (): ErpUser => {
-    const user = s.previousErpUser ?? s.erpUser;
-    if (user === undefined) throw new Error("the previous ERP's user is not known yet");
-    return user;
-  };
+  const previousUser = (): ErpUser => facts.previousErpUser ?? facts.erpUser;
   /** The data dir back to the previous ERP's user, before it starts on it again. */
   const dataDirToPrevious = async (log: StepScope["log"]) => {
     await giveTree(layout.dataDir, previousUser(), (message) => log("info", message));
@@ -79,7 +71,7 @@ export function createPreviousErp(
       if (await exists(previous)) swaps.push({ live, previous, next: `${live}.next` });
     }
     const nextConf = `${layout.configFile}.next`;
-    const previousConf = s.previousConf ?? null;
+    const previousConf = facts.previousConf;
     for (const { live, previous, next } of swaps) {
       await rename(live, next);
       await rename(previous, live);
@@ -102,9 +94,9 @@ export function createPreviousErp(
 
   /** The old ERP serves again (a deploy that fails before its upgrade ran, after it stopped it). */
   const resume = async (log: StepScope["log"]) => {
-    const id = s.stoppedOldErp;
-    if (id == null) return;
-    s.stoppedOldErp = null;
+    const id = stoppedOldErp;
+    if (id === null) return;
+    stoppedOldErp = null;
     await dataDirToPrevious(log);
     await withPreviousMounts(() => docker.startContainer(id));
     log("warning", "The previous ERP container serves again");
@@ -118,8 +110,8 @@ export function createPreviousErp(
   const putBackCode = async (log: StepScope["log"]) => {
     if (await restorePreviousCheckout(layout.addonsDir)) log("warning", "Code: the previous add-ons checkout is back");
     if (await restorePreviousCheckout(addonReposDir(layout.dir))) log("warning", "Code: the previous add-on repositories are back");
-    if (s.previousConf != null) {
-      writeFileAtomic(layout.configFile, s.previousConf, SECRET_FILE_MODE);
+    if (facts.previousConf !== null) {
+      writeFileAtomic(layout.configFile, facts.previousConf, SECRET_FILE_MODE);
       await readableByErp(layout.configFile, previousUser(), { log });
       log("warning", "Configuration: the previous odoo.conf is back");
     }
@@ -132,7 +124,7 @@ export function createPreviousErp(
     await proxyMode("maintenance", log);
     await docker.stopContainer(erp.id, deps.stopGraceSeconds);
     log("info", why);
-    s.stoppedOldErp = erp.id;
+    stoppedOldErp = erp.id;
     return erp.id;
   };
 
@@ -158,22 +150,29 @@ export function createPreviousErp(
 
     /** The old ERP, put back after this deploy's swap was undone, serves again, though the new ERP had taken over. */
     async resumeAfterSwapBack(id: string, log: StepScope["log"]) {
-      s.stoppedOldErp = id;
+      stoppedOldErp = id;
       await resume(log);
     },
 
     /** The new ERP took over: the environment's address routes to it again. */
     async switched(log: StepScope["log"]) {
-      if (s.stoppedOldErp == null) return;
-      s.stoppedOldErp = null;
+      if (stoppedOldErp === null) return;
+      stoppedOldErp = null;
       await proxyMode("serving", log);
     },
 
-    /** Code, configuration, database and file store back to the snapshot; the previous ERP runs again. */
-    async rollback(step: StepScope, newContainerId: string | null) {
-      const snapshot = s.snapshot;
-      if (snapshot == null || s.rolledBack === true) return;
-      s.rolledBack = true;
+    /** A rollback ran (once: a second is a no-op). */
+    get rolledBack(): boolean {
+      return rolledBack;
+    },
+
+    /**
+     * Code, configuration, database and file store back to the snapshot; the previous ERP runs
+     * again. Returns the ERP container serving now and its host port (null: no previous one).
+     */
+    async rollback(step: StepScope, snapshot: PreDeploySnapshot, newContainerId: string | null): Promise<{ containerId: string; hostPort: number | null } | null> {
+      if (rolledBack) return null;
+      rolledBack = true;
       let previousId: string | null;
       if (newContainerId !== null) previousId = await putBackPrevious(docker, layout, newContainerId, step, deps.stopGraceSeconds);
       else {
@@ -182,25 +181,25 @@ export function createPreviousErp(
         if (erp !== null && erp.state === "running") await docker.stopContainer(erp.id, deps.stopGraceSeconds);
       }
       await putBackCode(step.log);
-      if (s.dbContainerId === undefined) throw new Error("a rollback before the database container was known");
-      const finish = await rollbackToSnapshot(docker, s.dbContainerId, layout, snapshot, {
+      const finish = await rollbackToSnapshot(docker, facts.dbContainerId, layout, snapshot, {
         now: deps.clock.now(),
         deadlineMs: deps.dataTransferMs,
         log: step.log,
       });
+      let serving: { containerId: string; hostPort: number | null } | null = null;
       if (previousId !== null) {
         await dataDirToPrevious(step.log);
         await docker.startContainer(previousId);
-        s.containerId = previousId;
-        s.hostPort = await hostPortOf(docker, previousId);
+        serving = { containerId: previousId, hostPort: await hostPortOf(docker, previousId) };
         step.log("warning", "The previous ERP container serves again");
       }
-      if (s.stoppedOldErp != null) {
-        s.stoppedOldErp = null;
+      if (stoppedOldErp !== null) {
+        stoppedOldErp = null;
         await proxyMode("serving", step.log);
       }
       // The failed database and data dir, once the previous version serves.
       await finish();
+      return serving;
     },
   };
 }
