@@ -74,11 +74,6 @@ export const environments = pgTable(
 );
 
 /**
- * Every host name an active environment is served at (its domain and aliases), one row each:
- * the primary key makes a name unique across the installation, race-free, whichever
- * organisation asks. Names are lowercase.
- */
-/**
  * Claims of host names by environments (modules/environments/domain-claims.ts). A claim is
  * pending until its DNS proves it (domain-verification.ts), then verified: one verified claim
  * per name in the whole installation, one live claim per name in an organisation. Pending
