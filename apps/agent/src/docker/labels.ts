@@ -21,8 +21,12 @@ export const ENVIRONMENT_LABEL = "berth.environment_id";
 /** What the object is for within its environment: erp, db, network, db-volume. */
 export const ROLE_LABEL = "berth.role";
 
-/** "erp-run": a one-off container of the ERP image (initialisation, module upgrades). */
-export type EnvironmentRole = "erp" | "erp-run" | "db" | "network" | "db-volume";
+/**
+ * "erp-run": a one-off container of the ERP image (initialisation, module upgrades).
+ * "db-socket": the volume holding the database's unix socket; "db-loader": a one-off
+ * container of the database's image that loads a dump through that socket, with no network.
+ */
+export type EnvironmentRole = "erp" | "erp-run" | "db" | "network" | "db-volume" | "db-socket" | "db-loader";
 
 /** The labels of an environment's object: managed, its environment, its role, plus extras. */
 export function environmentLabels(

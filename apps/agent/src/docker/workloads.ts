@@ -65,6 +65,8 @@ export interface ContainerDetails {
   hostPorts: Record<string, string | null>;
   /** The names of the networks it is attached to. */
   networks: string[];
+  /** Its mounts: a named volume's name (null for binds and anonymous ones) and where it is mounted. */
+  mounts: { type: string; name: string | null; destination: string; readOnly: boolean }[];
 }
 
 export interface ContainerSpec {
@@ -88,6 +90,18 @@ export interface ContainerSpec {
   restartPolicy?: "no" | "unless-stopped";
   /** Size of /dev/shm (Docker's default is 64 MB). */
   shmSizeBytes?: number;
+  /** The user (uid:gid) its process runs as, instead of the image's. */
+  user?: string;
+  /** Capabilities dropped ("ALL": none left). */
+  capDrop?: string[];
+  /** no-new-privileges: setuid binaries grant nothing. */
+  noNewPrivileges?: boolean;
+  /** A read-only root file system (mounts keep their own mode). */
+  readOnlyRootfs?: boolean;
+  /** tmpfs mounts: path → mount options ("ro,size=16k"); one on an image's VOLUME replaces its anonymous volume. */
+  tmpfs?: Record<string, string>;
+  /** Stdin kept open for one attached client, closed at its end (runToCompletion's `stdin`). */
+  openStdin?: boolean;
 }
 
 export interface ExecOptions {
@@ -112,6 +126,13 @@ export interface RunOptions {
   onLine?: (line: string) => void;
   /** How many of the last output lines the result keeps (default 40). */
   tailLines?: number;
+  /**
+   * Fed to the container's stdin, which is closed at its end; the run fails with its error if
+   * it fails or closes before its end (the container is then killed).
+   */
+  stdin?: Readable;
+  /** Receives stdout; the lines (onLine, tail) are then stderr's only. */
+  stdout?: Writable;
 }
 
 export interface RunResult {
@@ -353,6 +374,8 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
         ...(spec.env === undefined ? {} : { Env: spec.env }),
         ...(spec.cmd === undefined ? {} : { Cmd: spec.cmd }),
         ...(spec.entrypoint === undefined ? {} : { Entrypoint: spec.entrypoint }),
+        ...(spec.user === undefined ? {} : { User: spec.user }),
+        ...(spec.openStdin === true ? { OpenStdin: true, StdinOnce: true, AttachStdin: true } : {}),
         ExposedPorts: Object.fromEntries(publish.map((p) => [p.port, {}])),
         HostConfig: {
           NetworkMode: spec.network,
@@ -363,6 +386,10 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           ...(spec.nanoCpus === undefined ? {} : { NanoCpus: spec.nanoCpus }),
           ...(spec.memoryBytes === undefined ? {} : { Memory: spec.memoryBytes }),
           ...(spec.shmSizeBytes === undefined ? {} : { ShmSize: spec.shmSizeBytes }),
+          ...(spec.capDrop === undefined ? {} : { CapDrop: spec.capDrop }),
+          ...(spec.noNewPrivileges === true ? { SecurityOpt: ["no-new-privileges"] } : {}),
+          ...(spec.readOnlyRootfs === true ? { ReadonlyRootfs: true } : {}),
+          ...(spec.tmpfs === undefined ? {} : { Tmpfs: spec.tmpfs }),
         },
       };
       const container = await call(`docker create ${spec.name}`, d.heavy, (abortSignal) =>
@@ -456,26 +483,7 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           const demux = new ExecDemux();
           const collected = options.stdout === undefined ? boundedSink(256 * 1024) : null;
           const output = pipeline(socket, demux, options.stdout ?? (collected as BoundedSink).sink);
-          let input: Promise<void> = Promise.resolve();
-          if (options.stdin !== undefined) {
-            const source = options.stdin;
-            input = new Promise<void>((resolve, reject) => {
-              // An input that failed before we got here, or closes without its end, fails the exec.
-              if (source.errored) {
-                reject(source.errored);
-                return;
-              }
-              source.once("error", reject);
-              source.once("close", () => {
-                if (!source.readableEnded) reject(source.errored ?? new Error("the input closed before its end"));
-              });
-              // The process may exit before reading everything (it failed): that is its
-              // exit code's story, not a reason to hang here.
-              socket.once("close", () => resolve());
-              source.once("end", () => resolve());
-              source.pipe(socket, { end: true });
-            });
-          }
+          const input = options.stdin === undefined ? Promise.resolve() : feed(options.stdin, socket);
           await Promise.all([output, input]);
           const exitCode = await exitCodeOf(exec, abortSignal);
           return { exitCode, stdout: collected?.text() ?? "", stderr: demux.stderr() };
@@ -487,7 +495,8 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
     },
 
     async runToCompletion(spec, options) {
-      const id = await api.createContainer(spec);
+      const withStdin = options.stdin !== undefined;
+      const id = await api.createContainer(withStdin ? { ...spec, openStdin: true } : spec);
       const container = docker.getContainer(id);
       const keep = options.tailLines ?? 40;
       const tail: string[] = [];
@@ -517,16 +526,26 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
         });
       try {
         // Attach before start, so no line is missed.
+        // With stdin the connection is hijacked: one socket carries stdin in and the output out.
         const stream = (await call(`docker attach ${spec.name}`, d.change, (abortSignal) =>
-          container.attach(signalled({ stream: true, stdout: true, stderr: true, logs: true }, abortSignal)),
-        )) as NodeJS.ReadableStream & { destroy?: () => void };
+          container.attach(
+            signalled({ stream: true, stdout: true, stderr: true, logs: true, ...(withStdin ? { stdin: true, hijack: true } : {}) }, abortSignal),
+          ),
+        )) as Duplex;
         const ended = new Promise<void>((resolve) => {
           stream.on("end", () => resolve());
           stream.on("close", () => resolve());
           stream.on("error", () => resolve());
         });
-        docker.modem.demuxStream(stream, sink(), sink());
+        docker.modem.demuxStream(stream, options.stdout ?? sink(), sink());
         await api.startContainer(id);
+        let inputFailed: { error: unknown } | null = null;
+        if (options.stdin !== undefined) {
+          feed(options.stdin, stream).catch((error: unknown) => {
+            inputFailed = { error };
+            controller.abort();
+          });
+        }
         const waited = container.wait({ abortSignal: controller.signal } as object) as Promise<{ StatusCode: number }>;
         let exitCode: number;
         try {
@@ -537,8 +556,9 @@ export function createWorkloads(docker: Dockerode, deadlines: Partial<WorkloadDe
           await container.kill().catch(() => undefined);
           exitCode = -1;
         }
+        if (inputFailed !== null) throw (inputFailed as { error: unknown }).error;
         await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 2_000))]);
-        stream.destroy?.();
+        stream.destroy();
         if (pending !== "") take("\n");
         return { exitCode, tail, killed };
       } finally {
@@ -593,6 +613,12 @@ function details(info: Dockerode.ContainerInspectInfo): ContainerDetails {
     labels: info.Config.Labels ?? {},
     hostPorts: Object.fromEntries(Object.entries(ports).map(([port, bindings]) => [port, bindings?.[0]?.HostPort || null])),
     networks: Object.keys(info.NetworkSettings?.Networks ?? {}),
+    mounts: (info.Mounts ?? []).map((m) => ({
+      type: String(m.Type),
+      name: m.Type === "volume" && m.Name !== undefined && m.Name !== "" ? m.Name : null,
+      destination: m.Destination,
+      readOnly: m.RW === false,
+    })),
   };
 }
 
@@ -609,6 +635,27 @@ async function exitCodeOf(exec: Dockerode.Exec, abortSignal: AbortSignal): Promi
     if (attempt >= 50) return -1;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/**
+ * Pipes `source` into a hijacked socket's stdin, ending it at the source's end. An input that
+ * failed before we got here, or closes without its end, fails; the process may exit before
+ * reading everything (it failed): that is its exit code's story, not a reason to hang here.
+ */
+function feed(source: Readable, socket: Duplex): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (source.errored) {
+      reject(source.errored);
+      return;
+    }
+    source.once("error", reject);
+    source.once("close", () => {
+      if (!source.readableEnded) reject(source.errored ?? new Error("the input closed before its end"));
+    });
+    socket.once("close", () => resolve());
+    source.once("end", () => resolve());
+    source.pipe(socket, { end: true });
+  });
 }
 
 interface BoundedSink {

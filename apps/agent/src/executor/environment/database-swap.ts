@@ -36,7 +36,8 @@ import { SECRET_FILE_MODE } from "../../state/state-dir.ts";
 import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import { psql } from "./psql.ts";
-import { dropLeftoverLoaders, LOADER_OS_USER, withLoaderRole } from "./restore-role.ts";
+import { runLoader } from "./loader-container.ts";
+import { dropLeftoverLoaders, withLoaderRole } from "./restore-role.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 
 type Log = StepScope["log"];
@@ -166,8 +167,9 @@ async function retryWhileInUse(work: () => Promise<void>): Promise<void> {
 
 /**
  * pg_restore of a custom-format dump into the restore database `name`, in one transaction: all
- * of it or an error. As plain dumps (sql-dump.ts), it runs as nobody and connects as the
- * restore's loader role, no superuser: what the dump's SQL may do is what the database's owner may.
+ * of it or an error. As plain dumps (sql-dump.ts), it runs as nobody with no network
+ * (loader-container.ts) and connects as the restore's loader role, no superuser: what the
+ * dump's SQL may do is what the database's owner may.
  */
 export async function restoreDump(
   docker: DockerClient,
@@ -178,11 +180,10 @@ export async function restoreDump(
 ): Promise<void> {
   ident(name);
   await withLoaderRole(docker, dbContainerId, name, async (role) => {
-    const result = await docker.exec(
-      dbContainerId,
-      ["pg_restore", "-U", role, "--no-owner", "--single-transaction", "--exit-on-error", "--dbname", name],
-      { deadlineMs, stdin: dump, user: LOADER_OS_USER },
-    );
+    const result = await runLoader(docker, dbContainerId, ["pg_restore", "-U", role, "--no-owner", "--single-transaction", "--exit-on-error", "--dbname", name], {
+      deadlineMs,
+      stdin: dump,
+    });
     if (result.exitCode !== 0) {
       throw new CommandError("restore_failed", `pg_restore failed (exit code ${result.exitCode}): ${result.stderr.trim()}`);
     }

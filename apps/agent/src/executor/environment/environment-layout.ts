@@ -9,6 +9,8 @@ export interface EnvironmentLayout {
   network: string;
   dbContainer: string;
   dbVolume: string;
+  /** Holds the database's unix socket (/var/run/postgresql), shared with its loaders (loader-container.ts). */
+  dbSocketVolume: string;
   erpContainer: string;
   /** <stateDir>/environments/<id> */
   dir: string;
@@ -38,6 +40,7 @@ export function environmentLayout(stateDir: string, environmentId: string): Envi
     network: prefix,
     dbContainer: `${prefix}-db`,
     dbVolume: `${prefix}-pgdata`,
+    dbSocketVolume: `${prefix}-pgsocket`,
     erpContainer: `${prefix}-erp`,
     dir,
     dbPasswordFile: join(dir, "db-password"),
@@ -59,5 +62,7 @@ export const ERP_DB_NAME = "odoo";
 /** The PostgreSQL role the ERP connects as (a superuser of its own server, as in the official images). */
 export const ERP_DB_USER = "odoo";
 export const ERP_DB_PORT = 5432;
+/** Where the PostgreSQL images keep the server's unix socket: the environment's socket volume is mounted there. */
+export const POSTGRES_SOCKET_DIR = "/var/run/postgresql";
 export const ERP_HTTP_PORT = "8069/tcp";
 export const DEFAULT_DB_IMAGE = "postgres:16";

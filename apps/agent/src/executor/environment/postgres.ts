@@ -3,7 +3,9 @@
 // (0600, never sent anywhere), readiness (which also recovers an interrupted restore, see
 // database-swap.ts), and the dump used by backups. Every
 // command runs as an argument vector through docker exec, on the server's local socket,
-// where the image trusts local connections: no password on any command line.
+// where the image trusts local connections: no password on any command line. The socket's
+// directory is a volume of its own (layout.dbSocketVolume), so a dump's loader reaches the
+// server through it from a container with no network (loader-container.ts).
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile } from "node:fs/promises";
 import type { Writable } from "node:stream";
@@ -12,9 +14,10 @@ import type { DockerClient } from "../../docker/docker-client.ts";
 import { environmentFilter, environmentLabels, isEnvironmentObject } from "../../docker/labels.ts";
 import { writeFileAtomic } from "../../state/atomic-write.ts";
 import { SECRET_FILE_MODE, STATE_DIR_MODE } from "../../state/state-dir.ts";
-import { ERP_DB_NAME, ERP_DB_USER, type EnvironmentLayout } from "./environment-layout.ts";
+import { ERP_DB_NAME, ERP_DB_USER, POSTGRES_SOCKET_DIR, type EnvironmentLayout } from "./environment-layout.ts";
 import { recoverInterruptedRestore } from "./database-swap.ts";
 import { ensureImage, findErpContainer } from "./erp-container.ts";
+import { socketVolumeOf } from "./loader-container.ts";
 import { DEFAULT_TIMING } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
@@ -60,24 +63,32 @@ export async function ensurePostgres(
   if (container !== null && !isEnvironmentObject(container.labels, layout.environmentId)) {
     throw new CommandError("name_conflict", `container ${layout.dbContainer} exists but is not this environment's: Berth leaves it alone`);
   }
+  let image = options.image;
+  if (container !== null && socketVolumeOf(container) === null && (await recreateWithSocket(docker, layout, container.id, scope))) {
+    // The image it ran: a major version change needs pg_upgrade (below).
+    image = container.image;
+    container = null;
+  }
   if (container === null) {
-    await ensureImage(docker, options.image, scope);
+    await ensureImage(docker, image, scope);
+    await ensureSocketVolume(docker, layout, options.extraLabels);
     const id = await docker.createContainer({
       name: layout.dbContainer,
-      image: options.image,
+      image,
       labels: environmentLabels(layout.environmentId, "db", options.extraLabels),
       env: [`POSTGRES_USER=${ERP_DB_USER}`, `POSTGRES_PASSWORD=${password}`, "POSTGRES_DB=postgres"],
       network: layout.network,
-      binds: [`${layout.dbVolume}:/var/lib/postgresql/data`],
+      binds: [`${layout.dbVolume}:/var/lib/postgresql/data`, `${layout.dbSocketVolume}:${POSTGRES_SOCKET_DIR}`],
       restartPolicy: "unless-stopped",
       // Parallel index builds and vacuums of big tables need more than Docker's 64 MB of
       // /dev/shm ("could not resize shared memory segment"), as a 1 GB table showed.
       shmSizeBytes: POSTGRES_SHM_BYTES,
     });
-    scope.log("info", `Created PostgreSQL container ${layout.dbContainer} from ${options.image}`);
+    scope.log("info", `Created PostgreSQL container ${layout.dbContainer} from ${image}`);
     container = await docker.inspectContainer(id);
     if (container === null) throw new CommandError("docker_error", `container ${layout.dbContainer} vanished after its creation`);
-  } else if (container.image !== options.image) {
+  }
+  if (container.image !== options.image) {
     // A major version change needs pg_upgrade; swapping the image would not start on the old data.
     scope.log(
       "warning",
@@ -91,6 +102,45 @@ export async function ensurePostgres(
   await waitForPostgres(docker, container.id, { ...scope, timeoutMs: options.readyTimeoutMs, clock: options.clock });
   if (!volumeCreated) await recoverRestore(docker, container.id, layout, scope);
   return { containerId: container.id, volumeCreated };
+}
+
+/**
+ * A database container made before it had a socket volume loads dumps by docker exec, on the
+ * environment's network (loader-container.ts). It is recreated (the data volume kept) when
+ * that cuts off nothing: no ERP of the environment runs. A serving ERP is not cut off for it:
+ * a later deploy that finds the ERP stopped recreates it. True when removed.
+ */
+async function recreateWithSocket(
+  docker: DockerClient,
+  layout: EnvironmentLayout,
+  containerId: string,
+  scope: Pick<StepScope, "log">,
+): Promise<boolean> {
+  const erp = await findErpContainer(docker, layout);
+  if (erp !== null && erp.state === "running") {
+    scope.log("info", `PostgreSQL container ${layout.dbContainer} predates its socket volume: dumps load in it, on its network, until a deploy finds the ERP stopped and recreates it`);
+    return false;
+  }
+  await docker.stopContainer(containerId, DEFAULT_TIMING.stopGraceSeconds);
+  await docker.removeContainer(containerId);
+  scope.log("info", `Removed PostgreSQL container ${layout.dbContainer}, made before its socket volume, to recreate it on the same data volume`);
+  return true;
+}
+
+/**
+ * The volume the server's socket lives in: a named volume rather than a folder of the state
+ * dir, because Docker fills a new one with the image's own directory (its owner and its
+ * 3777 mode, whatever the image), it is reachable only through Docker (no host path where
+ * another local user could connect as the superuser, whom local connections trust), and it
+ * goes with the environment's other volumes on destroy.
+ */
+async function ensureSocketVolume(docker: DockerClient, layout: EnvironmentLayout, extraLabels: Readonly<Record<string, string>>): Promise<void> {
+  const volume = await docker.findVolume(layout.dbSocketVolume);
+  if (volume === null) {
+    await docker.createVolume(layout.dbSocketVolume, environmentLabels(layout.environmentId, "db-socket", extraLabels));
+  } else if (!isEnvironmentObject(volume.labels, layout.environmentId)) {
+    throw new CommandError("name_conflict", `volume ${layout.dbSocketVolume} exists but is not this environment's: Berth leaves it alone`);
+  }
 }
 
 /** The environment's PostgreSQL container, started and ready; not_deployed when there is none. */

@@ -10,8 +10,9 @@
 // - psql runs in restricted mode (`\restrict <random key>` first, psql 17.6, 16.10, 15.14,
 //   14.19, 13.22 and later): it refuses every meta-command itself, so text Berth and psql
 //   would read differently still runs none; the dump's own \restrict lines are blanked;
-// - psql runs as nobody (not root) and connects as the restore's own loader role, which owns
-//   the new database and nothing else and is no superuser (restore-role.ts).
+// - psql runs as nobody (not root) in a container with no network (loader-container.ts) and
+//   connects as the restore's own loader role, which owns the new database and nothing else
+//   and is no superuser (restore-role.ts).
 //
 // A dump made by a newer pg_dump than the server's major is refused from its header
 // ("-- Dumped by pg_dump version 17.2"): pg_dump writes what its own release knows (17:
@@ -22,6 +23,7 @@ import { CLIENT_SIDE_KINDS, PsqlScript, type PsqlFinding } from "@berth/protocol
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import { serverMajor } from "./psql.ts";
+import { runLoader } from "./loader-container.ts";
 import { LOADER_OS_USER, withLoaderRole } from "./restore-role.ts";
 
 const DUMPED_BY = /^-- Dumped by pg_dump version (\d+)/m;
@@ -181,15 +183,12 @@ export async function loadSqlDump(docker: DockerClient, dbContainerId: string, n
   // A refused or unreadable dump ends psql's input early: what it loaded stays in `name`, a
   // database only ever loaded to be verified and swapped in, which the caller then drops.
   await withLoaderRole(docker, dbContainerId, name, async (role) => {
-    const result = await docker
-      .exec(dbContainerId, ["psql", "-U", role, "-d", name, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"], {
-        deadlineMs,
-        stdin: guarded,
-        user: LOADER_OS_USER,
-      })
-      .catch((error: unknown) => {
-        throw guarded.refused() ?? failed ?? error;
-      });
+    const result = await runLoader(docker, dbContainerId, ["psql", "-U", role, "-d", name, "-X", "-q", "-v", "ON_ERROR_STOP=1", "--single-transaction", "-f", "-"], {
+      deadlineMs,
+      stdin: guarded,
+    }).catch((error: unknown) => {
+      throw guarded.refused() ?? failed ?? error;
+    });
     const refused = guarded.refused() ?? failed;
     if (refused !== null) throw refused;
     if (result.exitCode !== 0) {
