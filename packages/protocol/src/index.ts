@@ -16,3 +16,4 @@ export * from "./settings.ts";
 export * from "./validation.ts";
 export * from "./erp-backup.ts";
 export * from "./psql-script.ts";
+export * from "./pg-custom-archive.ts";
