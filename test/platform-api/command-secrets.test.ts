@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMMAND_TYPES, type BackupParams, type DeployParams, type RestoreParams, type SignedCommand } from "@berth/protocol";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { shownParams } from "../../apps/control-plane/src/modules/agents/shown-params.ts";
+import type { TypedCommand } from "../../apps/control-plane/src/modules/agents/agent-commands.ts";
 import { DEFAULT_RETENTION, runRetention } from "../../apps/control-plane/src/modules/retention/retention.ts";
 import { commandExamples, examplesCoverSchemas, SECRET_MARK } from "../support/command-examples.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
@@ -76,7 +77,9 @@ describe("commands with secrets", () => {
   it("are stored sealed: no secret in any table while they wait for the agent", async () => {
     const all = examples();
     for (const type of COMMAND_TYPES) {
-      const row = await cp.app.services.agentCommands.issue({ organizationId: demo.organization_id, serverId: demo.server_id, type, params: all[type], issuedBy: `user:${staff.userId}` });
+      // The examples are plain JSON, checked against the protocol by examplesCoverSchemas above.
+      const command = { type, params: all[type] } as TypedCommand;
+      const row = await cp.app.services.agentCommands.issue({ organizationId: demo.organization_id, serverId: demo.server_id, ...command, issuedBy: `user:${staff.userId}` });
       issuedIds.push(row.commandId);
     }
     // The support console dispatches a real redeploy: the environment's variable, its ERP

@@ -4,11 +4,11 @@ import {
   checkCommand,
   COMMAND_PARAMS,
   COMMAND_TYPES,
-  DeployParams,
   isCommandType,
   LogsTailParams,
   type SignedCommand,
 } from "./commands.ts";
+import { DeployParams } from "./deploy-params.ts";
 import { unsignedDeploy } from "./test-fixtures.ts";
 
 const deployParams = unsignedDeploy().params;

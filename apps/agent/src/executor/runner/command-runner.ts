@@ -23,7 +23,7 @@ import type { CommandRecord, Journal } from "../../journal/journal-types.ts";
 import type { Logger } from "../../logger.ts";
 import { createEmitter } from "./command-emitter.ts";
 import { failureOf, type CommandOutcome } from "./command-outcome.ts";
-import { CommandError, type CommandHandler, type HandlerRegistry, type JsonObject } from "./handler-types.ts";
+import { bindHandler, CommandError, type BoundHandler, type HandlerRegistry, type JsonObject } from "./handler-types.ts";
 
 export type CommandAnswer =
   | { type: "command.accepted"; payload: CommandAccepted }
@@ -111,7 +111,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
     return { type: "command.rejected", payload: { command_id: cmd.command_id, code, message: truncateMessage(message) } };
   }
 
-  function start(command: Command, handler: CommandHandler): void {
+  function start(command: Command, handler: BoundHandler): void {
     const controller = new AbortController();
     const timer = clock.setTimeout(
       () => controller.abort(new CommandError("timeout", `the command ran longer than ${maxRunMs} ms`)),
@@ -124,7 +124,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
     running.set(command.command_id, { controller, timer, done });
   }
 
-  async function execute(command: Command, handler: CommandHandler, signal: AbortSignal): Promise<void> {
+  async function execute(command: Command, handler: BoundHandler, signal: AbortSignal): Promise<void> {
     // Yield once so the caller sends command.accepted before the handler's first event.
     await new Promise((resolve) => setImmediate(resolve));
     const emit = createEmitter({ outbox, command, isClosed: () => closed });
@@ -132,7 +132,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
     try {
       journal.markCommandRunning(command.command_id);
       logger.info({ command_id: command.command_id, type: command.type }, "command started");
-      const result: JsonObject = await handler(command.params as never, {
+      const result: JsonObject = await handler({
         commandId: command.command_id,
         signal,
         emit,
@@ -188,7 +188,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
       if (!verdict.ok) return reject(cmd, verdict.code, verdict.message);
       const command = verdict.command;
       // Checked before accepting: an accepted command must be one this agent can run.
-      const handler = registry[command.type] as CommandHandler | undefined;
+      const handler = bindHandler(registry, command.type, command.params);
       if (handler === undefined) {
         return reject(cmd, "unsupported_command", `this agent does not run "${command.type}" commands`);
       }

@@ -36,6 +36,20 @@ export class CommandError extends CodedError {
   override name = "CommandError";
 }
 
+/** A command's handler with its params bound: what the runner starts. */
+export type BoundHandler = (ctx: HandlerContext) => Promise<JsonObject>;
+
+/**
+ * The registry's handler of a command type with the command's params bound to it, or
+ * undefined when this agent does not run that type. `params` is the type's own
+ * CommandParams<T>, as checkCommand narrowed it: no cast between the signed command and
+ * the handler.
+ */
+export function bindHandler<T extends CommandType>(registry: HandlerRegistry, type: T, params: CommandParams<T>): BoundHandler | undefined {
+  const handler: CommandHandler<T> | undefined = registry[type];
+  return handler && ((ctx) => handler(params, ctx));
+}
+
 export function capabilitiesOf(registry: HandlerRegistry): string[] {
   return Object.keys(registry).sort();
 }

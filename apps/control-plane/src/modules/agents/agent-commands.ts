@@ -16,7 +16,7 @@
 // clear, only the parameters staff may see (shown-params.ts). Once the command leaves
 // pending the database erases the sealed copy (agent-commands.repo.ts).
 import { randomUUID } from "node:crypto";
-import type { CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
+import type { CommandParams, CommandType, SignedCommand, UnsignedCommand } from "@berth/protocol";
 import type { Clock } from "../../lib/clock.ts";
 import { notFound } from "../../lib/errors.ts";
 import { open, seal } from "../../lib/master-key.ts";
@@ -28,11 +28,19 @@ export type { AgentCommandRow } from "./agent-commands.repo.ts";
 
 export const DEFAULT_COMMAND_TTL_MS = 15 * 60 * 1000;
 
-export interface IssueInput {
+/**
+ * A command to issue: `params` is its type's CommandParams<T> (packages/protocol), so a
+ * parameter the agent would refuse (a wrong name, a wrong type, a missing field) does not
+ * compile. One member per type (distributive), so type and params always go together.
+ */
+export type IssueInput<T extends CommandType = CommandType> = T extends CommandType ? TypedCommand<T> & IssueFields : never;
+
+/** A command's type and its parameters; as a union over CommandType, one member per type. */
+export type TypedCommand<T extends CommandType = CommandType> = T extends CommandType ? { type: T; params: CommandParams<T> } : never;
+
+interface IssueFields {
   organizationId: string;
   serverId: string;
-  type: CommandType;
-  params: Record<string, unknown>;
   /** user:<id>, api_key:<id> or system:<what> — recorded for the audit trail. */
   issuedBy: string;
   deploymentId?: string | null;
@@ -120,16 +128,18 @@ export function createAgentCommands(deps: { repo: AgentCommandsRepo; clock: Cloc
       if (seq === null) throw notFound("Server");
       const commandId = randomUUID();
       const send = direct?.reserve(input.serverId, commandId) ?? null;
-      const signed = sign({
+      // type and params travel together (one member of the union), as the agent will check them.
+      const { organizationId: _o, serverId: _s, issuedBy: _i, deploymentId: _d, ttlMs: _t, ...typed } = input;
+      const unsigned: UnsignedCommand = {
+        ...typed,
         command_id: commandId,
         server_id: input.serverId,
         seq,
-        type: input.type,
         issued_at: now.toISOString(),
         expires_at: expiresAt.toISOString(),
         issued_by: input.issuedBy.startsWith("user:") ? input.issuedBy.slice(5) : null,
-        params: input.params,
-      } as unknown as UnsignedCommand);
+      };
+      const signed = sign(unsigned);
       // Held here, it is recorded as sent with the insert and sent right after it.
       const row = pendingRow(signed, masterKey, input, now, expiresAt, send !== null);
       await repo.insert(row);
