@@ -20,7 +20,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from "fastify";
 import type pg from "pg";
 import { STEP_NAMES, type StepId } from "@berth/protocol";
 // The product's status-to-task table: a plain lookup, nothing the bare side should pay less for.
-import { toTaskStatus } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
+import { toTaskStatus } from "../../apps/control-plane/src/modules/deployments/operations/deployment-state.ts";
 
 const PAGE_LIMIT = 20;
 

@@ -9,7 +9,7 @@ import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
 import { freePort, get, startAcmeWorld, type AcmeWorld } from "../../apps/agent/src/proxy/acme-world.test-helpers.ts";
-import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
+import { isTerminal } from "../../apps/control-plane/src/modules/deployments/operations/deployment-state.ts";
 import type { AgentProcess } from "../support/agent-process.ts";
 import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";

@@ -9,7 +9,7 @@ import type { TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 import { waitUntil } from "../support/wait.ts";
-import { isTerminal } from "../../apps/control-plane/src/modules/deployments/deployment-state.ts";
+import { isTerminal } from "../../apps/control-plane/src/modules/deployments/operations/deployment-state.ts";
 
 let cp: TestControlPlane;
 let agent: AgentProcess;

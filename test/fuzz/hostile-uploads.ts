@@ -1,4 +1,5 @@
-// The fuzzer's hostile-backup families: archives (zip, tar, tar.gz) and plain SQL dumps made
+// The fuzzer's hostile-backup families: archives (zip, tar, tar.gz), plain SQL dumps and
+// custom-format dumps (pg_dump -Fc, bare or as dump.dump in a zip) made
 // to hurt the analysis, each uploaded through the real routes as spec 4.3 shows (create,
 // upload/init, upload/direct with the field file; no checksum) and analysed by the real
 // analysis (the job's own function, awaited). Invariants: no 5xx on any route, and every
@@ -7,6 +8,7 @@ import fc from "fast-check";
 import type { InjectOptions } from "fastify";
 import type { FuzzTarget } from "./start.ts";
 import type { Tenant } from "./tenants.ts";
+import { erpCustomDump } from "../../packages/protocol/src/pg-custom-archive.test-helpers.ts";
 import { erpDump, tarBytes, zipBytes, type TarEntry, type ZipEntry } from "./archives.ts";
 
 /** The most an analysis record may take, whatever was uploaded. */
@@ -71,6 +73,29 @@ const sqlCase: fc.Arbitrary<{ label: string; bytes: Buffer }> = fc
   .array(fc.constantFrom(...TRICKS), { minLength: 1, maxLength: 6 })
   .map((tricks) => ({ label: `sql: ${tricks.map((t) => t.slice(0, 24)).join(" | ")}`, bytes: erpDump(tricks.join("\n")) }));
 
+/** Custom-format dumps: the tricks above as TOC entries, archives cut anywhere, lying counts and string lengths, overwritten bytes, other versions. */
+const customDump = erpCustomDump();
+const customCase: fc.Arbitrary<{ label: string; bytes: Buffer }> = fc
+  .tuple(
+    fc.oneof(
+      fc.array(fc.constantFrom(...TRICKS), { minLength: 1, maxLength: 4 }).map((tricks) => ({
+        label: `entries ${tricks.map((t) => t.slice(0, 24)).join(" | ")}`,
+        bytes: erpCustomDump(tricks.map((defn, i) => ({ dumpId: 100 + i, desc: i % 2 ? "TABLE DATA" : "FUNCTION", tag: `f${i}`, ...(i % 2 ? { copyStmt: defn, data: "" } : { defn }) }))),
+      })),
+      fc.integer({ min: 5, max: customDump.length - 1 }).map((cut) => ({ label: `cut at ${cut}`, bytes: customDump.subarray(0, cut) })),
+      fc.integer({ min: 0, max: 2 ** 32 - 1 }).map((n) => ({ label: `states ${n} TOC entries`, bytes: erpCustomDump([], { statedEntries: n }) })),
+      fc.integer({ min: 0, max: 2 ** 32 - 1 }).map((n) => ({ label: `a string says ${n} bytes`, bytes: erpCustomDump([], { lyingDefnLength: n }) })),
+      fc.array(fc.record({ at: fc.integer({ min: 5, max: customDump.length - 1 }), byte: fc.integer({ min: 0, max: 255 }) }), { minLength: 1, maxLength: 8 }).map((edits) => {
+        const bytes = Buffer.from(customDump);
+        for (const { at, byte } of edits) bytes[at] = byte;
+        return { label: `bytes overwritten at ${edits.map((e) => e.at).join(",")}`, bytes };
+      }),
+      fc.integer({ min: 0, max: 255 }).map((minor) => ({ label: `version 1.${minor}`, bytes: erpCustomDump([], { minor }) })),
+    ),
+    fc.boolean(),
+  )
+  .map(([c, zipped]) => ({ label: `custom${zipped ? " (dump.dump in a zip)" : ""}: ${c.label}`, bytes: zipped ? zipBytes([{ name: "dump.dump", data: c.bytes, method: 8 }]) : c.bytes }));
+
 export interface HostileFinding {
   label: string;
   detail: string;
@@ -89,7 +114,7 @@ export interface HostileResult {
 /** Sends `count` hostile backups (archives and dumps alike) as tenant A's owner and checks the invariants. */
 export async function fuzzHostileUploads(cp: FuzzTarget, a: Tenant, opts: { count: number; seed: number }): Promise<HostileResult> {
   const started = performance.now();
-  const cases = fc.sample(fc.oneof(zipCase, tarCase, sqlCase), { seed: opts.seed, numRuns: opts.count });
+  const cases = fc.sample(fc.oneof(zipCase, tarCase, sqlCase, customCase), { seed: opts.seed, numRuns: opts.count });
   const auth = { authorization: `Bearer ${a.sessions.org_owner}` };
   const result: HostileResult = { uploads: 0, requests: 0, serverErrors: 0, largestRecordBytes: 0, outcomes: {}, findings: [], durationMs: 0 };
   const send = async (label: string, req: InjectOptions & { url: string }) => {

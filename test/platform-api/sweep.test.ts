@@ -4,7 +4,7 @@
 // withdrawn. Younger operations are left alone. The job is scheduled every 5 minutes.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
-import { STUCK_SWEEP_QUEUE } from "../../apps/control-plane/src/modules/deployments/stuck-sweep.ts";
+import { STUCK_SWEEP_QUEUE } from "../../apps/control-plane/src/modules/deployments/operations/stuck-sweep.ts";
 import { JOB_POLICY, deadLetterOf, startJobs } from "../../apps/control-plane/src/db/jobs.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";

@@ -8,8 +8,8 @@ import { createRequestGuard, type RequestGuard } from "./lib/outbound/request-gu
 import { createKeyCache } from "./modules/api-keys/key-cache.ts";
 import { createApiKeysRepo } from "./modules/api-keys/api-keys.repo.ts";
 import { createApiKeysService } from "./modules/api-keys/api-keys.service.ts";
-import { createDeploymentsRepo } from "./modules/deployments/deployments.repo.ts";
-import { createDeploymentsService } from "./modules/deployments/deployments.service.ts";
+import { createDeploymentsRepo } from "./modules/deployments/operations/operations.repo.ts";
+import { createDeploymentsService } from "./modules/deployments/operations/operations.service.ts";
 import { createEnvironmentsRepo } from "./modules/environments/environments.repo.ts";
 import { createEnvironmentsService } from "./modules/environments/environments.service.ts";
 import { claimsOf } from "./modules/environments/domain-claims.repo.ts";
@@ -33,10 +33,11 @@ import { createCommandSigner } from "./modules/agents/signing-keys.ts";
 import { createSigningKeysRepo } from "./modules/agents/signing-keys.repo.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createKeyRotationRepo } from "./modules/agents/key-rotation.repo.ts";
-import { createDispatcher } from "./modules/deployments/dispatcher.ts";
+import { createDispatcher } from "./modules/deployments/dispatch/dispatcher.ts";
+import { createAddonDeploySource } from "./modules/addon-repositories/addon-deploy-source.ts";
 import { createErpCredentials } from "./modules/environments/erp-credentials.ts";
 import { createErpCredentialsRepo } from "./modules/environments/erp-credentials.repo.ts";
-import { createDispatchRepo } from "./modules/deployments/dispatch.repo.ts";
+import { createDispatchRepo } from "./modules/deployments/dispatch/dispatch.repo.ts";
 import { createBackupsService } from "./modules/backups/backups.service.ts";
 import { createBackupsRepo } from "./modules/backups/backups.repo.ts";
 import { createBackupLinks } from "./modules/backups/backup-links.ts";
@@ -46,9 +47,9 @@ import { backupStoreSettings } from "./config.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createSupportRepo } from "./modules/support/support.repo.ts";
-import { createPlatformDeployments } from "./modules/deployments/platform-deployments.service.ts";
-import { createPlatformDeploymentsRepo } from "./modules/deployments/platform-deployments.repo.ts";
-import { createEnvironmentOperations } from "./modules/deployments/environment-operations.service.ts";
+import { createPlatformDeployments } from "./modules/deployments/platform/platform-deployments.service.ts";
+import { createPlatformDeploymentsRepo } from "./modules/deployments/platform/platform-deployments.repo.ts";
+import { createEnvironmentOperations } from "./modules/deployments/platform/environment-operations.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createErpImagesRepo } from "./modules/erp-images/erp-images.repo.ts";
 import { createAccess } from "./modules/auth/access.ts";
@@ -124,13 +125,14 @@ export function createServices(deps: {
   const migrationArchives = createMigrationArchives({ repo: createMigrationsRepo(db), links: backupLinks, store: backupStore });
   const dispatcher = createDispatcher({
     repo: createDispatchRepo(db),
+    clock,
     commands: agentCommands,
     images,
     masterKey: deps.masterKey,
     credentials: erpCredentials,
     addresses,
     ...(deps.proxy ? { proxy: deps.proxy } : {}),
-    addonRepositories: addonRepositoriesRepo,
+    addons: createAddonDeploySource({ repo: addonRepositoriesRepo, masterKey: deps.masterKey }),
     backups: createBackupTransfers({ repo: backupsRepo, links: backupLinks }),
     migrationArchives,
   });

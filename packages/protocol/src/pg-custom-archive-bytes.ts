@@ -60,7 +60,7 @@ export class ArchiveBytes {
     return Buffer.concat(parts);
   }
 
-  /** The next `n` bytes, to `each` in the pieces they arrive in (each piece is valid only during the call). */
+  /** The next `n` bytes, to `each` in the pieces they arrive in (views of the input's chunks, which are never reused: a piece may be kept). */
   async pass(n: number, each: (piece: Buffer) => void | Promise<void>): Promise<void> {
     while (n > 0) {
       if (this.pos >= this.buf.length && !(await this.more())) throw this.truncated();

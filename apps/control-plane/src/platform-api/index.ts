@@ -20,7 +20,7 @@ import { projectsPlatformRoutes } from "../modules/projects/platform.routes.ts";
 import { webhooksPlatformRoutes } from "../modules/webhooks/platform.routes.ts";
 import { environmentsPlatformRoutes } from "../modules/environments/platform.routes.ts";
 import { variablesPlatformRoutes } from "../modules/environments/variables.routes.ts";
-import { platformDeploymentsRoutes } from "../modules/deployments/platform-deployments.routes.ts";
+import { platformDeploymentsRoutes } from "../modules/deployments/platform/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
 import { backupSchedulesPlatformRoutes } from "../modules/backups/backup-schedules.routes.ts";

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { EnvironmentOperations } from "../deployments/environment-operations.service.ts";
+import type { EnvironmentOperations } from "../deployments/platform/environment-operations.service.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { BACKUP_FREQUENCIES } from "./backup-slots.ts";
 import { MAX_KEEP, TIME_PATTERN, type BackupSchedules } from "./backup-schedules.service.ts";

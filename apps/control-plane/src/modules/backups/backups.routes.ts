@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Page, PageQuery, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { originOf } from "../../lib/origin.ts";
 import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
-import { ActionResponse } from "../deployments/deployments.routes.ts";
+import { ActionResponse } from "../deployments/public/deployments.routes.ts";
 import type { BackupsService } from "./backups.service.ts";
 
 export const Backup = Type.Object(

@@ -9,7 +9,7 @@ import type { Access } from "../auth/access.ts";
 import type { Permission } from "../auth/permissions.ts";
 import { personOf } from "../auth/session-principal.ts";
 import type { SessionPrincipal } from "../auth/sessions.ts";
-import type { DeploymentsService } from "../deployments/deployments.service.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { EnvironmentsRepo } from "./environments.repo.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
 import { DomainParams, EnvironmentDomain } from "./environments.routes.ts";

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import { open, seal } from "../../lib/master-key.ts";
-import type { DeploymentsService } from "../deployments/deployments.service.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { CandidateRow, DeliveryKey, GitHooksRepo } from "./git-hooks.repo.ts";
 import { repoMatches, verifyHook, type GitHost, type Push } from "./git-payload.ts";
 

@@ -4,7 +4,7 @@ import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst } from "../../db/keyset.ts";
 import { preparedRead } from "../../db/prepared-read.ts";
-import { ACTIVE_STATUSES } from "../deployments/deployment-state.ts";
+import { ACTIVE_STATUSES } from "../deployments/operations/deployment-state.ts";
 import type { Scope } from "../../lib/scope.ts";
 
 /**

@@ -1,6 +1,6 @@
 // How a command or an operation ended, in one vocabulary for the support console and the
 // customer's audit log: state + a one-line summary a person can read.
-import { isActive, WAITING_STATUSES } from "../deployments/deployment-state.ts";
+import { isActive, WAITING_STATUSES } from "../deployments/operations/deployment-state.ts";
 
 export interface Outcome {
   /** requested | refused | pending | running | succeeded | failed | rejected | expired | cancelled */

@@ -7,7 +7,7 @@
 import { DomainError, notFound } from "../../lib/errors.ts";
 import type { AgentCommands } from "../agents/agent-commands.ts";
 import type { BackupsService } from "../backups/backups.service.ts";
-import type { DeploymentsService } from "../deployments/deployments.service.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import { STALE_AFTER_SECONDS } from "../servers/servers.repo.ts";
 import { usageView } from "../servers/servers.routes.ts";
 import { auditEntryView, type AuditLogRepo } from "./audit-log.repo.ts";

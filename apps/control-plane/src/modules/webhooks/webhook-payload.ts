@@ -2,7 +2,7 @@
 // row stands for, the JSON body each delivery carries, which subscriptions receive it, and
 // where the fan-out's cursor goes after a batch. Environment URLs are looked up when the
 // batch is fanned out (they follow the installation's base domain, which SQL does not know).
-import { isDeployKind } from "../deployments/deployment-state.ts";
+import { isDeployKind } from "../deployments/operations/deployment-state.ts";
 import type { FanOutCursor, LiveSubscription, NewDelivery, OrgEventRow } from "./webhook-deliveries.repo.ts";
 import type { WebhookEvent } from "./webhook-events.ts";
 

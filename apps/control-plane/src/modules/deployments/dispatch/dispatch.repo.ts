@@ -1,10 +1,11 @@
 // What the dispatcher reads and repairs: an operation's environment and project (for the
-// command's parameters), operations still waiting without a command, and operations whose
-// command expired or was refused.
-import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+// command's parameters), operations still waiting without a command, operations whose
+// command could not be built, and operations whose command expired or was refused.
+import { and, asc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
-import { WAITING_STATUSES } from "./deployment-state.ts";
-import type { DeploymentRow } from "./deployments.repo.ts";
+import { appendLogs } from "../../events/event-log.repo.ts";
+import { WAITING_STATUSES } from "../operations/deployment-state.ts";
+import type { DeploymentRow } from "../operations/operations.repo.ts";
 
 export function createDispatchRepo(db: Database) {
   return {
@@ -24,8 +25,26 @@ export function createDispatchRepo(db: Database) {
         .from(deployments)
         .leftJoin(agentCommands, eq(agentCommands.deploymentId, deployments.id))
         .where(and(inArray(deployments.status, [...WAITING_STATUSES]), isNull(agentCommands.commandId)))
+        .orderBy(asc(deployments.createdAt), asc(deployments.id))
         .limit(limit);
       return rows.map((r) => r.d);
+    },
+
+    /**
+     * A waiting operation whose command could not be built fails (a deployment.status event,
+     * as any status change), with an error line saying why; one no longer waiting is left alone.
+     */
+    async failUnbuilt(d: Pick<DeploymentRow, "id" | "organizationId" | "currentStep">, now: Date, message: string, code: string): Promise<boolean> {
+      const failed = await db
+        .update(deployments)
+        .set({ status: "failed", completedAt: now, errorMessage: message })
+        .where(and(eq(deployments.id, d.id), inArray(deployments.status, [...WAITING_STATUSES])))
+        .returning({ id: deployments.id });
+      if (failed.length === 0) return false;
+      await appendLogs(db.$client, d.organizationId, [
+        { deploymentId: d.id, ts: now.toISOString(), level: "error", message, step: d.currentStep, data: { code, failed_by: "dispatcher" } },
+      ]);
+      return true;
     },
 
     /** Commands still pending past their expiry become expired; waiting operations whose command expired or was refused fail. */

@@ -4,7 +4,7 @@
 // agent reports are the deployment's `modules` (deployments.modules_result).
 import { Type, type Static } from "typebox";
 import { MODULE_NAME_PATTERN } from "@berth/protocol";
-import { Nullable } from "../../lib/http-schemas.ts";
+import { Nullable } from "../../../lib/http-schemas.ts";
 
 export const ModulesOption = Type.Object(
   {

@@ -5,11 +5,11 @@
 // deployment-events.repo.ts.
 import type pg from "pg";
 import type { CommandResultEvent, Event } from "@berth/protocol";
-import type { EventApplier } from "../agents/event-ingest.ts";
+import type { EventApplier } from "../../agents/event-ingest.ts";
 import { ENVIRONMENT_STATUS_AFTER_SUCCESS, isDeployKind, resultStatus, type OperationKind } from "./deployment-state.ts";
 import * as writes from "./deployment-events.repo.ts";
-import { recordAddonCommits } from "../addon-repositories/addon-repositories.repo.ts";
-import { addonCommitsOf } from "../addon-repositories/addon-snapshots.ts";
+import { recordAddonCommits } from "../../addon-repositories/addon-repositories.repo.ts";
+import { addonCommitsOf } from "../../addon-repositories/addon-snapshots.ts";
 
 /**
  * Applies a server's fresh events; resolves with how many it refused because they name an

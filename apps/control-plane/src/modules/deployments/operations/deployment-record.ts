@@ -1,8 +1,8 @@
 // The platform API's projection of an operation row (platform spec 2.1 and 2.3): the
 // deployment record, its log entries and its step progress.
 import { stepsForKind, STEP_NAMES, type LogLevel, type OperationKind, type StepId } from "@berth/protocol";
-import type { DeploymentLogRow, DeploymentRow } from "./deployments.repo.ts";
-import { extraDataView } from "../environments/variables.ts";
+import type { DeploymentLogRow, DeploymentRow } from "./operations.repo.ts";
+import { extraDataView } from "../../environments/variables.ts";
 import { modulesView } from "./deploy-options.ts";
 import type { DeploymentStatus } from "./deployment-state.ts";
 

@@ -2,15 +2,15 @@
 // so concurrent requests on one environment are decided one after the other; the partial
 // unique index is the final guarantee.
 import { and, count, eq, getTableColumns, gt, inArray, isNull, sql } from "drizzle-orm";
-import { isUniqueViolation } from "../../lib/errors.ts";
+import { isUniqueViolation } from "../../../lib/errors.ts";
 import { agentCommands, deployments, environments, projects, type Database } from "@berth/db";
 import { ACTIVE_STATUSES } from "./deployment-state.ts";
-import { CANCEL_CHANNEL } from "../agents/channels.ts";
-import type { CursorPosition } from "../../lib/cursor.ts";
-import { newestFirst, olderThan } from "../../db/keyset.ts";
-import { preparedRead } from "../../db/prepared-read.ts";
-import type { Scope } from "../../lib/scope.ts";
-import type { EnvironmentRow } from "../environments/environments.repo.ts";
+import { CANCEL_CHANNEL } from "../../agents/channels.ts";
+import type { CursorPosition } from "../../../lib/cursor.ts";
+import { newestFirst, olderThan } from "../../../db/keyset.ts";
+import { preparedRead } from "../../../db/prepared-read.ts";
+import type { Scope } from "../../../lib/scope.ts";
+import type { EnvironmentRow } from "../../environments/environments.repo.ts";
 
 export type DeploymentRow = typeof deployments.$inferSelect;
 /** The columns the public task projection (task-view.ts) reads. */

@@ -2,21 +2,21 @@
 // operation per environment, and the status each action needs (public spec 3.2, 4.1).
 import { HISTORY_KINDS, isDeployKind } from "./deployment-state.ts";
 import { stepsForKind, type OperationKind } from "@berth/protocol";
-import type { Clock } from "../../lib/clock.ts";
-import type { CursorCodec } from "../../lib/cursor.ts";
-import { DomainError, notFound, type ErrorCode } from "../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../db/keyset.ts";
-import type { Scope } from "../../lib/scope.ts";
-import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
-import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
-import type { EnvironmentRow } from "../environments/environments.repo.ts";
-import type { Dispatcher } from "./dispatcher.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import type { CursorCodec } from "../../../lib/cursor.ts";
+import { DomainError, notFound, type ErrorCode } from "../../../lib/errors.ts";
+import { listPage, type PageRequest } from "../../../db/keyset.ts";
+import type { Scope } from "../../../lib/scope.ts";
+import type { EnvironmentsRepo } from "../../environments/environments.repo.ts";
+import type { DeploymentRow, DeploymentsRepo } from "./operations.repo.ts";
+import type { EnvironmentRow } from "../../environments/environments.repo.ts";
+import type { Dispatcher } from "../dispatch/dispatcher.ts";
 import { taskView } from "./task-view.ts";
 import { logEntry } from "./deployment-record.ts";
-import { sealedSnapshot } from "../environments/variables.ts";
+import { sealedSnapshot } from "../../environments/variables.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
-import type { ErpCredentials } from "../environments/erp-credentials.ts";
-import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from "../idempotency/idempotency.ts";
+import type { ErpCredentials } from "../../environments/erp-credentials.ts";
+import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from "../../idempotency/idempotency.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
@@ -145,9 +145,11 @@ export function createDeploymentsService(deps: {
         case "created": {
           // The environment's first deploy makes its ERP master password, shown once in this
           // answer (the dispatcher would otherwise make it, unseen, e.g. for a push-triggered deploy).
-          const password = deploys ? await deps.credentials.ensure(environmentId) : null;
-          const login = deploys ? await deps.credentials.ensureLogin(environmentId) : null;
-          // The row is the record; a failed dispatch here is repaired by the sweep.
+          // One that exists but does not open is not shown either: the dispatch fails the task saying why.
+          const password = deploys ? await deps.credentials.ensure(environmentId).catch(() => null) : null;
+          const login = deploys ? await deps.credentials.ensureLogin(environmentId).catch(() => null) : null;
+          // The row is the record; a command that cannot be built fails it (the dispatcher), and
+          // a dispatch cut short otherwise (the database, say) is repaired by the sweep.
           await deps.dispatcher.dispatch(outcome.row, issuerOf(actor)).catch(() => {});
           return {
             ...outcome.row,

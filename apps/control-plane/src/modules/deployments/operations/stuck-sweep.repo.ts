@@ -1,6 +1,6 @@
 // The stuck sweep's writes, in the sweep's transaction.
 import type pg from "pg";
-import { CANCEL_CHANNEL } from "../agents/channels.ts";
+import { CANCEL_CHANNEL } from "../../agents/channels.ts";
 import { ACTIVE_STATUSES } from "./deployment-state.ts";
 
 type Client = Pick<pg.PoolClient, "query">;

@@ -4,9 +4,9 @@
 // still waiting in the outbox is withdrawn; one the agent already took is announced on
 // the cancel channel, as a cancel would, so the agent stops at its next step boundary.
 import type pg from "pg";
-import type { Clock } from "../../lib/clock.ts";
-import { inTransaction } from "../../db/transaction.ts";
-import { appendLogs, type LogEntry } from "../events/event-log.repo.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import { inTransaction } from "../../../db/transaction.ts";
+import { appendLogs, type LogEntry } from "../../events/event-log.repo.ts";
 import { failStuck, setEnvironmentsError, withdrawCommands } from "./stuck-sweep.repo.ts";
 
 export const STUCK_SWEEP_QUEUE = "deployments.stuck-sweep";

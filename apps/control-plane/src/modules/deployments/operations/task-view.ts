@@ -1,7 +1,7 @@
 // The public API's task projection of an operation row (public spec 2.4).
 import { STEP_NAMES, type StepId } from "@berth/protocol";
 import { toTaskStatus } from "./deployment-state.ts";
-import type { TaskRow } from "./deployments.repo.ts";
+import type { TaskRow } from "./operations.repo.ts";
 import { modulesView } from "./deploy-options.ts";
 
 export function taskView(d: TaskRow) {

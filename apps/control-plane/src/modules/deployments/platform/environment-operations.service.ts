@@ -1,16 +1,16 @@
 // What the platform API does to environments (platform spec 4.1 rules 4, 5 and 9): deploy
 // one (skipped when it already runs, unless forced), destroy one, redeploy a migrated one
 // with its backup restored again, and change its branch, auto-deploy, domain or aliases.
-import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
-import { DomainError } from "../../lib/errors.ts";
-import type { Permission } from "../auth/permissions.ts";
-import type { SessionPrincipal } from "../auth/sessions.ts";
+import { deployOptionsExtra, type DeployOptions } from "../operations/deploy-options.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import type { Permission } from "../../auth/permissions.ts";
+import type { SessionPrincipal } from "../../auth/sessions.ts";
 import { inProgress, type PlatformOperations } from "./platform-operations.ts";
 import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
-import type { Clock } from "../../lib/clock.ts";
-import type { Access } from "../auth/access.ts";
-import type { EnvironmentSize, EnvironmentsService } from "../environments/environments.service.ts";
-import type { DomainsInput } from "../environments/domains.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import type { Access } from "../../auth/access.ts";
+import type { EnvironmentSize, EnvironmentsService } from "../../environments/environments.service.ts";
+import type { DomainsInput } from "../../environments/domains.ts";
 
 export function createEnvironmentOperations(deps: {
   ops: PlatformOperations;

@@ -3,12 +3,12 @@
 // and the environment fields the platform API changes.
 import { and, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { deployments, environments, type Database } from "@berth/db";
-import { visibleProjectIds } from "../auth/access.repo.ts";
-import type { EnvironmentRow } from "../environments/environments.repo.ts";
-import { ACTIVE_STATUSES, DEPLOY_KINDS } from "./deployment-state.ts";
-import type { DeploymentRow } from "./deployments.repo.ts";
+import { visibleProjectIds } from "../../auth/access.repo.ts";
+import type { EnvironmentRow } from "../../environments/environments.repo.ts";
+import { ACTIVE_STATUSES, DEPLOY_KINDS } from "../operations/deployment-state.ts";
+import type { DeploymentRow } from "../operations/operations.repo.ts";
 
-import type { LogRow } from "./deployment-record.ts";
+import type { LogRow } from "../operations/deployment-record.ts";
 
 export function createPlatformDeploymentsRepo(db: Database) {
   const pool = db.$client;

@@ -2,15 +2,15 @@
 // answer; the rules live in platform-deployments.service.ts.
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, Nullable, StringEnum, Timestamp, Uuid, refTo, LiteralUnion } from "../../lib/http-schemas.ts";
-import { personOf } from "../auth/session-principal.ts";
-import { Environment, EnvironmentUpdate } from "../environments/environments.routes.ts";
-import { deploymentRecord, logEntry, progressView } from "./deployment-record.ts";
-import { DEPLOYMENT_STATUSES } from "./deployment-state.ts";
-import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
+import { errors, Nullable, StringEnum, Timestamp, Uuid, refTo, LiteralUnion } from "../../../lib/http-schemas.ts";
+import { personOf } from "../../auth/session-principal.ts";
+import { Environment, EnvironmentUpdate } from "../../environments/environments.routes.ts";
+import { deploymentRecord, logEntry, progressView } from "../operations/deployment-record.ts";
+import { DEPLOYMENT_STATUSES } from "../operations/deployment-state.ts";
+import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "../operations/deploy-options.ts";
 import type { PlatformDeployments } from "./platform-deployments.service.ts";
 import type { EnvironmentOperations } from "./environment-operations.service.ts";
-import { GIT_BRANCH_PATTERN } from "../../lib/git-source.ts";
+import { GIT_BRANCH_PATTERN } from "../../../lib/git-source.ts";
 
 const TAG = ["Deployments"];
 const LEVELS = ["debug", "info", "warning", "error"] as const;

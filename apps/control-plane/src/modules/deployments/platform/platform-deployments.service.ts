@@ -2,14 +2,14 @@
 // do what to a deployment, the state rules and their messages. Retry and rollback (rules 1
 // and 2) are the public API's too (retryTask, rollbackTask): one set of rules, two callers. What environments go
 // through (rules 4, 5, 9) is environment-operations.service.ts.
-import { DomainError, notFound } from "../../lib/errors.ts";
-import type { Scope } from "../../lib/scope.ts";
-import type { SessionPrincipal } from "../auth/sessions.ts";
-import { appendLogs } from "../events/event-log.repo.ts";
-import { isDeployKind, type OperationKind } from "./deployment-state.ts";
-import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
-import type { DeploymentRow, DeploymentsRepo } from "./deployments.repo.ts";
-import type { Actor, OperationOptions, RequestedOperation } from "./deployments.service.ts";
+import { DomainError, notFound } from "../../../lib/errors.ts";
+import type { Scope } from "../../../lib/scope.ts";
+import type { SessionPrincipal } from "../../auth/sessions.ts";
+import { appendLogs } from "../../events/event-log.repo.ts";
+import { isDeployKind, type OperationKind } from "../operations/deployment-state.ts";
+import { deployOptionsExtra, type DeployOptions } from "../operations/deploy-options.ts";
+import type { DeploymentRow, DeploymentsRepo } from "../operations/operations.repo.ts";
+import type { Actor, OperationOptions, RequestedOperation } from "../operations/operations.service.ts";
 import { createPlatformOperations, RETRY_RATE_LIMIT, type PlatformOperationsDeps } from "./platform-operations.ts";
 
 /** The newest lines per step that a progress view shows. */

@@ -2,16 +2,16 @@
 // operation or environment with the caller's access to it, running an operation through
 // the deployments service (so the one-active-operation rule and dispatch are the public
 // API's too), and the per-organisation limit on heavy operations.
-import type { Clock } from "../../lib/clock.ts";
-import { DomainError, notFound } from "../../lib/errors.ts";
-import type { Access } from "../auth/access.ts";
-import type { Permission } from "../auth/permissions.ts";
-import type { SessionPrincipal } from "../auth/sessions.ts";
-import type { EnvironmentRow } from "../environments/environments.repo.ts";
-import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
-import type { OperationKind } from "./deployment-state.ts";
-import type { DeploymentRow } from "./deployments.repo.ts";
-import type { DeploymentsService, OperationOptions } from "./deployments.service.ts";
+import type { Clock } from "../../../lib/clock.ts";
+import { DomainError, notFound } from "../../../lib/errors.ts";
+import type { Access } from "../../auth/access.ts";
+import type { Permission } from "../../auth/permissions.ts";
+import type { SessionPrincipal } from "../../auth/sessions.ts";
+import type { EnvironmentRow } from "../../environments/environments.repo.ts";
+import type { RateLimiter } from "../../rate-limits/rate-limiter.ts";
+import type { OperationKind } from "../operations/deployment-state.ts";
+import type { DeploymentRow } from "../operations/operations.repo.ts";
+import type { DeploymentsService, OperationOptions } from "../operations/operations.service.ts";
 import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
 
 /** Platform spec 8: deployments and heavy operations, and manual retries, per organisation per minute. */

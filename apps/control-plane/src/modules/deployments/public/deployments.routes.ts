@@ -2,12 +2,12 @@
 // (public spec 4.1, 4.2, 4.4).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
-import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
-import { ACTIONS, type Action, type DeploymentsService } from "./deployments.service.ts";
-import { TASK_STATUSES } from "./deployment-state.ts";
-import { LogEntry } from "./platform-deployments.routes.ts";
-import { AdminLoginPasswordField, AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "./deploy-options.ts";
+import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../../lib/http-schemas.ts";
+import { keyActorOf, scopeOf } from "../../api-keys/key-principal.ts";
+import { ACTIONS, type Action, type DeploymentsService } from "../operations/operations.service.ts";
+import { TASK_STATUSES } from "../operations/deployment-state.ts";
+import { LogEntry } from "../platform/platform-deployments.routes.ts";
+import { AdminLoginPasswordField, AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "../operations/deploy-options.ts";
 
 export const Task = Type.Object(
   {

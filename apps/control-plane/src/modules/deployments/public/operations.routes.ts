@@ -3,12 +3,12 @@
 // API's rules (platform-deployments.service.ts), answered as an action (spec 2.5).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
-import { DomainError } from "../../lib/errors.ts";
-import { errors, IdParams, refTo } from "../../lib/http-schemas.ts";
-import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
+import { DomainError } from "../../../lib/errors.ts";
+import { errors, IdParams, refTo } from "../../../lib/http-schemas.ts";
+import { keyActorOf, scopeOf } from "../../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
-import type { DeploymentsService, RequestedOperation } from "./deployments.service.ts";
-import type { PlatformDeployments } from "./platform-deployments.service.ts";
+import type { DeploymentsService, RequestedOperation } from "../operations/operations.service.ts";
+import type { PlatformDeployments } from "../platform/platform-deployments.service.ts";
 
 const TaskRef = refTo(Task);
 const ActionResponseRef = refTo(ActionResponse);

@@ -52,14 +52,15 @@ export interface BackupAnalysis extends Recommendation {
   warnings: string[];
   /** Warnings past MAX_WARNINGS, left out of `warnings`. */
   warnings_omitted: number;
-  /** What in a plain dump the agent refuses to load (psql meta-commands, server-side programs, files, roles), the first 20; a migration with any does not start (dump_unsafe). */
+  /** What in the dump the agent refuses to load (psql meta-commands, server-side programs, files, roles; in a custom-format dump, in the SQL pg_restore runs of its TOC entries), the first 20; a migration with any does not start (dump_unsafe). */
   dump_hazards: DumpHazard[];
   /** All of them, dump_hazards being the first 20. */
   dump_hazard_count: number;
 }
 
-/** A hazard of a plain dump (@berth/protocol PsqlFinding, without its byte offset). */
+/** A hazard of a dump (@berth/protocol PsqlFinding, without its byte offset). */
 export interface DumpHazard {
+  /** The line in a plain dump; in a custom-format dump, the line in its TOC entry's SQL, whose text then starts with the entry (e.g. "FUNCTION pwn() (TOC entry 40): "). */
   line: number;
   kind: string;
   text: string;

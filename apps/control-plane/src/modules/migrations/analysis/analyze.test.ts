@@ -8,6 +8,7 @@ import path from "node:path";
 import { Readable } from "node:stream";
 import { gzipSync } from "node:zlib";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { erpCustomDump } from "../../../../../../packages/protocol/src/pg-custom-archive.test-helpers.ts";
 import { createLocalObjectStore } from "../../../lib/object-store/local-store.ts";
 import { analyzeBackup, BackupAnalysisError, enterpriseModules } from "./analyze.ts";
 import {
@@ -267,8 +268,10 @@ describe("analyzeBackup refuses what cannot be migrated", () => {
     expect((await failure(zip.subarray(0, zip.length - 30))).code).toBe("corrupt_archive");
   });
 
-  it("the custom format (the vendor's \"dump\" format) with a clear message", async () => {
-    const err = await failure(pg.dump("acme_prod", "custom"));
+  it("the custom format it cannot read (lz4-compressed data) with a clear message; pg_dump's own is read (custom-dump-scanner.test.ts)", async () => {
+    const custom = pg.dump("acme_prod", "custom");
+    expect(await analyzeBackup(bufferSource(custom))).toMatchObject({ format: "pg_custom", erp_version: "17.0", user_count: v17.internalUsers });
+    const err = await failure(erpCustomDump([], { minor: 15, algorithm: 2 }));
     expect(err.code).toBe("unsupported_dump_format");
     expect(err.message).toMatch(/zip format/);
   });

@@ -19,7 +19,8 @@ const PG_BIN = process.env.BERTH_PG15_BIN ?? "/usr/lib/postgresql/15/bin";
 /** A PostgreSQL 15 server of this test file, reached through a Unix socket. */
 export interface Pg15 {
   sql(database: string, sql: string): void;
-  dump(database: string, format?: "plain" | "custom"): Buffer;
+  /** pg_dump --no-owner of `database`, with `args` (e.g. --compress=0) added. */
+  dump(database: string, format?: "plain" | "custom", args?: string[]): Buffer;
   stop(): Promise<void>;
 }
 
@@ -55,8 +56,8 @@ export async function startPg15(): Promise<Pg15> {
     sql(database, sql) {
       execFileSync(`${PG_BIN}/psql`, [...conn, "-d", database, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", "-"], { input: sql, stdio: ["pipe", "pipe", "pipe"] });
     },
-    dump(database, format = "plain") {
-      return execFileSync(`${PG_BIN}/pg_dump`, [...conn, "--no-owner", `--format=${format === "plain" ? "p" : "c"}`, database], { maxBuffer: 1 << 30 });
+    dump(database, format = "plain", args = []) {
+      return execFileSync(`${PG_BIN}/pg_dump`, [...conn, "--no-owner", `--format=${format === "plain" ? "p" : "c"}`, ...args, database], { maxBuffer: 1 << 30 });
     },
     async stop() {
       server.kill("SIGINT");

@@ -2,14 +2,13 @@
 // the parts that matter (manifest.json, the SQL dump) through the dump scanner and sums the
 // file store from member sizes. Each format's reader returns the same ReadBackup.
 import type { Readable } from "node:stream";
-import { Writable } from "node:stream";
-import { pipeline } from "node:stream/promises";
 import { BackupAnalysisError, type BackupFormat, type BackupSource, type FilestoreLocation } from "./analysis-types.ts";
 import { detectFormat, HEAD_BYTES, looksLikeSql } from "./detect-format.ts";
 import { dumpMemberRank } from "@berth/protocol";
 import { Warnings, type InflateLimits } from "./analysis-limits.ts";
 import { displayName, memberRole } from "./member-names.ts";
 import { MAX_MANIFEST_BYTES, parseManifest, type BackupManifest } from "./manifest.ts";
+import { scanCustomDump } from "./custom-dump-scanner.ts";
 import { SqlDumpScanner, type DumpFacts } from "./sql-dump-scanner.ts";
 import { walkTar } from "./tar-archive.ts";
 import { openZip, type ZipMember } from "./zip-archive.ts";
@@ -27,9 +26,6 @@ export interface ReadBackup {
   warningsOmitted: number;
 }
 
-const PG_CUSTOM_MESSAGE =
-  "the backup is a custom-format pg_dump (the vendor's \"dump\" format), which is not analysed: download the backup in the zip format (database dump with file store) instead";
-
 /** Reads the backup once (zip: the central directory, then manifest and dump) and returns what it holds. */
 export async function readBackup(source: BackupSource, limits: InflateLimits, signal?: AbortSignal): Promise<ReadBackup> {
   if (source.size === 0) throw new BackupAnalysisError("empty_file", "not a backup: the file is empty");
@@ -41,12 +37,11 @@ export async function readBackup(source: BackupSource, limits: InflateLimits, si
     case "gzip":
     case "tar":
       return readTar(source, kind === "gzip", limits, signal);
-    case "sql": {
-      const dump = await scanDump(await source.open(), signal);
-      return { format: "sql", dumpPath: null, dump, manifest: null, hasManifest: false, filestore: null, warnings: [], warningsOmitted: 0 };
+    case "sql":
+    case "pg_custom": {
+      const dump = await scanDump(await source.open(), limits, signal);
+      return { format: kind, dumpPath: null, dump, manifest: null, hasManifest: false, filestore: null, warnings: [], warningsOmitted: 0 };
     }
-    case "pg_custom":
-      throw new BackupAnalysisError("unsupported_dump_format", PG_CUSTOM_MESSAGE);
     default:
       throw new BackupAnalysisError("not_a_backup", "not a backup: the file is neither a zip or tar archive nor a PostgreSQL dump");
   }
@@ -65,40 +60,39 @@ async function readSome(stream: Readable, max: number): Promise<Buffer> {
   return Buffer.concat(parts).subarray(0, max);
 }
 
-/** Streams a dump through the scanner; refuses a custom-format dump and bytes that are not SQL. */
-async function scanDump(stream: Readable, signal?: AbortSignal): Promise<DumpFacts> {
-  const scanner = new SqlDumpScanner();
-  // The first HEAD_BYTES are looked at before anything is scanned.
-  let head: Buffer[] | null = [];
-  let headBytes = 0;
-  const check = (): Error | null => {
-    const first = Buffer.concat(head ?? []);
-    head = null;
-    if (first.toString("latin1", 0, 5) === "PGDMP") return new BackupAnalysisError("unsupported_dump_format", PG_CUSTOM_MESSAGE);
-    if (!looksLikeSql(first.subarray(0, HEAD_BYTES))) return new BackupAnalysisError("not_a_backup", "not a backup: the database dump is not a PostgreSQL SQL dump");
-    scanner.push(first);
-    return null;
-  };
-  await pipeline(
-    stream,
-    new Writable({
-      highWaterMark: 1 << 20,
-      write(chunk: Buffer, _e, cb) {
-        if (head === null) {
-          scanner.push(chunk);
-          return cb();
-        }
-        head.push(chunk);
-        headBytes += chunk.length;
-        cb(headBytes >= HEAD_BYTES ? check() : null);
-      },
-      final(cb) {
-        cb(head === null ? null : check());
-      },
-    }),
-    { signal },
-  );
-  return scanner.facts();
+/**
+ * Streams a dump through its scanner, chosen by its first bytes: a custom-format archive
+ * (PGDMP) through custom-dump-scanner.ts, SQL through SqlDumpScanner; anything else is refused.
+ */
+async function scanDump(stream: Readable, limits: InflateLimits, signal?: AbortSignal): Promise<DumpFacts> {
+  const abort = () => stream.destroy(signal?.reason as Error);
+  signal?.addEventListener("abort", abort, { once: true });
+  const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  try {
+    signal?.throwIfAborted();
+    // The first HEAD_BYTES are looked at before anything is scanned.
+    const head: Buffer[] = [];
+    let headBytes = 0;
+    while (headBytes < HEAD_BYTES) {
+      const next = await chunks.next();
+      if (next.done) break;
+      head.push(next.value);
+      headBytes += next.value.length;
+    }
+    const all = (async function* () {
+      yield* head;
+      for (let next = await chunks.next(); !next.done; next = await chunks.next()) yield next.value;
+    })();
+    const first = Buffer.concat(head).subarray(0, HEAD_BYTES);
+    if (first.toString("latin1", 0, 5) === "PGDMP") return await scanCustomDump(all, limits);
+    if (!looksLikeSql(first)) throw new BackupAnalysisError("not_a_backup", "not a backup: the database dump is neither a PostgreSQL SQL dump nor a custom-format one");
+    const scanner = new SqlDumpScanner();
+    for await (const chunk of all) scanner.push(chunk);
+    return scanner.facts();
+  } finally {
+    signal?.removeEventListener("abort", abort);
+    await chunks.return?.();
+  }
 }
 
 function manifestFrom(text: string, warnings: Warnings): BackupManifest | null {
@@ -175,7 +169,7 @@ async function readZip(source: BackupSource, limits: InflateLimits, signal?: Abo
       if (manifestEntry.size > MAX_MANIFEST_BYTES) warnings.add("manifest.json is too large; it was ignored");
       else manifest = manifestFrom((await readSome(await zip.openMember(manifestEntry.name), MAX_MANIFEST_BYTES)).toString("utf8"), warnings);
     }
-    const facts = await scanDump(await zip.openMember(chosen.name), signal);
+    const facts = await scanDump(await zip.openMember(chosen.name), limits, signal);
     const filestore = fileStore.result(archive, warnings);
     return {
       format: "zip",
@@ -239,7 +233,7 @@ async function readTar(source: BackupSource, gzipped: boolean, limits: InflateLi
         fileStore.add(m.name, m.size);
       } else if (role === "dump" && dump === null) {
         dumpPath = m.name;
-        dump = await scanDump(body, signal);
+        dump = await scanDump(body, limits, signal);
         return;
       } else if (role === "dump" && m.name === dumpPath) {
         throw duplicateDump(m.name);

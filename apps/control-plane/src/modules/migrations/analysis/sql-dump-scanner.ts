@@ -50,6 +50,8 @@ const LINE_START = Buffer.from("\n");
 /** A COPY row or SQL line longer than this is skipped, not kept (e.g. attachments kept in the database). */
 export const MAX_LINE_BYTES = 8 << 20;
 const INSTALLED = new Set(["installed", "to upgrade", "to remove"]);
+/** The tables whose rows the scanner reads (handlerFor); every other COPY block is skipped. */
+export const READ_TABLES: ReadonlySet<string> = new Set(["ir_module_module", "res_users", "res_partner", "ir_attachment"]);
 
 /**
  * Tables every database of the ERP has, in every hosted version (16.0 to 19.0, and long
@@ -86,7 +88,8 @@ export class SqlDumpScanner {
     hazards: [],
     hazard_count: 0,
   };
-  private readonly script = new PsqlScript({ maxFindings: MAX_HAZARDS });
+  /** The hazards' reader; null when the caller finds them itself (a custom-format dump: custom-dump-scanner.ts). */
+  private readonly script: PsqlScript | null;
   /** In a COPY block: the handler of its rows, or null to skip it. */
   private copy: RowHandler | null | undefined = undefined;
   private carry: Buffer[] = [];
@@ -95,10 +98,14 @@ export class SqlDumpScanner {
   /** In a skipped COPY block: the last (up to 3) bytes already passed. */
   private tail: Buffer = EMPTY;
 
+  constructor(options: { hazards?: boolean } = {}) {
+    this.script = options.hazards === false ? null : new PsqlScript({ maxFindings: MAX_HAZARDS });
+  }
+
   /** Feeds the next chunk of the dump. */
   push(chunk: Buffer): void {
     this.f.bytes += chunk.length;
-    this.script.push(chunk);
+    this.script?.push(chunk);
     let pos = 0;
     while (pos < chunk.length) {
       pos = this.copy === null ? this.skipCopy(chunk, pos) : this.readLine(chunk, pos);
@@ -109,9 +116,11 @@ export class SqlDumpScanner {
   facts(): DumpFacts {
     if (this.carryBytes > 0 && this.copy === undefined) this.line(Buffer.concat(this.carry).toString("utf8"));
     this.carry = [];
-    this.script.end();
-    this.f.hazards = this.script.findings;
-    this.f.hazard_count = this.script.findingCount;
+    if (this.script) {
+      this.script.end();
+      this.f.hazards = this.script.findings;
+      this.f.hazard_count = this.script.findingCount;
+    }
     return this.f;
   }
 
@@ -215,7 +224,7 @@ export class SqlDumpScanner {
     if (table !== undefined && CORE_TABLES.has(table)) this.f.core_tables.add(table);
   }
 
-  /** The row handler for a table the analysis reads, from the column order of its COPY header. */
+  /** The row handler for a table the analysis reads (READ_TABLES), from the column order of its COPY header. */
   private handlerFor(table: string, columns: string[]): RowHandler | undefined {
     const col = (name: string) => columns.indexOf(name);
     const get = (fields: string[], i: number): string | null => {

@@ -1,0 +1,54 @@
+// The backup and restore commands' parameters: which backup, and where its files go to or
+// come from in the backup store (through the narrow `backups` interface); a restore of
+// another environment's backup makes a neutralised copy served at this environment's address.
+import type { BackupParams, CommandParams, RestoreParams } from "@berth/protocol";
+import type { EnvironmentAddresses } from "../../environments/domains.ts";
+import type { DeploymentRow } from "../operations/operations.repo.ts";
+import type { DispatchRepo } from "./dispatch.repo.ts";
+import { DispatchError } from "./dispatch-error.ts";
+import { storedOptions } from "./stored-options.ts";
+
+export interface DataParamsDeps {
+  repo: Pick<DispatchRepo, "environmentWithProject">;
+  addresses: Pick<EnvironmentAddresses, "hostname">;
+  /** Where a backup's files go and come from (the backup store); absent: they stay on the server. */
+  backups?: {
+    uploadParams(backupId: string): Promise<BackupParams["upload"] | null>;
+    restoreSource(backupId: string): Promise<RestoreParams["source"] | null>;
+  };
+}
+
+/** The backup a backup or restore operation names (extra_data.backup_id). */
+function backupIdOf(extra: Record<string, unknown>): string {
+  if (typeof extra.backup_id !== "string") throw new DispatchError("stored_option_invalid", "the operation names no backup (extra_data.backup_id)");
+  return extra.backup_id;
+}
+
+export function createDataParams(deps: DataParamsDeps) {
+  /**
+   * A restore of another environment's backup makes a copy: the agent neutralises it with the
+   * image's own `odoo neutralize` and re-keys it (new uuid and secret, this environment's
+   * address as web.base.url) before it serves. The environment's own backup comes back as it was.
+   */
+  async function copyOf(d: DeploymentRow, extra: Record<string, unknown>): Promise<Pick<RestoreParams, "copy">> {
+    if (typeof extra.source_environment_id !== "string" || extra.source_environment_id === d.environmentId) return {};
+    const row = await deps.repo.environmentWithProject(d.environmentId);
+    const host = row ? deps.addresses.hostname(row.env) : null;
+    return { copy: { base_url: host ? `https://${host}` : null } };
+  }
+
+  return {
+    async backup(d: DeploymentRow): Promise<CommandParams<"backup">> {
+      const backupId = backupIdOf(storedOptions(d.extraData).extra);
+      const upload = await deps.backups?.uploadParams(backupId);
+      return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, ...(upload ? { upload } : {}) };
+    },
+
+    async restore(d: DeploymentRow): Promise<CommandParams<"restore">> {
+      const { extra } = storedOptions(d.extraData);
+      const backupId = backupIdOf(extra);
+      const source = await deps.backups?.restoreSource(backupId);
+      return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, ...(source ? { source } : {}), ...(await copyOf(d, extra)) };
+    },
+  };
+}
