@@ -8,7 +8,7 @@ import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
 import type { Jobs } from "../../db/jobs.ts";
 import type { Services } from "../../services.ts";
-import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/stuck-sweep.ts";
+import { STUCK_SWEEP_CRON, STUCK_SWEEP_QUEUE, sweepStuckDeployments } from "../deployments/operations/stuck-sweep.ts";
 import { BACKUP_SCHEDULER_CRON, BACKUP_SCHEDULER_QUEUE } from "../backups/backup-scheduler.ts";
 import { startMigrationJobs } from "../migrations/migration-jobs.ts";
 import { DOMAIN_VERIFICATION_CRON, DOMAIN_VERIFICATION_QUEUE } from "../environments/domain-verification.ts";
