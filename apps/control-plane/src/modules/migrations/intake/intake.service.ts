@@ -1,7 +1,8 @@
 // The arrival of a migration's backup (platform spec 4.3): upload/init choosing the tier,
 // the direct upload's and the resumable uploads' checks, the bucket's parallel parts, and the
 // import from a URL. The bytes go through the integrity check in backup-receipt.ts; a new
-// backup first removes the bytes of an earlier one (backup-bytes.ts).
+// backup reserves its declared size of the organisation's quota (upload-quota.ts), then
+// removes the bytes of an earlier one (backup-bytes.ts).
 import { DomainError, notFound } from "../../../lib/errors.ts";
 import type { Clock } from "../../../lib/clock.ts";
 import type { ObjectStore } from "../../../lib/object-store/index.ts";
@@ -32,7 +33,7 @@ export function createIntakeService(deps: {
   clock: Clock;
   queue: Pick<MigrationQueue, "importUrl">;
   receipt: Pick<BackupReceipt, "verifyStored">;
-  quota: Pick<UploadQuota, "check">;
+  quota: Pick<UploadQuota, "reserve">;
   /** Removes the bytes of an earlier backup (backup-bytes.ts). */
   removeBytes: (m: MigrationRow) => Promise<void>;
   /** Where tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB). */
@@ -64,13 +65,11 @@ export function createIntakeService(deps: {
     async initUpload(organizationId: string, id: string, input: { file_name: string; file_size: number; sha256?: string | undefined }) {
       const m = await acceptingBackup(organizationId, id, "uploaded");
       if (input.file_size > MAX_UPLOAD_BYTES) throw new DomainError("validation_error", `A backup may be at most ${MAX_UPLOAD_BYTES} bytes`);
-      await deps.quota.check(m, input.file_size);
-      await deps.removeBytes(m);
       const tier = tierOf(input.file_size, deps.tierLimits ?? TIER_LIMITS);
-      // Tiers 3 and 4 on a bucket: parallel parts straight to it (presigned part URLs).
-      const parts = (tier === "tier_3" || tier === "tier_4") && store.parts ? { uploadId: await store.parts.start(storageKeyOf(m)), partSize: partSizeFor(input.file_size) } : null;
-      const row = await repo.update(
-        id,
+      // The declared size is reserved before the earlier backup's bytes go: a refusal keeps them.
+      let row = await deps.quota.reserve(
+        m,
+        input.file_size,
         {
           ...NO_BACKUP_YET,
           status: "uploading",
@@ -79,12 +78,19 @@ export function createIntakeService(deps: {
           uploadTier: tier,
           declaredSizeBytes: input.file_size,
           declaredSha256: input.sha256?.toLowerCase() ?? null,
-          uploadId: parts ? `${S3_UPLOAD}${parts.uploadId}` : null,
+          uploadId: null,
           importUrl: null,
         },
-        { from: ACCEPTS_BACKUP },
+        ACCEPTS_BACKUP,
       );
       if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
+      await deps.removeBytes(m);
+      // Tiers 3 and 4 on a bucket: parallel parts straight to it (presigned part URLs).
+      const parts = (tier === "tier_3" || tier === "tier_4") && store.parts ? { uploadId: await store.parts.start(storageKeyOf(m)), partSize: partSizeFor(input.file_size) } : null;
+      if (parts) {
+        row = await repo.update(id, { uploadId: `${S3_UPLOAD}${parts.uploadId}` }, { from: ["uploading"], event: false });
+        if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
+      }
       return { row, tier, parts: parts ? { partSize: parts.partSize, partCount: Math.ceil(input.file_size / parts.partSize) } : null };
     },
 
@@ -140,11 +146,10 @@ export function createIntakeService(deps: {
     /** import-url: records the URL and queues the download (migration-jobs.ts, url-import.ts). */
     async importUrl(organizationId: string, id: string, input: { cloud_url: string; sha256?: string | undefined; file_size?: number | undefined }) {
       const m = await acceptingBackup(organizationId, id, "imported");
-      await deps.quota.check(m, input.file_size ?? 0);
-      await deps.removeBytes(m);
       const name = decodeURIComponent(new URL(input.cloud_url).pathname.split("/").pop() ?? "") || "backup";
-      const row = await repo.update(
-        id,
+      const row = await deps.quota.reserve(
+        m,
+        input.file_size ?? 0,
         {
           ...NO_BACKUP_YET,
           status: "importing",
@@ -156,9 +161,10 @@ export function createIntakeService(deps: {
           declaredSha256: input.sha256?.toLowerCase() ?? null,
           uploadId: null,
         },
-        { from: ACCEPTS_BACKUP },
+        ACCEPTS_BACKUP,
       );
       if (!row) throw new DomainError("migration_not_uploadable", `Migration ${id} changed state; ask again`);
+      await deps.removeBytes(m);
       await deps.queue.importUrl(id);
       return row;
     },

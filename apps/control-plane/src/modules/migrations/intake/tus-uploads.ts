@@ -103,7 +103,12 @@ export function createTusUploads(deps: {
     partOffsets.set(migrationOf(uploadId), parts.set(uploadId, offset));
     return [...parts.values()].reduce((a, b) => a + b, 0);
   };
-  /** Per migration, the creation of a part under way (one at a time, so the bounds are checked against every part before it). */
+  /**
+   * Per organisation, the creation of a part under way: one at a time, so each check of the
+   * bounds counts every part created before it, its upload's and its organisation's (with turns
+   * per migration, two migrations' parts both passed at the organisation's last free place).
+   * The parts are files of this replica's folder, counted there: the turns are this replica's.
+   */
   const creatingPart = new Map<string, Promise<unknown>>();
   /** Per migration, the tus requests being served on this replica and the removals waiting for them to end. */
   const serving = new Map<string, { requests: number; removals: (() => Promise<void>)[] }>();
@@ -240,20 +245,21 @@ export function createTusUploads(deps: {
   return {
     /**
      * Creates a part (Upload-Concat: partial) of `length` bytes through `create` (the tus
-     * request), once the bounds allow it; creations of one migration's parts take turns.
+     * request), once the bounds allow it; creations of one organisation's parts take turns.
      */
     async createPart<T>(m: MigrationRow, length: number, create: () => Promise<T>): Promise<T> {
-      const before = creatingPart.get(m.id) ?? Promise.resolve();
+      const org = m.organizationId;
+      const before = creatingPart.get(org) ?? Promise.resolve();
       const mine = before.then(async () => {
         await checkNewPart(m, length);
         return create();
       });
       const settled = mine.catch(() => undefined);
-      creatingPart.set(m.id, settled);
+      creatingPart.set(org, settled);
       try {
         return await mine;
       } finally {
-        if (creatingPart.get(m.id) === settled) creatingPart.delete(m.id);
+        if (creatingPart.get(org) === settled) creatingPart.delete(org);
       }
     },
 
