@@ -2,7 +2,8 @@
 // the stuck-deployment sweep and the domain verification every 5 minutes, the backup scheduler every minute, the retention of
 // the time-partitioned tables every hour (and once at start), and outgoing webhook deliveries with their
 // fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
-// (repository URL credentials, webhook signing secrets) are sealed with the master key. The jobs
+// (repository URL credentials, webhook signing secrets) and 0024 (migrations' repository URL
+// credentials) are sealed with the master key. The jobs
 // themselves (pg-boss) are started before the services, which queue work from the start.
 import type pg from "pg";
 import type { Clock } from "../../lib/clock.ts";
@@ -41,6 +42,8 @@ export async function startBackgroundWork(deps: {
   // Before any delivery is signed; a failure is reported and the readers still accept the old form.
   await deps.services.projects.sealStoredCredentials().catch(deps.onError);
   await deps.services.webhooks.sealStoredSecrets().catch(deps.onError);
+  // Migrations' repository URLs written in clear before migration 0024, as projects' above.
+  await deps.services.migrations.record.sealStoredCredentials().catch(deps.onError);
   const { jobs } = deps;
   await jobs.define(STUCK_SWEEP_QUEUE, async () => {
     await sweepStuckDeployments({ pool: deps.pool, clock: deps.clock });

@@ -2,12 +2,15 @@
 // analysis; every change of state is followed by its migration_progress event (written right
 // after the row: a crash in between loses that one event, never the state, which GET shows).
 // The SQL of the upload's bytes is intake.repo.ts'; of the run, execution.repo.ts'.
-import { and, count, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gt, inArray, sql } from "drizzle-orm";
 import { migrations, type Database } from "@berth/db";
 import { appendOrgEvent } from "../../events/event-log.repo.ts";
 
 export type MigrationRow = typeof migrations.$inferSelect;
 export type MigrationPatch = Partial<Omit<typeof migrations.$inferInsert, "id" | "organizationId" | "createdAt">>;
+
+/** A repository URL still holding its userinfo in clear (http(s)://user:token@…, written before migration 0024 sealed it). */
+const CLEAR_USERINFO = "^https?://[^/?#]*@";
 
 /** The data of a migration_progress event (platform spec 6), plus upload byte counts when an upload or import is under way. */
 export function progressEvent(row: MigrationRow): Record<string, unknown> {
@@ -66,6 +69,30 @@ export function createMigrationsRepo(db: Database) {
       await db.delete(migrations).where(eq(migrations.id, id));
     },
 
+    /** Up to `limit` migrations after id `after` (in id order) whose git_repo_url still carries its userinfo in clear. */
+    async withClearCredentials(after: string, limit: number): Promise<{ id: string; gitRepoUrl: string }[]> {
+      const rows = await db
+        .select({ id: migrations.id, gitRepoUrl: migrations.gitRepoUrl })
+        .from(migrations)
+        .where(and(gt(migrations.id, after), sql`${migrations.gitRepoUrl} ~* ${CLEAR_USERINFO}`))
+        .orderBy(asc(migrations.id))
+        .limit(limit);
+      return rows.map((r) => ({ id: r.id, gitRepoUrl: r.gitRepoUrl! }));
+    },
+
+    /**
+     * Replaces a clear URL by its bare form and sealed userinfo, unless the URL changed
+     * meanwhile (a configure, or another replica sealing it first): true when this one did.
+     * `sealed` undefined (an empty userinfo): the sealed column is left as it is.
+     */
+    async moveCredentials(id: string, clearUrl: string, url: string, sealed: string | undefined): Promise<boolean> {
+      const rows = await db
+        .update(migrations)
+        .set({ gitRepoUrl: url, ...(sealed === undefined ? {} : { gitRepoCredentialsEnc: sealed }) })
+        .where(and(eq(migrations.id, id), eq(migrations.gitRepoUrl, clearUrl)))
+        .returning({ id: migrations.id });
+      return rows.length > 0;
+    },
   };
 }
 export type MigrationsRepo = ReturnType<typeof createMigrationsRepo>;
