@@ -3,6 +3,7 @@
 // secrets), a size and a count limit. A deploy snapshots the sealed map into its
 // configuration (extra_data.config.variables), so retry and rollback send the variables
 // of the deployment they repeat; the dispatcher opens them into the signed command.
+import { ENV_NAME_PATTERN } from "@berth/protocol";
 import { DomainError, notFound } from "../../lib/errors.ts";
 import { open, seal } from "../../lib/master-key.ts";
 import type { Clock } from "../../lib/clock.ts";
@@ -10,7 +11,7 @@ import type { Scope } from "../../lib/scope.ts";
 import type { EnvironmentsRepo } from "./environments.repo.ts";
 
 /** The protocol's ENV_NAME_PATTERN (packages/protocol commands.ts), with a length limit. */
-export const VARIABLE_NAME_PATTERN = "^[A-Za-z_][A-Za-z0-9_]*$";
+export const VARIABLE_NAME_PATTERN = ENV_NAME_PATTERN;
 export const MAX_VARIABLE_NAME_LENGTH = 255;
 export const MAX_VARIABLE_VALUE_BYTES = 32 * 1024;
 export const MAX_VARIABLES = 100;

@@ -1,17 +1,8 @@
-// ERP versions Berth can host (platform spec 4.3): only major.minor selects the image.
+// ERP versions a project may name (platform spec 4.3; the table is the protocol's erp-versions.ts): only major.minor selects the image.
+import { ERP_VERSIONS, type ErpVersion } from "@berth/protocol";
 import { DomainError } from "../../lib/errors.ts";
 
-export const ERP_VERSIONS = {
-  "19.0": "active",
-  "18.0": "active",
-  "17.0": "active",
-  "16.0": "active",
-  "15.0": "deprecated",
-  "14.0": "deprecated",
-  "13.0": "limited",
-} as const;
-
-export type ErpVersion = keyof typeof ERP_VERSIONS;
+export { ERP_VERSIONS, type ErpVersion } from "@berth/protocol";
 
 /** "17.0.1.0", "saas~17.4" or "17.0+e-20250703" -> "17.0"-style major.minor, or null. */
 export function majorMinor(version: string): string | null {

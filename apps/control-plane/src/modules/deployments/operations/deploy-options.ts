@@ -3,7 +3,7 @@
 // retry repeats them, and sent in the deploy command (dispatcher.ts). The module results the
 // agent reports are the deployment's `modules` (deployments.modules_result).
 import { Type, type Static } from "typebox";
-import { MODULE_NAME_PATTERN } from "@berth/protocol";
+import { COUNTRY_PATTERN, LANGUAGE_PATTERN, MODULE_NAME_PATTERN } from "@berth/protocol";
 import { Nullable } from "../../../lib/http-schemas.ts";
 
 export const ModulesOption = Type.Object(
@@ -27,8 +27,8 @@ export const ModulesOption = Type.Object(
 export const InitOption = Type.Object(
   {
     without_demo: Type.Optional(Type.Boolean({ description: "No demo data (default true)" })),
-    language: Type.Optional(Type.String({ pattern: "^[a-z]{2,3}(_[A-Z]{2})?(@[a-z]+)?$", description: "Language loaded at initialisation, e.g. fr_FR" })),
-    country: Type.Optional(Type.String({ pattern: "^[A-Za-z]{2}$", description: "ISO 3166-1 alpha-2 country of the main company, e.g. FR" })),
+    language: Type.Optional(Type.String({ pattern: LANGUAGE_PATTERN, description: "Language loaded at initialisation, e.g. fr_FR" })),
+    country: Type.Optional(Type.String({ pattern: COUNTRY_PATTERN, description: "ISO 3166-1 alpha-2 country of the main company, e.g. FR" })),
   },
   { additionalProperties: false, description: "How a NEW database is initialised (ignored when the environment's database exists)" },
 );

@@ -1,10 +1,10 @@
 // Which ERP versions a migrated backup may carry (platform spec §4.3, issue 16): 16.0 to 19.0
 // are hosted; 13.0 to 15.0 are deprecated and refused with a message saying what to do;
 // intermediary SaaS versions (saas~17.4) exist only on the vendor's online service.
+import { ACTIVE_ERP_VERSIONS, DEPRECATED_ERP_VERSIONS } from "@berth/protocol";
 import { BackupAnalysisError } from "./analysis-types.ts";
 
-export const ACTIVE_ERP_VERSIONS = ["19.0", "18.0", "17.0", "16.0"] as const;
-export const DEPRECATED_ERP_VERSIONS = ["15.0", "14.0", "13.0"] as const;
+export { ACTIVE_ERP_VERSIONS, DEPRECATED_ERP_VERSIONS } from "@berth/protocol";
 
 /** A version as written in a manifest or a module's latest_version, read as major.minor. */
 export interface ParsedErpVersion {
