@@ -20,3 +20,4 @@ export * from "./validation.ts";
 export * from "./erp-backup.ts";
 export * from "./psql-script.ts";
 export * from "./pg-custom-archive.ts";
+export * from "./pg-custom-archive-hazards.ts";

@@ -1,8 +1,7 @@
 // Reads a custom-format dump (pg_dump -Fc) for the analysis, as it streams past: the header's
 // versions and database name, the TOC (@berth/protocol PgCustomArchive), then the data blocks.
-// What pg_restore would run of each TOC entry is read by the same hazard rules as a plain dump
-// (@berth/protocol PsqlScript), each text on its own: pg_restore sends each entry's SQL to the
-// server by itself, so one entry's open quote never hides the next entry's statement. Which
+// What pg_restore would run of each TOC entry is read by the same hazard rules as a plain dump,
+// through @berth/protocol's scanArchiveToc: the rule the agent refuses a dump by. Which
 // core tables exist comes from the TABLE entries; the rows of the tables the analysis reads
 // are inflated and fed to the plain dump's scanner (SqlDumpScanner) after their COPY
 // statement, so both formats give the same facts. Every data block is inflated and counted
@@ -11,18 +10,12 @@ import { once } from "node:events";
 import type { Transform } from "node:stream";
 import { finished } from "node:stream/promises";
 import { createInflate, createZstdDecompress } from "node:zlib";
-import { ArchiveBytes, PgArchiveError, PgCustomArchive, PsqlScript, type PgCompression, type PgDataSink, type PgTocEntry, type PsqlFinding } from "@berth/protocol";
+import { ArchiveBytes, PgArchiveError, PgCustomArchive, scanArchiveToc, type PgCompression, type PgDataSink } from "@berth/protocol";
 import { BackupAnalysisError } from "./analysis-types.ts";
 import type { InflateLimits } from "./analysis-limits.ts";
 import { parseCopyHeader } from "./copy-text.ts";
 import { MAX_HAZARDS, READ_TABLES, SqlDumpScanner, type DumpFacts } from "./sql-dump-scanner.ts";
 
-/**
- * The texts of an entry that pg_restore runs when Berth restores: the object's SQL and the COPY
- * before its rows. dropStmt runs only under --clean, and the owner becomes SQL only without
- * --no-owner; the agent restores with neither.
- */
-const RUN_TEXTS = ["defn", "copyStmt"] as const;
 /** Inflated data may pass the stored bytes times maxRatio by this much (a dump's first table may be all alike rows). */
 const RATIO_SLACK = 64 << 20;
 const END_OF_COPY = Buffer.from("\\.\n");
@@ -44,25 +37,22 @@ export async function scanCustomDump(chunks: AsyncIterable<Uint8Array>, limits: 
 }
 
 async function scan(archive: PgCustomArchive, limits: InflateLimits): Promise<DumpFacts> {
-  const head = await archive.header();
-  const decompress = decompressor(head.compression);
   const scanner = new SqlDumpScanner({ hazards: false });
-  const hazards = new Hazards();
-  let textBytes = 0;
   /** The COPY statements of the tables the scanner reads, by their data's dump id. */
   const copies = new Map<number, string>();
-  for await (const entry of archive.entries()) {
-    for (const field of RUN_TEXTS) {
-      const text = entry[field];
-      if (!text) continue;
-      textBytes += Buffer.byteLength(text);
-      hazards.scan(entry, text);
-    }
-    // pg_dump's CREATE TABLE starts the defn; its first line is what the scanner reads.
-    if (entry.desc === "TABLE" && entry.defn) scanner.push(Buffer.from(`${entry.defn.split("\n", 1)[0]}\n`));
-    const table = entry.desc === "TABLE DATA" && entry.copyStmt ? parseCopyHeader(entry.copyStmt.trim())?.table : undefined;
-    if (table !== undefined && READ_TABLES.has(table)) copies.set(entry.dumpId, `${entry.copyStmt!.trim()}\n`);
-  }
+  let decompress: (() => Transform) | null = null;
+  const toc = await scanArchiveToc(archive, {
+    maxKept: MAX_HAZARDS,
+    // An lz4 archive is refused from its header, before its TOC is read.
+    onHeader: (header) => void (decompress = decompressor(header.compression)),
+    onEntry: (entry) => {
+      // pg_dump's CREATE TABLE starts the defn; its first line is what the scanner reads.
+      if (entry.desc === "TABLE" && entry.defn) scanner.push(Buffer.from(`${entry.defn.split("\n", 1)[0]}\n`));
+      const table = entry.desc === "TABLE DATA" && entry.copyStmt ? parseCopyHeader(entry.copyStmt.trim())?.table : undefined;
+      if (table !== undefined && READ_TABLES.has(table)) copies.set(entry.dumpId, `${entry.copyStmt!.trim()}\n`);
+    },
+  });
+  const head = toc.header;
 
   let stored = 0;
   let inflated = 0;
@@ -96,13 +86,13 @@ async function scan(archive: PgCustomArchive, limits: InflateLimits): Promise<Du
   }
 
   const facts = scanner.facts();
-  facts.bytes = textBytes + inflated;
+  facts.bytes = toc.textBytes + inflated;
   facts.looks_like_pg_dump = true;
   facts.server_version = firstWord(head.serverVersion);
   facts.pg_dump_version = firstWord(head.pgDumpVersion);
   facts.database_name = head.databaseName;
-  facts.hazards = hazards.kept;
-  facts.hazard_count = hazards.count;
+  facts.hazards = toc.hazards;
+  facts.hazard_count = toc.hazardCount;
   return facts;
 }
 
@@ -182,23 +172,6 @@ function sink(make: (() => Transform) | null, count: (n: number) => void, out: (
       }),
     close: () => inflate.destroy(),
   };
-}
-
-/** The hazards of the texts pg_restore would run: the first MAX_HAZARDS, and how many in all. */
-class Hazards {
-  readonly kept: PsqlFinding[] = [];
-  count = 0;
-
-  scan(entry: PgTocEntry, text: string): void {
-    const script = new PsqlScript({ maxFindings: MAX_HAZARDS });
-    script.push(Buffer.from(text, "utf8"));
-    script.end();
-    this.count += script.findingCount;
-    const where = `${entry.desc ?? "entry"} ${(entry.tag ?? "").slice(0, 60)} (TOC entry ${entry.dumpId})`;
-    for (const f of script.findings) {
-      if (this.kept.length < MAX_HAZARDS) this.kept.push({ ...f, text: `${where}: ${f.text}` });
-    }
-  }
 }
 
 /** "15.18 (Debian 15.18-0+deb12u1)" → "15.18", as a plain dump's header line gives it. */
