@@ -78,7 +78,7 @@ export function createMigrations(deps: {
     byId: (id) => repo.byId(id),
   });
   const discardUpload = (uploadId: string) => tus.discard(uploadId);
-  const bytes = createBackupBytes({ repo: intakeRepo, store, clock, discardUpload });
+  const bytes = createBackupBytes({ repo: intakeRepo, store, clock, discardUpload, sweepUploads: (idleBefore) => tus.sweep(idleBefore) });
   const record = createRecordService({
     repo,
     servers: deps.servers,

@@ -20,6 +20,11 @@
 // upload is in memory: one replica serves an upload (uploads are sticky to the replica
 // holding the file).
 //
+// Files are bounded: a migration has at most one unfinished upload that is not a part (a new
+// creation removes the earlier one, as a new upload/init does), its parts are bounded by
+// upload-limits.ts, and the cleanup job removes any upload file that received nothing for
+// UNFINISHED_UPLOAD_IDLE_MS (upload-limits.ts, 24 hours), whatever its migration became.
+//
 // A cancel (or a new upload/init) may come while a chunk is on its way. The route checks the
 // migration before handing a request to tus, and a chunk that has arrived is checked again:
 // either way the answer is the route's refusal (409 upload_not_initialized for a cancelled
@@ -28,7 +33,7 @@
 // over, not while tus looks them up or writes into them.
 import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { readdir, rm } from "node:fs/promises";
+import { readdir, rm, stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import path from "node:path";
 import { Server, EVENTS } from "@tus/server";
@@ -193,9 +198,21 @@ export function createTusUploads(deps: {
         await rm(path.join(deps.dir, name), { force: true });
       }
     };
+    await removeWhenIdle(migrationId, remove, now);
+  }
+
+  /** Runs `remove` now, or once the requests of the migration being served are over. */
+  async function removeWhenIdle(migrationId: string, remove: () => Promise<void>, now = false): Promise<void> {
     const busy = serving.get(migrationId);
     if (busy && !now) busy.removals.push(remove);
     else await remove();
+  }
+
+  /** Removes an upload's file and its metadata; none there is no error. */
+  async function removeUpload(id: string): Promise<void> {
+    if (made) await made.datastore.remove(id).catch(() => undefined);
+    await rm(path.join(deps.dir, id), { force: true });
+    await rm(path.join(deps.dir, `${id}.json`), { force: true });
   }
 
   /** Runs a tus request of a migration (from before its state is checked to its answer); removals of its files wait for it. */
@@ -244,6 +261,41 @@ export function createTusUploads(deps: {
 
   return {
     /**
+     * Creates the migration's upload (not a part) through `create` (the tus request): the
+     * earlier unfinished ones of the migration are removed (once the other requests of the
+     * migration are over), so repeated creations without a byte sent leave one file, not one each.
+     */
+    async createUpload<T>(m: MigrationRow, create: () => Promise<T>): Promise<T> {
+      const names = await readdir(deps.dir).catch(() => [] as string[]);
+      const earlier = names.filter((n) => UPLOAD_ID.test(n) && !isPart(n) && migrationOf(n) === m.id);
+      // At once when this creation is the migration's only request (it uses none of them).
+      const alone = (serving.get(m.id)?.requests ?? 1) <= 1;
+      await removeWhenIdle(
+        m.id,
+        async () => {
+          for (const id of earlier) await removeUpload(id);
+        },
+        alone,
+      );
+      return create();
+    },
+
+    /**
+     * The cleanup job's part: removes every upload file (parts too) that received nothing
+     * since `idleBefore`, unless a request of its migration is being served. How many.
+     */
+    async sweep(idleBefore: Date): Promise<number> {
+      let n = 0;
+      for (const id of (await readdir(deps.dir).catch(() => [] as string[])).filter((name) => UPLOAD_ID.test(name))) {
+        const times = await Promise.all([id, `${id}.json`].map((f) => stat(path.join(deps.dir, f)).then((st) => st.mtimeMs, () => 0)));
+        if (Math.max(...times) >= idleBefore.getTime() || serving.has(migrationOf(id))) continue;
+        await removeUpload(id);
+        n++;
+      }
+      return n;
+    },
+
+    /**
      * Creates a part (Upload-Concat: partial) of `length` bytes through `create` (the tus
      * request), once the bounds allow it; creations of one organisation's parts take turns.
      */
@@ -265,6 +317,9 @@ export function createTusUploads(deps: {
 
     /** Hands a tus request (already authorised by the route) to the tus server; a part's creation is marked for it. */
     handle: (req: IncomingMessage, res: ServerResponse) => {
+      // The mark is this module's: one sent by the client would make a part no bound counted.
+      delete req.headers[PART_MARK];
+      for (let i = req.rawHeaders.length - 2; i >= 0; i -= 2) if (req.rawHeaders[i]!.toLowerCase() === PART_MARK) req.rawHeaders.splice(i, 2);
       const concat = req.headers["upload-concat"];
       if (req.method === "POST" && typeof concat === "string" && concat.trim() === "partial") {
         // @tus/server reads the raw header list: the pair is replaced there too.

@@ -1,7 +1,8 @@
 // The resumable upload routes (tus 1.0, tiers 2 to 4): authorised here, then handed to the
 // tus server (tus-uploads.ts) as raw Node request and response. Around it: the answer of an
 // upload whose backup arrived (HEAD: complete), the concatenation's final request, and the
-// checks of a creation (its length, the organisation's quota).
+// checks of a creation (its length, the organisation's quota; a new upload replaces the
+// migration's unfinished one, a part counts against the parts' bounds).
 import { Type } from "typebox";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError } from "../../../lib/errors.ts";
@@ -69,6 +70,7 @@ export function registerTusRoutes(app: FastifyInstance, deps: { intake: Pick<Int
       await deps.tus.handle(request.raw, reply.raw);
     };
     if (request.method === "POST" && concat === "partial") await deps.tus.createPart(m, length, handle);
+    else if (request.method === "POST") await deps.tus.createUpload(m, handle);
     else await handle();
   };
   const tusSchema = (summary: string, withId: boolean) => ({
