@@ -99,8 +99,10 @@ describe("an environment's life on the real Docker engine", () => {
     expect((await raw.listNetworks({ filters })).map((n) => [n.Name, n.Labels?.["berth.managed"]])).toEqual([
       [`berth-${env}`, "true"],
     ]);
-    expect((await raw.listVolumes({ filters })).Volumes?.map((v) => [v.Name, v.Labels?.["berth.managed"]])).toEqual([
+    // The data, and the database's socket directory the no-network loader reaches it through.
+    expect((await raw.listVolumes({ filters })).Volumes?.map((v) => [v.Name, v.Labels?.["berth.managed"]]).sort()).toEqual([
       [`berth-${env}-pgdata`, "true"],
+      [`berth-${env}-pgsocket`, "true"],
     ]);
     // Port 8069 published on loopback only.
     const erp = await raw.getContainer(String(result.container_id)).inspect();
