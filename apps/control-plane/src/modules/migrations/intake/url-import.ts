@@ -5,14 +5,17 @@
 // starts again), up to 5 tries. At the deadline (600 s) the migration fails with "Download
 // timed out after 600s". Whatever the headers say, the download stops (and fails, keeping
 // nothing) past what the organisation's quota leaves or the largest backup accepted: a body
-// without a Content-Length cannot fill the disk. Then the file goes into the backup store
-// through the same integrity check as an upload, and is removed.
+// without a Content-Length cannot fill the disk. Then its size is reserved of the quota (as
+// upload/init reserves a declared one: imports that declared no size and ran at once each
+// found the whole room), and the file goes into the backup store through the same integrity
+// check as an upload, and is removed.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, open as openFile, rm, type FileHandle } from "node:fs/promises";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { DomainError } from "../../../lib/errors.ts";
 import { OutboundRefused, type RequestGuard } from "../../../lib/outbound/request-guard.ts";
 import { MAX_UPLOAD_BYTES } from "../record/migration-states.ts";
 import type { MigrationsRepo } from "../record/migrations.repo.ts";
@@ -64,7 +67,7 @@ export function createUrlImport(deps: {
   guard: RequestGuard;
   repo: Pick<MigrationsRepo, "byId">;
   receipt: Pick<BackupReceipt, "noteProgress" | "receive">;
-  quota: Pick<UploadQuota, "room">;
+  quota: Pick<UploadQuota, "room" | "reserve">;
   /** Fails the migration with a message for the person (record.service.ts). */
   fail: (migrationId: string, message: string) => Promise<unknown>;
   dir: string;
@@ -172,9 +175,12 @@ export function createUrlImport(deps: {
           }
         }
         const size = total ?? received;
-        await deps.receipt.noteProgress(m.id, received);
-        const current = await deps.repo.byId(m.id);
-        if (!current || current.status !== "importing") return;
+        // The bytes received are reserved (progress noted) before they are stored: refused when
+        // the organisation's other migrations took the quota meanwhile.
+        const current = await deps.quota.reserve(m, size, { receivedBytes: received }, ["importing"]).catch((error: unknown) => {
+          throw error instanceof DomainError ? new Refused(error.message, error.code) : error;
+        });
+        if (!current) return;
         await deps.receipt.receive(current, createReadStream(file, { highWaterMark: 1 << 20 }), { size, sha256: m.declaredSha256 }).catch((error: unknown) => {
           // The integrity check already failed the migration with its message.
           if ((error as { code?: string }).code !== "upload_checksum_mismatch") throw error;
