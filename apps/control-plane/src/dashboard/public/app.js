@@ -2,8 +2,11 @@
 // live event stream per organisation, and errors shown in words in an aria-live region.
 import { ApiError, client, eventStream, ok, session, whenSignedOut } from "./api.js";
 import { clear, field, h, onSubmit } from "./dom.js";
-import { addServerPage, prefetchServers, serversPage } from "./servers.js";
-import { deploymentPage, environmentPage, projectsPage } from "./projects.js";
+import { prefetchServers, serversPage } from "./servers.js";
+import { addServerPage } from "./add-server.js";
+import { projectsPage } from "./projects.js";
+import { environmentPage } from "./environment-page.js";
+import { deploymentPage } from "./deployment-page.js";
 import { settingsPage } from "./settings.js";
 import { membersPage } from "./members.js";
 import { invitePage } from "./invite.js";
