@@ -1,17 +1,20 @@
 // A restore from an ERP backup as the vendor's tools make it (a migration's upload): the one
 // file is fetched from the control plane's store into the environment's backups (or reused
 // when a copy there matches the signed size and sha256), then read once (erp-archive.ts): its
-// SQL dump loaded with psql into the restore's new database, its file store written into the
+// dump loaded into the restore's new database (plain SQL with psql, sql-dump.ts; the custom
+// format with pg_restore, custom-dump.ts; told apart by its first bytes), its file store written into the
 // new data dir as filestore/<database>/..., owned by the ERP's user. The restore around it
 // (verify, swap, health check, swap back) is the same as for a backup Berth made. A deploy
 // that carries a migration's backup uses both too (../deploy/migration-restore.ts).
 import { mkdir, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { Readable } from "node:stream";
 import type { RestoreParams } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { STATE_DIR_MODE } from "../../state/state-dir.ts";
 import type { RestoreNames } from "../environment/database-swap.ts";
 import { backupDir, ERP_DB_NAME, type EnvironmentLayout } from "../environment/environment-layout.ts";
+import { CUSTOM_DUMP_MAGIC, HeldInput, loadCustomDump, MAX_HELD_TOC_BYTES } from "../environment/custom-dump.ts";
 import { loadSqlDump } from "../environment/sql-dump.ts";
 import type { ExecutorDeps } from "../runner/executor-deps.ts";
 import { CommandError } from "../runner/handler-types.ts";
@@ -64,6 +67,19 @@ export interface ArchiveProgress {
   fileStarted?(): void;
 }
 
+export type DumpLoader = "psql" | "pg_restore";
+
+/** Loads `dump` into the restore database `name` with the loader its format needs (its first bytes); returns which. */
+export async function loadDump(docker: DockerClient, dbContainerId: string, name: string, dump: Readable, deadlineMs: number): Promise<DumpLoader> {
+  const input = new HeldInput(dump, MAX_HELD_TOC_BYTES);
+  if ((await input.head(CUSTOM_DUMP_MAGIC.length)).toString("latin1") === CUSTOM_DUMP_MAGIC) {
+    await loadCustomDump(docker, dbContainerId, name, input, deadlineMs);
+    return "pg_restore";
+  }
+  await loadSqlDump(docker, dbContainerId, name, input.release(), deadlineMs);
+  return "psql";
+}
+
 /** Loads the archive's dump into the restore's new database and its file store into the new data dir. */
 export async function loadArchive(input: {
   docker: DockerClient;
@@ -76,9 +92,10 @@ export async function loadArchive(input: {
   extraLabels: Record<string, string> | undefined;
   deadlineMs: number;
   progress?: ArchiveProgress;
-}): Promise<{ format: ErpArchiveFormat; dump: string; files: number }> {
+}): Promise<{ format: ErpArchiveFormat; dump: string; files: number; loader: DumpLoader }> {
   const { docker, names, progress } = input;
   let read: { format: ErpArchiveFormat; dump: string; files: number } | null = null;
+  let loader: DumpLoader = "psql";
   await writeIntoIncomingDataDir(docker, input.layout, input.image, names, input.extraLabels, async (helper, user) => {
     // The ERP finds its file store under filestore/<database name>: "odoo" here, whatever it was called before.
     const tar = fileStoreTar(`filestore/${ERP_DB_NAME}/`, user);
@@ -87,7 +104,7 @@ export async function loadArchive(input: {
       read = await readErpArchive(input.path, {
         onDump: async (dump) => {
           progress?.dumpStarted?.();
-          await loadSqlDump(docker, input.dbContainerId, names.incomingDb, dump, input.deadlineMs);
+          loader = await loadDump(docker, input.dbContainerId, names.incomingDb, dump, input.deadlineMs);
           progress?.dumpLoaded?.();
         },
         onFile: (entry) => {
@@ -101,5 +118,5 @@ export async function loadArchive(input: {
     }
   });
   if (read === null) throw new Error("the archive was not read");
-  return read;
+  return { ...(read as { format: ErpArchiveFormat; dump: string; files: number }), loader };
 }

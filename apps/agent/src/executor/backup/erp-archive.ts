@@ -1,7 +1,8 @@
 // An ERP backup as the vendor's database manager, its hosting or an on-premise server makes it
 // (ERP-FACTS.md): a zip (dump.sql written first, manifest.json, filestore/<2 hex>/<sha1>), a
-// tar or tar.gz holding a SQL dump (and perhaps a filestore/ folder), or a plain SQL file.
-// Read from a local file and streamed, never extracted to disk: the dump goes to psql, the
+// tar or tar.gz holding a dump (and perhaps a filestore/ folder), or a bare dump: plain SQL,
+// or pg_dump's custom format (-Fc, "PGDMP..."; in an archive, dump.dump or another *.dump).
+// Read from a local file and streamed, never extracted to disk: the dump goes to its loader, the
 // file store becomes a tar stream for the new data dir. The format comes from the content.
 import { open as openFile } from "node:fs/promises";
 import { createReadStream } from "node:fs";
@@ -12,9 +13,11 @@ import { extract, pack } from "tar-stream";
 import yauzl from "yauzl";
 import { dumpMemberRank, normalizeMemberName, zipDumpMember } from "@berth/protocol";
 import { CommandError } from "../runner/handler-types.ts";
+import { CUSTOM_DUMP_MAGIC } from "../environment/custom-dump.ts";
 import type { ErpUser } from "../environment/erp-image-user.ts";
 
-export type ErpArchiveFormat = "zip" | "tar" | "tar.gz" | "sql";
+/** "custom": a bare custom-format dump (pg_dump -Fc). */
+export type ErpArchiveFormat = "zip" | "tar" | "tar.gz" | "sql" | "custom";
 
 /** A file store member: filestore/<one or more safe segments>, at most four deep. */
 const FILESTORE_MEMBER = /^(?:[^/]+\/)?filestore\/((?:[A-Za-z0-9._-]+\/){0,3}[A-Za-z0-9._-]+)$/;
@@ -28,9 +31,10 @@ export async function detectArchiveFormat(file: string): Promise<ErpArchiveForma
     if (bytesRead >= 4 && head.readUInt32LE(0) === 0x04034b50) return "zip";
     if (bytesRead >= 2 && head[0] === 0x1f && head[1] === 0x8b) return "tar.gz";
     if (bytesRead >= 262 && head.toString("latin1", 257, 262) === "ustar") return "tar";
+    if (head.toString("latin1", 0, CUSTOM_DUMP_MAGIC.length) === CUSTOM_DUMP_MAGIC) return "custom";
     const text = head.toString("utf8", 0, bytesRead);
     if (/^(?:--|SET |\\restrict |CREATE |BEGIN|SELECT )/m.test(text)) return "sql";
-    throw new CommandError("archive_unreadable", "the backup is neither a zip, a tar, a tar.gz nor a SQL dump");
+    throw new CommandError("archive_unreadable", "the backup is neither a zip, a tar, a tar.gz, a SQL dump nor a custom-format dump (pg_dump -Fc)");
   } finally {
     await handle.close();
   }
@@ -52,7 +56,7 @@ export async function readErpArchive(
   handlers: { onDump(dump: Readable, name: string): Promise<void>; onFile(entry: FileStoreEntry): Promise<void> },
 ): Promise<{ format: ErpArchiveFormat; dump: string; files: number }> {
   const format = await detectArchiveFormat(file);
-  if (format === "sql") {
+  if (format === "sql" || format === "custom") {
     await handlers.onDump(createReadStream(file), "(the file itself)");
     return { format, dump: "(the file itself)", files: 0 };
   }

@@ -201,7 +201,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               };
               if (archive !== null) {
                 const read = await loadArchive({ docker, dbContainerId: db, layout, image, names: n, path: archive, extraLabels: deps.extraLabels, deadlineMs: timing.dataTransferMs });
-                step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
+                step.log("info", `${read.loader} loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
                 await neutralizeIfCopy();
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
                 withFiles = true;

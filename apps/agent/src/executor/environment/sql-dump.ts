@@ -45,12 +45,15 @@ export interface GuardOptions {
   prologue?: string;
 }
 
-/** The CommandError of a finding: dump_refused for psql's own (meta-commands), dump_unsafe for the server's. */
-export function refusal(f: PsqlFinding): CommandError {
+/**
+ * The CommandError of a finding: dump_refused for psql's own (meta-commands), dump_unsafe for
+ * the server's; `at` says where it is ("line 12 of the dump" by default).
+ */
+export function refusal(f: PsqlFinding, at = `line ${f.line} of the dump`): CommandError {
   if (CLIENT_SIDE_KINDS.has(f.kind)) {
-    return new CommandError("dump_refused", `line ${f.line} of the dump: ${f.text}: refused, psql would run it`);
+    return new CommandError("dump_refused", `${at}: ${f.text}: refused, psql would run it`);
   }
-  return new CommandError("dump_unsafe", `line ${f.line} of the dump (${f.kind}): ${f.text}: refused, pg_dump does not write this for an ERP database`);
+  return new CommandError("dump_unsafe", `${at} (${f.kind}): ${f.text}: refused, pg_dump does not write this for an ERP database`);
 }
 
 /**
