@@ -47,9 +47,6 @@ import { backupStoreSettings } from "./config.ts";
 import { createAuditLogRepo } from "./modules/support/audit-log.repo.ts";
 import { createSupport } from "./modules/support/support.service.ts";
 import { createSupportRepo } from "./modules/support/support.repo.ts";
-import { createPlatformDeployments } from "./modules/deployments/platform/platform-deployments.service.ts";
-import { createPlatformDeploymentsRepo } from "./modules/deployments/platform/platform-deployments.repo.ts";
-import { createEnvironmentOperations } from "./modules/deployments/platform/environment-operations.service.ts";
 import { createErpImages } from "./modules/erp-images/erp-images.ts";
 import { createErpImagesRepo } from "./modules/erp-images/erp-images.repo.ts";
 import { createAccess } from "./modules/auth/access.ts";
@@ -153,21 +150,6 @@ export function createServices(deps: {
   const accounts = createAccountsRepo(db);
   const sessions = createSessions({ accounts, clock });
   const rateLimits = createRateLimiter({ meter: createLeaseMeter(repos.rateLimits), repo: repos.rateLimits, clock });
-  const deployments = createDeploymentsService({ deployments: repos.deployments, environments: repos.environments, cursors, clock, dispatcher, credentials: erpCredentials });
-  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: backupStore, links: backupLinks });
-  const audit = createAuditLogRepo({ db, cursors });
-  const platformRepo = createPlatformDeploymentsRepo(db);
-  const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
-  const platformDeployments = createPlatformDeployments({
-    repo: platformRepo,
-    pool: db.$client,
-    cancel: repos.deployments.cancel,
-    scoped: repos.deployments.get,
-    clock,
-    limits: rateLimits,
-    access,
-    operations: deployments,
-  });
   const domainVerification = createDomainVerification({
     db,
     clock,
@@ -185,6 +167,22 @@ export function createServices(deps: {
     addresses,
     onNamesChanged: (row) => dispatcher.routeUpdate(row),
   });
+  const deployments = createDeploymentsService({
+    deployments: repos.deployments,
+    environments: repos.environments,
+    cursors,
+    clock,
+    dispatcher,
+    credentials: erpCredentials,
+    pool: db.$client,
+    limits: rateLimits,
+    access,
+    environmentsService: environments,
+    migrationBackupStored: (migrationId) => migrationArchives.stored(migrationId),
+  });
+  const backups = createBackupsService({ backups: backupsRepo, environments: repos.environments, deployments, cursors, store: backupStore, links: backupLinks });
+  const audit = createAuditLogRepo({ db, cursors });
+  const apiKeys = createApiKeysService({ apiKeys: repos.apiKeys, cursors, clock, onRevoked: (id) => keyCache.drop(id) });
   const projectsService = createProjectsService({ projects: repos.projects, servers: repos.servers, cursors, clock, masterKey: deps.masterKey });
   const backupSchedulesRepo = createBackupSchedulesRepo(db);
   const backupScheduler = createBackupScheduler({
@@ -209,7 +207,7 @@ export function createServices(deps: {
     projectsRepo: repos.projects,
     environments,
     environmentsRepo: repos.environments,
-    operations: platformDeployments.operations,
+    operations: deployments,
     analyze: deps.analyzeBackup,
     uploadDir: deps.migrationUploadDir ?? migrationUploadDir(),
     tierLimits: deps.migrationTiers,
@@ -232,15 +230,6 @@ export function createServices(deps: {
     backups,
     erpCredentials,
     audit,
-    platformDeployments,
-    environmentOperations: createEnvironmentOperations({
-      ops: platformDeployments.operations,
-      repo: platformRepo,
-      access,
-      clock,
-      environments,
-      migrationBackupStored: (migrationId) => migrationArchives.stored(migrationId),
-    }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),

@@ -51,12 +51,12 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(gitHooksRoutes({ gitHooks: s.gitHooks, access: s.access, limits: s.rateLimits }));
     await api.register(eventsRoutes({ hub: deps.hub, access: s.access, clock: deps.clock, tickets: s.streamTickets, limits: deps.streamLimits }));
     await api.register(supportRoutes({ support: s.support, audit: s.audit, access: s.access }));
-    await api.register(platformDeploymentsRoutes({ deployments: s.platformDeployments, environments: s.environmentOperations }));
-    await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.environmentOperations, heavy: s.platformDeployments.operations.heavy }));
+    await api.register(platformDeploymentsRoutes(s.deployments));
+    await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.deployments, heavy: s.deployments.heavy }));
     await api.register(
       platformErpCredentialsRoutes({
         credentials: s.erpCredentials,
-        scopeFor: (request, environmentId) => s.environmentOperations.environmentScope(personOf(request), environmentId, "project.environments.update"),
+        scopeFor: (request, environmentId) => s.deployments.environmentScope(personOf(request), environmentId, "project.environments.update"),
       }),
     );
     await api.register(serversPlatformRoutes({ servers: s.repos.servers, enrollment: s.enrollment, access: s.access, clock: deps.clock }));
@@ -64,7 +64,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, environmentsService: s.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
-    await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.environmentOperations }));
+    await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.deployments }));
     await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
     await api.register(migrationsRoutes({ migrations: s.migrations }));
   };

@@ -52,7 +52,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(environmentsRoutes(s.environments));
     await api.register(variablesPublicRoutes(s.variables));
     await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
-    await api.register(operationsRoutes(s.deployments, s.platformDeployments, PUBLIC_PREFIX));
+    await api.register(operationsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(backupsRoutes(s.backups, PUBLIC_PREFIX));
     await api.register(erpCredentialsRoutes(s.erpCredentials));
     await api.register(webhooksRoutes(s.webhooks));

@@ -4,7 +4,7 @@ import type { FastifyRequest } from "fastify";
 import { DomainError } from "../../lib/errors.ts";
 import type { Scope } from "../../lib/scope.ts";
 import type { KeyAccess } from "./api-key-format.ts";
-import type { Actor } from "../deployments/operations/operations.service.ts";
+import type { Actor } from "../deployments/operations/operation-start.ts";
 
 export interface KeyPrincipal {
   keyId: string;

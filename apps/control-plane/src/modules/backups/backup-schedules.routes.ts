@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, IdParams, Nullable, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { EnvironmentOperations } from "../deployments/platform/environment-operations.service.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { BACKUP_FREQUENCIES } from "./backup-slots.ts";
 import { MAX_KEEP, TIME_PATTERN, type BackupSchedules } from "./backup-schedules.service.ts";
@@ -123,7 +123,7 @@ export function backupSchedulesPublicRoutes(service: BackupSchedules): FastifyPl
 }
 
 /** /api/v1/environments/{env_id}/backup-schedule: project.backups.list reads, project.backups.create changes. */
-export function backupSchedulesPlatformRoutes(deps: { schedules: BackupSchedules; environments: Pick<EnvironmentOperations, "environmentScope"> }): FastifyPluginAsyncTypebox {
+export function backupSchedulesPlatformRoutes(deps: { schedules: BackupSchedules; environments: Pick<DeploymentsService, "environmentScope"> }): FastifyPluginAsyncTypebox {
   return scheduleRoutes(
     deps.schedules,
     "/environments/:env_id",

@@ -11,7 +11,8 @@ import type { Scope } from "../../lib/scope.ts";
 import { parseRange } from "../../lib/byte-range.ts";
 import { ObjectStoreError, type ObjectStore } from "../../lib/object-store/index.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
-import type { Actor, DeploymentsService } from "../deployments/operations/operations.service.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
+import type { Actor } from "../deployments/operations/operation-start.ts";
 import { DOWNLOAD_PATH, type BackupLinks } from "./backup-links.ts";
 import type { BackupRow, BackupsRepo, StoredFile } from "./backups.repo.ts";
 

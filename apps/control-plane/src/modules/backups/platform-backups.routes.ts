@@ -4,8 +4,7 @@ import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, PageQuery, Page, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { originOf } from "../../lib/origin.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { EnvironmentOperations } from "../deployments/platform/environment-operations.service.ts";
-import type { PlatformOperations } from "../deployments/platform/platform-operations.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import { Backup, DELETE_DESCRIPTION, DOWNLOAD_DESCRIPTION, DownloadLink } from "./backups.routes.ts";
 import { backupView, type BackupsService } from "./backups.service.ts";
 import { DomainError } from "../../lib/errors.ts";
@@ -14,7 +13,7 @@ const BackupRef = refTo(Backup);
 const EnvParams = Type.Object({ env_id: Uuid });
 const BackupParams = Type.Object({ env_id: Uuid, backup_id: Uuid });
 
-export function platformBackupsRoutes(deps: { backups: BackupsService; environments: Pick<EnvironmentOperations, "environmentScope">; heavy: PlatformOperations["heavy"] }): FastifyPluginAsyncTypebox {
+export function platformBackupsRoutes(deps: { backups: BackupsService; environments: Pick<DeploymentsService, "environmentScope">; heavy: DeploymentsService["heavy"] }): FastifyPluginAsyncTypebox {
   const inProgress = (err: unknown) => {
     if (err instanceof DomainError && err.code === "task_in_progress") throw new DomainError("deployment_in_progress", "Deployment already in progress");
     throw err;

@@ -8,7 +8,7 @@ import type { Clock } from "../../lib/clock.ts";
 import type { ObjectStore } from "../../lib/object-store/index.ts";
 import type { AddonRepositoriesRepo } from "../addon-repositories/addon-repositories.repo.ts";
 import type { Access } from "../auth/access.ts";
-import type { PlatformOperations } from "../deployments/platform/platform-operations.ts";
+import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { EnvironmentsRepo } from "../environments/environments.repo.ts";
 import type { EnvironmentsService } from "../environments/environments.service.ts";
 import type { ErpImages } from "../erp-images/erp-images.ts";
@@ -49,7 +49,7 @@ export function createMigrations(deps: {
   projectsRepo: Pick<ProjectsRepo, "get">;
   environments: Pick<EnvironmentsService, "create">;
   environmentsRepo: Pick<EnvironmentsRepo, "get">;
-  operations: Pick<PlatformOperations, "operate">;
+  operations: Pick<DeploymentsService, "operate">;
   /** Reads a stored migration backup (default: analysis/, through findings/migration-analysis.ts). */
   analyze?: AnalyzeBackup | undefined;
   /** Where resumable uploads are assembled before they move into the backup store. */

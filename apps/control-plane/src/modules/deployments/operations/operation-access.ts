@@ -1,34 +1,26 @@
-// What the platform API's deployment and environment operations share: loading an
-// operation or environment with the caller's access to it, running an operation through
-// the deployments service (so the one-active-operation rule and dispatch are the public
-// API's too), and the per-organisation limit on heavy operations.
-import type { Clock } from "../../../lib/clock.ts";
+// Who may act on which operation or environment, and how often: loading an operation or
+// environment with the caller's access to it (a person's role in its project, or an API
+// key's scope), and the per-organisation limits on heavy operations and manual retries.
 import { DomainError, notFound } from "../../../lib/errors.ts";
+import type { Scope } from "../../../lib/scope.ts";
 import type { Access } from "../../auth/access.ts";
 import type { Permission } from "../../auth/permissions.ts";
 import type { SessionPrincipal } from "../../auth/sessions.ts";
 import type { EnvironmentRow } from "../../environments/environments.repo.ts";
 import type { RateLimiter } from "../../rate-limits/rate-limiter.ts";
-import type { OperationKind } from "../operations/deployment-state.ts";
-import type { DeploymentRow } from "../operations/operations.repo.ts";
-import type { DeploymentsService, OperationOptions } from "../operations/operations.service.ts";
-import type { PlatformDeploymentsRepo } from "./platform-deployments.repo.ts";
+import type { DeploymentRow, DeploymentsRepo } from "./operations.repo.ts";
 
 /** Platform spec 8: deployments and heavy operations, and manual retries, per organisation per minute. */
 export const DEPLOY_RATE_LIMIT = 10;
 export const RETRY_RATE_LIMIT = 10;
 
-export const inProgress = () => new DomainError("deployment_in_progress", "Deployment already in progress");
-
-export interface PlatformOperationsDeps {
-  repo: PlatformDeploymentsRepo;
-  clock: Clock;
+export interface OperationAccessDeps {
+  repo: Pick<DeploymentsRepo, "byId" | "get" | "environment" | "environmentIn">;
   limits: RateLimiter;
   access: Pick<Access, "requireProject">;
-  operations: Pick<DeploymentsService, "requestOperation">;
 }
 
-export function createPlatformOperations(deps: PlatformOperationsDeps) {
+export function createOperationAccess(deps: OperationAccessDeps) {
   const { repo, access } = deps;
 
   /** The deployment and the caller's access to it: 404 without a role in its project, 403 without `permission`. */
@@ -36,6 +28,13 @@ export function createPlatformOperations(deps: PlatformOperationsDeps) {
     const row = await repo.byId(id);
     if (!row) throw new DomainError("not_found", "Deployment not found");
     await access.requireProject(person, row.projectId, permission, "Deployment");
+    return row;
+  }
+
+  /** A task in an API key's scope (404 "Task not found" otherwise). */
+  async function scopedTask(scope: Scope, id: string): Promise<DeploymentRow> {
+    const row = await repo.get(scope, id);
+    if (!row) throw notFound("Task");
     return row;
   }
 
@@ -60,20 +59,14 @@ export function createPlatformOperations(deps: PlatformOperationsDeps) {
     return { scope: { organizationId: a.organizationId, projectId }, env };
   }
 
-  /** Runs an operation; the shared 409 becomes the platform's "Deployment already in progress". */
-  async function operate(scope: { organizationId: string; projectId: string }, environmentId: string, kind: OperationKind, person: SessionPrincipal, opts: OperationOptions) {
-    try {
-      return await deps.operations.requestOperation(scope, environmentId, kind, { userId: person.userId, apiKeyId: null }, { initialStatus: "pending", ...opts });
-    } catch (err) {
-      if (err instanceof DomainError && err.code === "task_in_progress") throw inProgress();
-      throw err;
-    }
-  }
-
   /** Takes one of the organisation's heavy operations this minute (deploys, destroys, backups, restores). */
   const heavy = (organizationId: string) =>
     deps.limits.take({ bucket: `platform-deploy:${organizationId}`, limit: DEPLOY_RATE_LIMIT, what: "deployments and heavy operations per organisation" });
 
-  return { load, environmentOf, environmentWithAccess, deployableEnvironment, operate, heavy };
+  /** Takes one of the organisation's manual retries this minute. */
+  const retryLimit = (organizationId: string) =>
+    deps.limits.take({ bucket: `platform-retry:${organizationId}`, limit: RETRY_RATE_LIMIT, what: "manual retries per organisation" });
+
+  return { load, scopedTask, environmentOf, environmentWithAccess, deployableEnvironment, heavy, retryLimit };
 }
-export type PlatformOperations = ReturnType<typeof createPlatformOperations>;
+export type OperationAccess = ReturnType<typeof createOperationAccess>;

@@ -1,31 +1,25 @@
-// Rules for operations on environments requested through the public API: one active
-// operation per environment, and the status each action needs (public spec 3.2, 4.1).
-import { HISTORY_KINDS, isDeployKind } from "./deployment-state.ts";
-import { stepsForKind, type OperationKind } from "@berth/protocol";
+// The operations service: every rule about an operation on an environment, whichever API
+// asks (public spec 3.2, 4.1; platform spec 3.1, 4.1). The rules are grouped by what they
+// are about: starting one (operation-start.ts), who may act and how often
+// (operation-access.ts), reading them (operation-reads.ts), retry and rollback
+// (retry-rollback.ts), a person's environment deploys (environment-deploys.ts); the
+// actions and cancelling are here.
 import type { Clock } from "../../../lib/clock.ts";
-import type { CursorCodec } from "../../../lib/cursor.ts";
-import { DomainError, notFound, type ErrorCode } from "../../../lib/errors.ts";
-import { listPage, type PageRequest } from "../../../db/keyset.ts";
+import { DomainError, notFound } from "../../../lib/errors.ts";
 import type { Scope } from "../../../lib/scope.ts";
-import type { EnvironmentsRepo } from "../../environments/environments.repo.ts";
-import type { DeploymentRow, DeploymentsRepo } from "./operations.repo.ts";
-import type { EnvironmentRow } from "../../environments/environments.repo.ts";
-import type { Dispatcher } from "../dispatch/dispatcher.ts";
+import type { SessionPrincipal } from "../../auth/sessions.ts";
+import { appendLogs } from "../../events/event-log.repo.ts";
+import type { DeploymentsRepo } from "./operations.repo.ts";
 import { taskView } from "./task-view.ts";
-import { logEntry } from "./deployment-record.ts";
-import { sealedSnapshot } from "../../environments/variables.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
-import type { ErpCredentials } from "../../environments/erp-credentials.ts";
-import { IDEMPOTENCY_TTL_MS, type IdempotencyClaim } from "../../idempotency/idempotency.ts";
+import { createOperationStart, issuerOf, type Actor, type OperationStartDeps, type Requirement } from "./operation-start.ts";
+import { createOperationAccess, type OperationAccessDeps } from "./operation-access.ts";
+import { createOperationReads, type OperationReadsDeps } from "./operation-reads.ts";
+import { createRetryRollback } from "./retry-rollback.ts";
+import { createEnvironmentDeploys, type EnvironmentDeploysDeps } from "./environment-deploys.ts";
 
 export const ACTIONS = ["deploy", "redeploy", "restart", "start", "stop"] as const;
 export type Action = (typeof ACTIONS)[number];
-
-export interface Requirement {
-  status: string;
-  code: ErrorCode;
-  message: string;
-}
 
 /** Environment status each action needs; deploy and redeploy need none. */
 const REQUIRED_STATUS: Partial<Record<Action, Requirement>> = {
@@ -34,180 +28,65 @@ const REQUIRED_STATUS: Partial<Record<Action, Requirement>> = {
   start: { status: "stopped", code: "environment_not_stopped", message: "The environment is not stopped" },
 };
 
-/** Who asked: a user (platform API) or an API key (public API), and the request's idempotency key if it sent one. */
-export interface Actor {
-  userId: string | null;
-  apiKeyId: string | null;
-  idempotency?: IdempotencyClaim | null;
-}
+export type DeploymentsServiceDeps = OperationStartDeps &
+  Omit<OperationReadsDeps, "deployments"> &
+  Omit<OperationAccessDeps, "repo"> &
+  Omit<EnvironmentDeploysDeps, "repo"> & {
+    deployments: DeploymentsRepo;
+    clock: Clock;
+    /** Where the platform API's cancel writes its log line. */
+    pool: Parameters<typeof appendLogs>[0];
+  };
 
-/** How an actor is named on what it issued (a command's issued_by, a cancel's by). */
-const issuerOf = (actor: Actor) => (actor.userId ? `user:${actor.userId}` : `api_key:${actor.apiKeyId}`);
-
-
-export interface OperationOptions {
-  id?: string;
-  extraData?: Record<string, unknown>;
-  required?: Requirement;
-  trigger?: string;
-  git?: { branch?: string | null; commit?: string | null; message?: string | null };
-  imageTag?: string | null;
-  rollbackFromId?: string | null;
-  /** Cancel an operation in progress instead of refusing with 409 (platform redeploy with force). */
-  force?: boolean;
-  forced?: boolean;
-  /** The 409 message when another operation is active. */
-  busyMessage?: string;
-  /** pending for platform deployment records (platform spec 3.1); the public API's tasks start queued. */
-  initialStatus?: "pending" | "queued";
-}
-
-/**
- * The configuration an operation ran with (platform spec 2.1 extra_data.config): resources,
- * and the environment variables as they were, still sealed (name to sealed value).
- */
-export function configOf(env: Pick<EnvironmentRow, "cpuCores" | "ramMb" | "diskGb" | "workers" | "variables">) {
-  return { cpu_cores: env.cpuCores, ram_mb: env.ramMb, disk_gb: env.diskGb, workers: env.workers, variables: sealedSnapshot(env.variables) };
-}
-
-/**
- * An operation just requested; `adminPassword` and `adminLoginPassword`: the master password
- * and the administrator's login password its environment got now (shown once).
- */
-export type RequestedOperation = DeploymentRow & { adminPassword?: string; adminLoginPassword?: string };
-
-export function createDeploymentsService(deps: {
-  deployments: DeploymentsRepo;
-  environments: Pick<EnvironmentsRepo, "get">;
-  cursors: CursorCodec;
-  clock: Clock;
-  dispatcher: Pick<Dispatcher, "dispatch">;
-  credentials: Pick<ErpCredentials, "ensure" | "ensureLogin">;
-}) {
+export function createDeploymentsService(deps: DeploymentsServiceDeps) {
+  const repo = deps.deployments;
+  const start = createOperationStart(deps);
+  const ops = createOperationAccess({ ...deps, repo });
+  const { requestOperation } = start;
   return {
-    /** Any operation on an environment: one active at a time, then dispatched to the agent. */
-    async requestOperation(
-      scope: Scope,
-      environmentId: string,
-      kind: OperationKind,
-      actor: Actor,
-      opts: OperationOptions = {},
-    ): Promise<RequestedOperation> {
-      const required = opts.required;
-      const deploys = isDeployKind(kind);
-      const now = deps.clock.now();
-      const outcome = await deps.deployments.createOperation(
-        scope,
-        environmentId,
-        {
-          ...(opts.id ? { id: opts.id } : {}),
-          kind,
-          status: opts.initialStatus ?? "queued",
-          trigger: opts.trigger ?? (kind === "destroy" ? "destroy" : kind === "rollback" ? "rollback" : "manual"),
-          triggeredBy: actor.userId,
-          apiKeyId: actor.apiKeyId,
-          gitBranch: opts.git?.branch ?? null,
-          gitCommit: opts.git?.commit ?? null,
-          gitMessage: opts.git?.message ?? null,
-          imageTag: opts.imageTag ?? null,
-          rollbackFromId: opts.rollbackFromId ?? null,
-          totalSteps: stepsForKind(kind).length,
-          idempotencyScope: actor.idempotency?.scope ?? null,
-          idempotencyKey: actor.idempotency?.key ?? null,
-          createdAt: now,
-        },
-        (env) => !required || env.status === required.status,
-        (env) => ({
-          gitBranch: opts.git?.branch ?? (deploys ? env.gitBranch : null),
-          // A deployment records the configuration it ran with: retry and rollback reuse it.
-          extraData: deploys ? { config: configOf(env), ...opts.extraData } : (opts.extraData ?? {}),
-        }),
-        // A retry of a request whose operation was made but whose answer was lost (the replica
-        // died, or PostgreSQL restarted, before the idempotency record was kept) gets that
-        // operation back, for as long as the key would have been replayed.
-        new Date(now.getTime() - IDEMPOTENCY_TTL_MS),
-      );
-      switch (outcome.kind) {
-        case "not_found":
-          throw notFound("Environment");
-        case "busy":
-          if (opts.force && !opts.forced) {
-            await deps.deployments.cancel(outcome.active.id, deps.clock.now(), "a forced redeploy");
-            return this.requestOperation(scope, environmentId, kind, actor, { ...opts, forced: true });
-          }
-          throw new DomainError("task_in_progress", opts.busyMessage ?? `Task ${outcome.active.id} is already queued or running on this environment`);
-        case "refused":
-          throw new DomainError(required!.code, `${required!.message} (status: ${outcome.environment.status})`);
-        case "existing":
-          // Its dispatch may have been cut short too; a second dispatch of one operation is a no-op.
-          await deps.dispatcher.dispatch(outcome.row, issuerOf(actor)).catch(() => {});
-          return outcome.row;
-        case "created": {
-          // The environment's first deploy makes its ERP master password, shown once in this
-          // answer (the dispatcher would otherwise make it, unseen, e.g. for a push-triggered deploy).
-          // One that exists but does not open is not shown either: the dispatch fails the task saying why.
-          const password = deploys ? await deps.credentials.ensure(environmentId).catch(() => null) : null;
-          const login = deploys ? await deps.credentials.ensureLogin(environmentId).catch(() => null) : null;
-          // The row is the record; a command that cannot be built fails it (the dispatcher), and
-          // a dispatch cut short otherwise (the database, say) is repaired by the sweep.
-          await deps.dispatcher.dispatch(outcome.row, issuerOf(actor)).catch(() => {});
-          return {
-            ...outcome.row,
-            ...(password?.created ? { adminPassword: password.password } : {}),
-            ...(login?.created ? { adminLoginPassword: login.password } : {}),
-          };
-        }
-      }
-    },
+    ...start,
+    ...createOperationReads({ ...deps, ops }),
+    ...createRetryRollback({ repo, access: ops, start }),
+    ...createEnvironmentDeploys({ ...deps, repo, ops, start }),
+    heavy: ops.heavy,
 
     /** `options`: a deploy's or redeploy's modules and init, kept in its extra_data. */
     requestAction(scope: Scope, environmentId: string, action: Action, actor: Actor, options?: DeployOptions) {
       const required = REQUIRED_STATUS[action];
       const extra = action === "deploy" || action === "redeploy" ? deployOptionsExtra(options) : {};
-      return this.requestOperation(scope, environmentId, action, actor, { ...(required ? { required } : {}), extraData: extra });
+      return requestOperation(scope, environmentId, action, actor, { ...(required ? { required } : {}), extraData: extra });
     },
 
     /** Removes the environment's containers, database and network; with deleteData also its files. */
     destroy(scope: Scope, environmentId: string, deleteData: boolean, actor: Actor) {
-      return this.requestOperation(scope, environmentId, "destroy", actor, { extraData: { delete_data: deleteData } });
+      return requestOperation(scope, environmentId, "destroy", actor, { extraData: { delete_data: deleteData } });
     },
 
     /**
-     * Cancels a task that has not finished. Not yet delivered: it never will be. Running:
-     * the agent is told, and stops at its next step boundary.
+     * Cancels a task that has not finished (public API). Not yet delivered: it never will be.
+     * Running: the agent is told, and stops at its next step boundary.
      */
     async cancel(scope: Scope, id: string, actor: Actor) {
-      const row = await deps.deployments.get(scope, id);
+      const row = await repo.get(scope, id);
       if (!row) throw notFound("Task");
       const by = issuerOf(actor);
-      const cancelled = await deps.deployments.cancel(row.id, deps.clock.now(), by);
+      const cancelled = await repo.cancel(row.id, deps.clock.now(), by);
       if (!cancelled) throw new DomainError("task_not_cancellable", `Cannot cancel deployment in ${row.status} state`);
       return taskView(cancelled);
     },
 
-    async getTask(scope: Scope, id: string) {
-      const row = await deps.deployments.getTask(scope, id);
-      if (!row) throw notFound("Task");
-      return taskView(row);
-    },
-
-    /** A page of the task's log lines, oldest first; the cursor is the last line's id (opaque to clients). */
-    async logs(scope: Scope, id: string, page: PageRequest) {
-      const row = await deps.deployments.get(scope, id);
-      if (!row) throw notFound("Task");
-      if (page.cursor !== undefined && !/^\d{1,18}$/.test(page.cursor)) {
-        throw new DomainError("invalid_cursor", "The cursor is not valid for this list; use pagination.next_cursor from a previous page");
+    /** Rule 3 (platform API): marks the deployment cancelled and logs who did it; the agent stops at its next step. */
+    async cancelDeployment(person: SessionPrincipal, id: string) {
+      const d = await ops.load(person, id, "project.deployments.cancel");
+      const cancelled = await repo.cancel(d.id, deps.clock.now(), `user:${person.userId}`);
+      if (!cancelled) {
+        const now = await repo.byId(d.id);
+        throw new DomainError("not_cancellable", `Cannot cancel deployment in ${now?.status ?? d.status} state`);
       }
-      const { rows, total } = await deps.deployments.logsAfter(row.id, page.cursor ?? null, page.limit);
-      const hasMore = rows.length > page.limit;
-      const items = hasMore ? rows.slice(0, page.limit) : rows;
-      return { data: items.map(logEntry), pagination: { has_more: hasMore, next_cursor: hasMore ? String(items[items.length - 1]!.id) : null, total } };
-    },
-
-    async history(scope: Scope, environmentId: string, page: PageRequest) {
-      const env = await deps.environments.get(scope, environmentId);
-      if (!env) throw notFound("Environment");
-      return listPage(deps.cursors, `deployments:${environmentId}`, page, (limit, after) => deps.deployments.listForEnvironment(env.id, [...HISTORY_KINDS], limit, after), taskView);
+      await appendLogs(deps.pool, d.organizationId, [
+        { deploymentId: d.id, ts: deps.clock.now().toISOString(), level: "warning", message: "Deployment cancelled by user", step: d.currentStep, data: { cancelled_by: person.userId } },
+      ]);
+      return { message: "Deployment cancelled" };
     },
   };
 }

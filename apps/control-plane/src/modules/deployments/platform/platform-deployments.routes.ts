@@ -1,5 +1,5 @@
 // Platform API routes of the deployment lifecycle (platform spec 4.1). Routes parse and
-// answer; the rules live in platform-deployments.service.ts.
+// answer; the rules live in the operations service (operations/operations.service.ts).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { errors, Nullable, StringEnum, Timestamp, Uuid, refTo, LiteralUnion } from "../../../lib/http-schemas.ts";
@@ -8,8 +8,7 @@ import { Environment, EnvironmentUpdate } from "../../environments/environments.
 import { deploymentRecord, logEntry, progressView } from "../operations/deployment-record.ts";
 import { DEPLOYMENT_STATUSES } from "../operations/deployment-state.ts";
 import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "../operations/deploy-options.ts";
-import type { PlatformDeployments } from "./platform-deployments.service.ts";
-import type { EnvironmentOperations } from "./environment-operations.service.ts";
+import type { DeploymentsService } from "../operations/operations.service.ts";
 import { GIT_BRANCH_PATTERN } from "../../../lib/git-source.ts";
 
 const TAG = ["Deployments"];
@@ -105,8 +104,7 @@ const DEPLOY_OPTIONS_TEXT =
   "The environment's first deploy generates its ERP master password and its administrator's password, returned once as `admin_password` and " +
   "`admin_login_password`.";
 
-export function platformDeploymentsRoutes(deps: { deployments: PlatformDeployments; environments: EnvironmentOperations }): FastifyPluginAsyncTypebox {
-  const { deployments: service, environments } = deps;
+export function platformDeploymentsRoutes(service: DeploymentsService): FastifyPluginAsyncTypebox {
   return async (app) => {
     app.addSchema(DeploymentRecord);
 
@@ -123,7 +121,7 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
           response: { 201: Record_, ...errors(404, 409) },
         },
       },
-      async (request, reply) => reply.code(201).send(deploymentRecord(await service.create(personOf(request), request.body))),
+      async (request, reply) => reply.code(201).send(deploymentRecord(await service.createDeployment(personOf(request), request.body))),
     );
 
     app.get(
@@ -145,7 +143,7 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
           response: { 200: Type.Array(Record_), ...errors(404) },
         },
       },
-      async (request) => (await service.list(personOf(request), request.query)).map(deploymentRecord),
+      async (request) => (await service.listDeployments(personOf(request), request.query)).map(deploymentRecord),
     );
 
     app.get(
@@ -174,7 +172,7 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
         },
       },
       async (request) => {
-        const { deployment, rows } = await service.logs(personOf(request), request.params.deployment_id, request.query);
+        const { deployment, rows } = await service.deploymentLogs(personOf(request), request.params.deployment_id, request.query);
         return { deployment_id: deployment.id, logs: rows.map(logEntry) };
       },
     );
@@ -228,17 +226,17 @@ export function platformDeploymentsRoutes(deps: { deployments: PlatformDeploymen
           response: { 200: Message, ...errors(404) },
         },
       },
-      async (request) => service.cancel(personOf(request), request.params.deployment_id),
+      async (request) => service.cancelDeployment(personOf(request), request.params.deployment_id),
     );
 
-    environmentOperationRoutes(app, environments);
+    environmentOperationRoutes(app, service);
   };
 }
 
 type RoutesApp = Parameters<FastifyPluginAsyncTypebox>[0];
 
 /** The operations on a whole environment: destroy, deploy (two spellings) and its settings. */
-function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOperations): void {
+function environmentOperationRoutes(app: RoutesApp, environments: DeploymentsService): void {
   app.delete(
     "/deployments/environment/:environment_id/destroy",
     {
@@ -264,7 +262,7 @@ function environmentOperationRoutes(app: RoutesApp, environments: EnvironmentOpe
       },
     },
     async (request) => {
-      const { op, env } = await environments.destroy(personOf(request), request.params.environment_id, request.query.delete_data);
+      const { op, env } = await environments.destroyEnvironment(personOf(request), request.params.environment_id, request.query.delete_data);
       return {
         message: "Environment destroy started",
         environment_id: env.id,

@@ -1,19 +1,19 @@
 // Public API additions beyond spec 4.1 (non-breaking, spec 9): cancelling, retrying and
 // rolling back to a task, and destroying an environment. Retry and rollback are the platform
-// API's rules (platform-deployments.service.ts), answered as an action (spec 2.5).
+// API's rules (operations/retry-rollback.ts), answered as an action (spec 2.5).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { DomainError } from "../../../lib/errors.ts";
 import { errors, IdParams, refTo } from "../../../lib/http-schemas.ts";
 import { keyActorOf, scopeOf } from "../../api-keys/key-principal.ts";
 import { ActionResponse, Task } from "./deployments.routes.ts";
-import type { DeploymentsService, RequestedOperation } from "../operations/operations.service.ts";
-import type { PlatformDeployments } from "../platform/platform-deployments.service.ts";
+import type { DeploymentsService } from "../operations/operations.service.ts";
+import type { RequestedOperation } from "../operations/operation-start.ts";
 
 const TaskRef = refTo(Task);
 const ActionResponseRef = refTo(ActionResponse);
 
-export function operationsRoutes(service: DeploymentsService, platform: Pick<PlatformDeployments, "retryTask" | "rollbackTask">, publicPrefix: string): FastifyPluginAsyncTypebox {
+export function operationsRoutes(service: DeploymentsService, publicPrefix: string): FastifyPluginAsyncTypebox {
   /** The action response (spec 2.5) of a task just requested. */
   const queued = (row: RequestedOperation) => ({ task_id: row.id, status: "queued" as const, environment_id: row.environmentId, poll_url: `${publicPrefix}/deployments/${row.id}` });
 
@@ -33,7 +33,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
         },
       },
       async (request, reply) => {
-        const row = await platform.retryTask(scopeOf(request), request.params.id, keyActorOf(request));
+        const row = await service.retryTask(scopeOf(request), request.params.id, keyActorOf(request));
         return reply.code(202).send(queued(row));
       },
     );
@@ -54,7 +54,7 @@ export function operationsRoutes(service: DeploymentsService, platform: Pick<Pla
         },
       },
       async (request, reply) => {
-        const row = await platform.rollbackTask(scopeOf(request), request.params.id, keyActorOf(request));
+        const row = await service.rollbackTask(scopeOf(request), request.params.id, keyActorOf(request));
         return reply.code(202).send(queued(row));
       },
     );

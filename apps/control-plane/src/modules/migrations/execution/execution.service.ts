@@ -21,7 +21,7 @@ import { randomUUID } from "node:crypto";
 import { DomainError } from "../../../lib/errors.ts";
 import type { Clock } from "../../../lib/clock.ts";
 import type { SessionPrincipal } from "../../auth/sessions.ts";
-import type { PlatformOperations } from "../../deployments/platform/platform-operations.ts";
+import type { DeploymentsService } from "../../deployments/operations/operations.service.ts";
 import type { EnvironmentsRepo } from "../../environments/environments.repo.ts";
 import type { EnvironmentsService } from "../../environments/environments.service.ts";
 import type { ProjectsRepo } from "../../projects/projects.repo.ts";
@@ -43,7 +43,7 @@ export function createExecutionService(deps: {
   projectsRepo: Pick<ProjectsRepo, "get">;
   environments: Pick<EnvironmentsService, "create">;
   environmentsRepo: Pick<EnvironmentsRepo, "get">;
-  operations: Pick<PlatformOperations, "operate">;
+  operations: Pick<DeploymentsService, "operate">;
   requirements: Pick<MigrationRequirements, "assertMet">;
   clock: Clock;
 }) {
