@@ -167,4 +167,14 @@ describe("rows written in clear before migration 0011", () => {
     expect(deploy.status, JSON.stringify(deploy.body)).toBe(202);
     expect((await commandParams(deploy.body.task_id)).params.git?.url).toBe(CREDENTIALED);
   });
+
+  it("leave an ssh URL's user alone, and the walk ends (it once read such a row again and again, and start never finished)", async () => {
+    const { d, rw } = await freshOrganization(cp);
+    const project = await rw.post("/projects", { name: "Over ssh", server_id: d.server_id, git_repo_url: "ssh://git@git.example.com/acme/erp.git" });
+    expect(project.status, JSON.stringify(project.body)).toBe(201);
+    const sealing = cp.app.services.projects.sealStoredCredentials();
+    const outcome = await Promise.race([sealing.then(() => "done"), new Promise((r) => setTimeout(r, 10_000, "still walking"))]);
+    expect(outcome).toBe("done");
+    expect((await q("select git_repo_url from projects where id = $1", [project.body.id]))[0]).toEqual({ git_repo_url: "ssh://git@git.example.com/acme/erp.git" });
+  });
 });

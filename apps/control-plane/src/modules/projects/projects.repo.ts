@@ -1,5 +1,5 @@
 // SQL for projects. Soft-deleted projects are invisible to every query here.
-import { and, count, eq, isNull, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, eq, gt, isNull, sql, type SQL } from "drizzle-orm";
 import { environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst } from "../../db/keyset.ts";
@@ -13,8 +13,12 @@ import type { Scope } from "../../lib/scope.ts";
  */
 export type ProjectRow = Omit<typeof projects.$inferSelect, "gitHookSecretEnc" | "gitRepoCredentialsEnc"> & { environmentCount: number };
 
-/** A repository URL still holding its userinfo in clear (written before migration 0011). */
-const CLEAR_USERINFO = "^[a-zA-Z][a-zA-Z0-9+.-]*://[^/?#]*@";
+/**
+ * A repository URL still holding its userinfo in clear (written before migration 0011): only
+ * https ones carry credentials (git-credentials.ts splits those); an ssh URL's user (git@)
+ * is not a secret and stays.
+ */
+const CLEAR_USERINFO = "^https?://[^/?#]*@";
 
 const columns = {
   id: projects.id,
@@ -102,11 +106,13 @@ export function createProjectsRepo(db: Database) {
       return row ? get(scope, row.id) : undefined;
     },
     /** Projects (deleted ones too) whose git_repo_url still carries its userinfo in clear. */
-    async withClearCredentials(limit: number): Promise<{ id: string; gitRepoUrl: string }[]> {
+    /** Up to `limit` projects after id `after` (in id order) whose URL still holds its userinfo in clear. */
+    async withClearCredentials(after: string, limit: number): Promise<{ id: string; gitRepoUrl: string }[]> {
       const rows = await db
         .select({ id: projects.id, gitRepoUrl: projects.gitRepoUrl })
         .from(projects)
-        .where(sql`${projects.gitRepoUrl} ~ ${CLEAR_USERINFO}`)
+        .where(and(gt(projects.id, after), sql`${projects.gitRepoUrl} ~* ${CLEAR_USERINFO}`))
+        .orderBy(asc(projects.id))
         .limit(limit);
       return rows.map((r) => ({ id: r.id, gitRepoUrl: r.gitRepoUrl! }));
     },

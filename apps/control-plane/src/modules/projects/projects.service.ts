@@ -99,10 +99,14 @@ export function createProjectsService(deps: {
      * start; replicas racing on a row write the same result). Returns how many were sealed.
      */
     async sealStoredCredentials(): Promise<number> {
+      // In id order, each row once: a row this cannot change (its URL changed meanwhile) is
+      // not read again, so the walk ends whatever the rows hold.
       let sealed = 0;
+      let after = "00000000-0000-0000-0000-000000000000";
       for (;;) {
-        const rows = await deps.projects.withClearCredentials(100);
+        const rows = await deps.projects.withClearCredentials(after, 100);
         if (rows.length === 0) return sealed;
+        after = rows[rows.length - 1]!.id;
         for (const r of rows) {
           const { url, credentials } = splitCredentials(r.gitRepoUrl);
           await deps.projects.moveCredentials(r.id, r.gitRepoUrl, url, seal(deps.masterKey, credentials ?? ""));
