@@ -144,7 +144,7 @@ export function createMigrationRestore(
         },
       });
       markFileStore(read.files === 0);
-      step.log("info", `psql loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
+      step.log("info", `${read.loader} loaded ${read.dump} (${read.format}) into ${n.incomingDb} without error; ${read.files} file store files written into ${basename(n.incomingDir)}`);
       if (archive.neutralize === true) {
         await neutralizeCopy({
           docker,
