@@ -1387,7 +1387,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 404
              * @enum {string}
              */
-            error: "not_found" | "user_not_found" | "route_not_found" | "invitation_not_found" | "backup_file_not_found";
+            error: "not_found" | "doc_not_found" | "user_not_found" | "route_not_found" | "invitation_not_found" | "backup_file_not_found";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
