@@ -45,7 +45,7 @@ it("makes a portal administrator who can sign in; the password comes from the en
   const fromStdin = await createAdmin(["--email", "ops@example.test", "--name", "Ops"], { stdin: "typed at the prompt\n" });
   expect(fromStdin.code, fromStdin.stderr).toBe(0);
   expect((await login("ops@example.test", "typed at the prompt")).status).toBe(200);
-});
+}, 120_000);
 
 it("refuses a short password, an address that has an account (unless --promote), and missing arguments", async () => {
   const short = await createAdmin(["--email", "short@example.test", "--name", "S"], { env: { BERTH_ADMIN_PASSWORD: "short" } });
@@ -65,4 +65,6 @@ it("refuses a short password, an address that has an account (unless --promote),
   const missing = await createAdmin(["--name", "Nobody"]);
   expect(missing.code).toBe(2);
   expect(missing.stderr).toContain("--email");
-});
+  // Four starts of the command through tsx, each compiling the control plane's sources: a few
+  // seconds apiece, over 30 s together on a loaded 2-core machine.
+}, 120_000);
