@@ -38,8 +38,13 @@ const isTestFile = (rel: string) => rel.endsWith(".test.ts");
 
 /** Repository files (not dependencies) and the offsets of their functions that ran. */
 function executed(coverageFile: string): Map<string, Set<number>> {
-  const { result } = JSON.parse(readFileSync(coverageFile, "utf8")) as { result: ScriptCoverage[] };
   const files = new Map<string, Set<number>>();
+  let result: ScriptCoverage[];
+  try {
+    ({ result } = JSON.parse(readFileSync(coverageFile, "utf8")) as { result: ScriptCoverage[] });
+  } catch {
+    return files; // a process killed while writing it (a test that timed out): it tells nothing
+  }
   for (const script of result) {
     if (!script.url.startsWith("file://")) continue;
     const rel = path.relative(REPO_ROOT, fileURLToPath(script.url));
