@@ -114,7 +114,8 @@ export function createExecutorHarness(
     labels,
     proxy,
     async run(type, params, options = {}) {
-      const command = { command_id: randomUUID(), type, params } as unknown as Command;
+      // The handler runs as the runner runs it; the emitter reads only the id and the params.
+      const command: Pick<Command, "command_id" | "params"> = { command_id: randomUUID(), params };
       const controller = new AbortController();
       const cancel = () => controller.abort(new CommandError("cancelled", "cancelled by the control plane"));
       const emitter = createEmitter({ outbox, command, isClosed: () => false });

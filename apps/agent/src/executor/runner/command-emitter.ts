@@ -3,7 +3,8 @@ import type { Command, EventInput } from "@berth/protocol";
 import type { EventOutbox } from "../../events/event-outbox.ts";
 import type { CommandEmitter } from "./handler-types.ts";
 
-export function createEmitter(deps: { outbox: EventOutbox; command: Command; isClosed: () => boolean }): CommandEmitter {
+/** Of its command the emitter reads only the id and the params' deployment id. */
+export function createEmitter(deps: { outbox: EventOutbox; command: Pick<Command, "command_id" | "params">; isClosed: () => boolean }): CommandEmitter {
   const { outbox, command, isClosed } = deps;
   const ids = {
     command_id: command.command_id,
