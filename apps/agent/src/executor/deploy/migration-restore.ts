@@ -17,7 +17,7 @@ import { readdir, rm, rmdir } from "node:fs/promises";
 import { basename, dirname } from "node:path";
 import type { DeployParams, MigrationRestorePhase } from "@berth/protocol";
 import type { DockerClient } from "../../docker/docker-client.ts";
-import { archiveHere, loadArchive } from "../backup/archive-restore.ts";
+import { archiveHere, loadArchive, type DumpLoader } from "../backup/archive-restore.ts";
 import type { ErpArchiveFormat } from "../backup/erp-archive.ts";
 import { neutralizeCopy } from "../backup/neutralize.ts";
 import { ROLLED_BACK } from "../backup/restore.ts";
@@ -83,7 +83,7 @@ export function createMigrationRestore(
   /** The old ERP, when this restore stopped it for the swap. */
   let stoppedForSwap: string | null = null;
   let replacedExisting = false;
-  let read: { format: ErpArchiveFormat; dump: string; files: number } | null = null;
+  let read: { format: ErpArchiveFormat; dump: string; files: number; loader: DumpLoader } | null = null;
 
   const mark = (step: Pick<StepScope, "log">, migrationStep: MigrationRestorePhase, message: string, skipped = false) =>
     step.log("info", message, { migration_step: migrationStep, ...(skipped ? { skipped: true } : {}) });
