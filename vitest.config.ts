@@ -14,6 +14,8 @@ function project(tier: Tier, order: number): TestProjectInlineConfiguration {
       include: tier.include,
       exclude: ["**/node_modules/**", "**/dist/**", ...tier.exclude],
       globalSetup: tier.needsPostgres ? ["test/setup/global-setup.ts"] : [],
+      // Building test:quick's impact map (test/quick/impact-map.ts): each file's coverage.
+      setupFiles: tier.name === "api" && process.env.BERTH_IMPACT_MAP ? ["test/quick/take-coverage.ts"] : [],
       maxWorkers: tier.maxWorkers,
       sequence: { groupOrder: order },
     },

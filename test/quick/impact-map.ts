@@ -1,6 +1,6 @@
 // Which API tests exercise which files, from V8's own coverage: the API tier runs once with
-// NODE_V8_COVERAGE set, vitest's forks pool gives every test file a process of its own, and
-// each process's coverage names the test file and every function that ran. Building the app
+// NODE_V8_COVERAGE set, and after each test file its process writes the coverage of that run
+// (take-coverage.ts), which names the test file and every function that ran. Building the app
 // runs the same functions in every test (imports, route registration): a function that ran
 // in more than half of the test files is "common" and says nothing about a test. A test
 // exercises a file when a function of that file other than a common one ran. A file whose
@@ -61,8 +61,11 @@ export function mapFromCoverage(dir: string, commit: string): ImpactMap {
   const perTest = new Map<string, Map<string, Set<number>>>();
   for (const name of readdirSync(dir)) {
     const files = executed(path.join(dir, name));
+    // The test file that ran since the last take (take-coverage.ts); a process that ran
+    // several keeps the earlier ones' scripts, with nothing run.
+    for (const [file, ran] of files) if (ran.size === 0) files.delete(file);
     const tests = [...files.keys()].filter(isTestFile);
-    if (tests.length !== 1) continue; // vitest's own processes, or a process that ran no test file
+    if (tests.length !== 1) continue; // vitest's own processes, or a dump of no test file
     perTest.set(tests[0]!, files);
   }
   const runs = new Map<string, number>();
@@ -99,7 +102,7 @@ export function buildImpactMap(log: (line: string) => void): ImpactMap {
     const run = spawnSync("npx", ["vitest", "run", "--project", "api", "--reporter=dot"], {
       cwd: REPO_ROOT,
       stdio: ["ignore", "inherit", "inherit"],
-      env: { ...process.env, NODE_V8_COVERAGE: dir },
+      env: { ...process.env, NODE_V8_COVERAGE: dir, BERTH_IMPACT_MAP: "1" },
     });
     if (run.status !== 0) log(`the API tier failed (exit ${run.status}); the map still records what ran`);
     const map = mapFromCoverage(dir, headCommit());
