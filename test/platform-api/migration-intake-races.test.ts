@@ -7,13 +7,13 @@
 // - 20 tus part creations at once, of 20 migrations, when the organisation has 990 parts of
 //   its 1,000: exactly 10 are created (each migration's creations took turns, not the
 //   organisation's: all 20 counted 990).
-import http from "node:http";
 import { randomBytes } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { rawRequest as raw } from "../support/http.ts";
 
 const QUOTA = 10_000;
 let cp: TestControlPlane;
@@ -46,18 +46,6 @@ async function migrations(owner: Person, organizationId: string, n: number): Pro
   return ids;
 }
 
-/** A raw HTTP request on the listening server. */
-function raw(method: string, url: string, headers: Record<string, string | number>, body?: Buffer): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts).toString() }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 describe("the organisation's quota under concurrent uploads", () => {
   it("20 uploads of 1,000 bytes at once against 10,000: exactly 10 accepted and stored, 10 refused with 413 upload_quota_exceeded", async () => {

@@ -7,7 +7,6 @@
 //   uses inside) is an ordinary creation, not 120 parts past every bound;
 // - the cleanup job removes an upload file that received nothing for 24 hours, and keeps a
 //   fresher one.
-import http from "node:http";
 import { createHash, randomBytes } from "node:crypto";
 import { readdir, utimes } from "node:fs/promises";
 import path from "node:path";
@@ -15,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { rawRequest as raw } from "../support/http.ts";
 
 const SIZE = 1000;
 let cp: TestControlPlane;
@@ -34,18 +34,6 @@ afterAll(async () => {
   await cp?.close();
 });
 
-/** A raw HTTP request on the listening server (tus). */
-function raw(method: string, url: string, headers: Record<string, string | number>, body?: Buffer): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString() }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 const tus = () => ({ authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" });
 

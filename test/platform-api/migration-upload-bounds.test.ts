@@ -8,7 +8,6 @@
 //   tus creation past it with 413 upload_quota_exceeded;
 // - tus parts are bounded in number (100 per upload) and together by the declared size.
 import { createHash, randomBytes } from "node:crypto";
-import http from "node:http";
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
@@ -16,6 +15,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { addPerson, type Person } from "../support/people.ts";
 import { waitUntil } from "../support/wait.ts";
 import { erpDump, zipBytes } from "../fuzz/archives.ts";
+import { rawRequest as raw } from "../support/http.ts";
 
 const QUOTA = 40 * 1024 * 1024;
 let cp: TestControlPlane;
@@ -125,18 +125,6 @@ describe("a bounded analysis", () => {
   }, 120_000);
 });
 
-/** A raw HTTP request on the listening server (tus). */
-function raw(method: string, url: string, headers: Record<string, string | number>, body?: Buffer): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(url, { method, headers }, (res) => {
-      const parts: Buffer[] = [];
-      res.on("data", (c: Buffer) => parts.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString() }));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 describe("upload bounds", () => {
   const tus = () => ({ authorization: `Bearer ${owner.token}`, "tus-resumable": "1.0.0" });

@@ -1,4 +1,5 @@
-// Small helpers to call the public API with an API key through app.inject.
+// Small helpers to call the APIs through app.inject, and a raw request to a listening server.
+import http from "node:http";
 import type { App } from "@berth/control-plane";
 
 export interface Res {
@@ -32,4 +33,17 @@ export function publicClient(app: App, key: string | null, extraHeaders: Record<
 /** The platform API (/api/v1) with a person's session token. */
 export function platformClient(app: App, token: string | null, extraHeaders: Record<string, string> = {}) {
   return publicClient(app, token, extraHeaders, "/api/v1");
+}
+
+/** A raw HTTP request to a listening server (tus and multipart uploads, headers as sent): its status, headers and body text. */
+export function rawRequest(method: string, url: string, headers: Record<string, string | number>, body?: Buffer): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers }, (res) => {
+      const parts: Buffer[] = [];
+      res.on("data", (c: Buffer) => parts.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString() }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
