@@ -117,11 +117,13 @@ export function createProjectsRepo(db: Database) {
       return rows.map((r) => ({ id: r.id, gitRepoUrl: r.gitRepoUrl! }));
     },
     /** Replaces a clear URL by its bare form and sealed userinfo, unless the URL changed meanwhile. */
-    async moveCredentials(id: string, clearUrl: string, url: string, sealed: string): Promise<void> {
-      await db
+    async moveCredentials(id: string, clearUrl: string, url: string, sealed: string | undefined): Promise<boolean> {
+      const rows = await db
         .update(projects)
-        .set({ gitRepoUrl: url, gitRepoCredentialsEnc: sealed })
-        .where(and(eq(projects.id, id), eq(projects.gitRepoUrl, clearUrl)));
+        .set({ gitRepoUrl: url, ...(sealed === undefined ? {} : { gitRepoCredentialsEnc: sealed }) })
+        .where(and(eq(projects.id, id), eq(projects.gitRepoUrl, clearUrl)))
+        .returning({ id: projects.id });
+      return rows.length > 0;
     },
     /**
      * Soft-deletes the project unless an environment is running, deploying or holding an

@@ -1,7 +1,7 @@
 // Rules for projects: creation on one of the organisation's servers, partial updates,
 // and the delete rules of public spec 4.3.
 import type { Clock } from "../../lib/clock.ts";
-import { splitCredentials, withoutCredentials } from "../../lib/git-credentials.ts";
+import { sealClearCredentials, splitCredentials, withoutCredentials } from "../../lib/git-credentials.ts";
 import { checkGitBranch, checkGitUrl } from "../../lib/git-source.ts";
 import { seal } from "../../lib/master-key.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
@@ -94,25 +94,9 @@ export function createProjectsService(deps: {
       if (!row) throw notFound("Project");
       return projectView(row);
     },
-    /**
-     * Seals the userinfo of repository URLs written in clear before migration 0011 (run at
-     * start; replicas racing on a row write the same result). Returns how many were sealed.
-     */
-    async sealStoredCredentials(): Promise<number> {
-      // In id order, each row once: a row this cannot change (its URL changed meanwhile) is
-      // not read again, so the walk ends whatever the rows hold.
-      let sealed = 0;
-      let after = "00000000-0000-0000-0000-000000000000";
-      for (;;) {
-        const rows = await deps.projects.withClearCredentials(after, 100);
-        if (rows.length === 0) return sealed;
-        after = rows[rows.length - 1]!.id;
-        for (const r of rows) {
-          const { url, credentials } = splitCredentials(r.gitRepoUrl);
-          await deps.projects.moveCredentials(r.id, r.gitRepoUrl, url, seal(deps.masterKey, credentials ?? ""));
-          sealed++;
-        }
-      }
+    /** Seals the userinfo of repository URLs written in clear before migration 0011 (run at start). */
+    sealStoredCredentials(): Promise<number> {
+      return sealClearCredentials(deps.projects, deps.masterKey);
     },
     async remove(scope: Scope, id: string) {
       const outcome = await deps.projects.deleteIfIdle(scope, id, deps.clock.now());

@@ -5,9 +5,8 @@
 // at construction.
 import { DomainError, notFound } from "../../../lib/errors.ts";
 import type { Clock } from "../../../lib/clock.ts";
-import { splitCredentials } from "../../../lib/git-credentials.ts";
+import { sealClearCredentials } from "../../../lib/git-credentials.ts";
 import { checkGitBranch } from "../../../lib/git-source.ts";
-import { seal } from "../../../lib/master-key.ts";
 import { repoColumns } from "../../projects/projects.service.ts";
 import type { ServersRepo } from "../../servers/servers.repo.ts";
 import type { MigrationQueue } from "../migration-queue.ts";
@@ -66,22 +65,10 @@ export function createRecordService(deps: {
   return {
     /**
      * Seals the userinfo of repository URLs written in clear before migration 0024 (run at
-     * start, as projects' are), as a create stores it: the bare URL and the sealed userinfo,
-     * which start hands to the project it makes. Each row is rewritten only if its URL is still
-     * the clear one, so replicas starting at once seal a row once; a second run finds none.
-     * Returns how many this run sealed.
+     * start, as projects' are); start hands the sealed userinfo to the project it makes.
      */
-    async sealStoredCredentials(): Promise<number> {
-      let sealed = 0;
-      for (let after = "00000000-0000-0000-0000-000000000000"; ; ) {
-        const rows = await repo.withClearCredentials(after, 100);
-        if (rows.length === 0) return sealed;
-        for (const r of rows) {
-          const { url, credentials } = splitCredentials(r.gitRepoUrl);
-          if (await repo.moveCredentials(r.id, r.gitRepoUrl, url, credentials === null ? undefined : seal(deps.masterKey, credentials))) sealed++;
-        }
-        after = rows[rows.length - 1]!.id;
-      }
+    sealStoredCredentials(): Promise<number> {
+      return sealClearCredentials(repo, deps.masterKey);
     },
 
     /** The API's migration, with where its environment is served. */
