@@ -3,9 +3,12 @@
 # test images. Idempotent: installs only what is missing, starts dockerd only when `docker
 # info` fails, rebuilds an image only when its inputs changed. Quiet unless something fails.
 #
-# dockerd runs in the background and outlives this script, with the flags known to work on
-# these machines (vfs storage, no iptables, so containers get no route out either); its log
-# is $BERTH_DOCKERD_LOG.
+# dockerd runs in the background and outlives this script, without iptables (so containers
+# get no route out either) and with overlay2 storage where the kernel mounts overlayfs on
+# Docker's root directory, else vfs ($BERTH_DOCKER_STORAGE_DRIVER chooses); its log is
+# $BERTH_DOCKERD_LOG. vfs copies a whole image for every container and every build step:
+# measured here, a container of the 85 MB PostgreSQL image took 1.5-4 s to create under vfs
+# and 0.07-0.8 s under overlay2, a `docker run` of the 151 MB Debian image 11.7 s against 1.1 s.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -73,12 +76,32 @@ dockerd_running() {
 	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null
 }
 
+# overlay2 where an overlay mount works on the filesystem holding Docker's root (ext4, xfs),
+# vfs elsewhere (an overlayfs root, a kernel without it).
+storage_driver() {
+	if [ -n "${BERTH_DOCKER_STORAGE_DRIVER:-}" ]; then
+		echo "$BERTH_DOCKER_STORAGE_DRIVER"
+		return
+	fi
+	local root=/var/lib/docker probe
+	mkdir -p "$root"
+	probe=$(mktemp -d "$root/.overlay-probe.XXXXXX")
+	mkdir -p "$probe/lower" "$probe/upper" "$probe/work" "$probe/merged"
+	if mount -t overlay overlay -o "lowerdir=$probe/lower,upperdir=$probe/upper,workdir=$probe/work" "$probe/merged" 2>/dev/null; then
+		umount "$probe/merged"
+		echo overlay2
+	else
+		echo vfs
+	fi
+	rm -rf "$probe"
+}
+
 start_docker() {
 	docker info >/dev/null 2>&1 && return 0
 	if ! dockerd_running; then
 		[ "$(id -u)" = 0 ] || die "the Docker engine is not running and starting it needs root"
 		# setsid: the engine must not die with the shell or the CI step that started it.
-		setsid nohup dockerd --iptables=false --storage-driver=vfs >>"$DOCKERD_LOG" 2>&1 </dev/null &
+		setsid nohup dockerd --iptables=false --storage-driver="$(storage_driver)" >>"$DOCKERD_LOG" 2>&1 </dev/null &
 	fi
 	local deadline=$((SECONDS + DOCKER_WAIT_SECONDS))
 	until docker info >/dev/null 2>&1; do
