@@ -6,7 +6,7 @@
 // module installed at v1; v2 pushed and deployed: upgraded after a pre-deploy snapshot; a v3
 // pushed whose upgrade fails after its SQL (deleting rows) was committed: the deploy fails,
 // the snapshot is put back (module at v2, the rows there) and the ERP serves again; a backup
-// to the store, restored onto production: what was written after it is gone; the same backup
+// kept on the server, restored onto production: what was written after it is gone; the same backup
 // restored onto staging: production's data, neutralised by the image's own `odoo neutralize`
 // and re-keyed with staging's address. The four tags run at once (and each tag's staging
 // beside its production), so the file takes about as long as one tag.
@@ -152,7 +152,7 @@ it.concurrent.each(SERIES)("%s: deploy, upgrade, failed upgrade rolled back, bac
   expect((await backups()).filter((b) => b.task_id === failed.id)).toEqual([]);
   const { uuid, secret } = await params(prod);
 
-  // 4 and 5. A backup to the store, then restored onto production (what was written after it
+  // 4 and 5. A backup (kept on the server), then restored onto production (what was written after it
   // is gone) and, at the same time, onto staging (production's data, neutralised, re-keyed).
   const backup = await act(`/environments/${prod}/backups`, { comment: `before the ${series} accident` });
   expect(backup.status, backup.error_message ?? "").toBe("completed");
