@@ -6,7 +6,8 @@
 //
 // A one-off container of the image runs `id` as the image's USER, without its entrypoint and
 // without network; the answer is kept per image id (an id names its content, so the answer
-// never changes), so each image is probed once per agent process.
+// never changes), so each image is probed once per agent process: deploys of one image that
+// start together wait on the same probe (a failed probe is not kept).
 import { randomBytes } from "node:crypto";
 import { lchown, readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -20,14 +21,22 @@ export interface ErpUser {
 }
 
 const PROBE_DEADLINE_MS = 60_000;
-const known = new Map<string, ErpUser>();
+const known = new Map<string, Promise<ErpUser>>();
 
 /** The uid and gid `image` runs as; the image must be present locally. */
 export async function erpUserOf(docker: DockerClient, image: string): Promise<ErpUser> {
   const id = await docker.imageId(image);
   if (id === null) throw new CommandError("image_unavailable", `image ${image} is not present on this server`);
-  const cached = known.get(id);
-  if (cached !== undefined) return cached;
+  let user = known.get(id);
+  if (user === undefined) {
+    user = probe(docker, image, id);
+    known.set(id, user);
+    user.catch(() => known.delete(id));
+  }
+  return user;
+}
+
+async function probe(docker: DockerClient, image: string, id: string): Promise<ErpUser> {
   const run = await docker.runToCompletion(
     {
       name: `berth-image-user-${randomBytes(4).toString("hex")}`,
@@ -46,7 +55,6 @@ export async function erpUserOf(docker: DockerClient, image: string): Promise<Er
       `could not tell which user image ${image} runs as (\`id\` in the image ${run.killed ? "did not answer" : `exited ${run.exitCode}`}: ${run.tail.slice(-3).join(" ").trim() || "no output"})`,
     );
   }
-  known.set(id, user);
   return user;
 }
 
