@@ -1,6 +1,6 @@
 // Environments of a project and the host names they claim (modules/environments).
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
+import { boolean, check, index, integer, jsonb, pgTable, primaryKey, text, uniqueIndex, uuid } from "drizzle-orm/pg-core";
 import { id, ts } from "./columns.ts";
 import { organizations } from "./organizations.ts";
 import { projects } from "./projects.ts";
@@ -16,6 +16,12 @@ export const environments = pgTable(
     name: text("name").notNull(),
     /** pending | deploying | running | stopped | error */
     status: text("status").notNull().default("pending"),
+    /**
+     * production | staging | development (modules/environments/stages.ts): at most one
+     * production per project, destroyed environments included (a deploy brings one back).
+     * The service always sets it; the default only serves rows written by hand.
+     */
+    stage: text("stage").$type<"production" | "staging" | "development">().notNull().default("development"),
     gitBranch: text("git_branch").notNull(),
     autoDeploy: boolean("auto_deploy").notNull().default(false),
     /** Lowercase host name the environment is served at; null: its generated name under BERTH_BASE_DOMAIN. */
@@ -70,6 +76,8 @@ export const environments = pgTable(
   (t) => [
     index("environments_project_idx").on(t.projectId, t.createdAt, t.id),
     uniqueIndex("environments_project_name_key").on(t.projectId, sql`lower(${t.name})`).where(sql`${t.isActive}`),
+    uniqueIndex("environments_project_production_key").on(t.projectId).where(sql`${t.stage} = 'production'`),
+    check("environments_stage", sql`${t.stage} in ('production', 'staging', 'development')`),
   ],
 );
 
