@@ -13,6 +13,8 @@ export const ERROR_STATUS = {
   confirm_required: 400,
   delivery_id_missing: 400,
   environment_inactive: 400,
+  /** A promotion to production without previous_stage while the project has another production environment. */
+  previous_stage_required: 400,
   invalid_webhook_url: 400,
   /** A domain or alias that is not a host name of two labels or more (an IP address, a wildcard, a trailing dot, one label). */
   invalid_domain: 400,
@@ -107,6 +109,10 @@ export const ERROR_STATUS = {
   deployment_in_progress: 409,
   email_taken: 409,
   environment_name_taken: 409,
+  /** A second production environment in a project (create with stage production): promote instead. */
+  production_exists: 409,
+  /** A PATCH of the stage to production, or of the production environment's stage: only a promotion does that. */
+  stage_change_refused: 409,
   /** Another environment (of any organisation) is served at that name. */
   domain_taken: 409,
   environment_not_running: 409,

@@ -40,7 +40,7 @@ export async function createDemoOrganization(
     erp_version: "17.0",
   });
   const running = await services.environments.create(scope, { project_id: project.id, name: "production", domain: `erp-${suffix}.example.com` });
-  const stopped = await services.environments.create(scope, { project_id: project.id, name: "staging", git_branch: "staging" });
+  const stopped = await services.environments.create(scope, { project_id: project.id, name: "staging", git_branch: "staging", stage: "staging" });
   await repo.setEnvironmentStatus(running.id, "running");
   await repo.setEnvironmentStatus(stopped.id, "stopped");
 

@@ -1,10 +1,11 @@
 // SQL for environments. An environment is visible when its project is visible.
-import { and, count, eq, inArray, isNull, type SQL } from "drizzle-orm";
-import { environments, projects, type Database } from "@berth/db";
+import { and, count, eq, inArray, isNull, ne, type SQL } from "drizzle-orm";
+import { auditLog, environments, projects, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
 import { claimNames, type Tx } from "./domain-claims.repo.ts";
+import type { OtherStage, Production, Stage } from "./stages.ts";
 
 export type EnvironmentRow = typeof environments.$inferSelect;
 
@@ -14,6 +15,7 @@ export interface EnvironmentOverviewRow {
   project_id: string;
   name: string;
   status: string;
+  stage: Stage;
   git_branch: string;
   domain: string | null;
   aliases: string[];
@@ -36,6 +38,14 @@ export interface EnvironmentOverviewRow {
 /** The outcome of claiming host names: the row, or the first name another environment holds. */
 export type Claimed = { row: EnvironmentRow; taken?: undefined } | { row?: undefined; taken: string };
 
+/** A stage change's entry in the organisation's audit log (support/audit-log.repo.ts reads it). */
+export interface StageAudit {
+  organizationId: string;
+  actorUserId: string | null;
+  action: string;
+  summary: string;
+}
+
 /** Thrown inside a transaction to roll it back and answer `outcome` instead. */
 class Rollback<T> extends Error {
   constructor(readonly outcome: T) {
@@ -50,6 +60,28 @@ async function transaction<T>(db: Database, fn: (tx: Tx) => Promise<T>): Promise
     if (err instanceof Rollback) return err.outcome as T;
     throw err;
   }
+}
+
+/**
+ * Serialises the stage changes of one project (creating, promoting): each reads the current
+ * production after the one before it committed. The unique index is the backstop.
+ */
+async function lockProject(tx: Tx, projectId: string): Promise<void> {
+  await tx.select({ id: projects.id }).from(projects).where(eq(projects.id, projectId)).for("no key update");
+}
+
+/** The project's production environment, destroyed or not. */
+async function productionOf(tx: Tx, projectId: string): Promise<Production | undefined> {
+  const [row] = await tx
+    .select({ id: environments.id, name: environments.name, isActive: environments.isActive })
+    .from(environments)
+    .where(and(eq(environments.projectId, projectId), eq(environments.stage, "production")));
+  return row;
+}
+
+async function audit(tx: Tx, environmentId: string, entry: StageAudit): Promise<void> {
+  const { summary, ...rest } = entry;
+  await tx.insert(auditLog).values({ ...rest, targetType: "environment", targetId: environmentId, result: { state: "succeeded", summary } });
 }
 
 export function visibleEnvironment(scope: Scope): SQL[] {
@@ -89,10 +121,15 @@ export function createEnvironmentsRepo(db: Database) {
       const [total] = await db.select({ n: count() }).from(environments).where(where);
       return { rows, total: total?.n ?? 0 };
     },
-    /** Inserts the environment and claims its domain and aliases, all or nothing. */
-    async insert(values: typeof environments.$inferInsert & { id: string }): Promise<Claimed> {
+    /**
+     * Inserts the environment with the stage `stageOf` gives from the project's production
+     * (read under the project's lock), and claims its domain and aliases, all or nothing.
+     */
+    async insert(values: Omit<typeof environments.$inferInsert, "stage"> & { id: string }, stageOf: (production: Production | undefined) => Stage): Promise<Claimed> {
       return transaction<Claimed>(db, async (tx) => {
-        const [row] = await tx.insert(environments).values(values).returning();
+        await lockProject(tx, values.projectId);
+        const stage = stageOf(await productionOf(tx, values.projectId));
+        const [row] = await tx.insert(environments).values({ ...values, stage }).returning();
         const taken = await claimNames(tx, { id: values.id, organizationId: values.organizationId }, [...(values.domain ? [values.domain] : []), ...(values.aliases ?? [])]);
         if (taken) throw new Rollback({ taken });
         return { row: row! };
@@ -124,11 +161,58 @@ export function createEnvironmentsRepo(db: Database) {
       return row;
     },
 
+    /**
+     * Sets an active, non-production environment's stage (staging or development) and writes
+     * the audit entry, in one transaction; undefined when it is inactive or production (now).
+     */
+    async setStage(id: string, stage: OtherStage, at: Date, entry: StageAudit): Promise<EnvironmentRow | undefined> {
+      return db.transaction(async (tx) => {
+        const [row] = await tx
+          .update(environments)
+          .set({ stage, updatedAt: at })
+          .where(and(eq(environments.id, id), eq(environments.isActive, true), ne(environments.stage, "production")))
+          .returning();
+        if (row) await audit(tx, id, entry);
+        return row;
+      });
+    },
+
+    /**
+     * Makes an active environment its project's production, in one transaction under the
+     * project's lock: `decide` reads the current production and answers what it becomes
+     * (null: nothing to change), the old production takes that stage, this one becomes
+     * production, and the audit entry `entry(previous)` is written. Undefined when the
+     * environment is not active; unchanged when it already is production.
+     */
+    async promote(
+      projectId: string,
+      id: string,
+      at: Date,
+      decide: (production: Production | undefined) => OtherStage | null,
+      entry: (previous: Production | undefined) => StageAudit,
+    ): Promise<{ row: EnvironmentRow; previous: (Production & { stage: OtherStage }) | null } | undefined> {
+      return db.transaction(async (tx) => {
+        await lockProject(tx, projectId);
+        const [target] = await tx.select().from(environments).where(and(eq(environments.id, id), eq(environments.projectId, projectId), eq(environments.isActive, true)));
+        if (!target) return undefined;
+        const production = await productionOf(tx, projectId);
+        const previousStage = decide(production);
+        if (target.stage === "production") return { row: target, previous: null };
+        // The old production steps down first: the unique index holds at every statement.
+        if (production && previousStage) {
+          await tx.update(environments).set({ stage: previousStage, updatedAt: at }).where(eq(environments.id, production.id));
+        }
+        const [row] = await tx.update(environments).set({ stage: "production", updatedAt: at }).where(eq(environments.id, id)).returning();
+        await audit(tx, id, entry(production));
+        return { row: row!, previous: production && previousStage ? { ...production, stage: previousStage } : null };
+      });
+    },
+
     /** The active environments of these projects, by name, with their server and latest operation. */
     async overview(projectIds: string[]): Promise<EnvironmentOverviewRow[]> {
       if (projectIds.length === 0) return [];
       const { rows } = await db.$client.query<EnvironmentOverviewRow>(
-        `select e.id, e.project_id, e.name, e.status, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
+        `select e.id, e.project_id, e.name, e.status, e.stage, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
            e.cpu_cores, e.ram_mb, e.disk_gb, e.workers, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
            d.created_at as last_created_at, e.last_backup
          from environments e

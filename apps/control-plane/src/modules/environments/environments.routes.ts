@@ -5,9 +5,34 @@ import { MAX_DOMAIN_ALIASES } from "@berth/protocol";
 import { errors, IdParams, Nullable, Page, PageQuery, StringEnum, Timestamp, Uuid, refTo } from "../../lib/http-schemas.ts";
 import { CLAIM_STATES } from "./domain-claims.repo.ts";
 import { CertificateView, DnsView } from "../routing/routing-view.ts";
-import { scopeOf } from "../api-keys/key-principal.ts";
+import { keyActorOf, scopeOf } from "../api-keys/key-principal.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
 import { LastBackup } from "../backups/last-backup.ts";
+import { OTHER_STAGES, STAGES } from "./stages.ts";
+
+const STAGE_RULES =
+  "production: the project's live ERP, at most one per project; staging: a copy to try changes on; development: a branch under work. " +
+  "Staging and development change into each other by PATCH; an environment becomes production only by POST …/promote, which says what the previous production becomes.";
+
+/** An environment's stage as every view shows it. */
+export const StageView = StringEnum(STAGES, { description: STAGE_RULES });
+
+/** POST …/promote's body (both APIs). */
+export const PromoteEnvironment = Type.Object(
+  {
+    previous_stage: Type.Optional(
+      StringEnum(OTHER_STAGES, {
+        description: "What the project's current production becomes. Required while the project has another production environment (400 `previous_stage_required`)",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+/** A route hook: a POST …/promote without a body is one with no previous_stage. */
+export async function emptyBodyIsNoPreviousStage(request: { body: unknown }): Promise<void> {
+  if (request.body === undefined || request.body === null) request.body = {};
+}
 
 /** A host name as a caller writes it; the service checks it (invalid_domain) and stores it lowercase. */
 const HostnameInput = Type.String({
@@ -40,6 +65,7 @@ export const Environment = Type.Object(
     server_id: Nullable(Uuid),
     name: Type.String(),
     status: Type.String({ description: "pending (never deployed), deploying, running, stopped or error" }),
+    stage: StageView,
     git_branch: Type.String(),
     auto_deploy: Type.Boolean(),
     domain: Nullable(
@@ -66,6 +92,17 @@ export const Environment = Type.Object(
   { $id: "Environment", title: "Environment" },
 );
 const EnvironmentRef = refTo(Environment);
+
+/** POST …/promote's answer (both APIs): the new production, and what became of the previous one. */
+export const PromotionOutcome = Type.Object({
+  environment: EnvironmentRef,
+  previous: Nullable(
+    Type.Object(
+      { id: Uuid, name: Type.String(), stage: StringEnum(OTHER_STAGES) },
+      { description: "The environment that was production and the stage it took; null when the project had none, or this one already was" },
+    ),
+  ),
+});
 
 /** A host name of an environment and how its claim stands (domain-verification.ts). */
 export const EnvironmentDomain = Type.Object(
@@ -124,6 +161,13 @@ export const CreateEnvironment = Type.Object(
   {
     project_id: Uuid,
     name: Type.String({ minLength: 1, maxLength: 255 }),
+    stage: Type.Optional(
+      StringEnum(STAGES, {
+        description:
+          "Defaults to production when the project has no production environment (a destroyed one counts: a deploy brings it back), else development. " +
+          "production while the project has one: 409 `production_exists`, naming it",
+      }),
+    ),
     git_branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Defaults to the project's default_branch" })),
     domain: Type.Optional(HostnameInput),
     aliases: Type.Optional(AliasesInput),
@@ -138,9 +182,15 @@ export const CreateEnvironment = Type.Object(
 
 /**
  * The fields that change an environment in place (also in the platform API's environment
- * PATCH): where it is served, at once, and its size, from its next deploy on.
+ * PATCH): where it is served, at once, its size, from its next deploy on, and its stage.
  */
 export const EnvironmentUpdate = {
+  stage: Type.Optional(
+    StringEnum(STAGES, {
+      description:
+        "staging or development (either way, audited). production, or any change of the production environment's stage: 409 `stage_change_refused` (use POST …/promote)",
+    }),
+  ),
   domain: Type.Optional(Nullable(HostnameInput)),
   aliases: Type.Optional(AliasesInput),
   cpu_cores: size("cpu_cores", false),
@@ -193,9 +243,10 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
       {
         schema: {
           tags: ["Environments"],
-          summary: "Change an environment's domain, aliases or size",
+          summary: "Change an environment's stage, domain, aliases or size",
           description:
-            "Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy " +
+            "Omitted fields are left unchanged; a refused field changes nothing. `stage` moves an environment between staging and development (written to the " +
+            "organisation's audit log); production is reached only by POST /environments/{id}/promote (409 `stage_change_refused`). A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy " +
             "(POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the " +
             "installation has a base domain). A name is held by one environment once proven (see GET /environments/{id}/domains: a TXT record, or DNS " +
             "pointing at the server); another environment's verified name, or a name another environment of the same organisation has, is refused " +
@@ -208,7 +259,27 @@ export function environmentsRoutes(service: EnvironmentsService): FastifyPluginA
           response: { 200: EnvironmentRef, ...errors(404, 409) },
         },
       },
-      async (request) => service.view(await service.update(scopeOf(request), request.params.id, request.body)),
+      async (request) => service.view(await service.update(scopeOf(request), request.params.id, request.body, keyActorOf(request))),
+    );
+
+    app.post(
+      "/environments/:id/promote",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Promote an environment to production",
+          description:
+            "Makes the environment its project's production and the current production `previous_stage` (staging or development), in one transaction, " +
+            "written to the organisation's audit log (environment.promote). previous_stage is required while the project has another production " +
+            "(400 `previous_stage_required`), including a destroyed one. Promoting the production itself changes nothing. Nothing is deployed or copied. " +
+            "Needs a full-access key. A destroyed environment: 400 `environment_inactive`.",
+          params: IdParams,
+          body: PromoteEnvironment,
+          response: { 200: PromotionOutcome, ...errors(404, 409) },
+        },
+        preValidation: emptyBodyIsNoPreviousStage,
+      },
+      async (request) => service.promote(scopeOf(request), request.params.id, request.body.previous_stage, keyActorOf(request)),
     );
 
     app.get(

@@ -1,6 +1,7 @@
 // Rules for environments: created inside a visible project, on the project's server,
-// with a name unique among the project's active environments; their domain and aliases
-// (domains.ts) held by one active environment of the whole installation at a time.
+// with a name unique among the project's active environments and a stage (stages.ts: one
+// production per project); their domain and aliases (domains.ts) held by one active
+// environment of the whole installation at a time.
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import { checkGitBranch } from "../../lib/git-source.ts";
@@ -11,7 +12,8 @@ import type { Scope } from "../../lib/scope.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
-import type { Claimed, EnvironmentRow, EnvironmentsRepo } from "./environments.repo.ts";
+import type { Claimed, EnvironmentRow, EnvironmentsRepo, StageAudit } from "./environments.repo.ts";
+import { checkStageChange, previousStageOf, stageOfNew, type OtherStage, type Stage } from "./stages.ts";
 import type { ClaimState, DomainClaimRow } from "./domain-claims.repo.ts";
 import { challengeName, type DomainVerification, type ProofTarget } from "./domain-verification.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
@@ -24,9 +26,17 @@ export interface EnvironmentSize {
   workers?: number | undefined;
 }
 
+/** Who changes a stage, for the audit log: a person, or an API key (named in the entry's summary). */
+export interface StageActor {
+  userId: string | null;
+  apiKeyId: string | null;
+}
+
 export interface CreateEnvironmentInput extends EnvironmentSize {
   project_id: string;
   name: string;
+  /** Absent: production when the project has none, else development. */
+  stage?: Stage | undefined;
   git_branch?: string | undefined;
   domain?: string | undefined;
   aliases?: string[] | undefined;
@@ -53,6 +63,7 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
     server_id: e.serverId,
     name: e.name,
     status: e.status,
+    stage: e.stage,
     git_branch: e.gitBranch,
     auto_deploy: e.autoDeploy,
     domain: e.domain,
@@ -93,6 +104,17 @@ function claimed(out: Claimed): EnvironmentRow {
   return out.row;
 }
 
+/** The unique index a PostgreSQL unique violation names, if any. */
+function violatedIndex(err: unknown): string | undefined {
+  const e = err as { constraint?: string; cause?: { constraint?: string } } | null;
+  return e?.constraint ?? e?.cause?.constraint;
+}
+
+/** An audit entry of a stage change: the actor's user, or the API key named in the summary. */
+function stageAudit(organizationId: string, actor: StageActor | undefined, action: string, summary: string): StageAudit {
+  const by = actor?.apiKeyId ? ` (by API key ${actor.apiKeyId})` : "";
+  return { organizationId, actorUserId: actor?.userId ?? null, action, summary: `${summary}${by}` };
+}
 
 export function createEnvironmentsService(deps: {
   environments: EnvironmentsRepo;
@@ -168,11 +190,15 @@ export function createEnvironmentsService(deps: {
           ...(input.migration_id !== undefined ? { migrationId: input.migration_id } : {}),
           createdAt: now,
           updatedAt: now,
-        });
+        }, (production) => stageOfNew(input.stage, production));
         const row = claimed(out);
         await verifyNow(row.id);
         return view(row);
       } catch (err) {
+        // Creates of one project are serialised (environments.repo.ts), so the index is only a backstop.
+        if (isUniqueViolation(err) && violatedIndex(err) === "environments_project_production_key") {
+          throw new DomainError("production_exists", "The project already has a production environment; create this one as staging or development, then promote it");
+        }
         if (isUniqueViolation(err)) throw new DomainError("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
         throw err;
       }
@@ -203,14 +229,18 @@ export function createEnvironmentsService(deps: {
     },
 
     /**
-     * Changes an active environment in place: its names (updateDomains, at once) and its
-     * size (from its next deploy on, which snapshots it); omitted fields stay as they are.
+     * Changes an active environment in place: its names (updateDomains, at once), its size
+     * (from its next deploy on, which snapshots it) and its stage (staging or development,
+     * audited); omitted fields stay as they are. A refused stage is refused before anything
+     * else changes.
      */
-    async update(scope: Scope, id: string, input: DomainsInput & EnvironmentSize): Promise<EnvironmentRow> {
-      const { domain, aliases, ...size } = input;
-      let row = domain !== undefined || aliases !== undefined ? await updateDomains(scope, id, { domain, aliases }) : await deps.environments.get(scope, id);
-      if (!row) throw notFound("Environment");
-      if (!row.isActive) throw inactive();
+    async update(scope: Scope, id: string, input: DomainsInput & EnvironmentSize & { stage?: Stage | undefined }, actor?: StageActor): Promise<EnvironmentRow> {
+      const { domain, aliases, stage, ...size } = input;
+      const before = await deps.environments.get(scope, id);
+      if (!before) throw notFound("Environment");
+      if (!before.isActive) throw inactive();
+      if (stage !== undefined) checkStageChange(before.stage, stage);
+      let row = domain !== undefined || aliases !== undefined ? await updateDomains(scope, id, { domain, aliases }) : before;
       const set = {
         ...(size.cpu_cores !== undefined ? { cpuCores: size.cpu_cores } : {}),
         ...(size.ram_mb !== undefined ? { ramMb: size.ram_mb } : {}),
@@ -218,10 +248,49 @@ export function createEnvironmentsService(deps: {
         ...(size.workers !== undefined ? { workers: size.workers } : {}),
       };
       if (Object.keys(set).length > 0) {
-        row = await deps.environments.setSize(row.id, set, deps.clock.now());
-        if (!row) throw inactive();
+        const sized = await deps.environments.setSize(row.id, set, deps.clock.now());
+        if (!sized) throw inactive();
+        row = sized;
+      }
+      if (stage !== undefined && stage !== row.stage) {
+        const summary = `Stage of ${row.name} changed from ${row.stage} to ${stage}`;
+        const changed = await deps.environments.setStage(row.id, stage as OtherStage, deps.clock.now(), stageAudit(row.organizationId, actor, "environment.stage", summary));
+        // Promoted or destroyed since it was read.
+        if (!changed) throw new DomainError("stage_change_refused", `${row.name} became production or was destroyed meanwhile; its stage was not changed`);
+        row = changed;
       }
       return row;
+    },
+
+    /**
+     * Makes the environment its project's production: the current production becomes
+     * `previousStage` (required when there is one), in one audited transaction. Promoting
+     * the production itself changes nothing.
+     */
+    async promote(scope: Scope, id: string, previousStage: OtherStage | undefined, actor?: StageActor) {
+      const found = await deps.environments.get(scope, id);
+      if (!found) throw notFound("Environment");
+      if (!found.isActive) throw inactive();
+      const out = await deps.environments.promote(
+        found.projectId,
+        found.id,
+        deps.clock.now(),
+        (production) => previousStageOf(found.id, production, previousStage),
+        (production) =>
+          stageAudit(
+            found.organizationId,
+            actor,
+            "environment.promote",
+            production && production.id !== found.id
+              ? `${found.name} promoted to production; ${production.name} became ${previousStage}`
+              : `${found.name} promoted to production (the project had none)`,
+          ),
+      );
+      if (!out) throw inactive();
+      return {
+        environment: view(out.row),
+        previous: out.previous ? { id: out.previous.id, name: out.previous.name, stage: out.previous.stage } : null,
+      };
     },
     view,
   };

@@ -1,6 +1,6 @@
-// Platform API routes of an environment, for the dashboard: restart, stop or start it, and
-// its domains' verification (the public API's routes and schemas, under the platform's
-// permission codes).
+// Platform API routes of an environment, for the dashboard: restart, stop or start it, its
+// domains' verification and its promotion to production (the public API's routes and
+// schemas, under the platform's permission codes).
 import { Type } from "typebox";
 import type { FastifyPluginAsyncTypebox } from "@fastify/type-provider-typebox";
 import { notFound } from "../../lib/errors.ts";
@@ -12,7 +12,7 @@ import type { SessionPrincipal } from "../auth/sessions.ts";
 import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { EnvironmentsRepo } from "./environments.repo.ts";
 import type { EnvironmentsService } from "./environments.service.ts";
-import { DomainParams, EnvironmentDomain } from "./environments.routes.ts";
+import { DomainParams, EnvironmentDomain, emptyBodyIsNoPreviousStage, PromoteEnvironment, PromotionOutcome } from "./environments.routes.ts";
 
 const TAG = ["Dashboard"];
 const EnvParams = Type.Object({ env_id: Uuid });
@@ -26,7 +26,7 @@ const SEE_ENVIRONMENT: Permission = "org.view";
 
 export function environmentsPlatformRoutes(deps: {
   environments: Pick<EnvironmentsRepo, "projectOf">;
-  environmentsService: Pick<EnvironmentsService, "domains" | "verifyDomain">;
+  environmentsService: Pick<EnvironmentsService, "domains" | "verifyDomain" | "promote">;
   deployments: Pick<DeploymentsService, "requestAction">;
   access: Pick<Access, "requireProject">;
 }): FastifyPluginAsyncTypebox {
@@ -61,6 +61,30 @@ export function environmentsPlatformRoutes(deps: {
         const scope = await scopeOf(p, envId, "project.environments.operate");
         const row = await deps.deployments.requestAction(scope, envId, request.params.action, { userId: p.userId, apiKeyId: null });
         return reply.code(202).send({ id: row.id, environment_id: envId, kind: row.kind, status: row.status, created_at: row.createdAt.toISOString() });
+      },
+    );
+
+    app.post(
+      "/environments/:env_id/promote",
+      {
+        schema: {
+          tags: ["Environments"],
+          summary: "Promote an environment to production",
+          description:
+            "As the public API's POST /environments/{id}/promote: the environment becomes its project's production and the current production " +
+            "`previous_stage` (required while there is one: 400 `previous_stage_required`), in one transaction written to the audit log. " +
+            "Needs project.environments.update.",
+          params: EnvParams,
+          body: PromoteEnvironment,
+          response: { 200: PromotionOutcome, ...errors(404, 409) },
+        },
+        preValidation: emptyBodyIsNoPreviousStage,
+      },
+      async (request) => {
+        const p = personOf(request);
+        const envId = request.params.env_id;
+        const scope = await scopeOf(p, envId, "project.environments.update");
+        return deps.environmentsService.promote(scope, envId, request.body.previous_stage, { userId: p.userId, apiKeyId: null });
       },
     );
 

@@ -13,7 +13,7 @@ import type { EnvironmentAddresses } from "../environments/domains.ts";
 import { EnvironmentAddress } from "../environments/environments.routes.ts";
 import { addressView } from "../environments/environments.service.ts";
 import { LastBackup, lastBackupView } from "../backups/last-backup.ts";
-import { CreateEnvironment, Environment } from "../environments/environments.routes.ts";
+import { CreateEnvironment, Environment, StageView } from "../environments/environments.routes.ts";
 import type { EnvironmentsService } from "../environments/environments.service.ts";
 import { CreateProject, Project, UpdateProject } from "./projects.routes.ts";
 import type { ProjectsService } from "./projects.service.ts";
@@ -30,6 +30,7 @@ const DashboardEnvironment = Type.Object({
   id: Uuid,
   name: Type.String(),
   status: Type.String(),
+  stage: StageView,
   git_branch: Type.String(),
   domain: Nullable(Type.String()),
   auto_deploy: Type.Boolean(),
@@ -97,6 +98,7 @@ export function projectsPlatformRoutes(deps: {
                   id: e.id,
                   name: e.name,
                   status: e.status,
+                  stage: e.stage,
                   git_branch: e.git_branch,
                   domain: e.domain,
                   auto_deploy: e.auto_deploy,

@@ -28,7 +28,8 @@ export const AuditEntry = Type.Object(
     action: Type.String({
       description:
         "support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); " +
-        "portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get)",
+        "portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get); " +
+        "environment.stage and environment.promote for an environment's stage changes (the result's summary says what changed; an API key's id, when a key did it)",
     }),
     target: Type.Object({
       type: Type.String({ description: "environment or server; request for a portal administrator's request, whose id is \"<METHOD> <path>\"" }),

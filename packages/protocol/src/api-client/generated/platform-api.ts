@@ -445,6 +445,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/environments/{env_id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote an environment to production
+         * @description As the public API's POST /environments/{id}/promote: the environment becomes its project's production and the current production `previous_stage` (required while there is one: 400 `previous_stage_required`), in one transaction written to the audit log. Needs project.environments.update.
+         */
+        post: operations["promoteEnvironment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{env_id}/restore": {
         parameters: {
             query?: never;
@@ -1805,7 +1825,7 @@ export interface components {
         };
         /** AuditEntry */
         AuditEntry: {
-            /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get) */
+            /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get); environment.stage and environment.promote for an environment's stage changes (the result's summary says what changed; an API key's id, when a key did it) */
             action: string;
             actor: {
                 email: string;
@@ -2053,6 +2073,11 @@ export interface components {
             ram_mb: number;
             /** Format: uuid */
             server_id: string | null;
+            /**
+             * @description production: the project's live ERP, at most one per project; staging: a copy to try changes on; development: a branch under work. Staging and development change into each other by PATCH; an environment becomes production only by POST …/promote, which says what the previous production becomes.
+             * @enum {string}
+             */
+            stage: "production" | "staging" | "development";
             /** @description pending (never deployed), deploying, running, stopped or error */
             status: string;
             /** Format: date-time */
@@ -2088,7 +2113,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 400
              * @enum {string}
              */
-            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
+            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "previous_stage_required" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2164,7 +2189,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -4968,6 +4993,125 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    promoteEnvironment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                env_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "previous_stage": "staging"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description What the project's current production becomes. Required while the project has another production environment (400 `previous_stage_required`)
+                     * @enum {string}
+                     */
+                    previous_stage?: "staging" | "development";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        environment: components["schemas"]["Environment"];
+                        /** @description The environment that was production and the stage it took; null when the project had none, or this one already was */
+                        previous: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            stage: "staging" | "development";
+                        } | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
                 };
             };
             /** @description Default Response */
@@ -8909,7 +9053,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get) */
+                        /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get); environment.stage and environment.promote for an environment's stage changes (the result's summary says what changed; an API key's id, when a key did it) */
                         action: string;
                         actor: {
                             email: string;
@@ -9840,6 +9984,11 @@ export interface operations {
                                 /** Format: uuid */
                                 server_id: string | null;
                                 server_name: string | null;
+                                /**
+                                 * @description production: the project's live ERP, at most one per project; staging: a copy to try changes on; development: a branch under work. Staging and development change into each other by PATCH; an environment becomes production only by POST …/promote, which says what the previous production becomes.
+                                 * @enum {string}
+                                 */
+                                stage: "production" | "staging" | "development";
                                 status: string;
                                 /** @description https:// and the domain, else the name Berth generated under the installation's base domain (BERTH_BASE_DOMAIN); null when the environment has neither */
                                 url: string | null;
@@ -11512,6 +11661,11 @@ export interface operations {
                      */
                     ram_mb?: number;
                     /**
+                     * @description Defaults to production when the project has no production environment (a destroyed one counts: a deploy brings it back), else development. production while the project has one: 409 `production_exists`, naming it
+                     * @enum {string}
+                     */
+                    stage?: "production" | "staging" | "development";
+                    /**
                      * @description ERP worker processes (0: one threaded process)
                      * @default 2
                      */
@@ -11639,6 +11793,11 @@ export interface operations {
                     git_branch?: string;
                     /** @description Memory its containers may use, in MB */
                     ram_mb?: number;
+                    /**
+                     * @description staging or development (either way, audited). production, or any change of the production environment's stage: 409 `stage_change_refused` (use POST …/promote)
+                     * @enum {string}
+                     */
+                    stage?: "production" | "staging" | "development";
                     /** @description ERP worker processes (0: one threaded process) */
                     workers?: number;
                 };

@@ -234,8 +234,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Change an environment's domain, aliases or size
-         * @description Omitted fields are left unchanged. A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy (POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). A name is held by one environment once proven (see GET /environments/{id}/domains: a TXT record, or DNS pointing at the server); another environment's verified name, or a name another environment of the same organisation has, is refused (409 `domain_taken`), while another organisation's unproven claim is not: the first to prove the name gets it; a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
+         * Change an environment's stage, domain, aliases or size
+         * @description Omitted fields are left unchanged; a refused field changes nothing. `stage` moves an environment between staging and development (written to the organisation's audit log); production is reached only by POST /environments/{id}/promote (409 `stage_change_refused`). A new size (cpu_cores, ram_mb, disk_gb, workers) is recorded at once and applies from the next deploy (POST /environments/{id}/deploy), which the deployment's config shows; the running containers keep theirs until then. `domain: null` removes the domain (the environment is then served at its generated name, if the installation has a base domain). A name is held by one environment once proven (see GET /environments/{id}/domains: a TXT record, or DNS pointing at the server); another environment's verified name, or a name another environment of the same organisation has, is refused (409 `domain_taken`), while another organisation's unproven claim is not: the first to prove the name gets it; a name under the installation's base domain other than the environment's own generated one is refused (400 `domain_reserved`); a name that is not a host name is refused (400 `invalid_domain`). A deployed environment's server is told at once: its proxy serves the new names without a deploy. Needs a full-access key. Like every PATCH, it accepts X-Idempotency-Key and ignores it: repeating it sets the same values.
          */
         patch: operations["updateEnvironment"];
         trace?: never;
@@ -591,6 +591,26 @@ export interface paths {
          * @description Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof releases other organisations' pending claims of the name). 404 when the environment does not have this name.
          */
         post: operations["verifyEnvironmentDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote an environment to production
+         * @description Makes the environment its project's production and the current production `previous_stage` (staging or development), in one transaction, written to the organisation's audit log (environment.promote). previous_stage is required while the project has another production (400 `previous_stage_required`), including a destroyed one. Promoting the production itself changes nothing. Nothing is deployed or copied. Needs a full-access key. A destroyed environment: 400 `environment_inactive`.
+         */
+        post: operations["promoteEnvironment"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1047,7 +1067,7 @@ export interface components {
         };
         /** AuditEntry */
         AuditEntry: {
-            /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get) */
+            /** @description support.<command type> for the support console's commands (e.g. support.restart, support.logs.tail); portal.<method> for any other platform API request a portal administrator made in this organisation (e.g. portal.post, portal.get); environment.stage and environment.promote for an environment's stage changes (the result's summary says what changed; an API key's id, when a key did it) */
             action: string;
             actor: {
                 email: string;
@@ -1295,6 +1315,11 @@ export interface components {
             ram_mb: number;
             /** Format: uuid */
             server_id: string | null;
+            /**
+             * @description production: the project's live ERP, at most one per project; staging: a copy to try changes on; development: a branch under work. Staging and development change into each other by PATCH; an environment becomes production only by POST …/promote, which says what the previous production becomes.
+             * @enum {string}
+             */
+            stage: "production" | "staging" | "development";
             /** @description pending (never deployed), deploying, running, stopped or error */
             status: string;
             /** Format: date-time */
@@ -1330,7 +1355,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 400
              * @enum {string}
              */
-            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
+            error: "validation_error" | "invalid_json" | "invalid_request" | "invalid_cursor" | "invalid_idempotency_key" | "invalid_last_event_id" | "confirm_required" | "delivery_id_missing" | "environment_inactive" | "previous_stage_required" | "invalid_webhook_url" | "invalid_domain" | "domain_reserved" | "invalid_host" | "not_cancellable" | "not_retryable" | "not_rollback_target" | "server_not_found" | "unsupported_erp_version" | "variable_name_invalid" | "variable_reserved" | "variable_value_too_large" | "backup_schedule_invalid" | "git_url_invalid" | "git_branch_invalid" | "addon_url_invalid" | "addon_branch_invalid" | "addon_commit_invalid" | "addon_path_invalid" | "addon_name_invalid" | "addon_access_mismatch" | "addon_token_required" | "addon_token_invalid" | "consent_required" | "invalid_import_url";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1406,7 +1431,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -3200,6 +3225,11 @@ export interface operations {
                      */
                     ram_mb?: number;
                     /**
+                     * @description Defaults to production when the project has no production environment (a destroyed one counts: a deploy brings it back), else development. production while the project has one: 409 `production_exists`, naming it
+                     * @enum {string}
+                     */
+                    stage?: "production" | "staging" | "development";
+                    /**
                      * @description ERP worker processes (0: one threaded process)
                      * @default 2
                      */
@@ -3495,6 +3525,11 @@ export interface operations {
                     domain?: string | null;
                     /** @description Memory its containers may use, in MB */
                     ram_mb?: number;
+                    /**
+                     * @description staging or development (either way, audited). production, or any change of the production environment's stage: 409 `stage_change_refused` (use POST …/promote)
+                     * @enum {string}
+                     */
+                    stage?: "production" | "staging" | "development";
                     /** @description ERP worker processes (0: one threaded process) */
                     workers?: number;
                 };
@@ -5891,6 +5926,125 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    promoteEnvironment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "previous_stage": "staging"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description What the project's current production becomes. Required while the project has another production environment (400 `previous_stage_required`)
+                     * @enum {string}
+                     */
+                    previous_stage?: "staging" | "development";
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        environment: components["schemas"]["Environment"];
+                        /** @description The environment that was production and the stage it took; null when the project had none, or this one already was */
+                        previous: {
+                            /** Format: uuid */
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            stage: "staging" | "development";
+                        } | null;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
                 };
             };
             /** @description Default Response */

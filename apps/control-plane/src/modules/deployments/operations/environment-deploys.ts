@@ -11,7 +11,7 @@ import type { OperationAccess } from "./operation-access.ts";
 import type { DeploymentsRepo } from "./operations.repo.ts";
 import type { Clock } from "../../../lib/clock.ts";
 import type { Access } from "../../auth/access.ts";
-import type { EnvironmentSize, EnvironmentsService } from "../../environments/environments.service.ts";
+import type { CreateEnvironmentInput, EnvironmentSize, EnvironmentsService } from "../../environments/environments.service.ts";
 import type { DomainsInput } from "../../environments/domains.ts";
 
 export interface EnvironmentDeploysDeps {
@@ -83,12 +83,12 @@ export function createEnvironmentDeploys(deps: EnvironmentDeploysDeps & { ops: O
       person: SessionPrincipal,
       projectId: string,
       environmentId: string,
-      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined } & DomainsInput & EnvironmentSize,
+      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined } & DomainsInput & EnvironmentSize & Pick<CreateEnvironmentInput, "stage">,
     ) {
       const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
       await ops.environmentOf(a.organizationId, projectId, environmentId);
       const { auto_deploy, git_branch, ...inPlace } = input;
-      if (Object.keys(inPlace).length > 0) await deps.environmentsService.update({ organizationId: a.organizationId, projectId }, environmentId, inPlace);
+      if (Object.keys(inPlace).length > 0) await deps.environmentsService.update({ organizationId: a.organizationId, projectId }, environmentId, inPlace, { userId: person.userId, apiKeyId: null });
       return deps.environmentsService.view(
         await repo.updateEnvironment(environmentId, {
           ...(auto_deploy !== undefined ? { autoDeploy: auto_deploy } : {}),
