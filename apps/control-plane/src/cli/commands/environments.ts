@@ -1,9 +1,10 @@
-// `berth environments list|show|create|update|delete`. With an API key over the public API
-// (/environments, /projects/{id}/environments); with a session over the platform API, whose
-// project lists hold the environments (no read-one endpoint: `show` finds it there) and whose
-// changes go through /projects/{project_id}/environments/{env_id}. A new size applies from the
-// environment's next deploy.
-import type { Command } from "commander";
+// `berth environments list|show|create|update|set-stage|promote|delete`. With an API key over
+// the public API (/environments, /projects/{id}/environments); with a session over the
+// platform API, whose project lists hold the environments (no read-one endpoint: `show` finds
+// it there) and whose changes go through /projects/{project_id}/environments/{env_id}. A new
+// size applies from the environment's next deploy; the API holds the stage rules (one
+// production per project, reached only by a promotion).
+import { Argument, Option, type Command } from "commander";
 import { ok } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
 import { CliError, EXIT } from "../errors.ts";
@@ -13,11 +14,18 @@ import type { Column } from "../output.ts";
 import { allPages } from "../pages.ts";
 import { confirm } from "../prompt.ts";
 
+/** The stages the APIs take (their schemas say what each means). */
+const STAGES = ["production", "staging", "development"] as const;
+type Stage = (typeof STAGES)[number];
+const OTHER_STAGES = ["staging", "development"] as const;
+type OtherStage = (typeof OTHER_STAGES)[number];
+
 interface EnvironmentView {
   id: string;
   name: string;
   project_id: string;
   status: string;
+  stage: Stage;
   git_branch: string;
   domain: string | null;
   aliases: string[];
@@ -34,6 +42,7 @@ const columns: Column<EnvironmentView>[] = [
   { header: "name", get: (e) => e.name },
   { header: "project", get: (e) => e.project_id },
   { header: "status", get: (e) => e.status },
+  { header: "stage", get: (e) => e.stage },
   { header: "branch", get: (e) => e.git_branch },
   { header: "url", get: (e) => e.url },
 ];
@@ -45,6 +54,7 @@ function showEnvironment(ctx: Context, e: EnvironmentView): void {
       ["Name", e.name],
       ["Project", e.project_id],
       ["Status", e.status],
+      ["Stage", e.stage],
       ["Branch", e.git_branch],
       ["Auto-deploy", e.auto_deploy ? "on" : "off"],
       ["Domain", e.domain],
@@ -77,6 +87,7 @@ export async function findEnvironment(ctx: Context, id: string, org?: string): P
 interface CreateOptions {
   project: string;
   name: string;
+  stage?: Stage;
   branch?: string;
   cpu?: number;
   ram?: number;
@@ -169,19 +180,21 @@ export function registerEnvironments(program: Command, context: () => Context): 
     .option("--domain <name>", "the domain it is served at")
     .option("--alias <name>", "another host name served like the domain (repeatable)", repeated)
     .option("--auto-deploy", "deploy on every push to its branch")
+    .addOption(new Option("--stage <stage>", "production, staging or development (default: production when the project has none, else development)").choices(STAGES))
     .addHelpText(
       "after",
       `
 The sizes, the ERP version (the project's) and the server (the project's) are fixed at creation.
 
 Examples:
-  $ berth environments create --project <project-id> --name staging --branch staging
+  $ berth environments create --project <project-id> --name staging --branch staging --stage staging
   $ berth environments create --project <project-id> --name production --cpu 4 --ram 8192 --disk 80 --domain erp.example.com`,
     )
     .action(async (opts: CreateOptions) => {
       const ctx = context();
       const body = {
         name: opts.name,
+        ...(opts.stage !== undefined ? { stage: opts.stage } : {}),
         ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
         ...sizeBody(opts),
         ...(opts.domain !== undefined ? { domain: opts.domain } : {}),
@@ -236,6 +249,44 @@ Examples:
         env = await ok(ctx.platform().PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id, env_id: id } }, body: { ...body, ...sessionOnly } }));
       }
       showEnvironment(ctx, env);
+    });
+
+  environments
+    .command("set-stage")
+    .description("Move an environment between staging and development (production changes only by `berth environments promote`)")
+    .addArgument(new Argument("<environment>", "the environment's id"))
+    .addArgument(new Argument("<stage>", "staging or development").choices(OTHER_STAGES))
+    .option(...ORG_OPTION)
+    .addHelpText("after", "\nExample:\n  $ berth environments set-stage <environment-id> staging")
+    .action(async (id: string, stage: OtherStage, opts: { org?: string }) => {
+      const ctx = context();
+      let env: EnvironmentView;
+      if (ctx.credentials().kind === "api_key") {
+        env = await ok(ctx.public().PATCH("/environments/{id}", { params: { path: { id } }, body: { stage } }));
+      } else {
+        const { project_id } = await findEnvironment(ctx, id, opts.org);
+        env = await ok(ctx.platform().PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id, env_id: id } }, body: { stage } }));
+      }
+      showEnvironment(ctx, env);
+    });
+
+  environments
+    .command("promote <environment>")
+    .description("Make an environment its project's production; the current production becomes --previous-stage")
+    .addOption(new Option("--previous-stage <stage>", "what the current production becomes (needed while the project has one)").choices(OTHER_STAGES))
+    .addHelpText("after", "\nExample:\n  $ berth environments promote <environment-id> --previous-stage staging")
+    .action(async (id: string, opts: { previousStage?: OtherStage }) => {
+      const ctx = context();
+      const body = opts.previousStage ? { previous_stage: opts.previousStage } : {};
+      const out =
+        ctx.credentials().kind === "api_key"
+          ? await ok(ctx.public().POST("/environments/{id}/promote", { params: { path: { id } }, body }))
+          : await ok(ctx.platform().POST("/environments/{env_id}/promote", { params: { path: { env_id: id } }, body }));
+      ctx.out.result(out, () =>
+        ctx.out.line(
+          `${out.environment.name} is the production environment of its project${out.previous ? `; ${out.previous.name} became ${out.previous.stage}` : ""}.`,
+        ),
+      );
     });
 
   environments
