@@ -1,12 +1,13 @@
-// One environment's page: its facts, actions, domains, settings, variables, backup schedule,
-// deployment history (with retry and rollback), backups and ERP credentials.
+// One environment's page: its facts, actions, domains, settings, promotion to production,
+// variables, backup schedule, deployment history (with retry and rollback), backups and ERP
+// credentials.
 import { client, ok } from "./api.js";
 import { badge, clear, fmt, h, onAction, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
 import { domainsSection } from "./domains.js";
 import { backupScheduleSection, lastBackupText } from "./backup-schedule.js";
 import { backupsSection } from "./backups.js";
-import { environmentSettingsForm } from "./project-forms.js";
+import { environmentSettingsForm, promoteForm, stageBadge } from "./project-forms.js";
 import { actionsCell, envActions } from "./environment-actions.js";
 import { certificateBadge, dnsText, openLink } from "./environment-address.js";
 import { adminPasswordSection } from "./erp-credentials.js";
@@ -30,6 +31,8 @@ export async function environmentPage(main, ctx, envId) {
       { class: "facts" },
       h("dt", {}, "Status"),
       h("dd", {}, statusEl),
+      h("dt", {}, "Stage"),
+      h("dd", { id: "stage" }, stageBadge(env)),
       h("dt", {}, "Branch"),
       h("dd", {}, env.git_branch),
       h("dt", {}, "Deploy on push"),
@@ -52,6 +55,7 @@ export async function environmentPage(main, ctx, envId) {
     h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
     domainsSection(ctx, project, env),
     project.permissions.includes("project.environments.update") ? environmentSettingsForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
+    project.permissions.includes("project.environments.update") && env.stage !== "production" ? promoteForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
     project.permissions.includes("project.environments.update") ? variablesSection(ctx, project, env) : null,
     project.permissions.includes("project.backups.list") ? backupScheduleSection(ctx, env, project.permissions.includes("project.backups.create")) : null,
     h("h2", {}, "Deployment history"),

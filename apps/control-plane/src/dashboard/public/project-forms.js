@@ -1,10 +1,11 @@
 // Making and changing projects and environments: a new project on one of the organisation's
 // servers, a project's name, branch and repository, a new environment with everything the API
-// takes (branch, domain and aliases, deploy on push, size), an environment's settings (what
-// its PATCH takes), and deleting or destroying them. The API checks every value (the forms
+// takes (stage, branch, domain and aliases, deploy on push, size), an environment's settings
+// (what its PATCH takes, the stage between staging and development among them), its promotion
+// to production, and deleting or destroying them. The API checks every value (the forms
 // do not: `novalidate`), so the page shows its messages, each field's next to the field.
 import { client, ok } from "./api.js";
-import { checkField, field, h, onAction, onSubmit } from "./dom.js";
+import { badge, checkField, field, h, onAction, onSubmit } from "./dom.js";
 import { listServers } from "./servers.js";
 
 /** ERP versions offered as suggestions; the API says which it accepts. */
@@ -24,6 +25,21 @@ const names = (input) =>
     .map((a) => a.trim())
     .filter((a) => a !== "");
 const ALIASES_HINT = "More names, separated by commas";
+
+/** A select of stages, `current` chosen; `none` adds a first, empty choice with that label. */
+function stageSelect(name, stages, current, none) {
+  return h(
+    "select",
+    { name },
+    none ? h("option", { value: "" }, none) : null,
+    stages.map((s) => h("option", { value: s, selected: s === current }, s)),
+  );
+}
+
+/** An environment's stage as a badge (production, staging, development). */
+export function stageBadge(env) {
+  return badge(`stage_${env.stage}`, env.stage);
+}
 
 /** A disclosure holding a form, closed until asked for, so the page stays a list. */
 function disclosure(label, form, className) {
@@ -111,6 +127,7 @@ export function projectSettingsForm(ctx, project, done) {
 /** "New environment" of a project: name, branch, domain and aliases, deploy on push, size and workers. */
 export function newEnvironmentForm(ctx, project, done) {
   const name = text("name", { placeholder: "staging" });
+  const stage = stageSelect("stage", ["production", "staging", "development"], "", "Automatic");
   const branch = text("git_branch", { placeholder: project.default_branch ?? "main" });
   const domain = text("domain", { placeholder: "erp.example.com (optional)" });
   const aliases = text("aliases", { placeholder: "www.example.com (optional)" });
@@ -129,6 +146,7 @@ export function newEnvironmentForm(ctx, project, done) {
       onsubmit: onSubmit(submit, ctx.showError, async () => {
         const body = filled({
           name: name.value.trim(),
+          stage: stage.value,
           git_branch: branch.value.trim(),
           domain: domain.value.trim(),
           aliases: names(aliases).length ? names(aliases) : undefined,
@@ -145,6 +163,7 @@ export function newEnvironmentForm(ctx, project, done) {
       }),
     },
     field("Environment name", name),
+    field("Stage", stage, "Automatic: production if the project has none, else development"),
     field("Branch", branch, `Empty: ${project.default_branch ?? "the project's default branch"}`),
     field("Domain", domain),
     field("Aliases", aliases, ALIASES_HINT),
@@ -165,6 +184,8 @@ export function newEnvironmentForm(ctx, project, done) {
  */
 export function environmentSettingsForm(ctx, project, env, done) {
   const branch = text("git_branch", { value: env.git_branch });
+  // Production changes stage only by a promotion (of another environment).
+  const stage = env.stage === "production" ? null : stageSelect("stage", ["staging", "development"], env.stage);
   const autoDeploy = checkbox("auto_deploy", env.auto_deploy);
   const domain = text("domain", { value: env.domain ?? "", placeholder: "erp.example.com" });
   const aliases = text("aliases", { value: env.aliases.join(", "), placeholder: "www.example.com" });
@@ -181,7 +202,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
       "aria-label": `Settings of ${env.name}`,
       onsubmit: onSubmit(submit, ctx.showError, async () => {
         const size = filled({ cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk), workers: int(workers) });
-        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size };
+        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size, ...(stage ? { stage: stage.value } : {}) };
         const updated = await ok(client.PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id: project.id, env_id: env.id } }, body }));
         ctx.clearError();
         ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
@@ -189,6 +210,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
       }),
     },
     h("h2", {}, "Settings"),
+    stage ? field("Stage", stage, "Production is reached by promoting an environment") : null,
     field("Branch", branch, "Deployed from the next deploy on"),
     checkField("Deploy on push", autoDeploy),
     field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
@@ -200,6 +222,34 @@ export function environmentSettingsForm(ctx, project, env, done) {
     submit,
   );
   return form;
+}
+
+/**
+ * "Promote to production": the environment becomes its project's production, and the current
+ * production (named when the project's list shows it) the stage chosen here.
+ */
+export function promoteForm(ctx, project, env, done) {
+  const current = project.environments.find((e) => e.stage === "production");
+  const previous = stageSelect("previous_stage", ["staging", "development"], "staging");
+  const submit = h("button", { type: "submit" }, `Promote ${env.name} to production`);
+  const form = h(
+    "form",
+    {
+      class: "inline-form",
+      novalidate: true,
+      "aria-label": `Promote ${env.name} to production`,
+      onsubmit: onSubmit(submit, ctx.showError, async () => {
+        const out = await ok(client.POST("/environments/{env_id}/promote", { params: { path: { env_id: env.id } }, body: { previous_stage: previous.value } }));
+        ctx.clearError();
+        ctx.announce(`${out.environment.name} is now production${out.previous ? `; ${out.previous.name} became ${out.previous.stage}` : ""}.`);
+        await done(out);
+      }),
+    },
+    h("p", {}, "Nothing is deployed or copied: only the stages change."),
+    field(current ? `${current.name} (the current production) becomes` : "The current production, if any, becomes", previous),
+    h("div", { class: "actions" }, submit),
+  );
+  return disclosure("Promote to production", form, "promote");
 }
 
 /** Destroys an environment after a confirmation: containers, database and configuration go. */

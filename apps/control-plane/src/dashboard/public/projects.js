@@ -4,7 +4,7 @@
 import { client, ok } from "./api.js";
 import { badge, clear, h, table } from "./dom.js";
 import { lastBackupMark } from "./backup-schedule.js";
-import { destroyButton, newEnvironmentForm, newProjectForm, projectSettingsForm } from "./project-forms.js";
+import { destroyButton, newEnvironmentForm, newProjectForm, projectSettingsForm, stageBadge } from "./project-forms.js";
 import { actionsCell, envActions } from "./environment-actions.js";
 import { certificateBadge, openLink } from "./environment-address.js";
 
@@ -59,6 +59,7 @@ export async function projectsPage(main, ctx) {
           { dataset: { environmentId: e.id } },
           h("th", { scope: "row" }, h("a", { href: `#/environments/${e.id}` }, e.name)),
           h("td", {}, badge(e.status), e.last_backup && e.last_backup.status !== "completed" ? [" ", lastBackupMark(e)] : null),
+          h("td", { class: "stage" }, stageBadge(e)),
           h("td", {}, e.git_branch),
           h("td", {}, e.server_name ?? "–"),
           h("td", {}, openLink(e), e.url ? [" ", certificateBadge(e)] : null),
@@ -73,7 +74,7 @@ export async function projectsPage(main, ctx) {
           h("h2", { id: `p-${p.id}` }, p.name, " ", h("span", { class: "muted" }, `(${p.role.replace("_", " ")})`)),
           p.environments.length === 0
             ? h("p", {}, "No environments.")
-            : table(`Environments of ${p.name}`, ["Environment", "Status", "Branch", "Server", "Address", "Last operation", "Actions"], rows),
+            : table(`Environments of ${p.name}`, ["Environment", "Status", "Stage", "Branch", "Server", "Address", "Last operation", "Actions"], rows),
           p.permissions.includes("project.environments.update") ? kept(`env:${p.id}`, (done) => newEnvironmentForm(ctx, p, done)) : null,
           ctx.can("org.projects.manage") ? kept(`settings:${p.id}`, (done) => projectSettingsForm(ctx, p, done)) : null,
         ),

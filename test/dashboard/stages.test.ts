@@ -1,0 +1,67 @@
+// Stages in the dashboard, in headless Chromium against a real control plane: each
+// environment's stage badge on the Projects page, a new environment made with a stage, and
+// "Promote to production" on an environment's page, which asks what the current production
+// becomes; the production's own page offers no promotion and no stage select.
+import { expect, it } from "vitest";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
+
+const s = dashboardSuite();
+
+async function stageOf(envId: string): Promise<string> {
+  const { rows } = await s.cp.database.pool.query<{ stage: string }>("select stage from environments where id = $1", [envId]);
+  return rows[0]!.stage;
+}
+
+it("shows each stage, creates a development environment and promotes staging, the old production becoming development", { timeout: 90_000 }, async () => {
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/projects`);
+  const stageCell = (envId: string) => page.locator(`tr[data-environment-id="${envId}"] td.stage .badge`);
+  await stageCell(s.d.environments.running).waitFor();
+  expect(await stageCell(s.d.environments.running).textContent()).toBe("production");
+  expect(await stageCell(s.d.environments.running).getAttribute("class")).toContain("badge-stage_production");
+  expect(await stageCell(s.d.environments.stopped).textContent()).toBe("staging");
+
+  const card = page.locator("section.project", { has: page.getByRole("heading", { name: /^Demo ERP/ }) });
+  await card.getByText("New environment", { exact: true }).click();
+  const form = card.getByRole("form", { name: "New environment of Demo ERP" });
+  await form.getByLabel("Environment name").fill("feature");
+  await form.getByLabel("Stage").selectOption("development");
+  await form.getByRole("button", { name: "Create environment" }).click();
+  const feature = card.locator("tr", { has: page.getByRole("link", { name: "feature" }) });
+  await feature.waitFor();
+  expect(await feature.locator("td.stage").textContent()).toBe("development");
+  await screenshot(page, "stages-projects");
+
+  // The production's page: its stage, no promotion, no stage to choose.
+  await page.goto(`${s.base}/#/environments/${s.d.environments.running}`);
+  await page.locator("#stage .badge").waitFor();
+  expect(await page.locator("#stage").textContent()).toBe("production");
+  await page.getByRole("form", { name: "Settings of production" }).waitFor();
+  expect(await page.getByText("Promote to production", { exact: true }).count()).toBe(0);
+  expect(await page.getByRole("form", { name: "Settings of production" }).getByLabel("Stage").count()).toBe(0);
+
+  // Staging's page: promoted, and production becomes development as asked.
+  await page.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
+  await page.locator("#stage .badge").waitFor();
+  expect(await page.locator("#stage").textContent()).toBe("staging");
+  await page.getByText("Promote to production", { exact: true }).click();
+  const promote = page.getByRole("form", { name: "Promote staging to production" });
+  await promote.getByLabel("production (the current production) becomes").selectOption("development");
+  await screenshot(page, "stages-promote");
+  await promote.getByRole("button", { name: "Promote staging to production" }).click();
+  await expect.poll(() => page.locator("#stage").textContent()).toBe("production");
+  expect(await page.locator("#alerts").textContent()).toBe("");
+  expect(await stageOf(s.d.environments.stopped)).toBe("production");
+  expect(await stageOf(s.d.environments.running)).toBe("development");
+  expect(await page.getByText("Promote to production", { exact: true }).count()).toBe(0);
+
+  // The old production's page: a stage select, set to development.
+  await page.goto(`${s.base}/#/environments/${s.d.environments.running}`);
+  const settings = page.getByRole("form", { name: "Settings of production" });
+  await settings.waitFor();
+  expect(await settings.getByLabel("Stage").inputValue()).toBe("development");
+  await settings.getByLabel("Stage").selectOption("staging");
+  await settings.getByRole("button", { name: "Save settings" }).click();
+  await expect.poll(() => stageOf(s.d.environments.running)).toBe("staging");
+});
