@@ -17,6 +17,7 @@ function project(tier: Tier, order: number): TestProjectInlineConfiguration {
       // Building test:quick's impact map (test/quick/impact-map.ts): each file's coverage.
       setupFiles: tier.name === "api" && process.env.BERTH_IMPACT_MAP ? ["test/quick/take-coverage.ts"] : [],
       maxWorkers: tier.maxWorkers,
+      isolate: tier.isolate,
       sequence: { groupOrder: order },
     },
   };
