@@ -2,55 +2,20 @@
 // become month partitions with every row kept (ids, tx, the id sequence), old, current and
 // far-off rows each where they belong, and the keys that make resends harmless still refuse a
 // duplicate.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { migrate } from "drizzle-orm/node-postgres/migrator";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { inject } from "vitest";
-import { ensureDatabase, MIGRATIONS_DIR } from "@berth/db";
+import { databaseBefore, type DatabaseBefore } from "../support/migrations-before.ts";
 
-const BEFORE = "0022_time_partitions";
+let db: DatabaseBefore;
 let client: pg.Client;
-let adminUrl: string;
-let name: string;
-let before: string;
-
-/** The migrations folder as it was before 0022. */
-function migrationsBefore(tag: string): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "berth-migrations-"));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const journalFile = path.join(dir, "meta", "_journal.json");
-  const journal = JSON.parse(readFileSync(journalFile, "utf8")) as { entries: { tag: string }[] };
-  const at = journal.entries.findIndex((e) => e.tag === tag);
-  expect(at).toBeGreaterThan(0);
-  for (const e of journal.entries.slice(at)) rmSync(path.join(dir, `${e.tag}.sql`));
-  journal.entries = journal.entries.slice(0, at);
-  writeFileSync(journalFile, JSON.stringify(journal));
-  return dir;
-}
 
 beforeAll(async () => {
-  adminUrl = inject("pgAdminUrl");
-  name = `berth_t_m22_${process.pid}_${Date.now()}`;
-  await ensureDatabase(adminUrl, name);
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  client = new pg.Client({ connectionString: u.toString() });
-  await client.connect();
-  before = migrationsBefore(BEFORE);
-  await migrate(drizzle(client), { migrationsFolder: before });
+  db = await databaseBefore("m22", (tag) => tag === "0022_time_partitions");
+  client = db.client;
 });
 
 afterAll(async () => {
-  await client?.end();
-  if (before) rmSync(before, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists "${name}" with (force)`).catch(() => {});
-  await admin.end();
+  await db?.drop();
 });
 
 it("keeps every row, each in its month (far-off ones in DEFAULT), and the keys still refuse duplicates", async () => {
@@ -65,7 +30,7 @@ it("keeps every row, each in its month (far-off ones in DEFAULT), and the keys s
   }
   const old = await client.query<{ id: string; tx: string; ts: Date }>("select id::text, tx::text, ts from deployment_logs order by id");
 
-  await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+  await db.migrateRest();
 
   const kind = await client.query<{ relkind: string; relname: string }>("select relname, relkind from pg_class where relname in ('deployment_logs', 'agent_events') order by relname");
   expect(kind.rows).toEqual([

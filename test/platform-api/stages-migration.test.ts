@@ -2,55 +2,20 @@
 // project, the active environment named production (any case), else the oldest active one,
 // becomes production and every other one staging; a project with only destroyed
 // environments has no production; the index then refuses a second production.
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { drizzle } from "drizzle-orm/node-postgres";
-import { migrate } from "drizzle-orm/node-postgres/migrator";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { inject } from "vitest";
-import { ensureDatabase, MIGRATIONS_DIR } from "@berth/db";
+import { databaseBefore, type DatabaseBefore } from "../support/migrations-before.ts";
 
-const SUFFIX = "_environment_stages";
+let db: DatabaseBefore;
 let client: pg.Client;
-let adminUrl: string;
-let name: string;
-let before: string;
-
-/** The migrations folder as it was before the stages migration. */
-function migrationsBefore(): string {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "berth-migrations-"));
-  cpSync(MIGRATIONS_DIR, dir, { recursive: true });
-  const journalFile = path.join(dir, "meta", "_journal.json");
-  const journal = JSON.parse(readFileSync(journalFile, "utf8")) as { entries: { tag: string }[] };
-  const at = journal.entries.findIndex((e) => e.tag.endsWith(SUFFIX));
-  expect(at).toBeGreaterThan(0);
-  for (const e of journal.entries.slice(at)) rmSync(path.join(dir, `${e.tag}.sql`));
-  journal.entries = journal.entries.slice(0, at);
-  writeFileSync(journalFile, JSON.stringify(journal));
-  return dir;
-}
 
 beforeAll(async () => {
-  adminUrl = inject("pgAdminUrl");
-  name = `berth_t_stages_${process.pid}_${Date.now()}`;
-  await ensureDatabase(adminUrl, name);
-  const u = new URL(adminUrl);
-  u.pathname = `/${name}`;
-  client = new pg.Client({ connectionString: u.toString() });
-  await client.connect();
-  before = migrationsBefore();
-  await migrate(drizzle(client), { migrationsFolder: before });
+  db = await databaseBefore("stages", (tag) => tag.endsWith("_environment_stages"));
+  client = db.client;
 });
 
 afterAll(async () => {
-  await client?.end();
-  if (before) rmSync(before, { recursive: true, force: true });
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists "${name}" with (force)`).catch(() => {});
-  await admin.end();
+  await db?.drop();
 });
 
 it("gives each project one production (the one named so, else the oldest active) and the others staging", async () => {
@@ -74,7 +39,7 @@ it("gives each project one production (the one named so, else the oldest active)
   const gone = await project("gone");
   const onlyDestroyed = await env(gone, "production", "2026-01-01T00:00:00Z", false);
 
-  await migrate(drizzle(client), { migrationsFolder: MIGRATIONS_DIR });
+  await db.migrateRest();
 
   const { rows } = await client.query<{ id: string; stage: string }>("select id, stage from environments");
   const stage = Object.fromEntries(rows.map((r) => [r.id, r.stage]));
