@@ -20,8 +20,12 @@ export class DomainError extends Error {
 
 export const notFound = (what: string) => new DomainError("not_found", `${what} not found`);
 
-/** A PostgreSQL unique violation (23505), whether raised by pg directly or wrapped by drizzle. */
-export function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; cause?: { code?: string } } | null;
-  return e?.code === "23505" || e?.cause?.code === "23505";
+/**
+ * A PostgreSQL unique violation (23505), whether raised by pg directly or wrapped by drizzle;
+ * with `constraint`, only one of that unique index or constraint.
+ */
+export function isUniqueViolation(err: unknown, constraint?: string): boolean {
+  const e = err as { code?: string; constraint?: string; cause?: { code?: string; constraint?: string } } | null;
+  const raised = e?.code === "23505" ? e : e?.cause?.code === "23505" ? e.cause : undefined;
+  return raised !== undefined && (constraint === undefined || raised.constraint === constraint);
 }

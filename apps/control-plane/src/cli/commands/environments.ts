@@ -5,7 +5,7 @@
 // size applies from the environment's next deploy; the API holds the stage rules (one
 // production per project, reached only by a promotion).
 import { Argument, Option, type Command } from "commander";
-import { ok } from "@berth/protocol/api-client";
+import { ok, type PublicComponents } from "@berth/protocol/api-client";
 import type { Context } from "../context.ts";
 import { CliError, EXIT } from "../errors.ts";
 import { wholeNumber, repeated } from "../option-values.ts";
@@ -14,11 +14,11 @@ import type { Column } from "../output.ts";
 import { allPages } from "../pages.ts";
 import { confirm } from "../prompt.ts";
 
-/** The stages the APIs take (their schemas say what each means). */
-const STAGES = ["production", "staging", "development"] as const;
-type Stage = (typeof STAGES)[number];
-const OTHER_STAGES = ["staging", "development"] as const;
-type OtherStage = (typeof OTHER_STAGES)[number];
+/** The stages, as the API's schema names them (a stage the API adds fails to compile here until listed). */
+type Stage = PublicComponents["schemas"]["Environment"]["stage"];
+type OtherStage = Exclude<Stage, "production">;
+const OTHER_STAGES = Object.keys({ staging: true, development: true } satisfies Record<OtherStage, true>) as OtherStage[];
+const STAGES: Stage[] = ["production", ...OTHER_STAGES];
 
 interface EnvironmentView {
   id: string;

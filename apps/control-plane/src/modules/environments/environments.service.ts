@@ -104,12 +104,6 @@ function claimed(out: Claimed): EnvironmentRow {
   return out.row;
 }
 
-/** The unique index a PostgreSQL unique violation names, if any. */
-function violatedIndex(err: unknown): string | undefined {
-  const e = err as { constraint?: string; cause?: { constraint?: string } } | null;
-  return e?.constraint ?? e?.cause?.constraint;
-}
-
 /** An audit entry of a stage change: the actor's user, or the API key named in the summary. */
 function stageAudit(organizationId: string, actor: StageActor | undefined, action: string, summary: string): StageAudit {
   const by = actor?.apiKeyId ? ` (by API key ${actor.apiKeyId})` : "";
@@ -196,7 +190,7 @@ export function createEnvironmentsService(deps: {
         return view(row);
       } catch (err) {
         // Creates of one project are serialised (environments.repo.ts), so the index is only a backstop.
-        if (isUniqueViolation(err) && violatedIndex(err) === "environments_project_production_key") {
+        if (isUniqueViolation(err, "environments_project_production_key")) {
           throw new DomainError("production_exists", "The project already has a production environment; create this one as staging or development, then promote it");
         }
         if (isUniqueViolation(err)) throw new DomainError("environment_name_taken", `The project already has an environment named ${JSON.stringify(input.name)}`);
