@@ -17,3 +17,4 @@ export * from "./schema/requests.ts";
 export * from "./schema/webhooks.ts";
 export * from "./schema/audit.ts";
 export * from "./schema/instance.ts";
+export * from "./schema/mails.ts";
