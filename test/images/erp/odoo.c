@@ -1288,6 +1288,7 @@ static int load_graph(PGconn *c, const char *const *states, int nstates, int bas
     if (needs_update) log_line("INFO", "odoo.modules.loading", "Loading module %s (%d/%d)", m->name, i + 1, n);
     if (import_module(m, f) != 0) return -1;
     if (needs_update && update_module_data(c, m, want_demo, base_demo, f) != 0) return -1;
+    if (needs_update && conf_get("test_enable")) { extern void tests_at_install(const char *, const char *, const char *, void (*)(const char *, const char *, const char *, ...)); tests_at_install(m->name, m->dir, conf_get("test_tags"), log_line); } /* tests.c */
   }
   return 0;
 }
@@ -2849,9 +2850,10 @@ int main(int argc, char **argv) {
   if (conf_get("stop_after_init")) {
     /* ThreadedServer/PreforkServer.run with stop: self.stop(), return rc; odoo/cli/server.py
      * sys.exit(rc): -1 is exit code 255. An uninitialised database is not a failure (0). */
+    extern int tests_report(const char *, void (*)(const char *, const char *, const char *, ...)); int tests_rc = loaded == LOAD_FAILED || !conf_get("test_enable") ? 0 : tests_report(db_name, log_line); /* tests.c */
     log_line("INFO", "odoo.service.server", "Initiating shutdown");
     log_line("INFO", "odoo.service.server", "Hit CTRL-C again or send a second signal to force the shutdown.");
-    return loaded == LOAD_FAILED ? 255 : 0;
+    return loaded == LOAD_FAILED ? 255 : tests_rc;
   }
 
   int fds[2], nfds = 0;
