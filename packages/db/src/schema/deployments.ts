@@ -31,6 +31,8 @@ export const deployments = pgTable(
     extraData: jsonb("extra_data").notNull().default({}),
     /** A deploy's module installs and upgrades as its agent reported them: [{name, action, from_version, to_version}]; null: none reported. */
     modulesResult: jsonb("modules_result"),
+    /** A deploy's module tests as its agent reported them: {run, failed, errors, failures: [{test, module, kind, traceback}]}; null: none ran. */
+    testsResult: jsonb("tests_result"),
     containerId: text("container_id"),
     imageTag: text("image_tag"),
     progressPercent: integer("progress_percent").notNull().default(0),

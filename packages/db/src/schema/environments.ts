@@ -23,6 +23,8 @@ export const environments = pgTable(
      */
     stage: text("stage").$type<"production" | "staging" | "development">().notNull().default("development"),
     gitBranch: text("git_branch").notNull(),
+    /** A staging environment's deploy runs the modules' tests and is refused when one fails (development ones always run them and serve anyway). */
+    requirePassingTests: boolean("require_passing_tests").notNull().default(false),
     autoDeploy: boolean("auto_deploy").notNull().default(false),
     /** Lowercase host name the environment is served at; null: its generated name under BERTH_BASE_DOMAIN. */
     domain: text("domain"),
