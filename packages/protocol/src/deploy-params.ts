@@ -183,6 +183,12 @@ export const DeployParams = Type.Object(
      * MIGRATION_RESTORE_PHASES) as each phase begins.
      */
     archive: Type.Optional(Type.Object({ migration_id: Uuid, ...ErpArchive.properties }, strict)),
+    /**
+     * True for a staging or development environment: odoo.conf sends the ERP's mail to the
+     * server's catcher with the environment's own credentials, and it reaches nobody. Absent
+     * (production): odoo.conf names no mail server.
+     */
+    catch_mail: Type.Optional(Type.Boolean()),
   },
   strict,
 );

@@ -4,6 +4,7 @@
 import { Type, type Static, type TProperties } from "typebox";
 import { ErrorBody, JsonObject, LiteralUnion, Message, Nullable, Seq, Timestamp, Uuid } from "./fields.ts";
 import { StepId } from "./steps.ts";
+import { CAUGHT_MAIL_FIELDS } from "./caught-mail.ts";
 
 function eventOf<K extends string, P extends TProperties>(kind: K, body: P) {
   return Type.Object({ seq: Seq, ts: Timestamp, kind: Type.Literal(kind), ...body });
@@ -149,6 +150,10 @@ export const ProxyStateEvent = eventOf("proxy.state", {
 });
 export type ProxyStateEvent = Static<typeof ProxyStateEvent>;
 
+/** A mail a staging or development ERP sent, caught on the server (caught-mail.ts). */
+export const MailCaughtEvent = eventOf("mail.caught", CAUGHT_MAIL_FIELDS);
+export type MailCaughtEvent = Static<typeof MailCaughtEvent>;
+
 export const Event = Type.Union([
   StepStartedEvent,
   StepFinishedEvent,
@@ -158,6 +163,7 @@ export const Event = Type.Union([
   StatsEvent,
   ContainerStateEvent,
   ProxyStateEvent,
+  MailCaughtEvent,
 ]);
 export type Event = Static<typeof Event>;
 export type EventKind = Event["kind"];
@@ -172,6 +178,7 @@ export const EVENT_KINDS = [
   "stats",
   "container.state",
   "proxy.state",
+  "mail.caught",
 ] as const satisfies readonly EventKind[];
 
 /** An event before the agent's journal gives it a seq and a timestamp. */

@@ -9,6 +9,7 @@ export * from "./deploy-params.ts";
 export * from "./data-params.ts";
 export * from "./erp-versions.ts";
 export * from "./events.ts";
+export * from "./caught-mail.ts";
 export * from "./messages.ts";
 export * from "./envelope.ts";
 export * from "./keys.ts";

@@ -22,6 +22,7 @@ import { DEFAULT_PROXY_HOST, type ProxyHostSettings } from "../proxy/proxy-conta
 import { startProxyMonitor } from "../proxy/proxy-monitor.ts";
 import { createReverseProxy } from "../proxy/reverse-proxy.ts";
 import { startCommandPruning } from "./command-pruning.ts";
+import { startMailCatcher, type MailCatcher, type MailCatcherSettings } from "../mail/mail-catcher-host.ts";
 
 export interface AgentDeps {
   /** Full ws:// or wss:// URL of the connect endpoint. */
@@ -60,6 +61,8 @@ export interface AgentDeps {
   controlPlaneUrl?: string;
   /** Uploaded backups kept on this server per environment (default 2). */
   backupsKeptLocally?: number;
+  /** The mail catcher of staging and development environments (BERTH_MAIL_*); absent: none runs. */
+  mailCatcher?: MailCatcherSettings;
 }
 
 export interface ShutdownOptions {
@@ -91,6 +94,8 @@ export function createAgent(deps: AgentDeps): Agent {
     host: deps.proxyHost ?? DEFAULT_PROXY_HOST,
     emit: (event) => outbox.append(event),
   });
+  let mailCatcher: MailCatcher | null = null;
+  const mail = { address: () => mailCatcher?.address() ?? null };
   const registry =
     deps.registry ??
     createRegistry({
@@ -99,6 +104,7 @@ export function createAgent(deps: AgentDeps): Agent {
       startedAt: clock.now(),
       clock,
       proxy,
+      ...(deps.mailCatcher ? { mail } : {}),
       ...(pinnedKeys ? { pinnedKeys } : {}),
       ...(deps.selfUpdate ? { selfUpdate: deps.selfUpdate } : {}),
       ...(deps.controlPlaneUrl === undefined ? {} : { controlPlaneUrl: deps.controlPlaneUrl }),
@@ -152,6 +158,9 @@ export function createAgent(deps: AgentDeps): Agent {
       link.start();
       sampler?.start();
       proxyMonitor = startProxyMonitor({ proxy, docker: deps.docker, logger });
+      if (deps.mailCatcher) {
+        mailCatcher = startMailCatcher({ docker: deps.docker, stateDir: deps.stateDir, settings: deps.mailCatcher, emit: (event) => outbox.append(event), logger });
+      }
     },
     shutdown(options = {}) {
       shutdown ??= (async () => {
@@ -160,6 +169,7 @@ export function createAgent(deps: AgentDeps): Agent {
         pruning?.stop();
         await sampler?.stop();
         await proxyMonitor?.stop();
+        await mailCatcher?.stop();
         const drained = await commands.drain(options.commandWaitMs ?? 25_000);
         if (!drained) {
           logger.warn(

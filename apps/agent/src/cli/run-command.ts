@@ -91,6 +91,7 @@ export async function runCommand(config: RunConfig, io: CliIo): Promise<number> 
     logger,
     onStatus: recordStatus,
     proxyHost: config.proxy,
+    mailCatcher: config.mail,
     controlPlaneUrl: url.url.http,
     ...(config.backupsKeptLocally === undefined ? {} : { backupsKeptLocally: config.backupsKeptLocally }),
     ...(selfUpdate ? { selfUpdate } : {}),

@@ -9,6 +9,7 @@ import { ConfigError, type Env } from "./config-error.ts";
 import { PROXY_SETTING_KEYS, proxyHostSettings } from "./proxy-config.ts";
 import { AGENT_SETTINGS } from "./settings.ts";
 import type { ProxyHostSettings } from "../proxy/proxy-container.ts";
+import type { MailCatcherSettings } from "../mail/mail-catcher-host.ts";
 
 export { DEFAULT_DOCKER_SOCKET, DEFAULT_STATE_DIR } from "./settings.ts";
 
@@ -57,6 +58,8 @@ export interface EnrollConfig extends BaseConfig {
 export interface RunConfig extends BaseConfig {
   command: "run";
   proxy: ProxyHostSettings;
+  /** The mail catcher of staging and development environments (BERTH_MAIL_*). */
+  mail: MailCatcherSettings;
   /** BERTH_BACKUPS_KEEP_LOCAL: uploaded backups each environment keeps on this server (0-100; unset: 2). */
   backupsKeptLocally?: number;
 }
@@ -80,7 +83,7 @@ export type AgentConfig = EnrollConfig | RunConfig | StatusConfig | UninstallCon
 const BASE_KEYS = ["stateDir", "insecure", "dockerSocket", "logLevel"] as const;
 const KEYS_OF: Record<AgentCommand, readonly (keyof typeof AGENT_SETTINGS)[]> = {
   enroll: [...BASE_KEYS, "url", "token"],
-  run: [...BASE_KEYS, "backupsKeepLocal", ...PROXY_SETTING_KEYS],
+  run: [...BASE_KEYS, "backupsKeepLocal", ...PROXY_SETTING_KEYS, "mailNetwork", "mailPort"],
   status: BASE_KEYS,
   uninstall: BASE_KEYS,
 };
@@ -119,7 +122,7 @@ export function loadConfig(command: AgentCommand, flags: Flags, env: Env, warn: 
 
   if (command === "run") {
     const keep = v.backupsKeepLocal;
-    return { command, ...base, proxy: proxyHostSettings(v), ...(keep === undefined ? {} : { backupsKeptLocally: keep }) };
+    return { command, ...base, proxy: proxyHostSettings(v), mail: { network: v.mailNetwork, port: v.mailPort }, ...(keep === undefined ? {} : { backupsKeptLocally: keep }) };
   }
   if (command === "status") return { command, ...base, json: flags.json === true };
   if (command === "uninstall") {

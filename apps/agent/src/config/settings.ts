@@ -8,6 +8,7 @@ import { rawSetting, setting, type SettingsEnv } from "@berth/protocol";
 import { LOG_LEVEL_NAMES, type LogLevelName } from "../logger.ts";
 import { DEFAULT_PROXY_HOST } from "../proxy/proxy-container.ts";
 import { DEFAULT_BACKUPS_KEPT_LOCALLY } from "../executor/runner/executor-deps.ts";
+import { DEFAULT_MAIL_CATCHER } from "../mail/mail-catcher-host.ts";
 
 export const DEFAULT_STATE_DIR = "/var/lib/berth-agent";
 export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
@@ -157,6 +158,21 @@ export const AGENT_SETTINGS = {
     default: String(DEFAULT_PROXY_HOST.certificateWaitMs / 1000),
     description: "Seconds a deploy waits for a new certificate before it reports it as pending or refused (0-600)",
     parse: seconds("BERTH_CERTIFICATE_WAIT", 0, 600),
+  }),
+  mailNetwork: setting({
+    name: "BERTH_MAIL_NETWORK",
+    default: DEFAULT_MAIL_CATCHER.network,
+    description: "The Docker network on whose host address the mail catcher of staging and development environments listens",
+    parse: (raw) => {
+      if (!DOCKER_NAME.test(raw)) throw new Error(`BERTH_MAIL_NETWORK must be a Docker network name (got "${raw}")`);
+      return raw;
+    },
+  }),
+  mailPort: setting({
+    name: "BERTH_MAIL_PORT",
+    default: String(DEFAULT_MAIL_CATCHER.port),
+    description: "The mail catcher's SMTP port on that address (`auto`: the system chooses)",
+    parse: (raw) => Number(proxyPort("BERTH_MAIL_PORT")(raw) || 0),
   }),
   nativeDir: setting({
     name: "BERTH_NATIVE_DIR",

@@ -52,8 +52,8 @@ export function isEnvironmentObject(
   return isManaged(labels) && labels?.[ENVIRONMENT_LABEL] === environmentId;
 }
 
-/** What a server-wide object (not an environment's) is for: the reverse proxy and its network and volume. */
-export type ServerRole = "proxy" | "proxy-network" | "proxy-data";
+/** What a server-wide object (not an environment's) is for: the reverse proxy and its network and volume, the mail catcher's network. */
+export type ServerRole = "proxy" | "proxy-network" | "proxy-data" | "mail-network";
 
 export function serverObjectLabels(role: ServerRole, extra: Readonly<Record<string, string>> = {}): Record<string, string> {
   return { ...extra, ...MANAGED_LABELS, [ROLE_LABEL]: role };

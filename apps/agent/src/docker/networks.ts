@@ -8,6 +8,8 @@ export interface NetworkSummary {
   id: string;
   name: string;
   labels: Labels;
+  /** The bridge's address on this host (findNetwork only; undefined when Docker gave none). */
+  gateway?: string;
 }
 
 export interface NetworkCalls {
@@ -27,7 +29,8 @@ export function networkCalls({ docker, d, call, owned, inspectNetwork }: Workloa
     async findNetwork(name) {
       try {
         const info = await inspectNetwork(name);
-        return { id: info.Id, name: info.Name, labels: info.Labels ?? {} };
+        const gateway = info.IPAM?.Config?.find((c) => typeof c.Gateway === "string" && c.Gateway !== "")?.Gateway;
+        return { id: info.Id, name: info.Name, labels: info.Labels ?? {}, ...(gateway === undefined ? {} : { gateway }) };
       } catch (error) {
         if (isNotFound(error)) return null;
         throw error;

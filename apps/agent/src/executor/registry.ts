@@ -8,7 +8,7 @@ import { createDeployHandler } from "./deploy/deploy.ts";
 import { createDestroyHandler } from "./lifecycle/destroy.ts";
 import { createDiagnosticsHandler } from "./support/diagnostics.ts";
 import { createEnvironmentLocks } from "./runner/environment-lock.ts";
-import type { ExecutorDeps, PreDeploySettings, TimingOverrides } from "./runner/executor-deps.ts";
+import type { ExecutorDeps, MailCatcherAddress, PreDeploySettings, TimingOverrides } from "./runner/executor-deps.ts";
 import type { HandlerRegistry } from "./runner/handler-types.ts";
 import { createLifecycleHandler } from "./lifecycle/lifecycle.ts";
 import { createRouteHandler } from "./lifecycle/route.ts";
@@ -38,6 +38,8 @@ export interface RegistryDeps {
   controlPlaneUrl?: string;
   /** Uploaded backups kept on this server per environment (BERTH_BACKUPS_KEEP_LOCAL, default 2). */
   backupsKeptLocally?: number;
+  /** The server's mail catcher (mail/); absent: none runs, and a deploy that catches mail fails. */
+  mail?: MailCatcherAddress;
 }
 
 export function createRegistry(deps: RegistryDeps): HandlerRegistry {
@@ -54,6 +56,7 @@ export function createRegistry(deps: RegistryDeps): HandlerRegistry {
     ...(deps.preDeploy === undefined ? {} : { preDeploy: deps.preDeploy }),
     ...(deps.controlPlaneUrl === undefined ? {} : { controlPlaneUrl: deps.controlPlaneUrl }),
     ...(deps.backupsKeptLocally === undefined ? {} : { backupsKeptLocally: deps.backupsKeptLocally }),
+    ...(deps.mail === undefined ? {} : { mail: deps.mail }),
   };
   return {
     deploy: createDeployHandler(executor, "deploy"),

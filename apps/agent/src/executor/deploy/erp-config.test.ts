@@ -82,4 +82,17 @@ describe("renderOdooConf", () => {
   it("refuses a value that would start another option", () => {
     expect(() => renderOdooConf({ ...input, dbPassword: "x\nadmin_passwd = y" })).toThrow(/line break/);
   });
+
+  it("sends a staging or development ERP's mail to the catcher with the environment's login, and names no mail server otherwise", () => {
+    const mail = { host: "172.30.0.1", port: 2525, user: "7d3c1f0e-1a2b-4c3d-8e9f-0a1b2c3d4e5f", password: "pw-of-this-env" };
+    const smtp = (conf: string) => conf.split("\n").filter((l) => l.startsWith("smtp_"));
+    expect(smtp(renderOdooConf({ ...input, mail }))).toEqual([
+      "smtp_server = 172.30.0.1",
+      "smtp_port = 2525",
+      `smtp_user = ${mail.user}`,
+      "smtp_password = pw-of-this-env",
+      "smtp_ssl = False",
+    ]);
+    expect(smtp(renderOdooConf(input))).toEqual([]);
+  });
 });

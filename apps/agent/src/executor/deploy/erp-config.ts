@@ -79,6 +79,34 @@ export interface OdooConfInput {
   withoutDemo?: boolean;
   /** The add-ons folders in precedence order; absent: /mnt/extra-addons alone. */
   addonsPath?: string[];
+  /** Staging and development: the server's mail catcher and this environment's login on it. */
+  mail?: CatcherLogin;
+}
+
+export interface CatcherLogin {
+  host: string;
+  port: number;
+  user: string;
+  password: string;
+}
+
+/**
+ * Odoo's outgoing mail settings pointing at the catcher (odoo/tools/config.py: smtp_server,
+ * smtp_port, smtp_user, smtp_password, smtp_ssl). Odoo uses them whenever no active
+ * ir.mail_server record is found (odoo/addons/base/models/ir_mail_server.py, connect /
+ * _connect__: `smtp_server = host or tools.config.get('smtp_server')`, with the config's
+ * user, password and encryption), and a copy's `odoo neutralize` deactivates the customer's
+ * records: so a staging or development ERP sends to the catcher.
+ */
+function mailOptions(mail: CatcherLogin): [string, string | number][] {
+  return [
+    ["smtp_server", mail.host],
+    ["smtp_port", mail.port],
+    ["smtp_user", mail.user],
+    ["smtp_password", mail.password],
+    // The catcher speaks plain SMTP on an address only this host has.
+    ["smtp_ssl", "False"],
+  ];
 }
 
 /** The [options] section Odoo reads from /etc/odoo/odoo.conf. */
@@ -106,6 +134,7 @@ export function renderOdooConf(input: OdooConfInput): string {
   ];
   if (input.adminPasswd !== undefined) options.push(["admin_passwd", input.adminPasswd]);
   options.push(...demoOptions(input.series, input.withoutDemo === true));
+  if (input.mail !== undefined) options.push(...mailOptions(input.mail));
   for (const [key, value] of options) {
     // A line break would start another option: nothing Berth writes has one, and nothing may.
     if (/[\r\n]/.test(String(value))) throw new Error(`odoo.conf value of ${key} contains a line break`);

@@ -98,6 +98,13 @@ export interface ExecutorDeps {
   controlPlaneUrl?: string;
   /** How many backups uploaded to the control plane an environment keeps on this server too (default 2). */
   backupsKeptLocally?: number;
+  /** The server's mail catcher (mail/): where staging and development ERPs send mail; absent: none runs. */
+  mail?: MailCatcherAddress;
+}
+
+export interface MailCatcherAddress {
+  /** Null while the catcher is not listening. */
+  address(): { host: string; port: number } | null;
 }
 
 /** Uploaded backups an environment keeps on its server for fast restores (the store has them all). */

@@ -88,6 +88,7 @@ const deploy = fields<DeployParams>({
   admin_login: fields<Exclude<DeployParams["admin_login"], undefined>>({ password: SECRET, version: SHOWN }),
   addon_repositories: each(addonRepository),
   archive: fields<Exclude<DeployParams["archive"], undefined>>({ migration_id: SHOWN, path: SECRET, expires_at: SHOWN, file: SHOWN, neutralize: SHOWN }),
+  catch_mail: SHOWN,
 });
 const lifecycle = fields<LifecycleParams>({ deployment_id: SHOWN, environment_id: SHOWN });
 

@@ -11,9 +11,10 @@ import { withoutDemo, type DeployContext } from "../deploy-context.ts";
 import { renderOdooConf, type ErpSizing } from "../erp-config.ts";
 import { adminPassword, readableByErp, readPassword } from "../erp-files.ts";
 import { seriesOf } from "../erp-modules.ts";
+import { catcherLogin } from "../../../mail/catcher-login.ts";
 
 export async function generateConfig(
-  { params, layout }: DeployContext,
+  { params, layout, deps }: DeployContext,
   input: { sizing: ErpSizing; addonsFolders: AddonsFolder[]; erpUser: ErpUser },
   step: StepScope,
 ): Promise<{ summary: string; previousConf: string | null }> {
@@ -34,6 +35,7 @@ export async function generateConfig(
     sizing,
     proxyMode: params.domain !== null,
     addonsPath: input.addonsFolders.map((f) => f.container),
+    mail: await catcherLogin(deps, params.environment_id, params.catch_mail),
   });
   writeFileAtomic(layout.configFile, conf, SECRET_FILE_MODE);
   await readableByErp(layout.configFile, input.erpUser, step);
