@@ -5,6 +5,7 @@
 import { Type, type Static } from "typebox";
 import { LiteralUnion, Nullable, Uuid } from "./fields.ts";
 import { ErpArchive } from "./data-params.ts";
+import { DeployTests } from "./module-tests.ts";
 
 // Parameter schemas reject unknown fields: an agent that silently ignored an instruction
 // it does not understand (a new flag, say) would do something other than what was signed.
@@ -153,6 +154,8 @@ export const DeployParams = Type.Object(
     modules: Type.Optional(ModuleUpgrade),
     /** First start of a new database; absent: defaults (no demo data). */
     init: Type.Optional(DatabaseInit),
+    /** Run the installed and upgraded modules' tests (module-tests.ts); absent: none run, so an agent that predates it is never asked. */
+    tests: Type.Optional(DeployTests),
     /**
      * The ERP's master password (admin_passwd in odoo.conf). Absent: the agent generates one
      * per environment once and keeps it (0600) in the environment's folder.

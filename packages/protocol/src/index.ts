@@ -6,6 +6,7 @@ export * from "./fields.ts";
 export * from "./canonical.ts";
 export * from "./commands.ts";
 export * from "./deploy-params.ts";
+export * from "./module-tests.ts";
 export * from "./data-params.ts";
 export * from "./erp-versions.ts";
 export * from "./events.ts";

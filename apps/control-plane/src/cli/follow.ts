@@ -11,6 +11,7 @@ import { CliError, EXIT } from "./errors.ts";
 import type { Output } from "./output.ts";
 import { progressView, type ProgressView } from "./progress.ts";
 import { openResumableStream, type StreamEvent } from "./sse.ts";
+import { printTests, testsOf } from "./test-results.ts";
 
 export interface FollowOptions {
   /** Stored lines to print before the live ones: all, or only the last n. */
@@ -125,6 +126,7 @@ export async function followDeployment(ctx: Context, id: string, opts: FollowOpt
 function report(out: Output, printer: Printer, final: DeploymentState): DeploymentState {
   printer.done();
   if (out.json) out.line(JSON.stringify({ type: "result", outcome: final.outcome, status: final.status, deployment: final.record }));
+  else printTests(out, testsOf(final.record));
   if (final.outcome === "succeeded") {
     if (!out.json) out.line(out.paint("green", `✓ Deployment ${final.id} succeeded (${final.status}).`));
     return final;

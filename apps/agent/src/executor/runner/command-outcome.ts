@@ -10,7 +10,13 @@ export interface ErrorBody {
   message: string;
 }
 
-export type CommandOutcome = { ok: true; result: JsonObject } | { ok: false; error: ErrorBody };
+export type CommandOutcome = { ok: true; result: JsonObject } | { ok: false; error: ErrorBody; result?: JsonObject };
+
+/** A failure's outcome: its error, and what the handler did before it when its CommandError says. */
+export function failedOutcome(error: unknown, signal: AbortSignal): CommandOutcome {
+  const result = error instanceof CommandError ? error.result : undefined;
+  return { ok: false, error: failureOf(error, signal), ...(result === undefined ? {} : { result }) };
+}
 
 export function failureOf(error: unknown, signal: AbortSignal): ErrorBody {
   // A cancel or the run deadline wins over whatever the handler threw while stopping.

@@ -22,7 +22,7 @@ import { eventProblem, toJournalInput } from "../../events/wire-events.ts";
 import type { CommandRecord, Journal } from "../../journal/journal-types.ts";
 import type { Logger } from "../../logger.ts";
 import { createEmitter } from "./command-emitter.ts";
-import { failureOf, type CommandOutcome } from "./command-outcome.ts";
+import { failedOutcome, type CommandOutcome } from "./command-outcome.ts";
 import { bindHandler, CommandError, type BoundHandler, type HandlerRegistry, type JsonObject } from "./handler-types.ts";
 
 export type CommandAnswer =
@@ -140,7 +140,7 @@ export function createCommandRunner(deps: CommandRunnerDeps): CommandRunner {
       });
       outcome = { ok: true, result };
     } catch (error) {
-      outcome = { ok: false, error: failureOf(error, signal) };
+      outcome = failedOutcome(error, signal);
     }
     if (closed) return; // Left as running in the journal: the next start reports agent_restarted.
     finish(command.command_id, outcome);

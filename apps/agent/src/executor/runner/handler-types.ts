@@ -34,6 +34,15 @@ export type HandlerRegistry = { readonly [T in CommandType]?: CommandHandler<T> 
 /** A failure with a stable code, reported as `command.result.error`. */
 export class CommandError extends CodedError {
   override name = "CommandError";
+
+  /** What the command did before it failed, sent beside the error (command.result.result): a refused deploy's test results. */
+  constructor(
+    code: string,
+    message: string,
+    readonly result?: JsonObject,
+  ) {
+    super(code, message);
+  }
 }
 
 /** A command's handler with its params bound: what the runner starts. */

@@ -87,6 +87,7 @@ const deploy = fields<DeployParams>({
   admin_passwd: SECRET,
   admin_login: fields<Exclude<DeployParams["admin_login"], undefined>>({ password: SECRET, version: SHOWN }),
   addon_repositories: each(addonRepository),
+  tests: SHOWN,
   archive: fields<Exclude<DeployParams["archive"], undefined>>({ migration_id: SHOWN, path: SECRET, expires_at: SHOWN, file: SHOWN, neutralize: SHOWN }),
   catch_mail: SHOWN,
 });

@@ -14,6 +14,10 @@ const STAGE_RULES =
   "production: the project's live ERP, at most one per project; staging: a copy to try changes on; development: a branch under work. " +
   "Staging and development change into each other by PATCH; an environment becomes production only by POST …/promote, which says what the previous production becomes.";
 
+const RequirePassingTestsView = Type.Boolean({
+  description: "A staging environment's deploy runs the modules' tests and is refused when one fails (PATCH to change; applies while the environment is staging)",
+});
+
 /** An environment's stage as every view shows it. */
 export const StageView = StringEnum(STAGES, { description: STAGE_RULES });
 
@@ -66,6 +70,7 @@ export const Environment = Type.Object(
     name: Type.String(),
     status: Type.String({ description: "pending (never deployed), deploying, running, stopped or error" }),
     stage: StageView,
+    require_passing_tests: RequirePassingTestsView,
     git_branch: Type.String(),
     auto_deploy: Type.Boolean(),
     domain: Nullable(
@@ -189,6 +194,13 @@ export const EnvironmentUpdate = {
     StringEnum(STAGES, {
       description:
         "staging or development (either way, audited). production, or any change of the production environment's stage: 409 `stage_change_refused` (use POST …/promote)",
+    }),
+  ),
+  require_passing_tests: Type.Optional(
+    Type.Boolean({
+      description:
+        "From the next deploy on: a staging environment's deploy runs the tests of the modules it installs or upgrades and is refused (failed, rolled back, the previous release " +
+        "serving) when one fails. Development environments always run them and serve anyway; production never runs them.",
     }),
   ),
   domain: Type.Optional(Nullable(HostnameInput)),

@@ -64,6 +64,7 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
     name: e.name,
     status: e.status,
     stage: e.stage,
+    require_passing_tests: e.requirePassingTests,
     git_branch: e.gitBranch,
     auto_deploy: e.autoDeploy,
     domain: e.domain,
@@ -228,8 +229,13 @@ export function createEnvironmentsService(deps: {
      * audited); omitted fields stay as they are. A refused stage is refused before anything
      * else changes.
      */
-    async update(scope: Scope, id: string, input: DomainsInput & EnvironmentSize & { stage?: Stage | undefined }, actor?: StageActor): Promise<EnvironmentRow> {
-      const { domain, aliases, stage, ...size } = input;
+    async update(
+      scope: Scope,
+      id: string,
+      input: DomainsInput & EnvironmentSize & { stage?: Stage | undefined; require_passing_tests?: boolean | undefined },
+      actor?: StageActor,
+    ): Promise<EnvironmentRow> {
+      const { domain, aliases, stage, require_passing_tests, ...size } = input;
       const before = await deps.environments.get(scope, id);
       if (!before) throw notFound("Environment");
       if (!before.isActive) throw inactive();
@@ -240,6 +246,8 @@ export function createEnvironmentsService(deps: {
         ...(size.ram_mb !== undefined ? { ramMb: size.ram_mb } : {}),
         ...(size.disk_gb !== undefined ? { diskGb: size.disk_gb } : {}),
         ...(size.workers !== undefined ? { workers: size.workers } : {}),
+        // From the next deploy on, like the size (stage-builds.ts).
+        ...(require_passing_tests !== undefined ? { requirePassingTests: require_passing_tests } : {}),
       };
       if (Object.keys(set).length > 0) {
         const sized = await deps.environments.setSize(row.id, set, deps.clock.now());

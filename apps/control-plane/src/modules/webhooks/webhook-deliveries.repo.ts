@@ -56,6 +56,16 @@ export async function environmentNames(client: Queryable, ids: string[]): Promis
   return rows;
 }
 
+/** The module tests of these deployments that ran them (deployments.tests_result), by deployment id. */
+export async function deploymentTests(client: Queryable, ids: string[]): Promise<Map<string, unknown>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await client.query<{ id: string; tests_result: unknown }>(
+    "select id, tests_result from deployments where id = any($1::uuid[]) and tests_result is not null",
+    [ids],
+  );
+  return new Map(rows.map((r) => [r.id, r.tests_result]));
+}
+
 /** Makes replicas take turns: held until the transaction ends. */
 export async function lockFanOut(client: Queryable): Promise<void> {
   await client.query("select pg_advisory_xact_lock($1)", [FANOUT_LOCK]);

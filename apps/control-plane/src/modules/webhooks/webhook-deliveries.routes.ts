@@ -9,7 +9,8 @@ import { WEBHOOK_EVENTS } from "./webhook-events.ts";
 
 export const SIGNING_DESCRIPTION =
   "Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, " +
-  "environment_id, kind, version, trigger, status, error_message, environment_url}` for the deployment events, `data.environment {id, " +
+  "environment_id, kind, version, trigger, status, error_message, environment_url, tests}` for the deployment events (tests: the module tests " +
+  "the deploy ran, {run, failed, errors, failures: [{test, module, kind: failure|error, traceback: [lines]}]}, null when none ran), `data.environment {id, " +
   "project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event " +
   "is sent, null when it has none) and the headers " +
   "`Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and " +

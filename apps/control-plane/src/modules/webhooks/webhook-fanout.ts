@@ -15,6 +15,7 @@ import type { Jobs } from "../../db/jobs.ts";
 import { inTransaction } from "../../db/transaction.ts";
 import {
   createFanOutCursor,
+  deploymentTests,
   environmentNames,
   fanOutCursor,
   insertDelivery,
@@ -58,8 +59,10 @@ export function createFanOut(deps: { pool: pg.Pool; jobs: Jobs; clock: Clock; ad
       const events = await orgEventsAfter(client, { after: cursor, below: xmin, organizationIds: [...subsByOrg.keys()], types: FANOUT_EVENT_TYPES, limit: FANOUT_BATCH });
       const named = await environmentNames(client, [...new Set(events.flatMap((e) => (typeof e.data.environment_id === "string" ? [e.data.environment_id] : [])))]);
       const urls = new Map(named.map((env) => [env.id, deps.addresses.url(env)]));
+      // Written with the deployment's final status, in its transaction: there by the time its event is read.
+      const tests = await deploymentTests(client, [...new Set(events.flatMap((e) => (e.type === "deployment.status" && typeof e.data.deployment_id === "string" ? [e.data.deployment_id] : [])))]);
       let n = 0;
-      for (const d of deliveriesFor(events, subsByOrg, urls)) {
+      for (const d of deliveriesFor(events, subsByOrg, urls, tests)) {
         const id = await insertDelivery(client, d, deps.clock.now());
         if (id) {
           await deps.jobs.send(DELIVERY_QUEUE, { deliveryId: id }, { db: client });

@@ -62,7 +62,7 @@ describe("the deliveries a batch makes", () => {
       type: "deployment.completed",
       created_at: "2025-01-02T03:04:05.000Z",
       organization_id: ORG,
-      data: { deployment: { id: "d1", project_id: P1, environment_id: "e1", kind: "deploy", version: 3, trigger: "api", status: "success", error_message: null, environment_url: null } },
+      data: { deployment: { id: "d1", project_id: P1, environment_id: "e1", kind: "deploy", version: 3, trigger: "api", status: "success", error_message: null, environment_url: null, tests: null } },
     });
   });
 

@@ -23,7 +23,10 @@ export function webhookEventsFor(e: Pick<OrgEventRow, "type" | "data">): Webhook
 /** The URL each environment is served at (null: none), by environment id, when the batch is fanned out. */
 export type EnvironmentUrls = ReadonlyMap<string, string | null>;
 
-function payloadData(e: Pick<OrgEventRow, "type" | "data">, urls: EnvironmentUrls): Record<string, unknown> {
+/** The module tests each deployment ran (deployments.tests_result), by deployment id, when the batch is fanned out. */
+export type DeploymentTests = ReadonlyMap<string, unknown>;
+
+function payloadData(e: Pick<OrgEventRow, "type" | "data">, urls: EnvironmentUrls, tests: DeploymentTests): Record<string, unknown> {
   const d = e.data;
   const url = urls.get(String(d.environment_id)) ?? null;
   if (e.type === "backup.failed" || e.type === "backup.missed") {
@@ -54,6 +57,8 @@ function payloadData(e: Pick<OrgEventRow, "type" | "data">, urls: EnvironmentUrl
       status: d.status,
       error_message: d.error_message ?? null,
       environment_url: url,
+      // {run, failed, errors, failures: [{test, module, kind, traceback}]}: a development build's (or a staging deploy's) module tests; null: none ran.
+      tests: tests.get(String(d.deployment_id)) ?? null,
     },
   };
 }
@@ -70,7 +75,7 @@ export function subscriptionsByOrganization(subs: LiveSubscription[]): Map<strin
  * its organisation, webhook name the subscription asked for); a project-bound subscription
  * gets its project's events only.
  */
-export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, LiveSubscription[]>, urls: EnvironmentUrls = new Map()): NewDelivery[] {
+export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, LiveSubscription[]>, urls: EnvironmentUrls = new Map(), tests: DeploymentTests = new Map()): NewDelivery[] {
   const out: NewDelivery[] = [];
   for (const e of events) {
     const names = webhookEventsFor(e);
@@ -83,7 +88,7 @@ export function deliveriesFor(events: OrgEventRow[], subsByOrg: Map<string, Live
           subscriptionId: sub.id,
           eventId: `evt_${e.id}:${name}`,
           eventType: name,
-          payload: { id: `evt_${e.id}`, type: name, created_at: e.created_at.toISOString(), organization_id: e.organization_id, data: payloadData(e, urls) },
+          payload: { id: `evt_${e.id}`, type: name, created_at: e.created_at.toISOString(), organization_id: e.organization_id, data: payloadData(e, urls, tests) },
         });
       }
     }

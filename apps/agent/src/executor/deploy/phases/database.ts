@@ -9,7 +9,7 @@ import { erpUserOfContainer, type ErpUser } from "../../environment/erp-image-us
 import type { PreDeploySnapshot } from "../../environment/pre-deploy-snapshot.ts";
 import { CommandError } from "../../runner/handler-types.ts";
 import type { StepScope } from "../../runner/step-runner.ts";
-import { scanAddonFolders, type AddonsFolder } from "../addons-path.ts";
+import { PROJECT_ADDONS_MOUNT, scanAddonFolders, type AddonsFolder } from "../addons-path.ts";
 import { withoutDemo, type DeployContext } from "../deploy-context.ts";
 import type { ErpSizing } from "../erp-config.ts";
 import { applyCountry } from "../erp-country.ts";
@@ -17,6 +17,7 @@ import { erpCommand, readDbModules, seriesOf, type AddonModule, type DbModule, t
 import { createMigrationRestore, type MigrationRestore } from "../migration-restore.ts";
 import { createPreviousErp, type PreviousErp } from "../previous-erp.ts";
 import type { DeployProgress } from "../rollback-policy.ts";
+import type { TestsResult } from "../module-tests.ts";
 import { runErp, runModules } from "./modules.ts";
 
 export interface Database {
@@ -29,6 +30,8 @@ export interface Database {
   snapshot: PreDeploySnapshot | null;
   /** The database's modules once this deploy's module run (if any) is done (null: not readable after it). */
   modulesAfter: DbModule[] | null;
+  /** The modules' tests this deploy ran (null: none). */
+  tests: TestsResult | null;
 }
 
 export async function prepareDatabase(
@@ -93,8 +96,14 @@ export async function prepareDatabase(
   }
   // A database this deploy just initialised or restored has nothing a snapshot would keep: a failure swaps back.
   const snapshotWorthless = initialized || migration?.restored === true;
-  const ran = await runModules(c, { sizing, dbContainerId: dbId, addons, before, snapshotWorthless, previous }, progress, step);
+  // A development build installs the project repository's own modules (not the add-on repositories').
+  const projectModules = params.tests ? (await scanAddonFolders(input.addonsFolders.filter(isProjectFolder), series)).filter((m) => m.installable).map((m) => m.name) : [];
+  const ran = await runModules(c, { sizing, dbContainerId: dbId, addons, before, projectModules, snapshotWorthless, previous }, progress, step);
   return { previous, migration, addons, initialized, ...ran };
+}
+
+function isProjectFolder(folder: AddonsFolder): boolean {
+  return folder.container === PROJECT_ADDONS_MOUNT || folder.container.startsWith(`${PROJECT_ADDONS_MOUNT}/`);
 }
 
 /** initializing_database: what prepareDatabase did, before the switch. */

@@ -44,6 +44,8 @@ export async function deployResult(
     urls: names.map((n) => `https://${n}`),
     database: { initialized: db.initialized, without_demo: withoutDemo(params), language: params.init?.language ?? null },
     modules: db.modules,
+    /** The modules' tests (development builds, staging that requires them); null: none ran. */
+    tests: db.tests,
     snapshot_id: db.snapshot?.backup_id ?? null,
     admin_login: erp.adminLogin,
     backups: (await listSnapshots(layout)).map(({ backup_id, kind, created_at, deployment_id, database, path, size_bytes }) => ({

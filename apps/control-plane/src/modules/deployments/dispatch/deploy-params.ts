@@ -7,6 +7,7 @@ import type { AddonRepository, CommandParams, DeployParams, ProxySettings } from
 import { joinCredentials } from "../../../lib/git-credentials.ts";
 import { open } from "../../../lib/master-key.ts";
 import type { EnvironmentAddresses } from "../../environments/domains.ts";
+import { deployTestsOf, withoutDemoByDefault } from "../../environments/stage-builds.ts";
 import { openSnapshot, sealedSnapshot } from "../../environments/variables.ts";
 import type { ErpCredentials } from "../../environments/erp-credentials.ts";
 import type { ErpImages } from "../../erp-images/erp-images.ts";
@@ -57,16 +58,24 @@ export function createDeployParams(deps: DeployParamsDeps) {
 
   /**
    * The ERP's side of a deploy: the modules to upgrade and how a new database is initialised
-   * (as the deployment was requested, kept in its extra_data), the environment's master
+   * (as the deployment was requested, kept in its extra_data; demo data by default in a
+   * development environment), the module tests the stage asks for, the environment's master
    * password (generated now if it has none) and the administrator's login password to set.
    */
-  async function erpParams(d: DeploymentRow, options: ReturnType<typeof storedOptions>): Promise<Pick<DeployParams, "modules" | "init" | "admin_passwd" | "admin_login">> {
+  async function erpParams(
+    d: DeploymentRow,
+    env: Parameters<typeof deployTestsOf>[0],
+    options: ReturnType<typeof storedOptions>,
+  ): Promise<Pick<DeployParams, "modules" | "init" | "tests" | "admin_passwd" | "admin_login">> {
     const password = await masterPassword(d.environmentId);
     // The administrator's login password, only while the database does not have it yet.
     const login = await deps.credentials.pendingLogin(d.environmentId);
+    const tests = deployTestsOf(env);
     return {
       ...(options.modules ? { modules: options.modules } : {}),
-      init: { without_demo: true, ...(options.init ?? {}) },
+      init: { without_demo: withoutDemoByDefault(env.stage), ...(options.init ?? {}) },
+      // Omitted when none run, so an agent that predates the field still deploys production.
+      ...(tests ? { tests } : {}),
       ...(password ? { admin_passwd: password.password } : {}),
       ...(login ? { admin_login: login } : {}),
     };
@@ -81,7 +90,7 @@ export function createDeployParams(deps: DeployParamsDeps) {
     // domain: a rollback serves the environment at the names it has now.
     const options = storedOptions(d.extraData);
     const config = options.config;
-    const erp = await erpParams(d, options);
+    const erp = await erpParams(d, env, options);
     const addons = (await deps.addons?.forDeploy(d)) ?? [];
     // The restore-once rule (platform spec 4.3): until a deploy restored the migration's backup, every deploy restores it.
     const archive = env.migrationId !== null && !env.migrationRestoreCompleted ? await deps.migrationArchives?.archiveFor(env.migrationId) : null;

@@ -170,6 +170,11 @@ export async function setModulesResult(client: Client, deploymentId: string, mod
   await client.query(`update deployments set modules_result = $2::jsonb where id = $1`, [deploymentId, JSON.stringify(modules)]);
 }
 
+/** A deploy's module tests as its agent reported them (tests-result.ts). */
+export async function setTestsResult(client: Client, deploymentId: string, tests: unknown): Promise<void> {
+  await client.query(`update deployments set tests_result = $2::jsonb where id = $1`, [deploymentId, JSON.stringify(tests)]);
+}
+
 export interface PreDeployBackup {
   backupId: string;
   createdAt: string;

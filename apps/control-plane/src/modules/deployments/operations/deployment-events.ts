@@ -8,6 +8,7 @@ import type { CommandResultEvent, Event } from "@berth/protocol";
 import type { EventApplier } from "../../agents/event-ingest.ts";
 import { ENVIRONMENT_STATUS_AFTER_SUCCESS, isDeployKind, resultStatus, type OperationKind } from "./deployment-state.ts";
 import * as writes from "./deployment-events.repo.ts";
+import { reportedTests } from "./tests-result.ts";
 import { recordAddonCommits } from "../../addon-repositories/addon-repositories.repo.ts";
 import { addonCommitsOf } from "../../addon-repositories/addon-snapshots.ts";
 
@@ -164,7 +165,7 @@ export function rolledBackTo(message: string | undefined): string | null {
  * to removed (it is the live database now).
  */
 async function applyErpResult(client: pg.PoolClient, op: { id: string; environment_id: string; organization_id: string }, r: CommandResultEvent) {
-  const result = (r.result ?? {}) as { modules?: unknown; backups?: unknown; admin_login?: unknown; migration_restore?: unknown };
+  const result = (r.result ?? {}) as { modules?: unknown; tests?: unknown; backups?: unknown; admin_login?: unknown; migration_restore?: unknown };
   if (r.ok && result.migration_restore) await writes.migrationRestored(client, op.environment_id, r.ts);
   // The administrator's login password the database now has (the version the deploy sent).
   const login = (result.admin_login ?? null) as { version?: unknown } | null;
@@ -173,6 +174,9 @@ async function applyErpResult(client: pg.PoolClient, op: { id: string; environme
   }
   const modules = moduleOutcomes(result.modules);
   if (modules) await writes.setModulesResult(client, op.id, modules);
+  // Also on a failed deploy: a staging deploy refused for its tests reports them beside its error.
+  const tests = reportedTests(result.tests);
+  if (tests) await writes.setTestsResult(client, op.id, tests);
   const backups = preDeployBackups(result.backups);
   if (backups) await writes.replacePreDeployBackups(client, op.organization_id, op.environment_id, backups);
   const consumed = r.ok ? null : rolledBackTo(r.error?.message);

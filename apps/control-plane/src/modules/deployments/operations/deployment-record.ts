@@ -4,6 +4,7 @@ import { stepsForKind, STEP_NAMES, type LogLevel, type OperationKind, type StepI
 import type { DeploymentLogRow, DeploymentRow } from "./operations.repo.ts";
 import { extraDataView } from "../../environments/variables.ts";
 import { modulesView } from "./deploy-options.ts";
+import { testsView } from "./tests-result.ts";
 import type { DeploymentStatus } from "./deployment-state.ts";
 
 export function deploymentRecord(d: DeploymentRow) {
@@ -32,6 +33,7 @@ export function deploymentRecord(d: DeploymentRow) {
     duration_seconds: d.startedAt && end ? Math.max(0, (end.getTime() - d.startedAt.getTime()) / 1000) : null,
     error_message: d.errorMessage,
     modules: modulesView(d.modulesResult),
+    tests: testsView(d.testsResult),
     // Only on the answer of the deploy that generated the environment's passwords.
     ...("adminPassword" in d && typeof d.adminPassword === "string" ? { admin_password: d.adminPassword } : {}),
     ...("adminLoginPassword" in d && typeof d.adminLoginPassword === "string" ? { admin_login_password: d.adminLoginPassword } : {}),

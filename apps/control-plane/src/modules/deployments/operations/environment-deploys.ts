@@ -83,7 +83,7 @@ export function createEnvironmentDeploys(deps: EnvironmentDeploysDeps & { ops: O
       person: SessionPrincipal,
       projectId: string,
       environmentId: string,
-      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined } & DomainsInput & EnvironmentSize & Pick<CreateEnvironmentInput, "stage">,
+      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined; require_passing_tests?: boolean | undefined } & DomainsInput & EnvironmentSize & Pick<CreateEnvironmentInput, "stage">,
     ) {
       const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
       await ops.environmentOf(a.organizationId, projectId, environmentId);

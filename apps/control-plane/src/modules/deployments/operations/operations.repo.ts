@@ -31,6 +31,7 @@ const TASK_COLUMNS = {
   triggeredBy: deployments.triggeredBy,
   createdAt: deployments.createdAt,
   modulesResult: deployments.modulesResult,
+  testsResult: deployments.testsResult,
 };
 export type TaskRow = Pick<DeploymentRow, keyof typeof TASK_COLUMNS>;
 /** A row of deployment_logs (deployment-record.ts's LogRow, which shows it). */

@@ -3,6 +3,7 @@ import { STEP_NAMES, type StepId } from "@berth/protocol";
 import { toTaskStatus } from "./deployment-state.ts";
 import type { TaskRow } from "./operations.repo.ts";
 import { modulesView } from "./deploy-options.ts";
+import { testsView } from "./tests-result.ts";
 
 export function taskView(d: TaskRow) {
   const durationSeconds =
@@ -23,5 +24,6 @@ export function taskView(d: TaskRow) {
     triggered_by: d.triggeredBy,
     created_at: d.createdAt.toISOString(),
     modules: modulesView(d.modulesResult),
+    tests: testsView(d.testsResult),
   };
 }

@@ -8,6 +8,7 @@ import { Environment, EnvironmentUpdate } from "../../environments/environments.
 import { deploymentRecord, logEntry, progressView } from "../operations/deployment-record.ts";
 import { DEPLOYMENT_STATUSES } from "../operations/deployment-state.ts";
 import { DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "../operations/deploy-options.ts";
+import { TestsResultField } from "../operations/tests-result.ts";
 import type { DeploymentsService } from "../operations/operations.service.ts";
 import { GIT_BRANCH_PATTERN } from "../../../lib/git-source.ts";
 
@@ -43,6 +44,7 @@ export const DeploymentRecord = Type.Object(
     duration_seconds: Nullable(Type.Number()),
     error_message: Nullable(Type.String()),
     modules: ModulesResultField,
+    tests: TestsResultField,
     admin_password: Type.Optional(
       Type.String({
         description:

@@ -8,6 +8,7 @@ import { ACTIONS, type Action, type DeploymentsService } from "../operations/ope
 import { TASK_STATUSES } from "../operations/deployment-state.ts";
 import { LogEntry } from "../platform/platform-deployments.routes.ts";
 import { AdminLoginPasswordField, AdminPasswordField, DeployOptionFields, emptyBodyIsNoOptions, ModulesResultField } from "../operations/deploy-options.ts";
+import { TestsResultField } from "../operations/tests-result.ts";
 
 export const Task = Type.Object(
   {
@@ -26,6 +27,7 @@ export const Task = Type.Object(
     triggered_by: Nullable(Type.String({ description: "User id; null when an API key triggered it" })),
     created_at: Timestamp,
     modules: ModulesResultField,
+    tests: TestsResultField,
   },
   { $id: "Task", title: "Task" },
 );
