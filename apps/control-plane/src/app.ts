@@ -7,6 +7,7 @@ import type { TypeBoxTypeProvider } from "@fastify/type-provider-typebox";
 import type { DbHandle } from "@berth/db";
 import { MAX_AGENT_FRAME_BYTES, type ProxySettings } from "@berth/protocol";
 import { systemClock, type Clock } from "./lib/clock.ts";
+import { createCaughtMailsApplier } from "./modules/mails/caught-mails.ts";
 import { frameworkErrors, installErrorHandling } from "./lib/error-handler.ts";
 import { installRateLimitHook } from "./modules/rate-limits/rate-limit-hook.ts";
 import { ERROR_BODIES, ErrorBody } from "./lib/http-schemas.ts";
@@ -185,7 +186,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     pool,
     repo: createLinkRepo(pool, relaxed.pool),
     commands: services.agentCommands,
-    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents, applyMigrationProgress, applyProxyState] }),
+    ingest: createEventIngest({ pool, announcePool: relaxed.pool, appliers: [applyDeploymentEvents, applyMigrationProgress, applyProxyState, createCaughtMailsApplier(() => clock.now())] }),
     replicaId: randomUUID(),
     heartbeatMs: opts.heartbeatMs ?? 15_000,
     ...(opts.outboxSweepMs ? { outboxSweepMs: opts.outboxSweepMs } : {}),

@@ -16,6 +16,8 @@ import { claimsOf } from "./modules/environments/domain-claims.repo.ts";
 import { createDomainVerification, dnsLookups } from "./modules/environments/domain-verification.ts";
 import { environmentAddresses } from "./modules/environments/domains.ts";
 import { createVariablesService } from "./modules/environments/variables.ts";
+import { createMailsService } from "./modules/mails/mails.service.ts";
+import { createMailsRepo } from "./modules/mails/mails.repo.ts";
 import { createProjectsRepo } from "./modules/projects/projects.repo.ts";
 import { createProjectsService } from "./modules/projects/projects.service.ts";
 import { createServersRepo } from "./modules/servers/servers.repo.ts";
@@ -226,6 +228,7 @@ export function createServices(deps: {
     environments,
     domainVerification,
     variables: createVariablesService({ environments: repos.environments, masterKey: deps.masterKey, clock }),
+    mails: createMailsService({ environments: repos.environments, mails: createMailsRepo(db), cursors, clock }),
     deployments,
     backups,
     erpCredentials,

@@ -20,6 +20,7 @@ import { projectsPlatformRoutes } from "../modules/projects/platform.routes.ts";
 import { webhooksPlatformRoutes } from "../modules/webhooks/platform.routes.ts";
 import { environmentsPlatformRoutes } from "../modules/environments/platform.routes.ts";
 import { variablesPlatformRoutes } from "../modules/environments/variables.routes.ts";
+import { mailsPlatformRoutes } from "../modules/mails/mails.routes.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
@@ -64,6 +65,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(webhooksPlatformRoutes({ webhooks: s.webhooks, access: s.access }));
     await api.register(environmentsPlatformRoutes({ environments: s.repos.environments, environmentsService: s.environments, deployments: s.deployments, access: s.access }));
     await api.register(variablesPlatformRoutes({ variables: s.variables, access: s.access }));
+    await api.register(mailsPlatformRoutes({ mails: s.mails, environments: s.deployments }));
     await api.register(backupSchedulesPlatformRoutes({ schedules: s.backupSchedules, environments: s.deployments }));
     await api.register(addonRepositoriesPlatformRoutes({ addonRepositories: s.addonRepositories, access: s.access, environments: s.repos.environments }));
     await api.register(migrationsRoutes({ migrations: s.migrations }));

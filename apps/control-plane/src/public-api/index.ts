@@ -10,6 +10,7 @@ import { deploymentsRoutes } from "../modules/deployments/public/deployments.rou
 import { operationsRoutes } from "../modules/deployments/public/operations.routes.ts";
 import { environmentsRoutes } from "../modules/environments/environments.routes.ts";
 import { variablesPublicRoutes } from "../modules/environments/variables.routes.ts";
+import { mailsPublicRoutes } from "../modules/mails/mails.routes.ts";
 import { projectsRoutes } from "../modules/projects/projects.routes.ts";
 import { serversRoutes } from "../modules/servers/servers.routes.ts";
 import { webhooksRoutes } from "../modules/webhooks/webhooks.routes.ts";
@@ -51,6 +52,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(serversRoutes({ servers: s.repos.servers, cursors: s.cursors, enrollment: s.enrollment }));
     await api.register(environmentsRoutes(s.environments));
     await api.register(variablesPublicRoutes(s.variables));
+    await api.register(mailsPublicRoutes(s.mails));
     await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(operationsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(backupsRoutes(s.backups, PUBLIC_PREFIX));

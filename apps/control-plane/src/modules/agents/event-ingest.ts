@@ -225,7 +225,8 @@ function sortEvents(batches: Batch[], servers: Map<string, ServerState>) {
       server.fresh.push(e);
       if (e.kind === "stats") stats.set(batch.serverId, e);
       else if (isDeploymentLog(e)) logs.push(logLine(batch.serverId, e));
-      else stored.push({ server: batch.serverId, body: withoutNul(JSON.stringify(e)) });
+      // A caught mail is kept in caught_mails alone (modules/mails): a second copy would double the largest events.
+      else if (e.kind !== "mail.caught") stored.push({ server: batch.serverId, body: withoutNul(JSON.stringify(e)) });
       if (e.kind === "command.result") commandResults.push({ server: batch.serverId, e });
     }
     if (batch.through > server.watermark) {

@@ -7,6 +7,7 @@ import type { AddonRepository, CommandParams, DeployParams, ProxySettings } from
 import { joinCredentials } from "../../../lib/git-credentials.ts";
 import { open } from "../../../lib/master-key.ts";
 import type { EnvironmentAddresses } from "../../environments/domains.ts";
+import { catchesMail } from "../../mails/mail-rules.ts";
 import { deployTestsOf, withoutDemoByDefault } from "../../environments/stage-builds.ts";
 import { openSnapshot, sealedSnapshot } from "../../environments/variables.ts";
 import type { ErpCredentials } from "../../environments/erp-credentials.ts";
@@ -108,6 +109,8 @@ export function createDeployParams(deps: DeployParamsDeps) {
       domain: deps.addresses.hostname(env),
       aliases: env.aliases,
       ...(deps.proxy ? { proxy: deps.proxy } : {}),
+      // Omitted for production, so an agent that predates the field still deploys it.
+      ...(catchesMail(env.stage) ? { catch_mail: true } : {}),
       // The variables of the configuration it runs with (a retry's or rollback's are its target's).
       env: openSnapshot(deps.masterKey, config ? (config.variables ?? {}) : sealedSnapshot(env.variables)),
     };
