@@ -36,6 +36,8 @@ import { createSigningKeysRepo } from "./modules/agents/signing-keys.repo.ts";
 import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createKeyRotationRepo } from "./modules/agents/key-rotation.repo.ts";
 import { createDispatcher } from "./modules/deployments/dispatch/dispatcher.ts";
+import { createCopyFrom } from "./modules/environments/copy-from.ts";
+import { latestStoredBackup } from "./modules/environments/copy-from.repo.ts";
 import { createAddonDeploySource } from "./modules/addon-repositories/addon-deploy-source.ts";
 import { createErpCredentials } from "./modules/environments/erp-credentials.ts";
 import { createErpCredentialsRepo } from "./modules/environments/erp-credentials.repo.ts";
@@ -233,6 +235,7 @@ export function createServices(deps: {
     backups,
     erpCredentials,
     audit,
+    copyFrom: createCopyFrom({ environments: repos.environments, latestBackup: latestStoredBackup(db), deployments }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),

@@ -74,6 +74,13 @@ export const RestoreParams = Type.Object(
      * environment's own data, restored as it was.
      */
     copy: Type.Optional(Type.Object({ base_url: Nullable(Type.String({ pattern: "^https://[^\\s'\"\\\\]+$", maxLength: 300 })) }, strict)),
+    /**
+     * A copy taken now of another environment on this server (copy-from, backup "fresh"):
+     * instead of reading a backup, a consistent pg_dump of that environment's live database is
+     * streamed into the new database and its file store copied by name; the source is only
+     * read. `backup_id` then names the copy. Requires `copy`.
+     */
+    live_source: Type.Optional(Type.Object({ environment_id: Uuid }, strict)),
   },
   strict,
 );

@@ -57,6 +57,7 @@ export const OPERATION_KINDS = [
   "destroy",
   "backup",
   "restore",
+  "copy",
 ] as const;
 export type OperationKind = (typeof OPERATION_KINDS)[number];
 
@@ -67,6 +68,8 @@ const LIFECYCLE_STEPS: Record<Exclude<OperationKind, "deploy" | "redeploy" | "ro
   destroy: ["initializing", "connecting", "completed"],
   backup: ["initializing", "connecting", "completed"],
   restore: ["initializing", "connecting", "initializing_database", "starting_container", "health_check", "completed"],
+  // A copy of another environment (copy-from) is a restore whose data comes from that environment.
+  copy: ["initializing", "connecting", "initializing_database", "starting_container", "health_check", "completed"],
 };
 
 /** The ordered step ids an operation of this kind reports. */

@@ -113,6 +113,14 @@ export const ERROR_STATUS = {
   production_exists: 409,
   /** A PATCH of the stage to production, or of the production environment's stage: only a promotion does that. */
   stage_change_refused: 409,
+  /** copy-from onto the production environment: a copy only ever replaces a staging or development environment's data. */
+  copy_into_production: 409,
+  /** copy-from with backup "latest" while the source has no completed backup in the backup store. */
+  copy_source_has_no_backup: 409,
+  /** copy-from of an environment never deployed (or destroyed), or onto one never deployed: one of them has no data to give or take. */
+  copy_not_deployed: 409,
+  /** copy-from with backup "fresh" of an environment on another server: take a backup of it, then copy with backup "latest". */
+  copy_fresh_across_servers: 409,
   /** Another environment (of any organisation) is served at that name. */
   domain_taken: 409,
   environment_not_running: 409,
@@ -174,6 +182,10 @@ export const ERROR_STATUS = {
   upload_parts_too_large: 413,
   /** An uploaded file whose size or SHA-256 differs from what its sender declared: it was not kept. */
   upload_checksum_mismatch: 422,
+  /** copy-from naming the target itself as its source. */
+  copy_source_is_target: 422,
+  /** copy-from naming an environment of another project as its source: a copy stays within its project. */
+  copy_source_other_project: 422,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,
   /** As many live event streams are open as allowed, for the organisation or the person. */

@@ -23,6 +23,7 @@ import { variablesPlatformRoutes } from "../modules/environments/variables.route
 import { mailsPlatformRoutes } from "../modules/mails/mails.routes.ts";
 import { platformDeploymentsRoutes } from "../modules/deployments/platform/platform-deployments.routes.ts";
 import { platformBackupsRoutes } from "../modules/backups/platform-backups.routes.ts";
+import { copyFromPlatformRoutes } from "../modules/environments/copy-from.routes.ts";
 import { platformErpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
 import { backupSchedulesPlatformRoutes } from "../modules/backups/backup-schedules.routes.ts";
 import { personOf } from "../modules/auth/session-principal.ts";
@@ -54,6 +55,7 @@ export function platformApi(deps: PlatformDeps) {
     await api.register(supportRoutes({ support: s.support, audit: s.audit, access: s.access }));
     await api.register(platformDeploymentsRoutes(s.deployments));
     await api.register(platformBackupsRoutes({ backups: s.backups, environments: s.deployments, heavy: s.deployments.heavy }));
+    await api.register(copyFromPlatformRoutes({ copy: s.copyFrom, deployments: s.deployments }));
     await api.register(
       platformErpCredentialsRoutes({
         credentials: s.erpCredentials,

@@ -5,6 +5,7 @@ import type { Clock } from "../lib/clock.ts";
 import type { Services } from "../services.ts";
 import { apiKeysRoutes } from "../modules/api-keys/api-keys.routes.ts";
 import { backupsRoutes } from "../modules/backups/backups.routes.ts";
+import { copyFromPublicRoutes } from "../modules/environments/copy-from.routes.ts";
 import { erpCredentialsRoutes } from "../modules/environments/erp-credentials.routes.ts";
 import { deploymentsRoutes } from "../modules/deployments/public/deployments.routes.ts";
 import { operationsRoutes } from "../modules/deployments/public/operations.routes.ts";
@@ -56,6 +57,7 @@ export function publicApi(deps: { pool: pg.Pool; clock: Clock; services: Service
     await api.register(deploymentsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(operationsRoutes(s.deployments, PUBLIC_PREFIX));
     await api.register(backupsRoutes(s.backups, PUBLIC_PREFIX));
+    await api.register(copyFromPublicRoutes(s.copyFrom, PUBLIC_PREFIX));
     await api.register(erpCredentialsRoutes(s.erpCredentials));
     await api.register(webhooksRoutes(s.webhooks));
     await api.register(webhookDeliveriesRoutes(s.webhookDeliveries));

@@ -20,7 +20,10 @@
 // else they are fetched from the store into this environment's backups and checked against
 // the signed sizes and sha256 before anything else (fetch-backup.ts). With `archive` (an ERP
 // backup as the vendor's tools make it: a migration's upload), the one file is fetched the same
-// way and loaded by archive-restore.ts into the same new database and data dir.
+// way and loaded by archive-restore.ts into the same new database and data dir. With
+// `live_source` (copy-from, backup "fresh"), there is no backup: another environment of this
+// server is copied now, its database streamed and its file store copied by name
+// (live-copy.ts), into the same new database and data dir, and the rest is the same.
 import { createReadStream } from "node:fs";
 import { basename, join } from "node:path";
 import { pipeline } from "node:stream/promises";
@@ -28,6 +31,7 @@ import { createGunzip } from "node:zlib";
 import type { DockerClient } from "../../docker/docker-client.ts";
 import { DB_DUMP_FILE, FILESTORE_FILE, pruneStoredBackups, verifyBackup, type BackupManifest } from "./backup-files.ts";
 import { localOrFetched } from "./fetch-backup.ts";
+import { copyFileStore, liveSourceDatabase, streamDatabase } from "./live-copy.ts";
 import { archiveHere, loadArchive } from "./archive-restore.ts";
 import { writeIntoIncomingDataDir } from "./incoming-data-dir.ts";
 import { neutralizeCopy } from "./neutralize.ts";
@@ -47,6 +51,7 @@ import {
 import { HEALTH_PATH, waitForHealth } from "../environment/health-check.ts";
 import { backupDir, ERP_DB_NAME, environmentLayout, type EnvironmentLayout } from "../environment/environment-layout.ts";
 import { hostPortOf, requireErpContainer, stoppedReason, type ErpContainerRef } from "../environment/erp-container.ts";
+import { erpUserOf } from "../environment/erp-image-user.ts";
 import { DEFAULT_BACKUPS_KEPT_LOCALLY, timingOf, type ExecutorDeps, type ExecutorTiming } from "../runner/executor-deps.ts";
 import { CommandError, type CommandHandler } from "../runner/handler-types.ts";
 import { runningPostgres } from "../environment/postgres.ts";
@@ -78,6 +83,8 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
       let fetched = false;
       /** The ERP archive being restored (params.archive), once on this server. */
       let archive: string | null = null;
+      /** The environment copied now (params.live_source) and its running database. */
+      const live = params.live_source === undefined ? null : { layout: environmentLayout(deps.stateDir, params.live_source.environment_id), db: "" };
       let manifest: BackupManifest | null = null;
       let erp: ErpContainerRef | null = null;
       let db: string | null = null;
@@ -149,6 +156,16 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
           ctx,
           {
             initializing: async (step) => {
+              if (live !== null) {
+                if (params.copy === undefined) throw new CommandError("invalid_params", "live_source is only for a copy");
+                if (live.layout.environmentId === params.environment_id) throw new CommandError("invalid_params", "an environment is not copied onto itself");
+                live.db = await liveSourceDatabase(docker, live.layout);
+                erp = await requireErpContainer(docker, layout);
+                wasRunning = erp.state === "running";
+                withFiles = true;
+                step.log("info", `Copying environment ${live.layout.environmentId} of this server as it is now; it keeps serving and is only read`);
+                return "Source found";
+              }
               if (params.archive !== undefined) {
                 archive = await archiveHere({ deps, layout, backupId: params.backup_id, archive: params.archive, log: step.log, signal: step.signal });
                 erp = await requireErpContainer(docker, layout);
@@ -206,6 +223,20 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
                 withFiles = true;
                 return `Restored into ${n.incomingDb} and verified`;
+              }
+              if (live !== null) {
+                let started = Date.now();
+                await streamDatabase(docker, { sourceDb: live.db, targetDb: db, incomingDb: n.incomingDb, deadlineMs: timing.dataTransferMs });
+                step.log("info", `pg_dump of the source streamed into ${n.incomingDb} by pg_restore without error (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+                await neutralizeIfCopy();
+                step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
+                started = Date.now();
+                const copied = await copyFileStore(live.layout, n, await erpUserOf(docker, image), step.signal);
+                step.log(
+                  "info",
+                  `File store copied into ${basename(n.incomingDir)}: ${copied.files} files, ${copied.linked} hard-linked, ${copied.bytesCopied} bytes copied (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+                );
+                return `Copied into ${n.incomingDb} and verified`;
               }
               await restoreDump(docker, db, n.incomingDb, createReadStream(join(dir, DB_DUMP_FILE)), timing.dataTransferMs);
               step.log("info", `pg_restore loaded the dump into ${n.incomingDb} without error`);
@@ -277,7 +308,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                 // The restore stands; the journal says "committed", so the next operation finishes this.
                 step.log("warning", `Could not drop the previous database yet (${String(error)}): the next operation will`);
               }
-              step.log("info", `Restore of backup ${params.backup_id} finished`);
+              step.log("info", live === null ? `Restore of backup ${params.backup_id} finished` : `Copy of environment ${live.layout.environmentId} finished`);
               return "Done";
             },
           },

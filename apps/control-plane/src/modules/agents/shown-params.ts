@@ -112,6 +112,7 @@ const RULES: { [T in CommandType]: (params: CommandParams<T>) => View } = {
     // The source's path holds its signed download link.
     source: fields<Exclude<RestoreParams["source"], undefined>>({ environment_id: SHOWN, path: SECRET, expires_at: SHOWN, files: SHOWN }),
     archive,
+    live_source: SHOWN,
     copy: SHOWN,
   }),
   destroy: fields<DestroyParams>({ deployment_id: SHOWN, environment_id: SHOWN, delete_data: SHOWN }),

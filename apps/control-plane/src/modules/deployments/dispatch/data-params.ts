@@ -1,6 +1,7 @@
 // The backup and restore commands' parameters: which backup, and where its files go to or
 // come from in the backup store (through the narrow `backups` interface); a restore of
-// another environment's backup makes a neutralised copy served at this environment's address.
+// another environment's backup, and a copy (copy-from), make a neutralised copy served at this
+// environment's address.
 import type { BackupParams, CommandParams, RestoreParams } from "@berth/protocol";
 import type { EnvironmentAddresses } from "../../environments/domains.ts";
 import type { DeploymentRow } from "../operations/operations.repo.ts";
@@ -49,6 +50,25 @@ export function createDataParams(deps: DataParamsDeps) {
       const backupId = backupIdOf(extra);
       const source = await deps.backups?.restoreSource(backupId);
       return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, ...(source ? { source } : {}), ...(await copyOf(d, extra)) };
+    },
+
+    /**
+     * copy-from (environments/copy-from.ts): a restore of another environment's data as a
+     * copy. backup "latest" names that environment's backup (from its server's own copy when
+     * it is there, else the store); "fresh" dumps it now on this server (live_source), and
+     * the copy is named by the operation's id.
+     */
+    async copy(d: DeploymentRow): Promise<CommandParams<"restore">> {
+      const { extra } = storedOptions(d.extraData);
+      if (typeof extra.source_environment_id !== "string") throw new DispatchError("stored_option_invalid", "the copy names no source environment (extra_data.source_environment_id)");
+      const copy = await copyOf(d, extra);
+      if (extra.backup === "fresh") {
+        return { deployment_id: d.id, environment_id: d.environmentId, backup_id: d.id, live_source: { environment_id: extra.source_environment_id }, ...copy };
+      }
+      const backupId = backupIdOf(extra);
+      const source = await deps.backups?.restoreSource(backupId);
+      if (!source) throw new DispatchError("stored_option_invalid", `backup ${backupId} of the source is no longer in the backup store`);
+      return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, source, ...copy };
     },
   };
 }

@@ -50,6 +50,8 @@ export function createDispatcher(
         return { type: "backup", params: await data.backup(d) };
       case "restore":
         return { type: "restore", params: await data.restore(d) };
+      case "copy":
+        return { type: "restore", params: await data.copy(d) };
       default:
         return null;
     }
