@@ -53,7 +53,8 @@ export async function runSteps(
         ctx.emit.log("error", `${STEP_NAMES[step]} failed: ${body.message}`, { step });
       }
       ctx.emit.stepFailed(step, body);
-      throw new CommandError(body.code, body.message);
+      // What the step did before it failed (a refused deploy's test results) stays with the error.
+      throw new CommandError(body.code, body.message, error instanceof CommandError ? error.result : undefined);
     }
   }
 }
