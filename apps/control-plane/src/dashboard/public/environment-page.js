@@ -9,6 +9,7 @@ import { backupScheduleSection, lastBackupText } from "./backup-schedule.js";
 import { backupsSection } from "./backups.js";
 import { environmentSettingsForm, promoteForm, stageBadge } from "./project-forms.js";
 import { actionsCell, envActions } from "./environment-actions.js";
+import { refreshFromProductionButton } from "./copy-from.js";
 import { certificateBadge, dnsText, openLink } from "./environment-address.js";
 import { adminPasswordSection } from "./erp-credentials.js";
 import { loadProjects } from "./projects.js";
@@ -52,7 +53,7 @@ export async function environmentPage(main, ctx, envId) {
       h("dt", {}, "Last backup"),
       h("dd", { id: "last-backup" }, lastBackupText(env)),
     ),
-    h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory())),
+    h("div", { class: "actions" }, envActions(ctx, project, env, () => void loadHistory()), refreshFromProductionButton(ctx, project, env)),
     domainsSection(ctx, project, env),
     project.permissions.includes("project.environments.update") ? environmentSettingsForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
     project.permissions.includes("project.environments.update") && env.stage !== "production" ? promoteForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
