@@ -234,7 +234,7 @@ prepare_erp_root() {
 	# The file store keeps files under their sha1, as Odoo does; odoo.c writes this content.
 	marker_sha1=$(printf 'berth stand-in ERP: file store marker\n' | sha1sum | cut -c1-40)
 	gcc -O2 -Wall -Wextra -Werror -Wno-format-truncation -DMARKER_SHA1="\"$marker_sha1\"" \
-		-I/usr/include/postgresql -o "$work/odoo" "$here/erp/odoo.c" "$here/erp/tests.c" -lpq -lcrypto
+		-I/usr/include/postgresql -o "$work/odoo" "$here/erp/odoo.c" "$here/erp/tests.c" "$here/erp/mail.c" -lpq -lcrypto
 	strip "$work/odoo"
 	install -m 755 "$work/odoo" "$root/usr/bin/odoo"
 	add_libs_of "$root" "$work/odoo"
@@ -332,7 +332,7 @@ else
 fi
 
 mapfile -t erp_addon_files < <(find "$here/erp/addons" -type f | sort)
-erp_base_hash=$( { inputs_hash "$here/erp/odoo.c" "$here/erp/tests.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf" "${erp_addon_files[@]}"
+erp_base_hash=$( { inputs_hash "$here/erp/odoo.c" "$here/erp/tests.c" "$here/erp/mail.c" "$here/erp/entrypoint.sh" "$here/erp/odoo.conf" "${erp_addon_files[@]}"
 	printf '%s\n' "${erp_addon_files[@]#"$here"/}"; } | sha256sum | cut -c1-16)
 erp_prepared=0
 for entry in "${ERP_SERIES[@]}"; do

@@ -2335,6 +2335,7 @@ static void route(int fd, struct request *rq) {
   else if (strcmp(p, "/berth/info") == 0 && get) handle_info(fd, rq);
   else if (strcmp(p, "/berth/modules") == 0 && get) handle_modules(fd, rq);
   else if (strcmp(p, "/berth/request") == 0 && get) handle_request_report(fd, rq);
+  else if (strcmp(p, "/berth/mail") == 0 && (get || post)) { extern int mail_send(const char *, const char *(*)(const char *), char *, size_t); char out[1024]; int st = mail_send(rq->query, conf_get, out, sizeof out); respond(fd, rq, st, "application/json", out); } /* mail.c */
   else if (websocket_path(p)) handle_websocket(fd, rq);
   else if (strcmp(p, "/web/webclient/version_info") == 0 && (get || post)) handle_version_info(fd, rq);
   else if (strcmp(p, "/web/session/authenticate") == 0 && post) handle_authenticate(fd, rq);
