@@ -2,6 +2,7 @@
 import { client, ok } from "./api.js";
 import { badge, clear, fmt, h, onAction } from "./dom.js";
 import { loadProjects } from "./projects.js";
+import { paintTests } from "./deployment-tests.js";
 
 const ACTIVE = new Set(["pending", "queued", "building", "deploying", "running"]);
 const TERMINAL = new Set(["success", "failed", "cancelled", "destroyed", "rolled_back"]);
@@ -17,6 +18,7 @@ export async function deploymentPage(main, ctx, deploymentId) {
   const steps = h("ol", { class: "steps", "aria-label": "Steps" });
   const logs = h("ol", { class: "logs", role: "log", "aria-label": "Deployment logs", tabindex: "0" });
   const error = h("p", { class: "error-text", hidden: true });
+  const tests = paintTests(h("section", { id: "deployment-tests", "aria-labelledby": "tests-h" }), record.tests);
   const cancel = h("button", { type: "button", class: "secondary", hidden: true }, "Cancel deployment");
   cancel.addEventListener(
     "click",
@@ -35,6 +37,7 @@ export async function deploymentPage(main, ctx, deploymentId) {
     h("h1", {}, `${record.kind[0].toUpperCase()}${record.kind.slice(1)} v${record.version}`),
     h("p", { class: "facts-line" }, "Status: ", statusEl, " · ", percent, ` · branch ${record.git_branch ?? "–"} · started ${fmt.time(record.started_at ?? record.created_at)}`),
     error,
+    tests,
     h("div", { class: "actions" }, cancel),
     h("div", { class: "deploy-grid" }, h("section", { "aria-labelledby": "steps-h" }, h("h2", { id: "steps-h" }, "Steps"), steps), h("section", { "aria-labelledby": "logs-h" }, h("h2", { id: "logs-h" }, "Logs"), logs)),
   );
@@ -91,6 +94,8 @@ export async function deploymentPage(main, ctx, deploymentId) {
     if (d.deployment_id !== deploymentId) return;
     paintRecord(d.status, d.error_message);
     if (TERMINAL.has(d.status)) ctx.announce(`Deployment ${d.status}.`);
+    // The tests are on the record once the deployment ends.
+    if (TERMINAL.has(d.status)) void ok(client.GET("/deployments/{deployment_id}", { params: { path: { deployment_id: deploymentId } } })).then((r) => paintTests(tests, r.tests), ctx.showError);
     clearTimeout(timer);
     timer = setTimeout(() => void loadProgress().catch(ctx.showError), 150);
   });

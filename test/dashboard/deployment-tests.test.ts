@@ -1,0 +1,52 @@
+// A deployment's module tests on its page, in headless Chromium against a real control
+// plane: a development build that recorded one failing and one erroring test shows the
+// counts and, unfolded, each test's traceback as Odoo printed it; a deployment without tests
+// shows no Tests section.
+import { expect, it } from "vitest";
+import { screenshot } from "./browser.ts";
+import { dashboardSuite } from "./dashboard-suite.ts";
+
+const s = dashboardSuite();
+
+const TESTS = {
+  run: 3,
+  failed: 1,
+  errors: 1,
+  failures: [
+    { test: "TestOrders.test_errors", module: "shop_tests", kind: "error", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 13, in test_errors', '    raise ValueError("boom")', "ValueError: boom"] },
+    { test: "TestOrders.test_fails", module: "shop_tests", kind: "failure", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 10, in test_fails', "    self.assertEqual(1, 2)", "AssertionError: 1 != 2"] },
+  ],
+};
+
+async function finishedDeploy(tests: unknown): Promise<string> {
+  const row = await s.cp.app.services.deployments.requestAction({ organizationId: s.d.organization_id, projectId: null }, s.d.environments.running, "deploy", {
+    userId: null,
+    apiKeyId: null,
+  });
+  await s.cp.database.pool.query("update deployments set status = 'success', started_at = now(), completed_at = now(), tests_result = $2 where id = $1", [
+    row.id,
+    tests === null ? null : JSON.stringify(tests),
+  ]);
+  return row.id;
+}
+
+it("shows the tests' counts and each failing test's traceback; none without tests", { timeout: 60_000 }, async () => {
+  const tested = await finishedDeploy(TESTS);
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/deployments/${tested}`);
+  const summary = page.locator("#tests-summary");
+  await summary.waitFor();
+  expect(await summary.textContent()).toBe("3 run, 1 failed, 1 error(s)");
+  const failures = page.getByRole("list", { name: "Tests that did not pass" });
+  expect(await failures.locator("summary").allTextContents()).toEqual(["ERROR shop_tests: TestOrders.test_errors", "FAIL shop_tests: TestOrders.test_fails"]);
+  await failures.getByText("FAIL shop_tests: TestOrders.test_fails").click();
+  const traceback = failures.locator("details[open] pre.traceback");
+  await traceback.waitFor();
+  expect(await traceback.textContent()).toBe(TESTS.failures[1]!.traceback.join("\n"));
+  await screenshot(page, "deployment-tests");
+
+  const untested = await finishedDeploy(null);
+  await page.goto(`${s.base}/#/deployments/${untested}`);
+  await page.locator("#deployment-status .badge").waitFor();
+  expect(await page.locator("#deployment-tests").isHidden()).toBe(true);
+});
