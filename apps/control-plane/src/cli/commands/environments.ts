@@ -1,4 +1,4 @@
-// `berth environments list|show|create|update|set-stage|promote|delete`. With an API key over
+// `berth environments list|show|create|update|set-stage|promote|copy-from|delete`. With an API key over
 // the public API (/environments, /projects/{id}/environments); with a session over the
 // platform API, whose project lists hold the environments (no read-one endpoint: `show` finds
 // it there) and whose changes go through /projects/{project_id}/environments/{env_id}. A new
@@ -13,6 +13,7 @@ import { ORG_OPTION, organizationId, organizationIds } from "../organizations.ts
 import type { Column } from "../output.ts";
 import { allPages } from "../pages.ts";
 import { confirm } from "../prompt.ts";
+import { registerCopyFrom } from "./environments-copy-from.ts";
 
 /** The stages, as the API's schema names them (a stage the API adds fails to compile here until listed). */
 type Stage = PublicComponents["schemas"]["Environment"]["stage"];
@@ -288,6 +289,8 @@ Examples:
         ),
       );
     });
+
+  registerCopyFrom(environments, context);
 
   environments
     .command("delete <environment>")
