@@ -133,6 +133,7 @@ describe("task polling", () => {
       triggered_by: null,
       created_at: expect.any(String),
       modules: null,
+      tests: null,
     });
   });
 
