@@ -28,7 +28,7 @@ const SUITE = "executor-live-copy";
 const BASE_URL = "https://staging.customer.example";
 
 describe("a copy of another environment of this server, taken now", () => {
-  const h = createExecutorHarness(SUITE, { healthTimeoutMs: 10_000, healthIntervalMs: 300, stopGraceSeconds: 5 });
+  const h = createExecutorHarness(SUITE, { healthTimeoutMs: 6_000, healthIntervalMs: 200, stopGraceSeconds: 5 });
   const source = randomUUID();
   const target = randomUUID();
   const ports: Record<string, unknown> = {};

@@ -84,7 +84,8 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
       containerName: result.container_name ?? null,
       reactivate: isDeployKind(op.kind),
     });
-  } else if (status === "failed" && op.kind !== "backup") {
+  } else if (status === "failed" && op.kind !== "backup" && op.kind !== "copy") {
+    // A failed backup changed nothing, and a failed copy was undone by its agent (the target as it was).
     await writes.setEnvironmentError(client, op.environment_id);
   }
 }
