@@ -14,6 +14,7 @@ const variables = { variables: { PGTZ: "Europe/Brussels", SENTRY_DSN: "https://k
 const variable = { value: "Europe/Brussels" };
 const backup = { comment: "Before the 17.0 upgrade" };
 const restore = { backup_id: BACKUP_ID };
+const copyFrom = { from_environment_id: ENVIRONMENT_ID, backup: "fresh" };
 const schedule = { enabled: true, frequency: "daily", time: "02:30", retention: { daily: 7, weekly: 4, monthly: 6 } };
 const webhook = { url: "https://hooks.example.com/berth", events: ["deployment.completed", "deployment.failed"] };
 const project = { name: "Acme ERP", server_id: SERVER_ID, git_repo_url: "https://github.com/acme/erp-addons.git", default_branch: "main", erp_version: "17.0" };
@@ -37,6 +38,7 @@ export const REQUEST_EXAMPLES = {
     "POST /environments/{id}/actions/redeploy": { modules: { upgrade: "changed" } },
     "POST /environments/{id}/backups": backup,
     "POST /environments/{id}/restore": restore,
+    "POST /environments/{id}/copy-from": copyFrom,
     "POST /webhooks": { ...webhook, project_id: PROJECT_ID },
     "PATCH /webhooks/{id}": { enabled: false },
     "PATCH /environments/{id}/backup-schedule": schedule,
@@ -69,6 +71,7 @@ export const REQUEST_EXAMPLES = {
     "POST /environments/{env_id}/promote": { previous_stage: "staging" },
     "POST /environments/{env_id}/backups": backup,
     "POST /environments/{env_id}/restore": restore,
+    "POST /environments/{env_id}/copy-from": copyFrom,
     "POST /organizations/{organization_id}/servers": { name: "web-1" },
     "POST /organizations/{organization_id}/projects": project,
     "PATCH /projects/{project_id}": projectPatch,
