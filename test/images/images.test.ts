@@ -15,6 +15,7 @@ import type { Container } from "dockerode";
 import WebSocket from "ws";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitUntil } from "../support/wait.ts";
+import { moduleTestLog } from "../../apps/agent/src/executor/deploy/module-tests.ts";
 
 const PG_IMAGE = "berth-test/postgres:15";
 const ERP_IMAGE = "berth-test/erp:17.0";
@@ -1296,6 +1297,53 @@ describe("Docker test images", () => {
         "strict_a 17.0.1.1\nstrict_b 17.0.1.1\nstrict_c 17.0.1.1\nstrict_other 17.0.1.0",
       );
     }, 90_000);
+
+    it("runs a module's tests with --test-enable and --test-tags as Odoo prints them, exit code 1 when one did not pass (erp/tests.c)", async () => {
+      const testFile = [
+        "from odoo.tests import TransactionCase",
+        "",
+        "",
+        "class TestThings(TransactionCase):",
+        "",
+        "    def test_passes(self):",
+        "        self.assertTrue(True)",
+        "",
+        "    def test_fails(self):",
+        "        self.assertEqual(1, 2)  # stand-in: fail AssertionError: 1 != 2",
+        "",
+        "    def test_errors(self):",
+        '        raise ValueError("boom")  # stand-in: error ValueError: boom',
+        "",
+      ].join("\n");
+      await writeModule(addons(), "strict_tested", "1.0");
+      await mkdir(join(addons(), "strict_tested", "tests"), { recursive: true, mode: 0o755 });
+      await writeFile(join(addons(), "strict_tested", "tests", "__init__.py"), "from . import test_things\n", { mode: 0o644 });
+      await writeFile(join(addons(), "strict_tested", "tests", "test_things.py"), testFile, { mode: 0o644 });
+      for (const series of ["16.0", "19.0"]) {
+        const db = `tested_${series.slice(0, 2)}`;
+        const run = await runOdoo(["-d", db, "-i", "strict_tested", "--test-enable", "--test-tags=/strict_tested", "--stop-after-init"], addons(), erpImage(series));
+        // odoo/service/server.py preload_registries: rc += 1 when the report is not successful; the module is installed all the same.
+        expect(run.code, run.logs).toBe(1);
+        expect(await psql(db, "SELECT state FROM ir_module_module WHERE name = 'strict_tested'")).toBe("installed");
+        const log = moduleTestLog();
+        for (const line of run.logs.split("\n")) log.line(line);
+        expect(log.reported()).toBe(true);
+        expect(log.result()).toMatchObject({ run: 3, failed: 1, errors: 1, failures: [{ test: "TestThings.test_errors", kind: "error" }, { test: "TestThings.test_fails", kind: "failure" }] });
+        expect(run.logs).toMatch(/ INFO tested_\d+ odoo\.addons\.strict_tested\.tests\.test_things: Starting TestThings\.test_passes \.\.\.\n/);
+        expect(run.logs).toContain('  File "/mnt/extra-addons/strict_tested/tests/test_things.py", line 10, in test_fails\n    self.assertEqual(1, 2)\nAssertionError: 1 != 2\n');
+        expect(run.logs).toMatch(/ ERROR tested_\d+ odoo\.modules\.loading: Module strict_tested: 1 failures, 1 errors of 3 tests\n/);
+        expect(run.logs).toMatch(new RegExp(` ERROR ${db} odoo\\.tests\\.result: 1 failed, 1 error\\(s\\) of 3 tests when loading database '${db}'\\n`));
+      }
+      // --test-tags selects (tag_selector.py's /module:Class.method); the passing test alone: INFO report, exit code 0.
+      const one = await runOdoo(["-d", "tested_one", "-i", "strict_tested", "--test-enable", "--test-tags=/strict_tested:TestThings.test_passes", "--stop-after-init"], addons(), erpImage("17.0"));
+      expect(one.code, one.logs).toBe(0);
+      expect(one.logs).toMatch(/ INFO tested_one odoo\.tests\.result: 0 failed, 0 error\(s\) of 1 tests when loading database 'tested_one'\n/);
+      // Without --test-enable no test runs and nothing is reported.
+      const none = await runOdoo(["-d", "tested_none", "-i", "strict_tested", "--stop-after-init"], addons(), erpImage("17.0"));
+      expect(none.code, none.logs).toBe(0);
+      expect(none.logs).not.toContain("Starting TestThings");
+      expect(none.logs).not.toContain("odoo.tests.result");
+    }, 120_000);
 
     it("adapts manifest versions as each branch's adapt_version does", async () => {
       const dir = join(workDir, "addons-versions");
