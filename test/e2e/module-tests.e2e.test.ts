@@ -33,6 +33,8 @@ let stagingId: string;
 let api: ReturnType<typeof publicClient>;
 const hooks: { type: string; data: { deployment: Record<string, unknown> } }[] = [];
 let receiver: Server;
+/** Staging's first release (base alone), deployed while the development build runs: the second test refuses a commit on top of it. */
+let stagingFirst: Promise<string>;
 
 // One passing, one failing and one erroring test; the stand-in fails a test marked
 // `# stand-in: fail|error <exception line>` and prints Odoo's traceback for it.
@@ -95,6 +97,11 @@ beforeAll(async () => {
 
   agent = await startEnrolledAgent(cp, d.organization_id, d.server_id);
   await until("agent online", async () => cp.app.gateway.isConnected(d.server_id));
+  const patched = await api.patch(`/environments/${stagingId}`, { require_passing_tests: true });
+  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+  expect(patched.body.require_passing_tests).toBe(true);
+  stagingFirst = deploy(stagingId);
+  stagingFirst.catch(() => undefined);
 }, 90_000);
 
 afterAll(async () => {
@@ -174,11 +181,8 @@ it("a development build installs the module with demo data, runs its tests, serv
 }, 200_000);
 
 it("a staging environment that requires passing tests refuses the commit and keeps its previous release", async () => {
-  const patched = await api.patch(`/environments/${stagingId}`, { require_passing_tests: true });
-  expect(patched.status, JSON.stringify(patched.body)).toBe(200);
-  expect(patched.body.require_passing_tests).toBe(true);
   // Staging installs no module on its own: the first release serves base alone (no tests to run).
-  const first = await deploy(stagingId);
+  const first = await stagingFirst;
   expect((await api.get(`/deployments/${first}`)).body).toMatchObject({ status: "completed", tests: null });
   const before = await erp(stagingId);
   expect(before.module?.state ?? "uninstalled").not.toBe("installed");
