@@ -50,3 +50,24 @@ it("shows the tests' counts and each failing test's traceback; none without test
   await page.locator("#deployment-status .badge").waitFor();
   expect(await page.locator("#deployment-tests").isHidden()).toBe(true);
 });
+
+it("a staging environment's settings refuse commits whose tests fail; production's offer no such setting", { timeout: 60_000 }, async () => {
+  const page = await s.pageFor(s.owner);
+  const required = async (envId: string) =>
+    (await s.cp.database.pool.query<{ require_passing_tests: boolean }>("select require_passing_tests from environments where id = $1", [envId])).rows[0]!.require_passing_tests;
+  // The demo's stopped environment is staging.
+  await page.goto(`${s.base}/#/environments/${s.d.environments.stopped}`);
+  const settings = page.getByRole("form", { name: "Settings of staging" });
+  await settings.waitFor();
+  const box = settings.getByLabel("Refuse a commit whose module tests fail");
+  expect(await box.isChecked()).toBe(false);
+  await box.check();
+  await settings.getByRole("button", { name: "Save settings" }).click();
+  await expect.poll(() => required(s.d.environments.stopped)).toBe(true);
+
+  await page.goto(`${s.base}/#/environments/${s.d.environments.running}`);
+  const production = page.getByRole("form", { name: "Settings of production" });
+  await production.waitFor();
+  expect(await production.getByLabel("Deploy on push").count()).toBe(1);
+  expect(await production.getByLabel("Refuse a commit whose module tests fail").count()).toBe(0);
+});

@@ -187,6 +187,8 @@ export function environmentSettingsForm(ctx, project, env, done) {
   // Production changes stage only by a promotion (of another environment).
   const stage = env.stage === "production" ? null : stageSelect("stage", ["staging", "development"], env.stage);
   const autoDeploy = checkbox("auto_deploy", env.auto_deploy);
+  // Only a staging environment's deploy can be refused for its tests (development ones serve anyway).
+  const requireTests = env.stage === "staging" ? checkbox("require_passing_tests", env.require_passing_tests === true) : null;
   const domain = text("domain", { value: env.domain ?? "", placeholder: "erp.example.com" });
   const aliases = text("aliases", { value: env.aliases.join(", "), placeholder: "www.example.com" });
   const cpu = number("cpu_cores", env.cpu_cores);
@@ -202,7 +204,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
       "aria-label": `Settings of ${env.name}`,
       onsubmit: onSubmit(submit, ctx.showError, async () => {
         const size = filled({ cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk), workers: int(workers) });
-        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size, ...(stage ? { stage: stage.value } : {}) };
+        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size, ...(stage ? { stage: stage.value } : {}), ...(requireTests ? { require_passing_tests: requireTests.checked } : {}) };
         const updated = await ok(client.PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id: project.id, env_id: env.id } }, body }));
         ctx.clearError();
         ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
@@ -213,6 +215,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
     stage ? field("Stage", stage, "Production is reached by promoting an environment") : null,
     field("Branch", branch, "Deployed from the next deploy on"),
     checkField("Deploy on push", autoDeploy),
+    requireTests ? checkField("Refuse a commit whose module tests fail", requireTests) : null,
     field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
     field("Aliases", aliases, ALIASES_HINT),
     field("CPU cores", cpu, "The size applies from the next deploy"),
