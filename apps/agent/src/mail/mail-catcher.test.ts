@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import nodemailer from "nodemailer";
+import nodemailer, { type SendMailOptions } from "nodemailer";
 import type { EventInput } from "@berth/protocol";
 import { createMailCatcherServer } from "./mail-catcher.ts";
 import { mailPassword } from "./mail-credentials.ts";
@@ -34,7 +34,7 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const send = (user: string | null, password: string, mail: nodemailer.SendMailOptions) =>
+const send = (user: string | null, password: string, mail: SendMailOptions) =>
   nodemailer
     .createTransport({ host: "127.0.0.1", port, secure: false, ignoreTLS: true, ...(user === null ? {} : { auth: { user, pass: password } }) })
     .sendMail(mail);
