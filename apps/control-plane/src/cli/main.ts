@@ -10,6 +10,7 @@ import { registerDeploy } from "./commands/deploy.ts";
 import { registerEnvironments } from "./commands/environments.ts";
 import { registerLogin } from "./commands/login.ts";
 import { registerLogs } from "./commands/logs.ts";
+import { registerMails } from "./commands/mails.ts";
 import { registerMigrate } from "./commands/migrate.ts";
 import { registerProjects } from "./commands/projects.ts";
 import { registerServers } from "./commands/servers.ts";
@@ -53,6 +54,7 @@ ${EXIT_CODES_HELP}`,
   registerDeploy(program, context);
   registerActions(program, context);
   registerLogs(program, context);
+  registerMails(program, context);
   registerBackups(program, context);
   registerMigrate(program, context);
   registerCompletion(program, context);

@@ -4,6 +4,7 @@
 import { client, ok } from "./api.js";
 import { badge, clear, fmt, h, onAction, table } from "./dom.js";
 import { variablesSection } from "./variables.js";
+import { mailsSection } from "./mails.js";
 import { domainsSection } from "./domains.js";
 import { backupScheduleSection, lastBackupText } from "./backup-schedule.js";
 import { backupsSection } from "./backups.js";
@@ -58,6 +59,7 @@ export async function environmentPage(main, ctx, envId) {
     project.permissions.includes("project.environments.update") ? environmentSettingsForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
     project.permissions.includes("project.environments.update") && env.stage !== "production" ? promoteForm(ctx, project, env, () => ctx.navigate(`#/environments/${env.id}`)) : null,
     project.permissions.includes("project.environments.update") ? variablesSection(ctx, project, env) : null,
+    env.stage !== "production" && project.permissions.includes("project.deployments.view") ? mailsSection(ctx, env) : null,
     project.permissions.includes("project.backups.list") ? backupScheduleSection(ctx, env, project.permissions.includes("project.backups.create")) : null,
     h("h2", {}, "Deployment history"),
   );
