@@ -64,6 +64,21 @@ const samples: EventInput[] = [
       },
     ],
   },
+  {
+    kind: "mail.caught",
+    mail_id: ENVIRONMENT_ID,
+    environment_id: ENVIRONMENT_ID,
+    received_at: TS,
+    from: "noreply@acme.example",
+    to: ["customer@client.example"],
+    subject: "Invoice",
+    size: 4096,
+    html: "<p>Invoice</p>",
+    text: null,
+    truncated: false,
+    headers: [{ name: "Subject", value: "Invoice" }],
+    attachments: [{ filename: "invoice.pdf", content_type: "application/pdf", size: 2048 }],
+  },
 ];
 
 const withSeq = (event: EventInput, seq: number) => ({ ...event, seq, ts: TS });

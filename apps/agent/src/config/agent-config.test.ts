@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_DOCKER_SOCKET, DEFAULT_STATE_DIR, loadConfig } from "./agent-config.ts";
 import { ConfigError } from "./config-error.ts";
 import { DEFAULT_PROXY_HOST } from "../proxy/proxy-container.ts";
+import { DEFAULT_MAIL_CATCHER } from "../mail/mail-catcher-host.ts";
 
 describe("agent config", () => {
   it("uses the defaults when nothing is set", () => {
@@ -13,7 +14,14 @@ describe("agent config", () => {
       dockerSocket: DEFAULT_DOCKER_SOCKET,
       logLevel: "info",
       proxy: DEFAULT_PROXY_HOST,
+      mail: DEFAULT_MAIL_CATCHER,
     });
+  });
+
+  it("reads the mail catcher's network and port (auto: the system chooses)", () => {
+    expect(loadConfig("run", {}, { BERTH_MAIL_NETWORK: "mail-net", BERTH_MAIL_PORT: "auto" })).toMatchObject({ mail: { network: "mail-net", port: 0 } });
+    expect(loadConfig("run", {}, { BERTH_MAIL_PORT: "2526" })).toMatchObject({ mail: { network: "berth-mail", port: 2526 } });
+    expect(() => loadConfig("run", {}, { BERTH_MAIL_PORT: "70000" })).toThrow(/BERTH_MAIL_PORT/);
   });
 
   it("reads the proxy's settings: ports, address, public addresses, resolvers, intervals", () => {
