@@ -61,7 +61,7 @@ export interface AgentDeps {
   controlPlaneUrl?: string;
   /** Uploaded backups kept on this server per environment (default 2). */
   backupsKeptLocally?: number;
-  /** The mail catcher of staging and development environments (BERTH_MAIL_*); absent: none runs. */
+  /** The mail catcher of staging and development environments (BERTH_MAIL_NETWORK, BERTH_MAIL_PORT); absent: none runs. */
   mailCatcher?: MailCatcherSettings;
 }
 

@@ -58,7 +58,7 @@ export interface EnrollConfig extends BaseConfig {
 export interface RunConfig extends BaseConfig {
   command: "run";
   proxy: ProxyHostSettings;
-  /** The mail catcher of staging and development environments (BERTH_MAIL_*). */
+  /** The mail catcher of staging and development environments (BERTH_MAIL_NETWORK, BERTH_MAIL_PORT). */
   mail: MailCatcherSettings;
   /** BERTH_BACKUPS_KEEP_LOCAL: uploaded backups each environment keeps on this server (0-100; unset: 2). */
   backupsKeptLocally?: number;
