@@ -9,8 +9,8 @@ import { mailPassword } from "./mail-credentials.ts";
 export async function catcherLogin(deps: Pick<ExecutorDeps, "mail" | "stateDir">, environmentId: string, catchMail: boolean | undefined): Promise<CatcherLogin | undefined> {
   if (catchMail !== true) return undefined;
   const address = deps.mail?.address() ?? null;
-  // Without the catcher the ERP would fall back to odoo.conf's defaults: refused rather than
-  // risk a staging ERP mailing real customers through a mail server of the image.
-  if (address === null) throw new CommandError("mail_catcher_unavailable", "the server's mail catcher is not running (see the agent's log): a staging or development environment is not deployed without it");
+  // Without the catcher's address the ERP would fall back to odoo.conf's defaults: refused
+  // rather than risk a staging ERP mailing real customers through a mail server of the image.
+  if (address === null) throw new CommandError("mail_catcher_unavailable", "the server's mail catcher has no address yet (its Docker network could not be made: see the agent's log): a staging or development environment is not deployed without it");
   return { ...address, user: environmentId, password: await mailPassword(deps.stateDir, environmentId) };
 }

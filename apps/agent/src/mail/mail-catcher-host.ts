@@ -20,7 +20,12 @@ export interface MailCatcherSettings {
 export const DEFAULT_MAIL_CATCHER: MailCatcherSettings = { network: "berth-mail", port: 2525 };
 
 export interface MailCatcher {
-  /** Where ERP containers reach it; null while it is not listening. */
+  /**
+   * Where ERP containers send mail: where it listens, or, while it cannot listen yet (the
+   * port taken, Docker restarting), where it will (its network's address and fixed port: a
+   * deploy meanwhile still points the ERP at the catcher, whose mail waits in Odoo's queue,
+   * and reaches no other server). Null while neither is known.
+   */
   address(): { host: string; port: number } | null;
   /** Until it listens, or the error that stops it now (callers that need it: tests). */
   ready(): Promise<{ host: string; port: number }>;
@@ -45,12 +50,15 @@ export function startMailCatcher(deps: {
   });
   server.on("error", (error: Error) => logger.warn({ error: String(error) }, "mail catcher error"));
   let listening: { host: string; port: number } | null = null;
+  /** The network's address once known: with a fixed port, where it will listen. */
+  let intended: { host: string; port: number } | null = null;
   let stopped = false;
   let timer: NodeJS.Timeout | null = null;
   let waiting: ((a: { host: string; port: number }) => void)[] = [];
 
   async function listen(): Promise<void> {
     const host = await ensureMailNetwork(deps.docker, deps.settings.network, deps.labels ?? {});
+    if (deps.settings.port !== 0) intended = { host, port: deps.settings.port };
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
       server.server.once("error", onError);
@@ -75,7 +83,7 @@ export function startMailCatcher(deps: {
   attempt();
 
   return {
-    address: () => listening,
+    address: () => listening ?? intended,
     ready: () => (listening ? Promise.resolve(listening) : new Promise((resolve) => waiting.push(resolve))),
     async stop() {
       stopped = true;
