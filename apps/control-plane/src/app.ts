@@ -51,6 +51,7 @@ import {
 } from "./config.ts";
 import { createMailer, type MailSettings } from "./lib/mail/mailer.ts";
 import { redactingLogger } from "./lib/request-log.ts";
+import { validatorsOnFirstUse } from "./lib/request-validators.ts";
 import { distinctSchemaSerializers } from "./lib/response-serializers.ts";
 import { installRequestIdHeader, requestIdGenerator } from "./lib/request-id.ts";
 import { createMetrics, type Metrics } from "./modules/metrics/metrics.ts";
@@ -118,6 +119,14 @@ export interface AppOptions {
   metrics?: { enabled: boolean; token: string | null };
   /** Where upload tiers begin (default: platform spec 4.3, 50 MB, 500 MB, 5 GB); tests lower them to send real parts of small files. */
   migrationTiers?: TierLimits;
+  /**
+   * When request validators and response serialisers are compiled: at start (default: a schema
+   * that does not compile stops the server before it serves), or by the first request that
+   * needs each (tests, which start hundreds of control planes and call a few routes of each).
+   */
+  schemas?: "at-start" | "on-first-use";
+  /** Each organisation's migration backups at most (default: BERTH_MIGRATION_QUOTA_BYTES, 200 GiB). */
+  migrationQuotaBytes?: number;
 }
 
 export type App = FastifyInstance & { services: Services; gateway: AgentGateway; maintenance: Maintenance; jobs: Jobs; hub: EventHub; drainState: DrainState; metrics: Metrics };
@@ -138,7 +147,12 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     // (found by the fuzz suite: ?limit=1e309 reached SQL as LIMIT Infinity).
     ajv: { customOptions: { removeAdditional: false, coerceTypes: "array", useDefaults: true, strictNumbers: false } },
     frameworkErrors,
-    schemaController: { compilersFactory: { buildSerializer: distinctSchemaSerializers() } },
+    schemaController: {
+      compilersFactory:
+        opts.schemas === "on-first-use"
+          ? { buildValidator: validatorsOnFirstUse(), buildSerializer: distinctSchemaSerializers({ onFirstUse: true }) }
+          : { buildSerializer: distinctSchemaSerializers() },
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   // The APIs speak JSON only: any other body is a 415, not a confusing validation error.
@@ -181,6 +195,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
     ...(opts.analyzeBackup ? { analyzeBackup: opts.analyzeBackup } : {}),
     ...(opts.migrationUploadDir ? { migrationUploadDir: opts.migrationUploadDir } : {}),
     ...(opts.migrationTiers ? { migrationTiers: opts.migrationTiers } : {}),
+    ...(opts.migrationQuotaBytes !== undefined ? { migrationQuotaBytes: opts.migrationQuotaBytes } : {}),
   });
   const gateway = await createAgentGateway({
     pool,

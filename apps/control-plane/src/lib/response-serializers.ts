@@ -20,9 +20,10 @@ type Compiler = ReturnType<SerializerFactory>;
  * Fastify's default serialiser factory (schemaController.compilersFactory.buildSerializer),
  * compiling each distinct response schema (by its JSON) once per set of shared schemas. Every
  * plugin context calls the factory with its own copy of the shared schemas: the set is the
- * same when its schema objects are.
+ * same when its schema objects are. `onFirstUse`: each is compiled by the first reply that
+ * needs it (request-validators.ts says why).
  */
-export function distinctSchemaSerializers(): SerializerFactory {
+export function distinctSchemaSerializers(opts: { onFirstUse?: boolean } = {}): SerializerFactory {
   const compileFor = SerializerSelector();
   const identities = new WeakMap<object, number>();
   let named = 0;
@@ -40,13 +41,18 @@ export function distinctSchemaSerializers(): SerializerFactory {
     let compiled = sets.get(setKey);
     if (compiled === undefined) sets.set(setKey, (compiled = new Map()));
     return (route) => {
-      // A serialiser depends on its schema and the shared schemas alone, never on the route.
-      const key = JSON.stringify(route.schema);
-      let serialize = compiled.get(key);
-      // A compiler of its own each time: the default one drops a shared schema from its own
-      // options for good once a route's schema is that schema (it would then be missing for the next).
-      if (serialize === undefined) compiled.set(key, (serialize = compileFor(externalSchemas, options)(route)));
-      return serialize;
+      const compile = () => {
+        // A serialiser depends on its schema and the shared schemas alone, never on the route.
+        const key = JSON.stringify(route.schema);
+        let serialize = compiled.get(key);
+        // A compiler of its own each time: the default one drops a shared schema from its own
+        // options for good once a route's schema is that schema (it would then be missing for the next).
+        if (serialize === undefined) compiled.set(key, (serialize = compileFor(externalSchemas, options)(route)));
+        return serialize;
+      };
+      if (!opts.onFirstUse) return compile();
+      let serialize: ReturnType<Compiler> | undefined;
+      return (data) => (serialize ??= compile())(data);
     };
   };
 }
