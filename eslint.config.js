@@ -1,6 +1,10 @@
 // One lint configuration for every workspace: typescript-eslint's recommended rules.
 import js from "@eslint/js";
 import tseslint from "typescript-eslint";
+import { TIERS } from "./test/tiers.ts";
+
+const apiTier = TIERS.find((t) => t.name === "api");
+const envWrite = "MemberExpression[object.object.name='process'][object.property.name='env']";
 
 export default tseslint.config(
   { ignores: ["**/node_modules/**", "**/dist/**", "**/.data/**", "packages/db/migrations/**", "test/lint/fixtures/**", "packages/protocol/src/api-client/generated/**"] },
@@ -43,6 +47,21 @@ export default tseslint.config(
           // Migration uploads: upload progress, resumable uploads kept across reloads, streamed hashing.
           "XMLHttpRequest", "FormData", "localStorage", "AbortController", "DOMException", "TextEncoder", "URL", "btoa"].map((name) => [name, "readonly"]),
       ),
+    },
+  },
+  {
+    // The API tier's files share one module graph per worker (test/tiers.ts, isolate): a setting
+    // put in process.env would reach the next file's control plane. Give it to startControlPlane.
+    files: apiTier.include,
+    ignores: apiTier.exclude,
+    rules: {
+      "no-restricted-syntax": [
+        "error",
+        ...[`AssignmentExpression > ${envWrite}.left`, `UnaryExpression[operator='delete'] > ${envWrite}`].map((selector) => ({
+          selector,
+          message: "API-tier test files share a process: pass the setting to startControlPlane instead of process.env.",
+        })),
+      ],
     },
   },
 );

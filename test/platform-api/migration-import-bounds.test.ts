@@ -65,8 +65,8 @@ beforeAll(async () => {
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   origin = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
-  process.env.BERTH_MIGRATION_QUOTA_BYTES = String(QUOTA);
   cp = await startControlPlane({
+    migrationQuotaBytes: QUOTA,
     outboundAllow: ["127.0.0.1"],
     migrationImport: { ca: cert },
     jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 },

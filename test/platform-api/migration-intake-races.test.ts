@@ -20,9 +20,7 @@ let cp: TestControlPlane;
 let base: string;
 
 beforeAll(async () => {
-  // Read by the control plane at start, as an operator sets it (each test file runs in its own process).
-  process.env.BERTH_MIGRATION_QUOTA_BYTES = String(QUOTA);
-  cp = await startControlPlane({ listen: true });
+  cp = await startControlPlane({ listen: true, migrationQuotaBytes: QUOTA });
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}/api/v1`;
 }, 60_000);
 

@@ -24,9 +24,7 @@ let demo: DemoOrganization;
 let owner: Person;
 
 beforeAll(async () => {
-  // Read by the control plane at start, as an operator sets it (each test file runs in its own process).
-  process.env.BERTH_MIGRATION_QUOTA_BYTES = String(QUOTA);
-  cp = await startControlPlane({ listen: true, jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 }, migrationTiers: { tier_1: 30 * 1024 * 1024, tier_2: 500 * 1024 * 1024, tier_3: 5 * 1024 ** 3 } });
+  cp = await startControlPlane({ listen: true, migrationQuotaBytes: QUOTA, jobs: { pollingIntervalSeconds: 0.5, retryLimit: 0 }, migrationTiers: { tier_1: 30 * 1024 * 1024, tier_2: 500 * 1024 * 1024, tier_3: 5 * 1024 ** 3 } });
   base = `http://127.0.0.1:${(cp.app.server.address() as { port: number }).port}/api/v1`;
   demo = await createDemoOrganization(cp.database.db, cp.app.services);
   owner = await addPerson(cp.app, "org_owner", { organizationId: demo.organization_id, projectId: demo.project_id });

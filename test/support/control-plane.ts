@@ -23,7 +23,7 @@ export interface TestControlPlane {
 export const TEST_MASTER_KEY = Buffer.alloc(32, 7);
 
 export async function startControlPlane(
-  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "metrics" | "mail" | "registration" | "baseDomain" | "dnsServers" | "proxy" | "backupStore" | "analyzeBackup" | "migrationImport" | "migrationTiers"> = {},
+  opts: { listen?: boolean; url?: string; port?: number; heartbeatMs?: number; outboxSweepMs?: number } & Pick<AppOptions, "outboundAllow" | "outboundResolver" | "jobs" | "streamCaps" | "agentLimits" | "trustProxy" | "logger" | "metrics" | "mail" | "registration" | "baseDomain" | "dnsServers" | "proxy" | "backupStore" | "analyzeBackup" | "migrationImport" | "migrationTiers" | "migrationQuotaBytes" | "schemas"> = {},
 ): Promise<TestControlPlane> {
   const testDb = opts.url ? undefined : await createTestDatabase();
   const url = opts.url ?? testDb!.url;
@@ -41,6 +41,8 @@ export async function startControlPlane(
     ...(process.env.BERTH_TEST_LOG ? { logger: { level: process.env.BERTH_TEST_LOG } } : {}),
     backupStore: createObjectStore({ kind: "local", dir: backupDir }),
     migrationUploadDir,
+    // Each test calls a few routes: compile their schemas then, not all of them at start.
+    schemas: "on-first-use",
     ...appOptions,
   });
   let stopped = false;

@@ -111,6 +111,8 @@ export function createServices(deps: {
   migrationUploadDir?: string;
   /** Where upload tiers begin (default: platform spec 4.3); tests lower them. */
   migrationTiers?: TierLimits;
+  /** Each organisation's migration backups at most (default: the settings, config.ts migrationQuotaBytes). */
+  migrationQuotaBytes?: number;
 }) {
   const { db, clock } = deps;
   const addresses = environmentAddresses(deps.baseDomain ?? null);
@@ -215,7 +217,7 @@ export function createServices(deps: {
     analyze: deps.analyzeBackup,
     uploadDir: deps.migrationUploadDir ?? migrationUploadDir(),
     tierLimits: deps.migrationTiers,
-    quotaBytes: migrationQuotaBytes(),
+    quotaBytes: deps.migrationQuotaBytes ?? migrationQuotaBytes(),
     environmentUrls: async (organizationId, environmentIds) => {
       const envs = await repos.environments.getMany({ organizationId, projectId: null }, environmentIds);
       return new Map(envs.map((env) => [env.id, addresses.url(env)]));
