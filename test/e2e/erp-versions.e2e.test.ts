@@ -3,7 +3,9 @@
 // Odoo (test/images/README.md). Per tag, through the public API as a customer scripts it: a
 // project on that version with a production and a staging environment and an add-on
 // repository (HTTPS on 127.0.0.1) holding one custom module; production deployed with the
-// module installed at v1; v2 pushed and deployed: upgraded after a pre-deploy snapshot; a v3
+// module installed at v1, as the image's own user (16.0/17.0: uid 101; 18.0/19.0: uid 100),
+// initialised for a country; deployed again with nothing changed: nothing upgraded, no
+// snapshot; v2 pushed and deployed: upgraded after a pre-deploy snapshot; a v3
 // pushed whose upgrade fails after its SQL (deleting rows) was committed: the deploy fails,
 // the snapshot is put back (module at v2, the rows there) and the ERP serves again; a backup
 // kept on the server, restored onto production: what was written after it is gone; the same backup
@@ -11,12 +13,17 @@
 // and re-keyed with staging's address. The four tags run at once (and each tag's staging
 // beside its production), so the file takes about as long as one tag.
 // The migration of an Odoo-format backup per tag is test/e2e/migration.e2e.test.ts.
+import { statSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { environmentLayout } from "../../apps/agent/src/executor/environment/environment-layout.ts";
 import { addonRepository, erpPort, erpSql, keyPool, type AddonRepo } from "../support/erp-versions.ts";
 import { removeEnvironmentObjects, startShop, type Shop } from "../support/real-agent.ts";
 import { waitForValue, waitUntil } from "../support/wait.ts";
 
 const SERIES = ["16.0", "17.0", "18.0", "19.0"] as const;
+/** The user of each official image (odoo/docker's Dockerfiles; 18.0: odoo/odoo issue 183106). */
+const IMAGE_USER = { "16.0": { uid: 101, gid: 101 }, "17.0": { uid: 101, gid: 101 }, "18.0": { uid: 100, gid: 101 }, "19.0": { uid: 100, gid: 101 } };
 const MODULE = "berth_shop";
 const manifest = (version: string) => `{'name': 'Shop', 'version': '${version}', 'depends': ['base'], 'license': 'LGPL-3'}\n`;
 
@@ -104,7 +111,10 @@ it.concurrent.each(SERIES)("%s: deploy, upgrade, failed upgrade rolled back, bac
   const repo = repos.get(series)!;
   const tag = series.replace(".", "");
   const stagingDomain = `staging-${tag}.shop.example.test`;
-  await repo.push("v1", { [`${MODULE}/__manifest__.py`]: manifest("1.0") });
+  // 16.0/17.0: a version equal to the series, which Odoo records as "<series>.<series>"
+  // (adapt_version; 18.0 would make such a module uninstallable: it gets a plain version there).
+  const v1 = Number.parseInt(series, 10) <= 17 ? series : "1.0";
+  await repo.push("v1", { [`${MODULE}/__manifest__.py`]: manifest(v1) });
 
   const projectId = await created("/projects", { name: `Shop ${series}`, server_id: shop.d.server_id, erp_version: series });
   const prod = await created("/environments", { project_id: projectId, name: "production", cpu_cores: 1, ram_mb: 1024 });
@@ -114,22 +124,38 @@ it.concurrent.each(SERIES)("%s: deploy, upgrade, failed upgrade rolled back, bac
 
   // 1. Production deployed with the custom module installed; then staging, without it,
   // while production goes on (it is needed only for the copy in 5).
-  const first = await act(`/environments/${prod}/deploy`, { modules: { upgrade: [MODULE] } });
+  const first = await act(`/environments/${prod}/deploy`, { modules: { upgrade: [MODULE] }, init: { country: "be" } });
   expect(first.status, first.error_message ?? "").toBe("completed");
   const stagingDeployed = act(`/environments/${staging}/deploy`);
   stagingDeployed.catch(() => {}); // awaited in 4; a failure is reported there
-  expect(first.modules).toEqual([{ name: MODULE, action: "installed", from_version: null, to_version: `${series}.1.0` }]);
+  expect(first.modules).toEqual([{ name: MODULE, action: "installed", from_version: null, to_version: `${series}.${v1}` }]);
   await serves(prod);
-  expect(await moduleVersion(prod)).toBe(`installed ${series}.1.0`);
+  expect(await moduleVersion(prod)).toBe(`installed ${series}.${v1}`);
+  // The image's own user owns what the ERP reads (its configuration only it can read), and
+  // the country is set as Odoo's database manager sets it: the company's, its currency, the
+  // users' single time zone.
+  const prodLayout = environmentLayout(shop.agent.stateDir, prod);
+  for (const path of [prodLayout.configFile, prodLayout.dataDir]) expect(statSync(path)).toMatchObject(IMAGE_USER[series]);
+  expect(statSync(prodLayout.configFile).mode & 0o777).toBe(0o600);
+  expect(
+    await erpSql(prod, "select c.code || ' ' || cur.name || ' ' || (select p.tz from res_users u join res_partner p on p.id = u.partner_id where u.login = 'admin') " +
+      "from res_company co join res_partner cp on cp.id = co.partner_id join res_country c on c.id = cp.country_id join res_currency cur on cur.id = co.currency_id"),
+  ).toBe("BE EUR Europe/Brussels");
   await write(prod, "before-upgrade");
+
+  // 1b. Deployed again with nothing changed: nothing upgraded, no snapshot taken.
+  const again = await act(`/environments/${prod}/deploy`);
+  expect(again.status, again.error_message ?? "").toBe("completed");
+  expect(again.modules).toEqual([]);
 
   // 2. v2 pushed and deployed ("changed", the default): upgraded, after a pre-deploy snapshot.
   await repo.push("v2", { [`${MODULE}/__manifest__.py`]: manifest("2.0") });
   const upgrade = await act(`/environments/${prod}/deploy`);
   expect(upgrade.status, upgrade.error_message ?? "").toBe("completed");
-  expect(upgrade.modules).toEqual([{ name: MODULE, action: "upgraded", from_version: `${series}.1.0`, to_version: `${series}.2.0` }]);
+  expect(upgrade.modules).toEqual([{ name: MODULE, action: "upgraded", from_version: `${series}.${v1}`, to_version: `${series}.2.0` }]);
   expect(await moduleVersion(prod)).toBe(`installed ${series}.2.0`);
   const backups = async () => (await (await api.read()).get(`/environments/${prod}/backups`)).body.data as { id: string; task_id: string; backup_type: string; status: string; size_bytes: number | null; storage: string | null }[];
+  // One pre-deploy snapshot: the upgrade's (the deploy with nothing changed took none).
   expect((await backups()).filter((b) => b.backup_type === "pre_deploy")).toEqual([expect.objectContaining({ task_id: upgrade.id, status: "completed" })]);
   await serves(prod);
 
@@ -185,4 +211,6 @@ it.concurrent.each(SERIES)("%s: deploy, upgrade, failed upgrade rolled back, bac
   expect(copied).toMatchObject({ url: `https://${stagingDomain}`, neutralized: "true" });
   expect(copied.uuid).not.toBe(uuid);
   expect(copied.secret).not.toBe(secret);
+  // The file store came along, handed to this image's user.
+  expect(statSync(join(environmentLayout(shop.agent.stateDir, staging).dataDir, "filestore", "odoo"))).toMatchObject(IMAGE_USER[series]);
 }, 600_000);
