@@ -28,6 +28,8 @@ function deploy(environmentId: string): Record<string, unknown> {
     db_image: "postgres:16",
     modules: { upgrade: ["sale", "stock"] },
     init: { without_demo: false, language: "fr_FR", country: "FR" },
+    tests: { install_new_modules: true, require_passing: false },
+    catch_mail: true,
     admin_passwd: `${SECRET_MARK}-admin-passwd`,
     admin_login: { password: `${SECRET_MARK}-admin-login`, version: "v7" },
     addon_repositories: [
@@ -64,6 +66,7 @@ export function commandExamples(environmentId: string): Record<CommandType, Reco
       source: { environment_id: id(), path: `/agent/v1/backups/download/${SECRET_MARK}-source-link`, expires_at: later(), files: [file] },
       archive: { path: `/agent/v1/migrations/download/mgd_${SECRET_MARK}-restore-link`, expires_at: later(), file, neutralize: false },
       copy: { base_url: "https://shop.example.com" },
+      live_source: { environment_id: id() },
     },
     destroy: { ...lifecycle(), delete_data: true },
     "logs.tail": { environment_id: environmentId, lines: 20 },

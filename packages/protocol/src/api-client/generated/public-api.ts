@@ -517,6 +517,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/environments/{id}/copy-from": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Copy another environment into this one
+         * @description Replaces this staging or development environment's database and file store with a copy of another environment of the same project, in one operation (kind `copy`, followed like a restore). `backup`: `fresh` (default) copies the source now without stopping it, on their shared server (a consistent pg_dump streamed into a new database and the file store copied by name; nothing leaves the server); `latest` restores the source's most recent backup in the backup store (from the source's copy on the target's server when it has one). The copy is loaded into a new database, neutralised by the target image's own `odoo neutralize`, re-keyed (new database uuid and secret, this environment's address) and swapped in; a failure at any step leaves this environment as it was, and the source is only read. 409 copy_into_production for the production environment, copy_not_deployed when either was never deployed, copy_source_has_no_backup (latest) when the source has no backup in the store, copy_fresh_across_servers (fresh) when they run on different servers, task_in_progress while another operation runs here; 422 copy_source_is_target, copy_source_other_project. Needs a full-access key.
+         */
+        post: operations["copyEnvironmentFrom"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/environments/{id}/deploy": {
         parameters: {
             query?: never;
@@ -591,6 +611,46 @@ export interface paths {
          * @description Looks up the name's TXT _berth-challenge record, A/AAAA and CNAME now and answers the claim's status after it (verified when proven; a proof releases other organisations' pending claims of the name). 404 when the environment does not have this name.
          */
         post: operations["verifyEnvironmentDomain"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/mails": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an environment's caught mail
+         * @description Newest first, a page at a time (pass pagination.next_cursor as `cursor`). Staging and development ERPs never reach a real mail server: what they send goes to their server's mail catcher, which accepts only the environment's own login and messages of at most 10 MiB, and delivers nothing. Mail is kept 7 days, at most 1000 messages per environment (the oldest go first). Production environments are not wired to the catcher: their box stays empty. Any key of the environment's organisation or project.
+         */
+        get: operations["listEnvironmentMails"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/environments/{id}/mails/{mail_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get one caught mail
+         * @description Its HTML and text parts, headers, and attachments' names, types and sizes. 404 when the environment has no such mail (or it expired). Any key of the environment's organisation or project.
+         */
+        get: operations["getEnvironmentMail"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -924,7 +984,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe to events
-         * @description Creates a subscription. The response carries the signing secret once; it cannot be read again. Needs a full-access key. Supports X-Idempotency-Key. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url}` for the deployment events, `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
+         * @description Creates a subscription. The response carries the signing secret once; it cannot be read again. Needs a full-access key. Supports X-Idempotency-Key. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url, tests}` for the deployment events (tests: the module tests the deploy ran, {run, failed, errors, failures: [{test, module, kind: failure|error, traceback: [lines]}]}, null when none ran), `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -964,7 +1024,7 @@ export interface paths {
         };
         /**
          * List deliveries of a subscription
-         * @description Newest first. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url}` for the deployment events, `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
+         * @description Newest first. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url, tests}` for the deployment events (tests: the module tests the deploy ran, {run, failed, errors, failures: [{test, module, kind: failure|error, traceback: [lines]}]}, null when none ran), `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -986,7 +1046,7 @@ export interface paths {
         put?: never;
         /**
          * Send a delivery again
-         * @description Queues the same payload again with a fresh series of tries (status back to pending). Needs a full-access key. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url}` for the deployment events, `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
+         * @description Queues the same payload again with a fresh series of tries (status back to pending). Needs a full-access key. Each delivery is an HTTPS POST with a JSON body `{id, type, created_at, organization_id, data}` (`data.deployment {id, project_id, environment_id, kind, version, trigger, status, error_message, environment_url, tests}` for the deployment events (tests: the module tests the deploy ran, {run, failed, errors, failures: [{test, module, kind: failure|error, traceback: [lines]}]}, null when none ran), `data.environment {id, project_id, status, previous_status, url}` for environment.status_changed; the URLs are where the environment is served when the event is sent, null when it has none) and the headers `Berth-Event` (event name), `Berth-Delivery` (delivery id, the same on every try) and `Berth-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" keyed with the subscription secret>`. Verify it over the raw body, compare in constant time, and refuse a `t` older than 5 minutes. Any 2xx answer is success; anything else (or no answer within 10 s) is tried again 3 times, after 5 to 10 s, 10 to 20 s and 20 to 40 s, and after the last try the delivery is `failed`. A delivery can be sent again with redeliver.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -1220,6 +1280,27 @@ export interface components {
             started_at: string | null;
             /** @enum {string} */
             status: "pending" | "queued" | "building" | "deploying" | "running" | "success" | "failed" | "cancelled" | "rolled_back" | "destroyed";
+            /** @description The tests of the modules this deploy installed or upgraded (Odoo's --test-enable --test-tags, in the one-off container that installs them, before the switch): run by every development environment's deploy (which serves even when tests fail) and by a staging environment's with require_passing_tests (refused when one fails). null: no tests ran (production never runs them). */
+            tests: {
+                /** @description Tests that raised an error */
+                errors: number;
+                /** @description Tests whose assertion failed */
+                failed: number;
+                /** @description Each test that did not pass (at most 100; failures_left_out counts the others) */
+                failures: {
+                    /** @description failure: an assertion failed (FAIL); error: the test raised (ERROR) */
+                    kind: "failure" | "error";
+                    /** @description The module the test belongs to */
+                    module: string;
+                    /** @description <Class>.<method>, as Odoo names it */
+                    test: string;
+                    /** @description Odoo's traceback lines, the exception last (at most the last 60) */
+                    traceback: string[];
+                }[];
+                failures_left_out?: number;
+                /** @description Tests run */
+                run: number;
+            } | null;
             /** @description manual, git_push, webhook, scheduled (a scheduled backup), rollback, auto_deploy, destroy, config_update, migration (the deploy that runs a migration's steps 3 to 12) */
             trigger: string;
             /** Format: uuid */
@@ -1313,6 +1394,8 @@ export interface components {
             /** Format: uuid */
             project_id: string;
             ram_mb: number;
+            /** @description A staging environment's deploy runs the modules' tests and is refused when one fails (PATCH to change; applies while the environment is staging) */
+            require_passing_tests: boolean;
             /** Format: uuid */
             server_id: string | null;
             /**
@@ -1431,7 +1514,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "copy_into_production" | "copy_source_has_no_backup" | "copy_not_deployed" | "copy_fresh_across_servers" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1526,7 +1609,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 422
              * @enum {string}
              */
-            error: "upload_checksum_mismatch";
+            error: "upload_checksum_mismatch" | "copy_source_is_target" | "copy_source_other_project";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -1836,6 +1919,27 @@ export interface components {
             /** @enum {string} */
             status: "pending" | "queued" | "running" | "completed" | "failed" | "cancelled";
             steps_completed: number;
+            /** @description The tests of the modules this deploy installed or upgraded (Odoo's --test-enable --test-tags, in the one-off container that installs them, before the switch): run by every development environment's deploy (which serves even when tests fail) and by a staging environment's with require_passing_tests (refused when one fails). null: no tests ran (production never runs them). */
+            tests: {
+                /** @description Tests that raised an error */
+                errors: number;
+                /** @description Tests whose assertion failed */
+                failed: number;
+                /** @description Each test that did not pass (at most 100; failures_left_out counts the others) */
+                failures: {
+                    /** @description failure: an assertion failed (FAIL); error: the test raised (ERROR) */
+                    kind: "failure" | "error";
+                    /** @description The module the test belongs to */
+                    module: string;
+                    /** @description <Class>.<method>, as Odoo names it */
+                    test: string;
+                    /** @description Odoo's traceback lines, the exception last (at most the last 60) */
+                    traceback: string[];
+                }[];
+                failures_left_out?: number;
+                /** @description Tests run */
+                run: number;
+            } | null;
             total_steps: number;
             /** @description User id; null when an API key triggered it */
             triggered_by: string | null;
@@ -3525,6 +3629,8 @@ export interface operations {
                     domain?: string | null;
                     /** @description Memory its containers may use, in MB */
                     ram_mb?: number;
+                    /** @description From the next deploy on: a staging environment's deploy runs the tests of the modules it installs or upgrades and is refused (failed, rolled back, the previous release serving) when one fails. Development environments always run them and serve anyway; production never runs them. */
+                    require_passing_tests?: boolean;
                     /**
                      * @description staging or development (either way, audited). production, or any change of the production environment's stage: 409 `stage_change_refused` (use POST …/promote)
                      * @enum {string}
@@ -5527,6 +5633,127 @@ export interface operations {
             };
         };
     };
+    copyEnvironmentFrom: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "from_environment_id": "8b2e4d6f-1a3c-4e5b-9d7f-6c8a0e2b4d19",
+                 *       "backup": "fresh"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description fresh (default): a copy taken now, same server only; latest: the source's most recent backup in the backup store
+                     * @enum {string}
+                     */
+                    backup?: "fresh" | "latest";
+                    /** Format: uuid */
+                    from_environment_id: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Default Response */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActionResponse"];
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description Default Response */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     deployEnvironment: {
         parameters: {
             query?: never;
@@ -5935,6 +6162,217 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listEnvironmentMails: {
+        parameters: {
+            query?: {
+                /** @description pagination.next_cursor of the previous page */
+                cursor?: string;
+                /** @description Page size, 1 to 100 */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** @description The attachments' file names ("" for one without a name) */
+                            attachments: string[];
+                            /** @description The From header (the envelope's sender when it has none) */
+                            from: string;
+                            /** Format: uuid */
+                            id: string;
+                            /** Format: date-time */
+                            received_at: string;
+                            /** @description The message's size in bytes, as received */
+                            size: number;
+                            subject: string;
+                            /** @description The envelope's recipients: where the ERP asked the mail to go */
+                            to: string[];
+                        }[];
+                        pagination: {
+                            has_more: boolean;
+                            next_cursor: string | null;
+                            total: number;
+                        };
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description Default Response */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description Default Response */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getEnvironmentMail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                mail_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Default Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Names, types and sizes; the contents are not kept */
+                        attachments: {
+                            content_type: string;
+                            filename: string | null;
+                            /** @description Bytes, decoded */
+                            size: number;
+                        }[];
+                        /** Format: uuid */
+                        environment_id: string;
+                        /** @description The From header (the envelope's sender when it has none) */
+                        from: string;
+                        /** @description In the message's order (at most 100) */
+                        headers: {
+                            name: string;
+                            value: string;
+                        }[];
+                        /** @description The HTML part as sent (null: none). Render it sandboxed: it is the ERP's, scripts included */
+                        html: string | null;
+                        /** Format: uuid */
+                        id: string;
+                        /** Format: date-time */
+                        received_at: string;
+                        /** @description The message's size in bytes, as received */
+                        size: number;
+                        subject: string;
+                        /** @description The text part as sent (null: none) */
+                        text: string | null;
+                        /** @description The envelope's recipients: where the ERP asked the mail to go */
+                        to: string[];
+                        /** @description The HTML or text part was cut to 256 Ki characters */
+                        truncated: boolean;
+                    };
+                };
+            };
+            /** @description Default Response */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description Default Response */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description Default Response */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description Default Response */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
                 };
             };
             /** @description Default Response */
