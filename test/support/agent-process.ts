@@ -57,6 +57,8 @@ export class AgentProcess {
         BERTH_PROXY_HTTPS_PORT: "auto",
         BERTH_PROXY_BIND: "127.0.0.1",
         BERTH_PUBLIC_ADDRESSES: "127.0.0.1",
+        // The mail catcher: on the engine's one berth-mail network, on a port the system chooses.
+        BERTH_MAIL_PORT: "auto",
         ...env,
       },
       stdio: ["ignore", "pipe", "pipe"],

@@ -14,7 +14,10 @@ export class MailCatcherError extends CodedError {
 export async function ensureMailNetwork(docker: DockerClient, name: string, labels: Readonly<Record<string, string>>): Promise<string> {
   let network = await docker.findNetwork(name);
   if (network === null) {
-    await docker.createNetwork(name, serverObjectLabels("mail-network", labels));
+    // Another agent of this engine (tests run several) may make it at the same moment: adopt theirs.
+    await docker.createNetwork(name, serverObjectLabels("mail-network", labels)).catch(async (err: unknown) => {
+      if ((await docker.findNetwork(name)) === null) throw err;
+    });
     network = await docker.findNetwork(name);
   } else if (!isManaged(network.labels)) {
     throw new MailCatcherError("name_conflict", `network ${name} exists but is not Berth's: the mail catcher cannot use it`);
