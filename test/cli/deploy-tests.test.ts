@@ -5,18 +5,9 @@
 import { expect, it } from "vitest";
 import { cliSuite } from "../support/cli-suite.ts";
 import { signedInPerson, withApiKey } from "../support/cli-people.ts";
+import { RECORDED_TESTS } from "../support/recorded-tests.ts";
 
 const s = cliSuite();
-
-const TESTS = {
-  run: 3,
-  failed: 1,
-  errors: 1,
-  failures: [
-    { test: "TestOrders.test_errors", module: "shop_tests", kind: "error", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 13, in test_errors', '    raise ValueError("boom")', "ValueError: boom"] },
-    { test: "TestOrders.test_fails", module: "shop_tests", kind: "failure", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 10, in test_fails', "    self.assertEqual(1, 2)", "AssertionError: 1 != 2"] },
-  ],
-};
 
 /** A development build of the running environment that succeeded with failing tests, as the agent's result recorded it. */
 async function testedDeploy(): Promise<string> {
@@ -26,7 +17,7 @@ async function testedDeploy(): Promise<string> {
   });
   await s.cp.database.pool.query("update deployments set status = 'success', started_at = now(), completed_at = now(), tests_result = $2 where id = $1", [
     row.id,
-    JSON.stringify(TESTS),
+    JSON.stringify(RECORDED_TESTS),
   ]);
   return row.id;
 }
@@ -55,6 +46,6 @@ it("prints the tests' counts and each failing test's traceback when the followed
 
     const json = await run(["logs", id, "--follow", "--json"]);
     const result = json.stdout.trim().split("\n").map((l) => JSON.parse(l) as { type: string; deployment?: { tests?: unknown } }).find((e) => e.type === "result");
-    expect(result?.deployment?.tests).toEqual(TESTS);
+    expect(result?.deployment?.tests).toEqual(RECORDED_TESTS);
   }
 });

@@ -5,18 +5,9 @@
 import { expect, it } from "vitest";
 import { screenshot } from "./browser.ts";
 import { dashboardSuite } from "./dashboard-suite.ts";
+import { RECORDED_TESTS } from "../support/recorded-tests.ts";
 
 const s = dashboardSuite();
-
-const TESTS = {
-  run: 3,
-  failed: 1,
-  errors: 1,
-  failures: [
-    { test: "TestOrders.test_errors", module: "shop_tests", kind: "error", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 13, in test_errors', '    raise ValueError("boom")', "ValueError: boom"] },
-    { test: "TestOrders.test_fails", module: "shop_tests", kind: "failure", traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 10, in test_fails', "    self.assertEqual(1, 2)", "AssertionError: 1 != 2"] },
-  ],
-};
 
 async function finishedDeploy(tests: unknown): Promise<string> {
   const row = await s.cp.app.services.deployments.requestAction({ organizationId: s.d.organization_id, projectId: null }, s.d.environments.running, "deploy", {
@@ -31,7 +22,7 @@ async function finishedDeploy(tests: unknown): Promise<string> {
 }
 
 it("shows the tests' counts and each failing test's traceback; none without tests", { timeout: 60_000 }, async () => {
-  const tested = await finishedDeploy(TESTS);
+  const tested = await finishedDeploy(RECORDED_TESTS);
   const page = await s.pageFor(s.owner);
   await page.goto(`${s.base}/#/deployments/${tested}`);
   const summary = page.locator("#tests-summary");
@@ -42,7 +33,7 @@ it("shows the tests' counts and each failing test's traceback; none without test
   await failures.getByText("FAIL shop_tests: TestOrders.test_fails").click();
   const traceback = failures.locator("details[open] pre.traceback");
   await traceback.waitFor();
-  expect(await traceback.textContent()).toBe(TESTS.failures[1]!.traceback.join("\n"));
+  expect(await traceback.textContent()).toBe(RECORDED_TESTS.failures[1]!.traceback.join("\n"));
   await screenshot(page, "deployment-tests");
 
   const untested = await finishedDeploy(null);
