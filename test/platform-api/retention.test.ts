@@ -1,8 +1,9 @@
 // Retention of the time-partitioned tables (deployment_logs, agent_events; migration 0022 and
 // modules/retention): month partitions made ahead, whole expired months dropped, the setting 0
 // keeping everything, lines dated outside every month stored all the same, resent agent events
-// stored once across a month boundary, and the event stream resuming across one. Log lines and
-// events come from a simulated agent over the real agent link; logs are read through the API.
+// stored once across a month boundary, the event stream resuming across one, and caught mail
+// deleted after its 7 days. Log lines and events come from a simulated agent over the real
+// agent link; logs are read through the API.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import type { Event } from "@berth/protocol";
@@ -156,6 +157,25 @@ describe("retention", () => {
     expect(rows[0]!.n).toBe(1);
     expect(await apiMessages("in-2040")).toHaveLength(1);
     expect(await journal("in-2040-event")).toHaveLength(1);
+  });
+});
+
+describe("caught mail", () => {
+  it("is deleted once older than 7 days, in every box, also one that no new mail reaches", async () => {
+    const now = new Date();
+    const mail = (environmentId: string, ageDays: number, subject: string) =>
+      cp.database.pool.query(
+        `insert into caught_mails (id, organization_id, environment_id, received_at, "from", "to", subject, size, html, text, truncated, headers, attachments)
+         values (gen_random_uuid(), $1, $2, $3, 'erp@shop.example', '{buyer@example.com}', $4, 10, null, 'hello', false, '[]', '[]')`,
+        [d.organization_id, environmentId, new Date(now.getTime() - ageDays * DAY), subject],
+      );
+    await mail(d.environments.running, 8, "expired");
+    await mail(d.environments.running, 1, "kept");
+    await mail(d.environments.stopped, 7.5, "expired in a quiet box");
+    const run = await runRetention(cp.database.pool, DEFAULTS, now);
+    expect(run.mails).toBe(2);
+    const { rows } = await cp.database.pool.query<{ subject: string }>("select subject from caught_mails order by subject");
+    expect(rows.map((r) => r.subject)).toEqual(["kept"]);
   });
 });
 

@@ -216,8 +216,8 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   });
   const background = await startBackgroundWork({ pool, clock, services, jobs, outbound, migrationImport: opts.migrationImport ?? {}, onError: (err) => app.log.warn({ err }, "background job failed"), onRetention: (run) => {
     metrics.observe.retentionRan(run, clock.now());
-    if (run.dropped.length > 0 || run.deleted > 0 || run.commands > 0) {
-      app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created, commands: run.commands }, "retention: expired months dropped, ended commands deleted");
+    if (run.dropped.length > 0 || run.deleted > 0 || run.commands > 0 || run.mails > 0) {
+      app.log.info({ dropped: run.dropped, deleted: run.deleted, created: run.created, commands: run.commands, mails: run.mails }, "retention: expired months dropped, ended commands and expired mail deleted");
     }
   } });
   app.addHook("onClose", async () => background.stop(drainState.jobsGraceMs()));

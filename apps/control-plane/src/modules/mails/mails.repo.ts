@@ -46,6 +46,19 @@ export async function insertCaughtMails(client: Client, mails: { organizationId:
   }
 }
 
+/** Expired mail of every environment, `chunk` rows at a time (the retention job's, for boxes no new mail trims). */
+export async function deleteExpiredMails(client: Client, expiry: Date, chunk: number): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const { rowCount } = await client.query(
+      "delete from caught_mails where id = any(array(select id from caught_mails where received_at < $1 limit $2))",
+      [expiry, chunk],
+    );
+    removed += rowCount ?? 0;
+    if ((rowCount ?? 0) < chunk) return removed;
+  }
+}
+
 /** Deletes the environments' expired mail and, past the cap, their oldest. */
 export async function trimCaughtMails(client: Client, environmentIds: string[], expiry: Date): Promise<void> {
   await client.query(

@@ -17,7 +17,7 @@ const RETENTION_LOCK = 0x72657465;
 const LOCK_TIMEOUT = "5s";
 
 /** Rows per delete statement in a DEFAULT partition, so no delete holds a long transaction. */
-const DELETE_CHUNK = 5000;
+export const DELETE_CHUNK = 5000;
 
 /** Takes the job's lock for the session; false when another run holds it. */
 export async function tryRetentionLock(client: Client): Promise<boolean> {

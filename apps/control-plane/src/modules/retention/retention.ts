@@ -20,6 +20,9 @@
 // no secret once it left pending (agents/agent-commands.repo.ts), so this bounds the table,
 // not what it discloses; deployments keep their own status and history.
 //
+// caught_mails, the mail staging and development ERPs sent: a box is trimmed as its mail
+// arrives (modules/mails), and this run deletes what expired in boxes no new mail reached.
+//
 // org_events are not partitioned: events/retention.ts prunes them row by row every minute,
 // server.stats (most of their rows; the dashboard's charts read two hours) after two hours and
 // the rest after seven days (the event stream's Last-Event-ID resume window, which
@@ -27,7 +30,9 @@
 // partitions do not fit a two-hour window, and hour partitions would make every event-stream
 // read, which names no time, visit some 170 of them.
 import type pg from "pg";
-import { deleteEndedCommands, deleteExpiredFromDefault, dropPartition, ensurePartition, monthPartitions, releaseRetentionLock, tryRetentionLock, type PartitionedTable } from "./retention.repo.ts";
+import { deleteExpiredMails } from "../mails/mails.repo.ts";
+import { mailExpiry } from "../mails/mail-rules.ts";
+import { DELETE_CHUNK, deleteEndedCommands, deleteExpiredFromDefault, dropPartition, ensurePartition, monthPartitions, releaseRetentionLock, tryRetentionLock, type PartitionedTable } from "./retention.repo.ts";
 
 export const RETENTION_QUEUE = "retention.partitions";
 /** Hourly, at minute 17 (off the hour, when other schedules start). */
@@ -55,6 +60,8 @@ export interface RetentionRun {
   deleted: number;
   /** Ended commands deleted from agent_commands. */
   commands: number;
+  /** Expired caught mail deleted. */
+  mails: number;
 }
 
 const DAY_MS = 86_400_000;
@@ -76,7 +83,7 @@ export function monthExpired(month: Date, cutoff: Date | null): boolean {
 
 /** One retention run at `now`. Safe on several replicas at once: one runs, the others return ran false. */
 export async function runRetention(pool: pg.Pool, settings: RetentionSettings, now: Date): Promise<RetentionRun> {
-  const out: RetentionRun = { ran: false, created: [], dropped: [], deleted: 0, commands: 0 };
+  const out: RetentionRun = { ran: false, created: [], dropped: [], deleted: 0, commands: 0, mails: 0 };
   const client = await pool.connect();
   try {
     if (!(await tryRetentionLock(client))) return out;
@@ -102,6 +109,7 @@ export async function runRetention(pool: pg.Pool, settings: RetentionSettings, n
       }
       const commandsCutoff = expiryCutoff(settings.commandDays, now);
       if (commandsCutoff !== null) out.commands = await deleteEndedCommands(client, commandsCutoff);
+      out.mails = await deleteExpiredMails(client, mailExpiry(now), DELETE_CHUNK);
     } finally {
       await releaseRetentionLock(client);
     }
