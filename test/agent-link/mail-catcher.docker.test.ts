@@ -5,9 +5,11 @@
 // names; another environment's login cannot put mail in that box; production is not wired to
 // the catcher at all.
 import { randomBytes } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import Docker from "dockerode";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { DemoOrganization } from "@berth/control-plane";
+import { environmentLayout } from "../../apps/agent/src/executor/environment/environment-layout.ts";
 import type { AgentProcess } from "../support/agent-process.ts";
 import type { TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
@@ -53,17 +55,9 @@ async function sendFrom(envId: string, query: Record<string, string | string[]>)
   return { status: res.status, body: (await res.json()) as { sent?: boolean; error?: string } };
 }
 
+/** The ERP's /etc/odoo/odoo.conf: the file of the agent's state dir mounted there. */
 async function odooConf(envId: string): Promise<string[]> {
-  const exec = await docker.getContainer(`berth-${envId}-erp`).exec({ Cmd: ["cat", "/etc/odoo/odoo.conf"], AttachStdout: true, Tty: true });
-  const stream = await exec.start({});
-  const chunks: Buffer[] = [];
-  await new Promise<void>((resolve, reject) => {
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", resolve);
-    stream.on("error", reject);
-  });
-  // A terminal's output: not multiplexed, lines end with CR LF.
-  return Buffer.concat(chunks).toString("utf8").split(/\r?\n/);
+  return (await readFile(environmentLayout(agent.stateDir, envId).configFile, "utf8")).split("\n");
 }
 const smtpLines = (conf: string[]) => conf.filter((l) => l.includes("smtp_"));
 const confValue = (conf: string[], key: string) => conf.find((l) => l.includes(`${key} = `))?.split(" = ")[1]?.trim();

@@ -15,8 +15,16 @@ export const DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock";
 
 const DOCKER_NAME = /^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$/;
 
-/** A port number, or "auto" for one Docker chooses (tests running several agents on one host). */
-function proxyPort(name: string) {
+/** A Docker object's name (`kind`: what the setting names, e.g. "container", "network"). */
+function dockerName(name: string, kind: string) {
+  return (raw: string): string => {
+    if (!DOCKER_NAME.test(raw)) throw new Error(`${name} must be a Docker ${kind} name (got "${raw}")`);
+    return raw;
+  };
+}
+
+/** A port number, or "auto" for one the system chooses (tests running several agents on one host). */
+function hostPort(name: string) {
   return (raw: string): string => {
     if (raw === "auto") return "";
     const n = Number(raw);
@@ -109,22 +117,19 @@ export const AGENT_SETTINGS = {
     name: "BERTH_PROXY_NAME",
     default: DEFAULT_PROXY_HOST.name,
     description: "The reverse proxy's container and network; its volume is `<name>-data`",
-    parse: (raw) => {
-      if (!DOCKER_NAME.test(raw)) throw new Error(`BERTH_PROXY_NAME must be a Docker container name (got "${raw}")`);
-      return raw;
-    },
+    parse: dockerName("BERTH_PROXY_NAME", "container"),
   }),
   proxyHttpPort: setting({
     name: "BERTH_PROXY_HTTP_PORT",
     default: DEFAULT_PROXY_HOST.httpPort,
     description: "The proxy's HTTP port on the host (`auto`: Docker chooses)",
-    parse: proxyPort("BERTH_PROXY_HTTP_PORT"),
+    parse: hostPort("BERTH_PROXY_HTTP_PORT"),
   }),
   proxyHttpsPort: setting({
     name: "BERTH_PROXY_HTTPS_PORT",
     default: DEFAULT_PROXY_HOST.httpsPort,
     description: "The proxy's HTTPS port on the host (`auto`: Docker chooses)",
-    parse: proxyPort("BERTH_PROXY_HTTPS_PORT"),
+    parse: hostPort("BERTH_PROXY_HTTPS_PORT"),
   }),
   proxyBind: setting({
     name: "BERTH_PROXY_BIND",
@@ -163,16 +168,13 @@ export const AGENT_SETTINGS = {
     name: "BERTH_MAIL_NETWORK",
     default: DEFAULT_MAIL_CATCHER.network,
     description: "The Docker network on whose host address the mail catcher of staging and development environments listens",
-    parse: (raw) => {
-      if (!DOCKER_NAME.test(raw)) throw new Error(`BERTH_MAIL_NETWORK must be a Docker network name (got "${raw}")`);
-      return raw;
-    },
+    parse: dockerName("BERTH_MAIL_NETWORK", "network"),
   }),
   mailPort: setting({
     name: "BERTH_MAIL_PORT",
     default: String(DEFAULT_MAIL_CATCHER.port),
     description: "The mail catcher's SMTP port on that address (`auto`: the system chooses)",
-    parse: (raw) => Number(proxyPort("BERTH_MAIL_PORT")(raw) || 0),
+    parse: (raw) => Number(hostPort("BERTH_MAIL_PORT")(raw) || 0),
   }),
   nativeDir: setting({
     name: "BERTH_NATIVE_DIR",
