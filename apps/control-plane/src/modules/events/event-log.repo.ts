@@ -5,6 +5,7 @@
 // transaction and announced with one NOTIFY per organisation, delivered at commit, so a
 // subscriber on any replica reads exactly what was committed.
 import type pg from "pg";
+import { deleteInChunks } from "../../db/chunked-delete.ts";
 
 export const EVENTS_CHANNEL = "berth_org_events";
 
@@ -119,13 +120,8 @@ const PRUNE_CHUNK = 5000;
 
 /** Deletes org_events written before `before` (of one type, or of any), in chunks; how many went. */
 export async function pruneOrgEventsBefore(client: Queryable, before: Date, type?: string): Promise<number> {
-  let removed = 0;
   const where = type === undefined ? "created_at < $1" : "type = $2 and created_at < $1";
-  for (;;) {
-    const { rowCount } = await client.query(`delete from org_events where id in (select id from org_events where ${where} limit ${PRUNE_CHUNK})`, type === undefined ? [before] : [before, type]);
-    removed += rowCount ?? 0;
-    if ((rowCount ?? 0) < PRUNE_CHUNK) return removed;
-  }
+  return deleteInChunks(client, `delete from org_events where id in (select id from org_events where ${where} limit ${PRUNE_CHUNK})`, type === undefined ? [before] : [before, type], PRUNE_CHUNK);
 }
 
 // One round trip: the next page of each table below the oldest running writer's xid

@@ -7,6 +7,7 @@ import type { MailCaughtEvent } from "@berth/protocol";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 import { MAX_MAILS_PER_ENVIRONMENT } from "./mail-rules.ts";
+import { deleteInChunks } from "../../db/chunked-delete.ts";
 
 export type CaughtMailRow = typeof caughtMails.$inferSelect;
 type Client = Pick<pg.PoolClient, "query">;
@@ -48,15 +49,7 @@ export async function insertCaughtMails(client: Client, mails: { organizationId:
 
 /** Expired mail of every environment, `chunk` rows at a time (the retention job's, for boxes no new mail trims). */
 export async function deleteExpiredMails(client: Client, expiry: Date, chunk: number): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const { rowCount } = await client.query(
-      "delete from caught_mails where id = any(array(select id from caught_mails where received_at < $1 limit $2))",
-      [expiry, chunk],
-    );
-    removed += rowCount ?? 0;
-    if ((rowCount ?? 0) < chunk) return removed;
-  }
+  return deleteInChunks(client, "delete from caught_mails where id = any(array(select id from caught_mails where received_at < $1 limit $2))", [expiry, chunk], chunk);
 }
 
 /** Deletes the environments' expired mail and, past the cap, their oldest. */

@@ -4,6 +4,7 @@
 // expired rows that sit in a table's DEFAULT partition; and deleting the ended commands of the
 // outbox, agent_commands.
 import type pg from "pg";
+import { deleteInChunks } from "../../db/chunked-delete.ts";
 
 type Client = Pick<pg.PoolClient, "query">;
 
@@ -73,15 +74,12 @@ export async function dropPartition(client: Client, table: PartitionedTable, par
 
 /** Deletes the rows of a table's DEFAULT partition dated before `before`, in chunks; how many went. */
 export async function deleteExpiredFromDefault(client: Client, table: PartitionedTable, before: Date): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const { rowCount } = await client.query(
-      `delete from ${table}_default where ctid = any(array(select ctid from ${table}_default where ts < $1 limit ${DELETE_CHUNK}))`,
-      [before],
-    );
-    removed += rowCount ?? 0;
-    if ((rowCount ?? 0) < DELETE_CHUNK) return removed;
-  }
+  return deleteInChunks(
+    client,
+    `delete from ${table}_default where ctid = any(array(select ctid from ${table}_default where ts < $1 limit ${DELETE_CHUNK}))`,
+    [before],
+    DELETE_CHUNK,
+  );
 }
 
 /**
@@ -89,17 +87,14 @@ export async function deleteExpiredFromDefault(client: Client, table: Partitione
  * audit entry names, in chunks (the created_at index finds them); how many went.
  */
 export async function deleteEndedCommands(client: Client, before: Date): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const { rowCount } = await client.query(
-      `delete from agent_commands where command_id = any(array(
-         select c.command_id from agent_commands c
-         where c.created_at < $1 and c.state not in ('pending', 'accepted')
-           and not exists (select 1 from audit_log a where a.command_id = c.command_id)
-         limit ${DELETE_CHUNK}))`,
-      [before],
-    );
-    removed += rowCount ?? 0;
-    if ((rowCount ?? 0) < DELETE_CHUNK) return removed;
-  }
+  return deleteInChunks(
+    client,
+    `delete from agent_commands where command_id = any(array(
+       select c.command_id from agent_commands c
+       where c.created_at < $1 and c.state not in ('pending', 'accepted')
+         and not exists (select 1 from audit_log a where a.command_id = c.command_id)
+       limit ${DELETE_CHUNK}))`,
+    [before],
+    DELETE_CHUNK,
+  );
 }
