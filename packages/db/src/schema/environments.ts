@@ -26,6 +26,8 @@ export const environments = pgTable(
     /** A staging environment's deploy runs the modules' tests and is refused when one fails (development ones always run them and serve anyway). */
     requirePassingTests: boolean("require_passing_tests").notNull().default(false),
     autoDeploy: boolean("auto_deploy").notNull().default(false),
+    /** A staging environment whose push deploy first copies production into it (set by the lead's copy-from work; unused until then). */
+    refreshOnPush: boolean("refresh_on_push").notNull().default(false),
     /** Lowercase host name the environment is served at; null: its generated name under BERTH_BASE_DOMAIN. */
     domain: text("domain"),
     /** More lowercase host names served like the domain. */

@@ -1,5 +1,6 @@
 // Projects, their members and the git push deliveries they received (modules/projects, modules/git-hooks).
-import { index, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
+import { sql } from "drizzle-orm";
+import { check, index, integer, pgTable, primaryKey, text, uuid } from "drizzle-orm/pg-core";
 import { id, ts } from "./columns.ts";
 import { organizations } from "./organizations.ts";
 import { servers } from "./servers.ts";
@@ -20,11 +21,21 @@ export const projects = pgTable(
     defaultBranch: text("default_branch").notNull().default("main"),
     /** HMAC-SHA256 key of the inbound git push hook; sealed with the instance master key. */
     gitHookSecretEnc: text("git_hook_secret_enc"),
+    /**
+     * The server a push to a branch without an environment creates a development environment
+     * on (modules/git-hooks/push-environments.ts); null: pushes create none.
+     */
+    developmentServerId: uuid("development_server_id").references(() => servers.id),
+    /** At most this many of the project's development environments run at once; the oldest idle one is stopped for a new one. */
+    developmentLimit: integer("development_limit").notNull().default(3),
     createdAt: ts("created_at").notNull().defaultNow(),
     updatedAt: ts("updated_at").notNull().defaultNow(),
     deletedAt: ts("deleted_at"),
   },
-  (t) => [index("projects_org_idx").on(t.organizationId, t.createdAt, t.id)],
+  (t) => [
+    index("projects_org_idx").on(t.organizationId, t.createdAt, t.id),
+    check("projects_development_limit", sql`${t.developmentLimit} between 1 and 20`),
+  ],
 );
 
 /** Project-level roles: admin | member. */
