@@ -1,9 +1,10 @@
 // copy-from through both APIs (issue 34): refused with stable codes before anything starts
 // (production target, itself as source, another project's source, never deployed, no backup
-// for "latest", "fresh" across servers, an operation already running, bad input), and nothing
+// for "latest", an operation already running, bad input), and nothing
 // is made when refused; accepted, it is ONE operation on the target (kind copy) whose signed
 // command is a restore as a copy: "fresh" dumps the source live on the shared server,
-// "latest" names the source's newest backup in the store with its signed link.
+// "latest" names the source's newest backup in the store with its signed link. ("fresh" across
+// servers: test/agent-link/copy-across-servers.test.ts.)
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
@@ -77,15 +78,6 @@ it("refuses with stable codes before anything starts, and makes nothing", async 
     [randomUUID(), d.organization_id, production, randomUUID()],
   );
   expect(await refused(staging, { from_environment_id: production, backup: "latest" }, 409, "copy_source_has_no_backup")).toContain('backup "fresh"');
-
-  // "fresh" of an environment on another server.
-  const [server] = await q(
-    "insert into servers (organization_id, name, provider, region, hostname, cpu_cores, ram_mb, disk_gb) values ($1, $2, 'hetzner', 'fsn1', 'other.example.com', 2, 4096, 40) returning id",
-    [d.organization_id, `other-${randomUUID().slice(0, 8)}`],
-  );
-  await q("update environments set server_id = $2 where id = $1", [staging, server.id]);
-  expect(await refused(staging, { from_environment_id: production }, 409, "copy_fresh_across_servers")).toContain('backup "latest"');
-  await q("update environments set server_id = $2 where id = $1", [staging, d.server_id]);
 
   // A read-only key copies nothing.
   const before = await operationsOf(staging);

@@ -256,7 +256,7 @@ export async function buildApp(opts: AppOptions): Promise<App> {
   const maintenance = startMaintenance({
     tasks: [
       () => services.rateLimits.forgetOldWindows(),
-      () => services.repos.idempotency.pruneExpired(clock.now()), () => services.dispatcher.dispatchPending(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now()), () => hub.recheckAccess(),
+      () => services.repos.idempotency.pruneExpired(clock.now()), () => services.chains.run(), () => services.dispatcher.failUndelivered(clock.now()), () => pruneOrgEvents(pool, clock.now()), () => hub.recheckAccess(),
     ],
     onError: (err) => app.log.warn({ err }, "maintenance failed"),
   });

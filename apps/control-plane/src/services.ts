@@ -37,6 +37,8 @@ import { createKeyRotation } from "./modules/agents/key-rotation.ts";
 import { createKeyRotationRepo } from "./modules/agents/key-rotation.repo.ts";
 import { createDispatcher } from "./modules/deployments/dispatch/dispatcher.ts";
 import { createCopyFrom } from "./modules/environments/copy-from.ts";
+import { createOperationChains } from "./modules/deployments/operations/operation-chains.ts";
+import { createOperationChainsRepo } from "./modules/deployments/operations/operation-chains.repo.ts";
 import { latestStoredBackup } from "./modules/environments/copy-from.repo.ts";
 import { createAddonDeploySource } from "./modules/addon-repositories/addon-deploy-source.ts";
 import { createErpCredentials } from "./modules/environments/erp-credentials.ts";
@@ -237,7 +239,14 @@ export function createServices(deps: {
     backups,
     erpCredentials,
     audit,
-    copyFrom: createCopyFrom({ environments: repos.environments, latestBackup: latestStoredBackup(db), deployments }),
+    copyFrom: createCopyFrom({
+      environments: repos.environments,
+      latestBackup: latestStoredBackup(db),
+      deployments,
+      sourceBusy: (environmentId) => repos.deployments.hasActive(environmentId),
+      backupNow: (scope, environmentId, backupId, comment, actor) => backups.create(scope, environmentId, { comment }, actor, backupId),
+    }),
+    chains: createOperationChains({ repo: createOperationChainsRepo(db), dispatcher, start: deployments, clock }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),

@@ -119,8 +119,8 @@ export const ERROR_STATUS = {
   copy_source_has_no_backup: 409,
   /** copy-from of an environment never deployed (or destroyed), or onto one never deployed: one of them has no data to give or take. */
   copy_not_deployed: 409,
-  /** copy-from with backup "fresh" of an environment on another server: take a backup of it, then copy with backup "latest". */
-  copy_fresh_across_servers: 409,
+  /** copy-from with backup "fresh" from another server while the source runs another operation: it cannot be backed up for the copy now. */
+  copy_source_busy: 409,
   /** Another environment (of any organisation) is served at that name. */
   domain_taken: 409,
   environment_not_running: 409,

@@ -13,7 +13,7 @@ export function registerCopyFrom(environments: Command, context: () => Context):
     .command("copy-from <environment>")
     .description("Replace a staging or development environment's data with a neutralised copy of another environment of its project")
     .requiredOption("--from <environment>", "the environment to copy (usually the project's production)")
-    .option("--latest", "restore the source's latest backup in the backup store instead of copying it now (needed across servers)")
+    .option("--latest", "restore the source's latest backup in the backup store instead of copying it now")
     .option("-f, --follow", "show the steps and logs live; the exit code is the copy's result")
     .option("-y, --yes", "do not ask for confirmation (needed without a terminal)")
     .addHelpText("after", "\nExample:\n  $ berth environments copy-from <staging-id> --from <production-id> --yes --follow")

@@ -9,6 +9,7 @@
 // backup is no longer pending.
 import { DOWNLOAD_PATH, type BackupLinks } from "./backup-links.ts";
 import type { BackupsRepo, StoredFile } from "./backups.repo.ts";
+import { ACTIVE_STATUSES } from "../deployments/operations/deployment-state.ts";
 
 const HOUR = 3600_000;
 /** Dispatch wait (30 min) + the backup's longest step (2 h) + margin. */
@@ -31,7 +32,7 @@ export interface RestoreSource {
   files: StoredFile[];
 }
 
-export function createBackupTransfers(deps: { repo: Pick<BackupsRepo, "byId">; links: BackupLinks }) {
+export function createBackupTransfers(deps: { repo: Pick<BackupsRepo, "byId" | "stateOf">; links: BackupLinks }) {
   return {
     /** The backup command's `upload`, when its record says the files go to the store. */
     async uploadParams(backupId: string): Promise<BackupUpload | null> {
@@ -39,6 +40,20 @@ export function createBackupTransfers(deps: { repo: Pick<BackupsRepo, "byId">; l
       if (!b || b.storageKey === null) return null;
       const { token, expiresAt } = deps.links.issueUpload(b, UPLOAD_TOKEN_TTL_MS);
       return { path: `/agent/v1/backups/${b.id}/files`, token, expires_at: expiresAt.toISOString() };
+    },
+
+    /**
+     * Where a backup stands for a copy waiting on it: "pending" while its operation may still
+     * finish it; one whose operation ended without finishing it (cancelled, timed out) is
+     * "failed", with the operation's status as the reason.
+     */
+    async state(backupId: string): Promise<{ status: string; errorMessage: string | null } | null> {
+      const b = await deps.repo.stateOf(backupId);
+      if (!b) return null;
+      if (b.status === "pending" && b.operationStatus !== null && !ACTIVE_STATUSES.includes(b.operationStatus as never)) {
+        return { status: "failed", errorMessage: `its backup operation was ${b.operationStatus}` };
+      }
+      return { status: b.status, errorMessage: b.errorMessage };
     },
 
     /** The restore command's `source`, when the backup's files are all in the store. */

@@ -1,7 +1,7 @@
 // SQL of backup records: one row per backup operation, written before the operation so the
 // agent's result always finds it (deployment-events.repo.ts completes it).
 import { and, count, eq, sql } from "drizzle-orm";
-import { backups, type Database } from "@berth/db";
+import { backups, deployments, type Database } from "@berth/db";
 import type { CursorPosition } from "../../lib/cursor.ts";
 import { newestFirst, olderThan } from "../../db/keyset.ts";
 
@@ -25,6 +25,16 @@ export function createBackupsRepo(db: Database) {
     /** A backup by id alone: for the signed links, whose signature names its organisation. */
     async byId(id: string): Promise<BackupRow | undefined> {
       const [row] = await db.select().from(backups).where(eq(backups.id, id));
+      return row;
+    },
+
+    /** A backup's status and error, and its operation's status (a cancelled backup operation leaves the record pending). */
+    async stateOf(id: string): Promise<{ status: string; errorMessage: string | null; operationStatus: string | null } | undefined> {
+      const [row] = await db
+        .select({ status: backups.status, errorMessage: backups.errorMessage, operationStatus: deployments.status })
+        .from(backups)
+        .leftJoin(deployments, eq(deployments.id, backups.deploymentId))
+        .where(eq(backups.id, id));
       return row;
     },
 

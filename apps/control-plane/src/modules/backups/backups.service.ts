@@ -101,10 +101,10 @@ export function createBackupsService(deps: {
   }
 
   return {
-    async create(scope: Scope, environmentId: string, input: { backup_type?: string | undefined; comment?: string | undefined }, actor: Actor) {
+    /** `backupId`: the id a caller already named it by (a copy across servers waits for it). */
+    async create(scope: Scope, environmentId: string, input: { backup_type?: string | undefined; comment?: string | undefined }, actor: Actor, backupId: string = randomUUID()) {
       const env = await deps.environments.get(scope, environmentId);
       if (!env) throw notFound("Environment");
-      const backupId = randomUUID();
       const taskId = randomUUID();
       // The record exists before the agent can answer, so its result always finds it.
       await deps.backups.insert({

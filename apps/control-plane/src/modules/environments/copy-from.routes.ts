@@ -12,19 +12,21 @@ import { COPY_BACKUPS, type CopyFrom } from "./copy-from.ts";
 
 const DESCRIPTION =
   "Replaces this staging or development environment's database and file store with a copy of another environment of the same project, in one operation " +
-  "(kind `copy`, followed like a restore). `backup`: `fresh` (default) copies the source now without stopping it, on their shared server (a consistent pg_dump " +
-  "streamed into a new database and the file store copied by name; nothing leaves the server); `latest` restores the source's most recent backup in the backup " +
+  "(kind `copy`, followed like a restore). `backup`: `fresh` (default) copies the source now without stopping it: on a shared server a consistent pg_dump " +
+  "streamed into a new database and the file store copied by name (nothing leaves the server); across servers a backup of the source to the backup store, taken " +
+  "now and listed with its backups, which the copy waits for (queued) and then restores (a copy whose backup fails fails with code copy_backup_failed, this " +
+  "environment as it was); `latest` restores the source's most recent backup in the backup " +
   "store (from the source's copy on the target's server when it has one). The copy is loaded into a new database, neutralised by the target image's own " +
   "`odoo neutralize`, re-keyed (new database uuid and secret, this environment's address) and swapped in; a failure at any step leaves this environment as it was, " +
   "and the source is only read. 409 copy_into_production for the production environment, copy_not_deployed when either was never deployed, " +
-  "copy_source_has_no_backup (latest) when the source has no backup in the store, copy_fresh_across_servers (fresh) when they run on different servers, " +
+  "copy_source_has_no_backup (latest) when the source has no backup in the store, copy_source_busy (fresh, across servers) when the source runs another operation, " +
   "task_in_progress while another operation runs here; 422 copy_source_is_target, copy_source_other_project.";
 
 const CopyFromBody = Type.Object(
   {
     from_environment_id: Uuid,
     backup: Type.Optional(
-      StringEnum(COPY_BACKUPS, { description: "fresh (default): a copy taken now, same server only; latest: the source's most recent backup in the backup store" }),
+      StringEnum(COPY_BACKUPS, { description: "fresh (default): a copy taken now (across servers through a backup taken now); latest: the source's most recent backup in the backup store" }),
     ),
   },
   { additionalProperties: false },

@@ -1,7 +1,7 @@
 // Starts the background work of one replica on pg-boss (see db/jobs.ts for the policy):
 // the stuck-deployment sweep and the domain verification every 5 minutes, the backup scheduler every minute, the retention of
 // the time-partitioned tables every hour (and once at start), and outgoing webhook deliveries with their
-// fan-out. Stopped when the app closes. First, secrets stored in clear before migration 0011
+// fan-out, and operations that wait on a backup or copy (operation-chains.ts). Stopped when the app closes. First, secrets stored in clear before migration 0011
 // (repository URL credentials, webhook signing secrets) and 0024 (migrations' repository URL
 // credentials) are sealed with the master key. The jobs
 // themselves (pg-boss) are started before the services, which queue work from the start.
@@ -27,7 +27,7 @@ export interface BackgroundWork {
 export async function startBackgroundWork(deps: {
   pool: pg.Pool;
   clock: Clock;
-  services: Pick<Services, "webhookDeliveries" | "domainVerification" | "projects" | "webhooks" | "backupScheduler" | "migrations">;
+  services: Pick<Services, "webhookDeliveries" | "domainVerification" | "projects" | "webhooks" | "backupScheduler" | "migrations" | "chains">;
   /** The replica's jobs (pg-boss), started before the services; stopped by stop(). */
   jobs: Jobs;
   /** The SSRF guard import URLs go through, and the imports' deadline (default 600 s) and extra CAs. */
@@ -71,6 +71,8 @@ export async function startBackgroundWork(deps: {
   await jobs.schedule(RETENTION_QUEUE, RETENTION_CRON);
   await jobs.send(RETENTION_QUEUE, {});
   await deps.services.webhookDeliveries.start(jobs, { pool: deps.pool, onError: deps.onError });
+  // What waits on a finished backup or copy goes on at once (operation-chains.ts); the minute's maintenance catches up on a lost wake-up.
+  const chains = await deps.services.chains.listen(deps.pool, deps.onError);
   // Migrations: analysis, import-url downloads, and the cleanup of abandoned bytes.
   const m = deps.services.migrations;
   const urlImport = deps.outbound
@@ -80,6 +82,7 @@ export async function startBackgroundWork(deps: {
   return {
     jobs,
     async stop(jobsGraceMs?: number) {
+      await chains.close();
       await deps.services.webhookDeliveries.stop();
       await jobs.stop(jobsGraceMs);
     },

@@ -16,6 +16,8 @@ export interface DataParamsDeps {
   backups?: {
     uploadParams(backupId: string): Promise<BackupParams["upload"] | null>;
     restoreSource(backupId: string): Promise<RestoreParams["source"] | null>;
+    /** Where a backup stands (null: no such backup, yet). */
+    state(backupId: string): Promise<{ status: string; errorMessage: string | null } | null>;
   };
 }
 
@@ -54,21 +56,32 @@ export function createDataParams(deps: DataParamsDeps) {
 
     /**
      * copy-from (environments/copy-from.ts): a restore of another environment's data as a
-     * copy. backup "latest" names that environment's backup (from its server's own copy when
-     * it is there, else the store); "fresh" dumps it now on this server (live_source), and
-     * the copy is named by the operation's id.
+     * copy. "fresh" on a shared server dumps the source now on this server (live_source), and
+     * the copy is named by the operation's id. Otherwise the copy names a backup of the
+     * source in the store: the most recent one ("latest"), or one being taken now for it
+     * (fresh across servers): until that backup is complete there is no command yet (null;
+     * operation-chains.ts dispatches it when the backup finishes), and if it fails, the copy
+     * fails saying so.
      */
-    async copy(d: DeploymentRow): Promise<CommandParams<"restore">> {
+    async copy(d: DeploymentRow): Promise<CommandParams<"restore"> | null> {
       const { extra } = storedOptions(d.extraData);
       if (typeof extra.source_environment_id !== "string") throw new DispatchError("stored_option_invalid", "the copy names no source environment (extra_data.source_environment_id)");
       const copy = await copyOf(d, extra);
-      if (extra.backup === "fresh") {
+      if (extra.backup === "fresh" && extra.backup_id === undefined) {
         return { deployment_id: d.id, environment_id: d.environmentId, backup_id: d.id, live_source: { environment_id: extra.source_environment_id }, ...copy };
       }
       const backupId = backupIdOf(extra);
       const source = await deps.backups?.restoreSource(backupId);
-      if (!source) throw new DispatchError("stored_option_invalid", `backup ${backupId} of the source is no longer in the backup store`);
-      return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, source, ...copy };
+      if (source) return { deployment_id: d.id, environment_id: d.environmentId, backup_id: backupId, source, ...copy };
+      if (extra.backup === "fresh") {
+        const state = await deps.backups?.state(backupId);
+        if (!state || state.status === "pending") return null;
+        throw new DispatchError(
+          "copy_backup_failed",
+          `the backup of the source taken for this copy (${backupId}) ${state.status === "completed" ? "is not in the backup store" : `failed: ${state.errorMessage ?? state.status}`}; this environment is as it was`,
+        );
+      }
+      throw new DispatchError("stored_option_invalid", `backup ${backupId} of the source is no longer in the backup store`);
     },
   };
 }

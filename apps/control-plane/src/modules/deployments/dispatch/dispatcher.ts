@@ -50,8 +50,11 @@ export function createDispatcher(
         return { type: "backup", params: await data.backup(d) };
       case "restore":
         return { type: "restore", params: await data.restore(d) };
-      case "copy":
-        return { type: "restore", params: await data.copy(d) };
+      case "copy": {
+        // Null while it waits for the source's backup (operation-chains.ts dispatches it then).
+        const params = await data.copy(d);
+        return params ? { type: "restore", params } : null;
+      }
       default:
         return null;
     }

@@ -88,6 +88,14 @@ export async function finishOperation(client: Client, id: string, f: Finish): Pr
   );
 }
 
+/** Payload: an operation's id. Its backup or copy finished; what waits on it may go on (operation-chains.ts). */
+export const OPERATION_FINISHED_CHANNEL = "berth_operation_finished";
+
+/** Announced on commit of the ingest transaction, to every replica. */
+export async function announceFinished(client: Client, id: string): Promise<void> {
+  await client.query("select pg_notify($1, $2)", [OPERATION_FINISHED_CHANNEL, id]);
+}
+
 /** The deployment a successful rollback replaced. */
 export async function markRolledBack(client: Client, rollbackId: string): Promise<void> {
   await client.query("update deployments set status = 'rolled_back' where id = (select rollback_from_id from deployments where id = $1) and status = 'success'", [rollbackId]);

@@ -70,6 +70,8 @@ async function commandResult(client: pg.PoolClient, serverId: string, r: Command
       ts: r.ts,
     });
   }
+  // A copy across servers waits for its source's backup, a staging refresh's deploy for its copy.
+  if (op.kind === "backup" || op.kind === "copy") await writes.announceFinished(client, op.id);
   if (isDeployKind(op.kind)) await applyErpResult(client, op, r);
   // The commit each add-on repository got, for retries and rollbacks of this deployment.
   if (r.ok && isDeployKind(op.kind)) await recordAddonCommits(client, op.id, addonCommitsOf((r.result ?? {}).addon_repositories));
