@@ -22,6 +22,8 @@ describe("create", () => {
       default_branch: "main",
       environment_count: 0,
       server_id: d.server_id,
+      development_server_id: null,
+      development_limit: 3,
       created_at: expect.any(String),
     });
     const list = await ro.get("/projects");

@@ -27,6 +27,8 @@ import { createWebhookDeliveries } from "./modules/webhooks/webhook-deliveries.t
 import { createWebhookDeliveriesRepo } from "./modules/webhooks/webhook-deliveries.repo.ts";
 import { createGitHooks } from "./modules/git-hooks/git-hooks.service.ts";
 import { createGitHooksRepo } from "./modules/git-hooks/git-hooks.repo.ts";
+import { createPushEnvironments } from "./modules/git-hooks/push-environments.ts";
+import { createPushEnvironmentsRepo } from "./modules/git-hooks/push-environments.repo.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
 import { createAgentCommandsRepo } from "./modules/agents/agent-commands.repo.ts";
 import { createEnrollment } from "./modules/agents/enrollment.ts";
@@ -250,7 +252,13 @@ export function createServices(deps: {
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),
-    gitHooks: createGitHooks({ repo: createGitHooksRepo(db), clock, masterKey: deps.masterKey, deployments }),
+    gitHooks: createGitHooks({
+      repo: createGitHooksRepo(db),
+      clock,
+      masterKey: deps.masterKey,
+      deployments,
+      pushEnvironments: createPushEnvironments({ repo: createPushEnvironmentsRepo(db), environments, deployments }),
+    }),
     apiKeys,
     keyCache,
     rateLimits,

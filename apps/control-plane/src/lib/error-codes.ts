@@ -186,6 +186,8 @@ export const ERROR_STATUS = {
   copy_source_is_target: 422,
   /** copy-from naming an environment of another project as its source: a copy stays within its project. */
   copy_source_other_project: 422,
+  /** A project's development_server_id that is not a live server of the project's organisation. */
+  development_server_invalid: 422,
   unsupported_media_type: 415,
   rate_limit_exceeded: 429,
   /** As many live event streams are open as allowed, for the organisation or the person. */

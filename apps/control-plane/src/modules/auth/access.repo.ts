@@ -14,6 +14,8 @@ export type ProjectRoleRow = {
   erp_version: string | null;
   default_branch: string | null;
   git_repo_url: string | null;
+  development_server_id: string | null;
+  development_limit: number;
   org_role: string | null;
   project_role: string | null;
 };
@@ -79,7 +81,7 @@ export function createAccessRepo(db: Database) {
      */
     async projects(userId: string, opts: { organizationId: string | null; all: boolean }): Promise<ProjectRoleRow[]> {
       const { rows } = await db.execute<ProjectRoleRow>(sql`
-        select pr.id, pr.organization_id, pr.name, pr.erp_version, pr.default_branch, pr.git_repo_url, m.role as org_role, pm.role as project_role
+        select pr.id, pr.organization_id, pr.name, pr.erp_version, pr.default_branch, pr.git_repo_url, pr.development_server_id, pr.development_limit, m.role as org_role, pm.role as project_role
         from projects pr
         left join memberships m on m.organization_id = pr.organization_id and m.user_id = ${userId}
         left join project_memberships pm on pm.project_id = pr.id and pm.user_id = ${userId}

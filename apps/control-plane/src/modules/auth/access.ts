@@ -23,6 +23,9 @@ export interface VisibleProject {
   defaultBranch: string | null;
   /** Without credentials (they are kept sealed elsewhere). */
   gitRepoUrl: string | null;
+  /** Where a push to a branch without an environment creates a development environment (null: nowhere), and how many may run. */
+  developmentServerId: string | null;
+  developmentLimit: number;
   /** The person's role there (an organisation member without a project role counts as project_member). */
   role: Role;
 }
@@ -63,6 +66,8 @@ export function createAccess(repo: AccessRepo) {
       erpVersion: r.erp_version,
       defaultBranch: r.default_branch,
       gitRepoUrl: r.git_repo_url === null ? null : withoutCredentials(r.git_repo_url),
+      developmentServerId: r.development_server_id,
+      developmentLimit: r.development_limit,
       role: effectiveProjectRole(p, r.org_role, r.project_role) ?? "project_member",
     }));
   }

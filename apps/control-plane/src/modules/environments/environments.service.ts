@@ -43,6 +43,11 @@ export interface CreateEnvironmentInput extends EnvironmentSize {
   auto_deploy?: boolean | undefined;
   /** Set only by a migration's start (step 2): the first deployment restores its backup. */
   migration_id?: string | undefined;
+  /**
+   * Not an API field: a server of the organisation other than the project's, set only for a
+   * development environment a push makes (git-hooks/push-environments.ts, which checks it).
+   */
+  server_id?: string | undefined;
 }
 
 /** What the APIs show of where an environment is served and how its route stands. */
@@ -172,7 +177,7 @@ export function createEnvironmentsService(deps: {
           id,
           organizationId: scope.organizationId,
           projectId: project.id,
-          serverId: project.serverId,
+          serverId: input.server_id ?? project.serverId,
           name: input.name,
           gitBranch: input.git_branch ?? project.defaultBranch,
           domain: names.domain,

@@ -114,9 +114,13 @@ export function createGitHooksRepo(db: Database) {
       await db.delete(gitHookDeliveries).where(claimOf(k));
     },
 
-    /** The environment and extra data of these deployments. */
-    async deploymentsByIds(ids: string[]): Promise<{ id: string; env: string; extra: unknown }[]> {
-      return db.select({ id: deployments.id, env: deployments.environmentId, extra: deployments.extraData }).from(deployments).where(inArray(deployments.id, ids));
+    /** The environment (and its name), trigger and extra data of these deployments. */
+    async deploymentsByIds(ids: string[]): Promise<{ id: string; env: string; name: string; trigger: string; extra: unknown }[]> {
+      return db
+        .select({ id: deployments.id, env: deployments.environmentId, name: environments.name, trigger: deployments.trigger, extra: deployments.extraData })
+        .from(deployments)
+        .innerJoin(environments, eq(environments.id, deployments.environmentId))
+        .where(inArray(deployments.id, ids));
     },
   };
 }

@@ -18,7 +18,8 @@ import type { Access } from "../auth/access.ts";
 import type { RateLimiter } from "../rate-limits/rate-limiter.ts";
 import type { GitHooks } from "./git-hooks.service.ts";
 import { personOf } from "../auth/session-principal.ts";
-import type { HookOutcome } from "./git-hooks.service.ts";
+import { emptyOutcome } from "./git-hooks.service.ts";
+import { LIMIT_TRIGGER } from "./push-environments.ts";
 import { GIT_HOSTS, hasCredential, HOOK_HEADERS, parsePush, type GitHost } from "./git-payload.ts";
 
 export const GIT_HOOK_RATE_LIMIT = 30;
@@ -57,10 +58,26 @@ const HookResponse = Type.Object(
     skipped: Type.Array(
       Type.Object({
         project_id: Uuid,
-        environment_id: Uuid,
-        reason: StringEnum(["deployment_in_progress", "not_found"] as const),
+        environment_id: Nullable(Type.String({ format: "uuid", description: "null: the development environment the push would have made for its branch, which was not made" })),
+        reason: StringEnum(["deployment_in_progress", "not_found", LIMIT_TRIGGER, "environment_not_created"] as const, {
+          description:
+            "deployment_in_progress: the environment was busy; not_found: it is gone; development_limit: the project runs its development_limit of development " +
+            "environments and none is idle to stop; environment_not_created: the environment was refused (the message says why)",
+        }),
         message: Type.String(),
       }),
+    ),
+    created_environments: Type.Array(
+      Type.Object({ project_id: Uuid, environment_id: Uuid, name: Type.String() }),
+      {
+        description:
+          "Development environments made for the pushed branch, which had no environment in the project (the project's development_server_id is set); " +
+          "each is also under deployments",
+      },
+    ),
+    stopped: Type.Array(
+      Type.Object({ project_id: Uuid, environment_id: Uuid, deployment_id: Uuid, reason: Type.Literal(LIMIT_TRIGGER) }),
+      { description: "Idle development environments stopped (a stop operation, trigger development_limit; never destroyed) to keep the project within its development_limit" },
     ),
   },
   { title: "GitHookResult" },
@@ -120,7 +137,9 @@ export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, 
             "GitLab: X-Gitlab-Token: <secret> (or X-Gitlab-Signature: sha256=<hex>). Also required: the event header " +
             "(X-GitHub-Event / X-Gitlab-Event / X-Gitea-Event) and the delivery id (X-GitHub-Delivery / X-Gitlab-Event-UUID / X-Gitea-Delivery). " +
             "Every active environment with auto_deploy on the pushed branch, and every environment with an active auto-deploy addon " +
-            "repository on it, gets a git_push deployment; a busy environment is listed under skipped. A delivery id is handled once. " +
+            "repository on it, gets a git_push deployment; a busy environment is listed under skipped. A push of the project's own repository to a branch " +
+            "that has no environment in the project creates a development environment for it on the project's development_server_id, when set (created_environments), " +
+            "stopping the oldest idle development environment when the project runs its development_limit (stopped). A delivery id is handled once. " +
             `At most ${GIT_HOOK_RATE_LIMIT} deliveries per minute per project, and ${GIT_HOOK_ADDRESS_LIMIT} requests per minute from one address ` +
             "(counted, like the signature header's presence, before the body is parsed).",
           params: Type.Object({ git_host: StringEnum(GIT_HOSTS) }),
@@ -147,7 +166,7 @@ export function gitHooksRoutes(deps: { gitHooks: GitHooks; access: Pick<Access, 
         }
         const event = typeof headers[h.event] === "string" ? (headers[h.event] as string) : "";
         const base = { git_host: host, event, delivery_id: deliveryId, branch: push.branch, commit: push.commit };
-        const none: HookOutcome = { deliveries: [], deployments: [], skipped: [] };
+        const none = emptyOutcome();
         const ignored =
           event.toLowerCase() !== h.pushEvent
             ? `The event ${event || "(none)"} is not a push`

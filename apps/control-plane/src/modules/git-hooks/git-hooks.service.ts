@@ -1,6 +1,7 @@
 // The inbound git push hook (platform spec 4.1 rule 8, 4.2): which projects a push is for,
 // whose secret signed it, and the git_push deployments it starts. A delivery id is handled
-// once per project (git_hook_deliveries); a redelivery gets the first outcome back.
+// once per project (git_hook_deliveries); a redelivery gets the first outcome back. A push
+// to a branch without an environment may make a development one (push-environments.ts).
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../../lib/clock.ts";
 import { DomainError, notFound } from "../../lib/errors.ts";
@@ -8,6 +9,7 @@ import { open, seal } from "../../lib/master-key.ts";
 import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { CandidateRow, DeliveryKey, GitHooksRepo } from "./git-hooks.repo.ts";
 import { repoMatches, verifyHook, type GitHost, type Push } from "./git-payload.ts";
+import { LIMIT_TRIGGER, type DevelopmentSkip, type HookCreated, type HookStop, type PushEnvironments } from "./push-environments.ts";
 
 export interface Candidate {
   projectId: string;
@@ -33,8 +35,13 @@ export interface HookSkip {
 export interface HookOutcome {
   deliveries: { project_id: string; duplicate: boolean; received_at: string }[];
   deployments: HookDeployment[];
-  skipped: HookSkip[];
+  skipped: (HookSkip | DevelopmentSkip)[];
+  created_environments: HookCreated[];
+  stopped: HookStop[];
 }
+
+/** An outcome with nothing in it yet. */
+export const emptyOutcome = (): HookOutcome => ({ deliveries: [], deployments: [], skipped: [], created_environments: [], stopped: [] });
 
 const likeEscape = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);
 
@@ -70,7 +77,8 @@ export function pickCandidates(own: CandidateRow[], viaAddons: CandidateRow[], p
   return [...out.values()];
 }
 
-type Target = { reason: "branch" | "addon"; addon: string | null };
+/** `created`: the environment was made by this push (push-environments.ts). */
+type Target = { reason: "branch" | "addon"; addon: string | null; created?: boolean };
 
 /** Environments to deploy, by id: auto-deploy ones on the pushed branch, then those with an addon repository on it. */
 export function targetsOf(branchEnvironments: { id: string }[], addons: { environmentId: string; name: string }[]): Map<string, Target> {
@@ -90,7 +98,13 @@ export function skipReason(err: unknown): HookSkip["reason"] | null {
   return err.code === "not_found" ? "not_found" : null;
 }
 
-export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterKey: Buffer; deployments: Pick<DeploymentsService, "requestOperation"> }) {
+export function createGitHooks(deps: {
+  repo: GitHooksRepo;
+  clock: Clock;
+  masterKey: Buffer;
+  deployments: Pick<DeploymentsService, "requestOperation">;
+  pushEnvironments: Pick<PushEnvironments, "forPush">;
+}) {
   const { repo } = deps;
 
   function openSecret(sealed: string): string | null {
@@ -122,7 +136,15 @@ export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterK
     started: string[],
   ): Promise<void> {
     for (const [environmentId, why] of targets) {
-      const gitPush = { host, delivery_id: deliveryId, repository: push.repoUrls[0] ?? push.fullName, branch: push.branch, commit: push.commit, ...(why.addon ? { addon: why.addon } : {}) };
+      const gitPush = {
+        host,
+        delivery_id: deliveryId,
+        repository: push.repoUrls[0] ?? push.fullName,
+        branch: push.branch,
+        commit: push.commit,
+        ...(why.addon ? { addon: why.addon } : {}),
+        ...(why.created ? { created_environment: true } : {}),
+      };
       try {
         const row = await deps.deployments.requestOperation(
           { organizationId: c.organizationId, projectId: c.projectId },
@@ -147,6 +169,17 @@ export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterK
     }
   }
 
+  /** A development environment for a branch without one: made, and added to the targets; the stops it took recorded. */
+  async function developmentFor(c: Candidate, branch: string, targets: Map<string, Target>, outcome: HookOutcome, started: string[]): Promise<void> {
+    const dev = await deps.pushEnvironments.forPush(c, branch);
+    for (const s of dev.stopped) started.push(s.deployment_id);
+    outcome.stopped.push(...dev.stopped);
+    if (dev.skipped) outcome.skipped.push(dev.skipped);
+    if (!dev.created) return;
+    outcome.created_environments.push(dev.created);
+    targets.set(dev.created.environment_id, { reason: "branch", addon: null, created: true });
+  }
+
   /** A delivery this project has had before: the first outcome's deployments again. */
   async function replay(key: DeliveryKey, outcome: HookOutcome): Promise<void> {
     const first = await repo.claimed(key);
@@ -154,8 +187,14 @@ export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterK
     const ids = first?.deploymentIds ?? [];
     if (ids.length === 0) return;
     for (const r of await repo.deploymentsByIds(ids)) {
-      const addon = ((r.extra as { git_push?: { addon?: string } }).git_push?.addon ?? null) as string | null;
+      if (r.trigger === LIMIT_TRIGGER) {
+        outcome.stopped.push({ project_id: key.projectId, environment_id: r.env, deployment_id: r.id, reason: LIMIT_TRIGGER });
+        continue;
+      }
+      const gitPush = (r.extra as { git_push?: { addon?: string; created_environment?: boolean } }).git_push;
+      const addon = gitPush?.addon ?? null;
       outcome.deployments.push({ project_id: key.projectId, environment_id: r.env, deployment_id: r.id, reason: addon ? "addon" : "branch", addon });
+      if (gitPush?.created_environment) outcome.created_environments.push({ project_id: key.projectId, environment_id: r.env, name: r.name });
     }
   }
 
@@ -168,9 +207,10 @@ export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterK
       return;
     }
     outcome.deliveries.push({ project_id: c.projectId, duplicate: false, received_at: claimed.receivedAt.toISOString() });
-    const targets = await targetsFor(c, push);
     const started: string[] = [];
     try {
+      const targets = await targetsFor(c, push);
+      if (c.ownRepo) await developmentFor(c, push.branch, targets, outcome, started);
       await deployTargets(c, host, deliveryId, push, targets, outcome, started);
     } catch (err) {
       // Unexpected (e.g. the database went away): a redelivery may try again, except what already started.
@@ -205,7 +245,7 @@ export function createGitHooks(deps: { repo: GitHooksRepo; clock: Clock; masterK
 
     /** Starts the deployments of one verified push, once per (host, delivery id, project). */
     async handle(host: GitHost, deliveryId: string, push: Push & { branch: string }, verified: Candidate[]): Promise<HookOutcome> {
-      const outcome: HookOutcome = { deliveries: [], deployments: [], skipped: [] };
+      const outcome = emptyOutcome();
       for (const c of verified) await handleProject(host, deliveryId, push, c, outcome);
       return outcome;
     },

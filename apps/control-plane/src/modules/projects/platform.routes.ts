@@ -50,6 +50,8 @@ const DashboardProject = Type.Object({
   erp_version: Nullable(Type.String()),
   default_branch: Nullable(Type.String()),
   git_repo_url: Nullable(Type.String({ description: "Without credentials" })),
+  development_server_id: Project.properties.development_server_id,
+  development_limit: Project.properties.development_limit,
   role: Type.String(),
   permissions: Type.Array(Type.String()),
   environments: Type.Array(DashboardEnvironment),
@@ -90,6 +92,8 @@ export function projectsPlatformRoutes(deps: {
               erp_version: pr.erpVersion,
               default_branch: pr.defaultBranch,
               git_repo_url: pr.gitRepoUrl,
+              development_server_id: pr.developmentServerId,
+              development_limit: pr.developmentLimit,
               role: pr.role,
               permissions: permissionsOf(pr.role),
               environments: envs
@@ -130,7 +134,7 @@ export function projectsPlatformRoutes(deps: {
           description: "A project on one of the organisation's servers, as POST /projects of the public API does it. Needs org.projects.manage (organisation admins and owners).",
           params: OrgParams,
           body: CreateProject,
-          response: { 201: ProjectRef, ...errors(404) },
+          response: { 201: ProjectRef, ...errors(404, 422) },
         },
       },
       async (request, reply) => {
@@ -146,10 +150,12 @@ export function projectsPlatformRoutes(deps: {
         schema: {
           tags: TAG,
           summary: "Change a project",
-          description: "Name, default branch or repository URL (null removes it). Needs org.projects.manage.",
+          description:
+            "Name, default branch, repository URL (null removes it), or the development settings: development_server_id (null: pushes create no development " +
+            "environment; a server of another organisation: 422 `development_server_invalid`) and development_limit. Needs org.projects.manage.",
           params: ProjectParams,
           body: UpdateProject,
-          response: { 200: ProjectRef, ...errors(404) },
+          response: { 200: ProjectRef, ...errors(404, 422) },
         },
       },
       async (request) => {

@@ -28,6 +28,8 @@ const columns = {
   erpVersion: projects.erpVersion,
   gitRepoUrl: projects.gitRepoUrl,
   defaultBranch: projects.defaultBranch,
+  developmentServerId: projects.developmentServerId,
+  developmentLimit: projects.developmentLimit,
   createdAt: projects.createdAt,
   updatedAt: projects.updatedAt,
   deletedAt: projects.deletedAt,

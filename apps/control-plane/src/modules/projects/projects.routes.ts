@@ -6,6 +6,14 @@ import { DomainError } from "../../lib/errors.ts";
 import { scopeOf } from "../api-keys/key-principal.ts";
 import type { ProjectsService } from "./projects.service.ts";
 
+const DEVELOPMENT_SERVER =
+  "The server a push to a branch that has no environment in the project creates a development environment on (stage development, named after the branch, " +
+  "deploying on push, sized like production); null (the default): pushes create none. A server of another organisation, or none: 422 `development_server_invalid`";
+const DEVELOPMENT_LIMIT =
+  "At most this many of the project's development environments run at once (1 to 20, default 3). A push that would create one more stops the oldest idle one " +
+  "(running, no operation queued or in progress, least recently deployed) with a stop operation, never destroying it; when none is idle the new one is not created";
+const DevelopmentLimit = Type.Integer({ minimum: 1, maximum: 20, description: DEVELOPMENT_LIMIT });
+
 export const Project = Type.Object(
   {
     id: Uuid,
@@ -21,6 +29,8 @@ export const Project = Type.Object(
     default_branch: Nullable(Type.String()),
     environment_count: Type.Integer({ description: "Number of active environments" }),
     server_id: Nullable(Uuid),
+    development_server_id: Nullable(Type.String({ format: "uuid", description: DEVELOPMENT_SERVER })),
+    development_limit: DevelopmentLimit,
     created_at: Timestamp,
   },
   { $id: "Project", title: "Project" },
@@ -42,6 +52,8 @@ export const CreateProject = Type.Object(
     git_repo_url: Type.Optional(RepoUrl),
     default_branch: Type.Optional(Branch),
     erp_version: Type.Optional(Type.String({ maxLength: 32, examples: ["17.0"] })),
+    development_server_id: Type.Optional(Nullable(Type.String({ format: "uuid", description: DEVELOPMENT_SERVER }))),
+    development_limit: Type.Optional(DevelopmentLimit),
   },
   { additionalProperties: false },
 );
@@ -51,6 +63,8 @@ export const UpdateProject = Type.Object(
     name: Type.Optional(Name),
     default_branch: Type.Optional(Branch),
     git_repo_url: Type.Optional(Nullable(RepoUrl)),
+    development_server_id: Type.Optional(Nullable(Type.String({ format: "uuid", description: DEVELOPMENT_SERVER }))),
+    development_limit: Type.Optional(DevelopmentLimit),
   },
   { additionalProperties: false },
 );
@@ -82,7 +96,7 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
           summary: "Create a project",
           description: "Needs a full-access, organisation-scoped key. Supports X-Idempotency-Key.",
           body: CreateProject,
-          response: { 201: ProjectRef, ...errors(409) },
+          response: { 201: ProjectRef, ...errors(409, 422) },
         },
       },
       async (request, reply) => {
@@ -102,10 +116,10 @@ export function projectsRoutes(service: ProjectsService): FastifyPluginAsyncType
         schema: {
           tags: ["Projects"],
           summary: "Update a project",
-          description: "Omitted fields are left unchanged. Needs a full-access key.",
+          description: "Omitted fields are left unchanged. Needs a full-access key. A development_server_id that is not a server of the organisation: 422 `development_server_invalid`.",
           params: IdParams,
           body: UpdateProject,
-          response: { 200: ProjectRef, ...errors(404) },
+          response: { 200: ProjectRef, ...errors(404, 422) },
         },
       },
       async (request) => {

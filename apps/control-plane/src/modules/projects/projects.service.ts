@@ -18,6 +18,8 @@ export interface CreateProjectInput {
   git_repo_url?: string | undefined;
   default_branch?: string | undefined;
   erp_version?: string | undefined;
+  development_server_id?: string | null | undefined;
+  development_limit?: number | undefined;
   /** Not an API field: the sealed userinfo of git_repo_url (given bare), from a migration. */
   git_repo_credentials_enc?: string | null | undefined;
 }
@@ -26,6 +28,8 @@ export interface UpdateProjectInput {
   name?: string | undefined;
   default_branch?: string | undefined;
   git_repo_url?: string | null | undefined;
+  development_server_id?: string | null | undefined;
+  development_limit?: number | undefined;
 }
 
 export function projectView(p: ProjectRow) {
@@ -37,6 +41,8 @@ export function projectView(p: ProjectRow) {
     default_branch: p.defaultBranch,
     environment_count: p.environmentCount,
     server_id: p.serverId,
+    development_server_id: p.developmentServerId,
+    development_limit: p.developmentLimit,
     created_at: p.createdAt.toISOString(),
   };
 }
@@ -59,6 +65,19 @@ export function createProjectsService(deps: {
   clock: Clock;
   masterKey: Buffer;
 }) {
+  /** The development settings' columns; a development server must be a live server of the organisation. */
+  async function developmentColumns(organizationId: string, input: Pick<UpdateProjectInput, "development_server_id" | "development_limit">) {
+    const values: { developmentServerId?: string | null; developmentLimit?: number } = {};
+    if (input.development_server_id !== undefined) {
+      if (input.development_server_id !== null && !(await deps.servers.get(organizationId, input.development_server_id))) {
+        throw new DomainError("development_server_invalid", "development_server_id does not name a server of this organisation (see GET /servers); null turns development environments on push off");
+      }
+      values.developmentServerId = input.development_server_id;
+    }
+    if (input.development_limit !== undefined) values.developmentLimit = input.development_limit;
+    return values;
+  }
+
   return {
     ...scopedReads({ codec: deps.cursors, list: "projects", label: "Project", repo: deps.projects, view: projectView }),
     async create(scope: Scope, input: CreateProjectInput) {
@@ -69,9 +88,11 @@ export function createProjectsService(deps: {
       if (input.git_repo_credentials_enc && repo.gitRepoCredentialsEnc === null) repo.gitRepoCredentialsEnc = input.git_repo_credentials_enc;
       const server = await deps.servers.get(scope.organizationId, input.server_id);
       if (!server) throw new DomainError("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
+      const development = await developmentColumns(scope.organizationId, input);
       const row = await deps.projects.insert({
         organizationId: scope.organizationId,
         serverId: server.id,
+        ...development,
         name: input.name,
         ...repo,
         defaultBranch: input.default_branch ?? "main",
@@ -89,6 +110,7 @@ export function createProjectsService(deps: {
         values.defaultBranch = input.default_branch;
       }
       if (input.git_repo_url !== undefined) Object.assign(values, repoColumns(deps.masterKey, input.git_repo_url));
+      Object.assign(values, await developmentColumns(scope.organizationId, input));
       if (Object.keys(values).length === 0) return this.get(scope, id);
       const row = await deps.projects.update(scope, id, { ...values, updatedAt: deps.clock.now() });
       if (!row) throw notFound("Project");
