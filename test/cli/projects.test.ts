@@ -1,6 +1,7 @@
 // `berth projects` with both kinds of credentials against a real control plane: list, show,
 // create, update and delete, as JSON and as a table; the API's validation messages are shown
 // with their code (exit 1); a delete without --yes and without a terminal is refused (exit 2).
+import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { cliSuite } from "../support/cli-suite.ts";
 import { json, signedInPerson, withApiKey, type Run } from "../support/cli-people.ts";
@@ -49,6 +50,28 @@ describe.each([
     const deleted = await run(["projects", "delete", created.id, "--yes"]);
     expect(deleted.code, deleted.stderr).toBe(0);
     expect((await json<Project[]>(run, ["projects", "list"])).map((p) => p.id)).not.toContain(created.id);
+  });
+
+  it("sets the development settings: a server of the organisation and a limit, `none` turns them off; another organisation's server is refused", async () => {
+    const run: Run = await as();
+    const created = await json<Project>(run, ["projects", "create", "--name", `Development (${who})`, "--server", s.d.server_id]);
+    const on = await json<Project & { development_server_id: string | null; development_limit: number }>(run, [
+      "projects", "update", created.id, "--development-server", s.d.server_id, "--development-limit", "5",
+    ]);
+    expect(on).toMatchObject({ development_server_id: s.d.server_id, development_limit: 5 });
+    const shown = await run(["projects", "show", created.id]);
+    expect(shown.stdout).toMatch(new RegExp(`^Development server:\\s+${s.d.server_id}$`, "m"));
+    expect(shown.stdout).toMatch(/^Development limit:\s+5$/m);
+
+    const off = await json<Project & { development_server_id: string | null }>(run, ["projects", "update", created.id, "--development-server", "none"]);
+    expect(off.development_server_id).toBeNull();
+
+    const refused = await run(["projects", "update", created.id, "--development-server", randomUUID()]); // no server of this organisation
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain("(development_server_invalid)");
+    const notNumber = await run(["projects", "update", created.id, "--development-limit", "many"]);
+    expect(notNumber.code).toBe(2);
+    expect(notNumber.stderr).toContain("Not a whole number");
   });
 
   it("shows the API's validation error with its code and details: exit 1", async () => {

@@ -9,6 +9,7 @@ import { ORG_OPTION, organizationId, organizationIds } from "../organizations.ts
 import type { Column } from "../output.ts";
 import { allPages } from "../pages.ts";
 import { confirm } from "../prompt.ts";
+import { wholeNumber } from "../option-values.ts";
 
 /** What both APIs give of a project (the platform's list adds its environments). */
 interface ProjectView {
@@ -18,6 +19,8 @@ interface ProjectView {
   default_branch: string | null;
   git_repo_url: string | null;
   server_id?: string | null;
+  development_server_id?: string | null;
+  development_limit?: number;
   environment_count?: number;
   environments?: unknown[];
 }
@@ -39,6 +42,8 @@ function showProject(ctx: Context, p: ProjectView): void {
       ["Default branch", p.default_branch],
       ["Repository", p.git_repo_url],
       ...(p.server_id !== undefined ? [["Server", p.server_id] as [string, unknown]] : []),
+      ["Development server", p.development_server_id ?? "none (pushes create no development environment)"],
+      ["Development limit", p.development_limit],
       ["Environments", p.environment_count ?? p.environments?.length],
     ]),
   );
@@ -68,6 +73,16 @@ interface UpdateOptions {
   name?: string;
   branch?: string;
   repo?: string | false;
+  developmentServer?: string;
+  developmentLimit?: number;
+}
+
+/** The development settings as the API takes them: "none" turns them off; the API checks the server and the limit's range. */
+function developmentBody(opts: UpdateOptions): { development_server_id?: string | null; development_limit?: number } {
+  return {
+    ...(opts.developmentServer !== undefined ? { development_server_id: opts.developmentServer === "none" ? null : opts.developmentServer } : {}),
+    ...(opts.developmentLimit !== undefined ? { development_limit: opts.developmentLimit } : {}),
+  };
 }
 
 export function registerProjects(program: Command, context: () => Context): void {
@@ -135,20 +150,28 @@ export function registerProjects(program: Command, context: () => Context): void
 
   projects
     .command("update <project>")
-    .description("Change a project's name, default branch or repository")
+    .description("Change a project's name, default branch, repository or development settings")
     .option("--name <name>", "a new name")
     .option("--branch <branch>", "a new default branch")
     .option("--repo <url>", "a new repository URL")
     .option("--no-repo", "remove the repository URL")
-    .addHelpText("after", "\nExamples:\n  $ berth projects update <project-id> --branch release\n  $ berth projects update <project-id> --no-repo")
+    .option("--development-server <id|none>", "the server a push to a branch without an environment creates a development environment on (none: off)")
+    .option("--development-limit <n>", "at most this many development environments run at once (1 to 20); the oldest idle one is stopped for a new one", wholeNumber)
+    .addHelpText(
+      "after",
+      "\nExamples:\n  $ berth projects update <project-id> --branch release\n  $ berth projects update <project-id> --no-repo\n  $ berth projects update <project-id> --development-server <server-id> --development-limit 5",
+    )
     .action(async (id: string, opts: UpdateOptions) => {
       const ctx = context();
       const body = {
         ...(opts.name !== undefined ? { name: opts.name } : {}),
         ...(opts.branch !== undefined ? { default_branch: opts.branch } : {}),
         ...(opts.repo !== undefined ? { git_repo_url: opts.repo === false ? null : opts.repo } : {}),
+        ...developmentBody(opts),
       };
-      if (Object.keys(body).length === 0) throw new CliError("Nothing to change: pass --name, --branch, --repo or --no-repo.", EXIT.usage, "nothing_to_change");
+      if (Object.keys(body).length === 0) {
+        throw new CliError("Nothing to change: pass --name, --branch, --repo, --no-repo, --development-server or --development-limit.", EXIT.usage, "nothing_to_change");
+      }
       const project =
         ctx.credentials().kind === "api_key"
           ? await ok(ctx.public().PATCH("/projects/{id}", { params: { path: { id } }, body }))
