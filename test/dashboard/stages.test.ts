@@ -1,7 +1,8 @@
 // Stages in the dashboard, in headless Chromium against a real control plane: each
 // environment's stage badge on the Projects page, a new environment made with a stage, and
 // "Promote to production" on an environment's page, which asks what the current production
-// becomes; the production's own page offers no promotion and no stage select.
+// becomes; the production's own page offers no promotion and no stage select; the project
+// settings that make pushes create development environments (server and limit).
 import { expect, it } from "vitest";
 import { screenshot } from "./browser.ts";
 import { dashboardSuite } from "./dashboard-suite.ts";
@@ -64,4 +65,38 @@ it("shows each stage, creates a development environment and promotes staging, th
   await settings.getByLabel("Stage").selectOption("staging");
   await settings.getByRole("button", { name: "Save settings" }).click();
   await expect.poll(() => stageOf(s.d.environments.running)).toBe("staging");
+});
+
+it("sets where pushes make development environments and how many run, in the project's settings; a limit out of range is refused next to its field", { timeout: 90_000 }, async () => {
+  const settingsOf = async () => (await s.cp.database.pool.query("select development_server_id, development_limit from projects where id = $1", [s.d.project_id])).rows[0];
+  expect(await settingsOf()).toEqual({ development_server_id: null, development_limit: 3 });
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/projects`);
+  const card = page.locator("section.project", { has: page.getByRole("heading", { name: /^Demo ERP/ }) });
+  await card.getByText("Project settings", { exact: true }).click();
+  const form = card.getByRole("form", { name: "Settings of Demo ERP" });
+  const server = form.getByLabel("Development environments on push");
+  expect(await server.inputValue()).toBe(""); // off
+  await server.locator(`option[value="${s.d.server_id}"]`).waitFor({ state: "attached" });
+  await server.selectOption(s.d.server_id);
+  await form.getByLabel("Development limit").fill("25");
+  await form.getByRole("button", { name: "Save project" }).click();
+  const limitError = form.locator(".field", { has: page.getByLabel("Development limit") }).locator(".field-error");
+  await expect.poll(() => limitError.textContent()).toBe("must be <= 20");
+  expect(await settingsOf()).toEqual({ development_server_id: null, development_limit: 3 }); // nothing changed
+
+  await form.getByLabel("Development limit").fill("4");
+  await form.getByRole("button", { name: "Save project" }).click();
+  await expect.poll(settingsOf).toEqual({ development_server_id: s.d.server_id, development_limit: 4 });
+  await page.reload();
+  const again = page.locator("section.project", { has: page.getByRole("heading", { name: /^Demo ERP/ }) });
+  await again.getByText("Project settings", { exact: true }).click();
+  const reloaded = again.getByRole("form", { name: "Settings of Demo ERP" });
+  await expect.poll(() => reloaded.getByLabel("Development environments on push").inputValue()).toBe(s.d.server_id);
+  expect(await reloaded.getByLabel("Development limit").inputValue()).toBe("4");
+  await screenshot(page, "stages-development-settings");
+
+  await reloaded.getByLabel("Development environments on push").selectOption("");
+  await reloaded.getByRole("button", { name: "Save project" }).click();
+  await expect.poll(settingsOf).toEqual({ development_server_id: null, development_limit: 4 });
 });

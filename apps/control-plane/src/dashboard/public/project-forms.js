@@ -1,5 +1,6 @@
 // Making and changing projects and environments: a new project on one of the organisation's
-// servers, a project's name, branch and repository, a new environment with everything the API
+// servers, a project's name, branch, repository and development settings (the server a push
+// to a new branch makes a development environment on, and how many run), a new environment with everything the API
 // takes (stage, branch, domain and aliases, deploy on push, size), an environment's settings
 // (what its PATCH takes, the stage between staging and development among them), its promotion
 // to production, and deleting or destroying them. The API checks every value (the forms
@@ -85,11 +86,27 @@ export function newProjectForm(ctx, done) {
   return disclosure("New project", form, "new-project");
 }
 
-/** A project's settings (name, default branch, repository: what its PATCH takes) and deleting it. */
+/**
+ * The development server select: "Off", then the organisation's servers, `current` chosen
+ * (kept chosen while the list loads, so a save before it arrives changes nothing).
+ */
+function developmentServerSelect(ctx, current) {
+  const off = () => h("option", { value: "" }, "Off: pushes create no environment");
+  const select = h("select", { name: "development_server_id" }, off(), current ? h("option", { value: current, selected: true }, "Loading servers…") : null);
+  void listServers(ctx.org.id).then(
+    (res) => select.replaceChildren(off(), ...res.data.map((s) => h("option", { value: s.id, selected: s.id === current }, s.name))),
+    (err) => ctx.showError(err),
+  );
+  return select;
+}
+
+/** A project's settings (name, default branch, repository, development settings: what its PATCH takes) and deleting it. */
 export function projectSettingsForm(ctx, project, done) {
   const name = text("name", { value: project.name });
   const branch = text("default_branch", { value: project.default_branch ?? "" });
   const repo = text("git_repo_url", { type: "url", value: project.git_repo_url ?? "", placeholder: "none" });
+  const devServer = developmentServerSelect(ctx, project.development_server_id ?? null);
+  const devLimit = number("development_limit", project.development_limit ?? 3);
   const save = h("button", { type: "submit" }, "Save project");
   const remove = h("button", { type: "button", class: "secondary danger" }, "Delete project");
   const params = { path: { project_id: project.id } };
@@ -110,7 +127,14 @@ export function projectSettingsForm(ctx, project, done) {
       "aria-label": `Settings of ${project.name}`,
       onsubmit: onSubmit(save, ctx.showError, async () => {
         const url = repo.value.trim();
-        await ok(client.PATCH("/projects/{project_id}", { params, body: { name: name.value.trim(), default_branch: branch.value.trim(), git_repo_url: url === "" ? null : url } }));
+        const body = {
+          name: name.value.trim(),
+          default_branch: branch.value.trim(),
+          git_repo_url: url === "" ? null : url,
+          development_server_id: devServer.value === "" ? null : devServer.value,
+          ...filled({ development_limit: int(devLimit) }),
+        };
+        await ok(client.PATCH("/projects/{project_id}", { params, body }));
         ctx.clearError();
         ctx.announce(`Project ${name.value.trim()} saved.`);
         await done();
@@ -119,6 +143,8 @@ export function projectSettingsForm(ctx, project, done) {
     field("Project name", name),
     field("Default branch", branch),
     field("Repository URL", repo, "Empty: no repository"),
+    field("Development environments on push", devServer, "A push to a branch without an environment makes a development environment on this server"),
+    field("Development limit", devLimit, "At most this many run at once; the least recently deployed idle one is stopped for a new one, never destroyed"),
     h("div", { class: "actions" }, save, remove),
   );
   return disclosure("Project settings", form, "project-settings");
