@@ -27,6 +27,7 @@ import { createWebhookDeliveries } from "./modules/webhooks/webhook-deliveries.t
 import { createWebhookDeliveriesRepo } from "./modules/webhooks/webhook-deliveries.repo.ts";
 import { createGitHooks } from "./modules/git-hooks/git-hooks.service.ts";
 import { createGitHooksRepo } from "./modules/git-hooks/git-hooks.repo.ts";
+import { createStagingRefresh } from "./modules/git-hooks/staging-refresh.ts";
 import { createPushEnvironments } from "./modules/git-hooks/push-environments.ts";
 import { createPushEnvironmentsRepo } from "./modules/git-hooks/push-environments.repo.ts";
 import { createAgentCommands } from "./modules/agents/agent-commands.ts";
@@ -228,6 +229,14 @@ export function createServices(deps: {
     },
     cancelDeployment: async (deploymentId, by) => void (await repos.deployments.cancel(deploymentId, clock.now(), by)),
   });
+  const copyFrom = createCopyFrom({
+    environments: repos.environments,
+    latestBackup: latestStoredBackup(db),
+    deployments,
+    sourceBusy: (environmentId) => repos.deployments.hasActive(environmentId),
+    backupNow: (scope, environmentId, backupId, comment, actor) => backups.create(scope, environmentId, { comment }, actor, backupId),
+  });
+  const gitHooksRepo = createGitHooksRepo(db);
   return {
     repos,
     cursors,
@@ -241,22 +250,17 @@ export function createServices(deps: {
     backups,
     erpCredentials,
     audit,
-    copyFrom: createCopyFrom({
-      environments: repos.environments,
-      latestBackup: latestStoredBackup(db),
-      deployments,
-      sourceBusy: (environmentId) => repos.deployments.hasActive(environmentId),
-      backupNow: (scope, environmentId, backupId, comment, actor) => backups.create(scope, environmentId, { comment }, actor, backupId),
-    }),
+    copyFrom,
     chains: createOperationChains({ repo: createOperationChainsRepo(db), dispatcher, start: deployments, clock }),
     support: createSupport({ repo: createSupportRepo(db), audit, commands: agentCommands, deployments, backups }),
     webhooks: createWebhooksService({ webhooks: repos.webhooks, projects: repos.projects, cursors, clock, outbound, masterKey: deps.masterKey }),
     webhookDeliveries: createWebhookDeliveries({ repo: createWebhookDeliveriesRepo(db), webhooks: repos.webhooks, cursors, clock, outbound, masterKey: deps.masterKey, addresses }),
     gitHooks: createGitHooks({
-      repo: createGitHooksRepo(db),
+      repo: gitHooksRepo,
       clock,
       masterKey: deps.masterKey,
       deployments,
+      stagingRefresh: createStagingRefresh({ repo: gitHooksRepo, copyFrom }),
       pushEnvironments: createPushEnvironments({ repo: createPushEnvironmentsRepo(db), environments, deployments }),
     }),
     apiKeys,

@@ -35,8 +35,8 @@ export interface CopyFromInput {
   backup?: CopyBackup | undefined;
 }
 
-/** What runs after the copy succeeds (operation-chains.ts): a staging refresh's deploy of the pushed commit. */
-export type CopyThen = { then_deploy: ThenDeploy; git_push?: Record<string, unknown> };
+/** A staging refresh on push (git-hooks/staging-refresh.ts): the copy's trigger, and the deploy of the pushed commit that runs once it succeeded (operation-chains.ts). */
+export type CopyThen = { trigger: string; then_deploy: ThenDeploy; git_push: Record<string, unknown> };
 
 const named = (env: EnvironmentRow) => `${JSON.stringify(env.name)} (${env.id})`;
 const neverDeployed = (env: EnvironmentRow) => !env.isActive || env.status === "pending";
@@ -56,12 +56,12 @@ export function createCopyFrom(deps: {
    * it names; then that backup of the source. A source busy with another operation cannot
    * be backed up: the copy is withdrawn and the request refused, nothing changed.
    */
-  async function viaStore(scope: Scope, source: EnvironmentRow, target: EnvironmentRow, actor: Actor, extraData: Record<string, unknown>) {
+  async function viaStore(scope: Scope, source: EnvironmentRow, target: EnvironmentRow, actor: Actor, extraData: Record<string, unknown>, trigger: { trigger?: string }) {
     const busy = (detail: string) =>
       new DomainError("copy_source_busy", `${named(source)} is running another operation, so it cannot be backed up for the copy now: try again when it has finished (${detail}); nothing was copied`);
     if (await deps.sourceBusy(source.id)) throw busy("an operation is queued or running on it");
     const backupId = randomUUID();
-    const op = await deps.deployments.requestOperation(scope, target.id, "copy", actor, { extraData: { ...extraData, backup_id: backupId } });
+    const op = await deps.deployments.requestOperation(scope, target.id, "copy", actor, { ...trigger, extraData: { ...extraData, backup_id: backupId } });
     if ((op.extraData as { backup_id?: unknown }).backup_id !== backupId) return op; // a retry: the first request's copy
     try {
       await deps.backupNow(scope, source.id, backupId, `For the copy into ${target.name}`, { userId: actor.userId, apiKeyId: actor.apiKeyId });
@@ -92,14 +92,15 @@ export function createCopyFrom(deps: {
       if (neverDeployed(source)) throw new DomainError("copy_not_deployed", `${named(source)} was never deployed${source.isActive ? "" : " or was destroyed"}: it has no data to copy`);
       if (neverDeployed(target)) throw new DomainError("copy_not_deployed", `${named(target)} was never deployed: deploy it first, then copy into it`);
 
-      const extraData = { source_environment_id: source.id, backup, ...(then ?? {}) };
+      const trigger = then ? { trigger: then.trigger } : {};
+      const extraData = { source_environment_id: source.id, backup, ...(then ? { then_deploy: then.then_deploy, git_push: then.git_push } : {}) };
       if (backup === "latest") {
         const latest = await deps.latestBackup(source.id);
         if (!latest) throw new DomainError("copy_source_has_no_backup", `${named(source)} has no completed backup in the backup store: copy with backup "fresh", or back it up first`);
-        return deps.deployments.requestOperation(scope, target.id, "copy", actor, { extraData: { ...extraData, backup_id: latest.id } });
+        return deps.deployments.requestOperation(scope, target.id, "copy", actor, { ...trigger, extraData: { ...extraData, backup_id: latest.id } });
       }
-      if (source.serverId !== target.serverId) return viaStore(scope, source, target, actor, extraData);
-      return deps.deployments.requestOperation(scope, target.id, "copy", actor, { extraData });
+      if (source.serverId !== target.serverId) return viaStore(scope, source, target, actor, extraData, trigger);
+      return deps.deployments.requestOperation(scope, target.id, "copy", actor, { ...trigger, extraData });
     },
   };
 }

@@ -152,7 +152,7 @@ export function createEnvironmentsRepo(db: Database) {
     },
 
     /** Sets an active environment's size (and whether its tests must pass); undefined when it is not active (any more). */
-    async setSize(id: string, size: Partial<Pick<typeof environments.$inferInsert, "cpuCores" | "ramMb" | "diskGb" | "workers" | "requirePassingTests">>, at: Date): Promise<EnvironmentRow | undefined> {
+    async setSize(id: string, size: Partial<Pick<typeof environments.$inferInsert, "cpuCores" | "ramMb" | "diskGb" | "workers" | "requirePassingTests" | "refreshOnPush">>, at: Date): Promise<EnvironmentRow | undefined> {
       const [row] = await db
         .update(environments)
         .set({ ...size, updatedAt: at })

@@ -18,6 +18,12 @@ const RequirePassingTestsView = Type.Boolean({
   description: "A staging environment's deploy runs the modules' tests and is refused when one fails (PATCH to change; applies while the environment is staging)",
 });
 
+const RefreshOnPushView = Type.Boolean({
+  description:
+    "A push to its branch first refreshes it from the project's production environment (copy-from, backup fresh: production's data, neutralised), " +
+    "then deploys the pushed commit; a refresh that fails deploys nothing. PATCH to change; applies while the environment is staging",
+});
+
 /** An environment's stage as every view shows it. */
 export const StageView = StringEnum(STAGES, { description: STAGE_RULES });
 
@@ -71,6 +77,7 @@ export const Environment = Type.Object(
     status: Type.String({ description: "pending (never deployed), deploying, running, stopped or error" }),
     stage: StageView,
     require_passing_tests: RequirePassingTestsView,
+    refresh_on_push: RefreshOnPushView,
     git_branch: Type.String(),
     auto_deploy: Type.Boolean(),
     domain: Nullable(
@@ -201,6 +208,13 @@ export const EnvironmentUpdate = {
       description:
         "From the next deploy on: a staging environment's deploy runs the tests of the modules it installs or upgrades and is refused (failed, rolled back, the previous release " +
         "serving) when one fails. Development environments always run them and serve anyway; production never runs them.",
+    }),
+  ),
+  refresh_on_push: Type.Optional(
+    Type.Boolean({
+      description:
+        "A push to its branch first refreshes it from the project's production environment, then deploys the pushed commit (as copy-from with backup fresh, " +
+        "then the push's deploy; a refresh that fails deploys nothing). Applies while the environment is staging.",
     }),
   ),
   domain: Type.Optional(Nullable(HostnameInput)),

@@ -14,6 +14,7 @@ import { certificateView, dnsView, type StoredRouting } from "../routing/routing
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
 import type { Claimed, EnvironmentRow, EnvironmentsRepo, StageAudit } from "./environments.repo.ts";
 import { checkStageChange, previousStageOf, stageOfNew, type OtherStage, type Stage } from "./stages.ts";
+import type { StageSettings } from "./stage-builds.ts";
 import type { ClaimState, DomainClaimRow } from "./domain-claims.repo.ts";
 import { challengeName, type DomainVerification, type ProofTarget } from "./domain-verification.ts";
 import { lastBackupView } from "../backups/last-backup.ts";
@@ -70,6 +71,7 @@ export function environmentView(e: EnvironmentRow, addresses: EnvironmentAddress
     status: e.status,
     stage: e.stage,
     require_passing_tests: e.requirePassingTests,
+    refresh_on_push: e.refreshOnPush,
     git_branch: e.gitBranch,
     auto_deploy: e.autoDeploy,
     domain: e.domain,
@@ -237,10 +239,10 @@ export function createEnvironmentsService(deps: {
     async update(
       scope: Scope,
       id: string,
-      input: DomainsInput & EnvironmentSize & { stage?: Stage | undefined; require_passing_tests?: boolean | undefined },
+      input: DomainsInput & EnvironmentSize & StageSettings & { stage?: Stage | undefined },
       actor?: StageActor,
     ): Promise<EnvironmentRow> {
-      const { domain, aliases, stage, require_passing_tests, ...size } = input;
+      const { domain, aliases, stage, require_passing_tests, refresh_on_push, ...size } = input;
       const before = await deps.environments.get(scope, id);
       if (!before) throw notFound("Environment");
       if (!before.isActive) throw inactive();
@@ -253,6 +255,8 @@ export function createEnvironmentsService(deps: {
         ...(size.workers !== undefined ? { workers: size.workers } : {}),
         // From the next deploy on, like the size (stage-builds.ts).
         ...(require_passing_tests !== undefined ? { requirePassingTests: require_passing_tests } : {}),
+        // From the next push on (git-hooks: stage-builds.ts refreshesOnPush).
+        ...(refresh_on_push !== undefined ? { refreshOnPush: refresh_on_push } : {}),
       };
       if (Object.keys(set).length > 0) {
         const sized = await deps.environments.setSize(row.id, set, deps.clock.now());

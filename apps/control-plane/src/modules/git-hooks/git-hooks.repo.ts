@@ -62,13 +62,22 @@ export function createGitHooksRepo(db: Database) {
         );
     },
 
-    /** Active environments of the project that deploy automatically from `branch`, oldest first. */
-    async autoDeployEnvironments(projectId: string, branch: string): Promise<{ id: string }[]> {
+    /** Active environments of the project that deploy automatically from `branch`, oldest first, with what their stage asks of a push. */
+    async autoDeployEnvironments(projectId: string, branch: string): Promise<{ id: string; stage: "production" | "staging" | "development"; refreshOnPush: boolean }[]> {
       return db
-        .select({ id: environments.id })
+        .select({ id: environments.id, stage: environments.stage, refreshOnPush: environments.refreshOnPush })
         .from(environments)
         .where(and(eq(environments.projectId, projectId), eq(environments.isActive, true), eq(environments.autoDeploy, true), eq(environments.gitBranch, branch)))
         .orderBy(environments.createdAt);
+    },
+
+    /** The project's production environment, if it has an active one. */
+    async productionOf(projectId: string): Promise<{ id: string } | undefined> {
+      const [row] = await db
+        .select({ id: environments.id })
+        .from(environments)
+        .where(and(eq(environments.projectId, projectId), eq(environments.isActive, true), eq(environments.stage, "production")));
+      return row;
     },
 
     /** Active auto-deploy addons on `branch` of the project's active environments. */

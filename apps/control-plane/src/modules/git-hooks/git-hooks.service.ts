@@ -9,6 +9,8 @@ import { open, seal } from "../../lib/master-key.ts";
 import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { CandidateRow, DeliveryKey, GitHooksRepo } from "./git-hooks.repo.ts";
 import { repoMatches, verifyHook, type GitHost, type Push } from "./git-payload.ts";
+import { refreshesOnPush } from "../environments/stage-builds.ts";
+import type { StagingRefresh } from "./staging-refresh.ts";
 import { LIMIT_TRIGGER, type DevelopmentSkip, type HookCreated, type HookStop, type PushEnvironments } from "./push-environments.ts";
 
 export interface Candidate {
@@ -77,13 +79,13 @@ export function pickCandidates(own: CandidateRow[], viaAddons: CandidateRow[], p
   return [...out.values()];
 }
 
-/** `created`: the environment was made by this push (push-environments.ts). */
-type Target = { reason: "branch" | "addon"; addon: string | null; created?: boolean };
+/** `created`: the environment was made by this push (push-environments.ts); `refresh`: it is refreshed from production first (staging-refresh.ts). */
+type Target = { reason: "branch" | "addon"; addon: string | null; created?: boolean; refresh?: boolean };
 
 /** Environments to deploy, by id: auto-deploy ones on the pushed branch, then those with an addon repository on it. */
-export function targetsOf(branchEnvironments: { id: string }[], addons: { environmentId: string; name: string }[]): Map<string, Target> {
+export function targetsOf(branchEnvironments: { id: string; refresh?: boolean }[], addons: { environmentId: string; name: string }[]): Map<string, Target> {
   const targets = new Map<string, Target>();
-  for (const e of branchEnvironments) targets.set(e.id, { reason: "branch", addon: null });
+  for (const e of branchEnvironments) targets.set(e.id, { reason: "branch", addon: null, ...(e.refresh ? { refresh: true } : {}) });
   for (const a of addons) {
     if (!targets.has(a.environmentId)) targets.set(a.environmentId, { reason: "addon", addon: a.name });
   }
@@ -94,7 +96,8 @@ export function targetsOf(branchEnvironments: { id: string }[], addons: { enviro
 export function skipReason(err: unknown): HookSkip["reason"] | null {
   if (!(err instanceof DomainError)) return null;
   // Busy (a task already queued or running) or gone: skipped and said so.
-  if (err.code === "task_in_progress" || err.code === "deployment_in_progress") return "deployment_in_progress";
+  // A staging refresh whose production is busy (across servers it must be backed up first) waits for the next push too.
+  if (err.code === "task_in_progress" || err.code === "deployment_in_progress" || err.code === "copy_source_busy") return "deployment_in_progress";
   return err.code === "not_found" ? "not_found" : null;
 }
 
@@ -104,6 +107,7 @@ export function createGitHooks(deps: {
   masterKey: Buffer;
   deployments: Pick<DeploymentsService, "requestOperation">;
   pushEnvironments: Pick<PushEnvironments, "forPush">;
+  stagingRefresh: Pick<StagingRefresh, "start">;
 }) {
   const { repo } = deps;
 
@@ -120,7 +124,7 @@ export function createGitHooks(deps: {
     const branchEnvironments = c.ownRepo ? await repo.autoDeployEnvironments(c.projectId, push.branch) : [];
     const addons = (await repo.autoDeployAddons(c.projectId, push.branch)).filter((r) => repoMatches(r.addon.gitUrl, push));
     return targetsOf(
-      branchEnvironments,
+      branchEnvironments.map((e) => ({ id: e.id, refresh: refreshesOnPush(e) })),
       addons.map((a) => ({ environmentId: a.environmentId, name: a.addon.name })),
     );
   }
@@ -146,19 +150,18 @@ export function createGitHooks(deps: {
         ...(why.created ? { created_environment: true } : {}),
       };
       try {
-        const row = await deps.deployments.requestOperation(
-          { organizationId: c.organizationId, projectId: c.projectId },
-          environmentId,
-          "deploy",
-          { userId: null, apiKeyId: null },
-          {
+        const scope = { organizationId: c.organizationId, projectId: c.projectId };
+        // A staging environment set to refresh on push: a copy from production first, the deploy after it.
+        const refresh = why.refresh ? await deps.stagingRefresh.start(scope, environmentId, push, gitPush) : null;
+        const row =
+          refresh ??
+          (await deps.deployments.requestOperation(scope, environmentId, "deploy", { userId: null, apiKeyId: null }, {
             trigger: "git_push",
             // A push to an addon repository redeploys the environment's own branch; the addon commit is in extra_data.
             git: why.reason === "branch" ? { branch: push.branch, commit: push.commit, message: push.message } : {},
             extraData: { git_push: gitPush },
             busyMessage: "A deployment is already in progress on this environment",
-          },
-        );
+          }));
         started.push(row.id);
         outcome.deployments.push({ project_id: c.projectId, environment_id: environmentId, deployment_id: row.id, reason: why.reason, addon: why.addon });
       } catch (err) {

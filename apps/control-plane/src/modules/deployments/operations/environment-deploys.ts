@@ -2,6 +2,7 @@
 // rules 4, 5 and 9): deploy one (skipped when it already runs, unless forced), destroy one,
 // redeploy a migrated one with its backup restored again, and change its branch,
 // auto-deploy, domain or aliases.
+import type { StageSettings } from "../../environments/stage-builds.ts";
 import { deployOptionsExtra, type DeployOptions } from "./deploy-options.ts";
 import { DomainError } from "../../../lib/errors.ts";
 import type { Permission } from "../../auth/permissions.ts";
@@ -83,7 +84,7 @@ export function createEnvironmentDeploys(deps: EnvironmentDeploysDeps & { ops: O
       person: SessionPrincipal,
       projectId: string,
       environmentId: string,
-      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined; require_passing_tests?: boolean | undefined } & DomainsInput & EnvironmentSize & Pick<CreateEnvironmentInput, "stage">,
+      input: { auto_deploy?: boolean | undefined; git_branch?: string | undefined } & StageSettings & DomainsInput & EnvironmentSize & Pick<CreateEnvironmentInput, "stage">,
     ) {
       const a = await deps.access.requireProject(person, projectId, "project.environments.update", "Project");
       await ops.environmentOf(a.organizationId, projectId, environmentId);
