@@ -199,4 +199,20 @@ describe("a push to a branch without an environment", () => {
     expect(await environmentsOn(s.demo.project_id, "dev-d")).toEqual([]);
     expect(await q("select count(*)::int as n from deployments where project_id = $1 and kind = 'destroy'", [s.demo.project_id])).toEqual([{ n: 0 }]);
   });
+
+  test("pushes of several new branches at once stay within the limit; pushes of one new branch at once make one environment", async () => {
+    const s = await project();
+    await s.admin.api.patch(`/projects/${s.demo.project_id}`, { development_server_id: s.devServer, development_limit: 2 });
+    const all = await Promise.all(["b1", "b2", "b3", "b4", "b5"].map((b) => push(s, `many/${b}`)));
+    expect(all.map((r) => r.status)).toEqual([202, 202, 202, 202, 202]);
+    expect(all.flatMap((r) => r.body.created_environments)).toHaveLength(2);
+    expect(all.flatMap((r) => r.body.skipped).map((k) => k.reason)).toEqual(["development_limit", "development_limit", "development_limit"]);
+    expect(await q("select count(*)::int as n from environments where project_id = $1 and stage = 'development'", [s.demo.project_id])).toEqual([{ n: 2 }]);
+
+    const t = await project();
+    await t.admin.api.patch(`/projects/${t.demo.project_id}`, { development_server_id: t.devServer });
+    const same = await Promise.all([1, 2, 3].map(() => push(t, "feature/same")));
+    expect(same.flatMap((r) => r.body.created_environments)).toHaveLength(1);
+    expect(await environmentsOn(t.demo.project_id, "feature/same")).toHaveLength(1);
+  });
 });

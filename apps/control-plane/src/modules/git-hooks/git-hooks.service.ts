@@ -172,15 +172,18 @@ export function createGitHooks(deps: {
     }
   }
 
-  /** A development environment for a branch without one: made, and added to the targets; the stops it took recorded. */
-  async function developmentFor(c: Candidate, branch: string, targets: Map<string, Target>, outcome: HookOutcome, started: string[]): Promise<void> {
-    const dev = await deps.pushEnvironments.forPush(c, branch);
+  /** A development environment for a branch without one: made and deployed like the push's others; the stops it took recorded. */
+  async function developmentFor(c: Candidate, host: GitHost, deliveryId: string, push: Push & { branch: string }, outcome: HookOutcome, started: string[]): Promise<void> {
+    // Deployed before the project's development lock is let go: a push of another new branch at once counts it.
+    const created = new Map<string, Target>();
+    const dev = await deps.pushEnvironments.forPush(c, push.branch, async (environmentId) => {
+      created.set(environmentId, { reason: "branch", addon: null, created: true });
+      await deployTargets(c, host, deliveryId, push, created, outcome, started);
+    });
     for (const s of dev.stopped) started.push(s.deployment_id);
     outcome.stopped.push(...dev.stopped);
     if (dev.skipped) outcome.skipped.push(dev.skipped);
-    if (!dev.created) return;
-    outcome.created_environments.push(dev.created);
-    targets.set(dev.created.environment_id, { reason: "branch", addon: null, created: true });
+    if (dev.created) outcome.created_environments.push(dev.created);
   }
 
   /** A delivery this project has had before: the first outcome's deployments again. */
@@ -213,7 +216,7 @@ export function createGitHooks(deps: {
     const started: string[] = [];
     try {
       const targets = await targetsFor(c, push);
-      if (c.ownRepo) await developmentFor(c, push.branch, targets, outcome, started);
+      if (c.ownRepo) await developmentFor(c, host, deliveryId, push, outcome, started);
       await deployTargets(c, host, deliveryId, push, targets, outcome, started);
     } catch (err) {
       // Unexpected (e.g. the database went away): a redelivery may try again, except what already started.

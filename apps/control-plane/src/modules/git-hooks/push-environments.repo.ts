@@ -24,6 +24,20 @@ export interface RunningDevelopment {
 
 export function createPushEnvironmentsRepo(db: Database) {
   return {
+    /**
+     * Runs `fn` while holding the project's development lock (a transaction-level advisory
+     * lock, every replica): pushes of several new branches at once (git push --all sends one
+     * hook each) count and stop in turn, so together they stay within the limit. `fn` works
+     * on other connections; a lock not had in 30 s fails the push (its host delivers it again).
+     */
+    async serialised<T>(projectId: string, fn: () => Promise<T>): Promise<T> {
+      return db.transaction(async (tx) => {
+        await tx.execute(sql`set local lock_timeout = '30s'`);
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`development_limit:${projectId}`}, 0))`);
+        return fn();
+      });
+    },
+
     async settings(projectId: string): Promise<DevelopmentSettings | undefined> {
       const { rows } = await db.execute<{ server_id: string | null; live: boolean | null; development_limit: number }>(sql`
         select p.development_server_id as server_id, (s.id is not null and s.deleted_at is null) as live, p.development_limit

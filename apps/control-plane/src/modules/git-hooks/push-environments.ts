@@ -5,7 +5,7 @@
 import { DomainError } from "../../lib/errors.ts";
 import type { DeploymentsService } from "../deployments/operations/operations.service.ts";
 import type { EnvironmentsService } from "../environments/environments.service.ts";
-import type { PushEnvironmentsRepo, RunningDevelopment } from "./push-environments.repo.ts";
+import type { DevelopmentSettings, PushEnvironmentsRepo, RunningDevelopment } from "./push-environments.repo.ts";
 
 /** The trigger of the stop operations the limit starts, named in the hook's outcome too. */
 export const LIMIT_TRIGGER = "development_limit";
@@ -73,6 +73,10 @@ export function stopCandidates(running: RunningDevelopment[], limit: number): { 
   return { need: Math.max(0, counted.length + 1 - limit), idle };
 }
 
+/** The settings of a project whose pushes make development environments. */
+type Settings = DevelopmentSettings & { server: NonNullable<DevelopmentSettings["server"]> };
+type Project = { projectId: string; organizationId: string };
+
 /** A stop needs a running environment (as `berth stop` does: operations.service.ts). */
 const MUST_RUN = { status: "running", code: "environment_not_running", message: "The environment is not running" } as const;
 
@@ -85,7 +89,7 @@ export function createPushEnvironments(deps: {
   const none = (): DevelopmentOutcome => ({ created: null, stopped: [], skipped: null });
 
   /** Stops idle ones, oldest first, until `need` did; the stops started (a busy one is passed over). */
-  async function makeRoom(project: { projectId: string; organizationId: string }, need: number, idle: string[]): Promise<HookStop[]> {
+  async function makeRoom(project: Project, need: number, idle: string[]): Promise<HookStop[]> {
     const stopped: HookStop[] = [];
     for (const environmentId of idle) {
       if (stopped.length >= need) break;
@@ -103,57 +107,58 @@ export function createPushEnvironments(deps: {
     return stopped;
   }
 
+  /** Makes the branch's environment, making room for it first; under the project's development lock. */
+  async function underLock(project: Project, branch: string, settings: Settings, deploy: (environmentId: string) => Promise<void>): Promise<DevelopmentOutcome> {
+    if (await repo.branchHasEnvironment(project.projectId, branch)) return none();
+    const skip = (reason: DevelopmentSkip["reason"], message: string): DevelopmentOutcome => ({
+      ...none(),
+      skipped: { project_id: project.projectId, environment_id: null, reason, message },
+    });
+    if (!settings.server.live) return skip("environment_not_created", `The project's development server ${settings.server.id} was deleted; choose another (development_server_id)`);
+
+    const { need, idle } = stopCandidates(await repo.runningDevelopment(project.projectId), settings.limit);
+    const full = `The project runs its limit of ${settings.limit} development environments`;
+    if (idle.length < need) return skip(LIMIT_TRIGGER, `${full} and none is idle to stop; no environment was created for ${branch}`);
+    const stopped = need > 0 ? await makeRoom(project, need, idle) : [];
+    if (stopped.length < need) return { ...skip(LIMIT_TRIGGER, `${full} and none could be stopped; no environment was created for ${branch}`), stopped };
+
+    const size = (await repo.productionSize(project.projectId)) ?? {};
+    const scope = { organizationId: project.organizationId, projectId: null };
+    // A name taken meanwhile (an environment made through the API): the next free one.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const name = branchEnvironmentName(branch, await repo.activeNames(project.projectId));
+      try {
+        const env = await deps.environments.create(scope, {
+          project_id: project.projectId,
+          name,
+          stage: "development",
+          git_branch: branch,
+          auto_deploy: true,
+          server_id: settings.server.id,
+          ...size,
+        });
+        await deploy(env.id);
+        return { created: { project_id: project.projectId, environment_id: env.id, name: env.name }, stopped, skipped: null };
+      } catch (err) {
+        if (!(err instanceof DomainError)) throw err;
+        if (err.code !== "environment_name_taken") return { ...skip("environment_not_created", err.message), stopped };
+      }
+    }
+    return { ...skip("environment_not_created", `No free environment name for ${branch}`), stopped };
+  }
+
   return {
     /**
      * For a push of the project's own repository to `branch`: the development environment it
      * makes, the ones stopped for it, or why it made none. Nothing when the project has no
-     * development server or the branch has an environment.
+     * development server or the branch has an environment. `deploy` starts the new one's
+     * deploy, still under the project's development lock, so a push of another new branch
+     * at once finds it deploying and counts it.
      */
-    async forPush(project: { projectId: string; organizationId: string }, branch: string): Promise<DevelopmentOutcome> {
+    async forPush(project: Project, branch: string, deploy: (environmentId: string) => Promise<void>): Promise<DevelopmentOutcome> {
       const settings = await repo.settings(project.projectId);
-      if (!settings?.server || (await repo.branchHasEnvironment(project.projectId, branch))) return none();
-      const skip = (reason: DevelopmentSkip["reason"], message: string): DevelopmentOutcome => ({
-        ...none(),
-        skipped: { project_id: project.projectId, environment_id: null, reason, message },
-      });
-      if (!settings.server.live) return skip("environment_not_created", `The project's development server ${settings.server.id} was deleted; choose another (development_server_id)`);
-
-      const { need, idle } = stopCandidates(await repo.runningDevelopment(project.projectId), settings.limit);
-      if (idle.length < need) {
-        return skip(LIMIT_TRIGGER, `The project runs its limit of ${settings.limit} development environments and none is idle to stop; no environment was created for ${branch}`);
-      }
-      const stopped = need > 0 ? await makeRoom(project, need, idle) : [];
-      if (stopped.length < need) {
-        return { ...skip(LIMIT_TRIGGER, `The project runs its limit of ${settings.limit} development environments and none could be stopped; no environment was created for ${branch}`), stopped };
-      }
-
-      const size = (await repo.productionSize(project.projectId)) ?? {};
-      const scope = { organizationId: project.organizationId, projectId: null };
-      // The name index is the arbiter between two pushes of one new branch at once: the loser
-      // finds the branch taken and makes none.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const name = branchEnvironmentName(branch, await repo.activeNames(project.projectId));
-        try {
-          const env = await deps.environments.create(scope, {
-            project_id: project.projectId,
-            name,
-            stage: "development",
-            git_branch: branch,
-            auto_deploy: true,
-            server_id: settings.server.id,
-            ...size,
-          });
-          return { created: { project_id: project.projectId, environment_id: env.id, name: env.name }, stopped, skipped: null };
-        } catch (err) {
-          if (!(err instanceof DomainError)) throw err;
-          if (err.code === "environment_name_taken") {
-            if (await repo.branchHasEnvironment(project.projectId, branch)) return { ...none(), stopped };
-            continue;
-          }
-          return { ...skip("environment_not_created", err.message), stopped };
-        }
-      }
-      return { ...skip("environment_not_created", `No free environment name for ${branch}`), stopped };
+      if (!settings?.server) return none();
+      return repo.serialised(project.projectId, () => underLock(project, branch, settings as Settings, deploy));
     },
   };
 }
