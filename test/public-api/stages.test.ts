@@ -176,3 +176,26 @@ it("a destroyed production still holds the stage (a deploy brings it back): a ne
   expect(promoted).toMatchObject({ status: 200, body: { previous: { id: d.environments.running, stage: "staging" } } });
   expect(await stages(d.project_id)).toEqual({ production: "staging", staging: "production" });
 });
+
+it("an environment can run on another server of the organisation than its project's (staging apart from production); another organisation's server is refused and nothing is made", async () => {
+  const { d, rw } = await freshOrganization(cp);
+  const project = await newProject(rw, d.server_id);
+  const { rows } = await cp.database.pool.query<{ id: string }>(
+    "insert into servers (organization_id, name, provider, region, hostname, cpu_cores, ram_mb, disk_gb) values ($1, $2, 'hetzner', 'fsn1', 'staging.example.com', 2, 4096, 40) returning id",
+    [d.organization_id, `staging-${randomUUID().slice(0, 8)}`],
+  );
+  const production = await rw.post("/environments", { project_id: project, name: "main" });
+  expect(production.body.server_id).toBe(d.server_id);
+  const staging = await rw.post("/environments", { project_id: project, name: "qa", stage: "staging", server_id: rows[0]!.id });
+  expect(staging.status, JSON.stringify(staging.body)).toBe(201);
+  expect(staging.body).toMatchObject({ stage: "staging", server_id: rows[0]!.id });
+
+  const stranger = await freshOrganization(cp);
+  const refused = await rw.post("/environments", { project_id: project, name: "elsewhere", server_id: stranger.d.server_id });
+  expect(refused).toMatchObject({ status: 400, body: { error: "server_not_found" } });
+  // Through the platform API too.
+  const owner = await addPerson(cp.app, "org_owner", { organizationId: d.organization_id });
+  const viaPlatform = await owner.api.post(`/projects/${project}/environments`, { name: "elsewhere", server_id: stranger.d.server_id });
+  expect(viaPlatform).toMatchObject({ status: 400, body: { error: "server_not_found" } });
+  expect(Object.keys(await stages(project)).sort()).toEqual(["main", "qa"]);
+});

@@ -173,6 +173,7 @@ export function createServices(deps: {
     claims: (ids) => claimsOf(db, ids),
     environments: repos.environments,
     projects: repos.projects,
+    servers: repos.servers,
     cursors,
     clock,
     addresses,

@@ -181,6 +181,14 @@ export const CreateEnvironment = Type.Object(
       }),
     ),
     git_branch: Type.Optional(Type.String({ minLength: 1, maxLength: 255, description: "Defaults to the project's default_branch" })),
+    server_id: Type.Optional(
+      Type.String({
+        format: "uuid",
+        description:
+          "The server it runs on: any server of the organisation (a staging environment on another server than production, say; copies between them go through the backup store). " +
+          "Defaults to the project's server. Not a server of the organisation: 400 `server_not_found`",
+      }),
+    ),
     domain: Type.Optional(HostnameInput),
     aliases: Type.Optional(AliasesInput),
     auto_deploy: Type.Optional(Type.Boolean({ default: false })),

@@ -9,6 +9,7 @@ import type { CursorCodec } from "../../lib/cursor.ts";
 import { DomainError, notFound, isUniqueViolation } from "../../lib/errors.ts";
 import { listPage, type PageRequest } from "../../db/keyset.ts";
 import type { Scope } from "../../lib/scope.ts";
+import type { ServersRepo } from "../servers/servers.repo.ts";
 import type { ProjectsRepo } from "../projects/projects.repo.ts";
 import { certificateView, dnsView, type StoredRouting } from "../routing/routing-view.ts";
 import { checkDomains, type DomainsInput, type EnvironmentAddresses } from "./domains.ts";
@@ -44,10 +45,7 @@ export interface CreateEnvironmentInput extends EnvironmentSize {
   auto_deploy?: boolean | undefined;
   /** Set only by a migration's start (step 2): the first deployment restores its backup. */
   migration_id?: string | undefined;
-  /**
-   * Not an API field: a server of the organisation other than the project's, set only for a
-   * development environment a push makes (git-hooks/push-environments.ts, which checks it).
-   */
+  /** A server of the organisation other than the project's (checked here; a push's development environment: its project's development server). */
   server_id?: string | undefined;
 }
 
@@ -121,6 +119,7 @@ function stageAudit(organizationId: string, actor: StageActor | undefined, actio
 export function createEnvironmentsService(deps: {
   environments: EnvironmentsRepo;
   projects: Pick<ProjectsRepo, "get">;
+  servers: Pick<ServersRepo, "get">;
   cursors: CursorCodec;
   clock: Clock;
   addresses: EnvironmentAddresses;
@@ -171,6 +170,9 @@ export function createEnvironmentsService(deps: {
       const project = await deps.projects.get(scope, input.project_id);
       if (!project) throw notFound("Project");
       if (input.git_branch !== undefined) checkGitBranch(input.git_branch, { field: "git_branch" });
+      if (input.server_id !== undefined && input.server_id !== project.serverId && !(await deps.servers.get(scope.organizationId, input.server_id))) {
+        throw new DomainError("server_not_found", "server_id does not name a server of this organisation (see GET /servers)");
+      }
       const now = deps.clock.now();
       const id = randomUUID();
       const names = checkDomains({ id, name: input.name, domain: null, aliases: [] }, { domain: input.domain, aliases: input.aliases }, deps.addresses.baseDomain);
