@@ -215,4 +215,14 @@ describe("a push to a branch without an environment", () => {
     expect(same.flatMap((r) => r.body.created_environments)).toHaveLength(1);
     expect(await environmentsOn(t.demo.project_id, "feature/same")).toHaveLength(1);
   });
+
+  test("a development server deleted since it was chosen: no environment, and the push says why", async () => {
+    const s = await project();
+    await s.admin.api.patch(`/projects/${s.demo.project_id}`, { development_server_id: s.devServer });
+    await q("update servers set deleted_at = now() where id = $1", [s.devServer]);
+    const res = await push(s, "feature/orphan");
+    expect(res.status).toBe(202);
+    expect(res.body.skipped).toEqual([{ project_id: s.demo.project_id, environment_id: null, reason: "environment_not_created", message: expect.stringContaining("was deleted") }]);
+    expect(await environmentsOn(s.demo.project_id, "feature/orphan")).toEqual([]);
+  });
 });
