@@ -127,8 +127,9 @@ export function createPushEnvironments(deps: {
     // A name taken meanwhile (an environment made through the API): the next free one.
     for (let attempt = 0; attempt < 3; attempt++) {
       const name = branchEnvironmentName(branch, await repo.activeNames(project.projectId));
+      let env: { id: string; name: string };
       try {
-        const env = await deps.environments.create(scope, {
+        env = await deps.environments.create(scope, {
           project_id: project.projectId,
           name,
           stage: "development",
@@ -137,12 +138,13 @@ export function createPushEnvironments(deps: {
           server_id: settings.server.id,
           ...size,
         });
-        await deploy(env.id);
-        return { created: { project_id: project.projectId, environment_id: env.id, name: env.name }, stopped, skipped: null };
       } catch (err) {
         if (!(err instanceof DomainError)) throw err;
-        if (err.code !== "environment_name_taken") return { ...skip("environment_not_created", err.message), stopped };
+        if (err.code === "environment_name_taken") continue;
+        return { ...skip("environment_not_created", err.message), stopped };
       }
+      await deploy(env.id);
+      return { created: { project_id: project.projectId, environment_id: env.id, name: env.name }, stopped, skipped: null };
     }
     return { ...skip("environment_not_created", `No free environment name for ${branch}`), stopped };
   }
