@@ -1,6 +1,8 @@
 // End to end: a signed GitHub-style push to the inbound hook starts a git_push deployment
 // that the real agent runs with Docker, checking out exactly the pushed commit of a local
-// Git repository (served over HTTPS on 127.0.0.1, so nothing outside this machine is reached).
+// Git repository (served over HTTPS on 127.0.0.1, so nothing outside this machine is reached);
+// with the project's development setting on, a push to a new branch makes a development
+// environment the agent deploys, and at the limit the agent stops (never destroys) the idle one.
 import { execFile } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
 import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
@@ -25,6 +27,8 @@ let d: DemoOrganization;
 let repoDir: string;
 let repoUrl: string;
 let envId: string;
+/** Development environments the pushes made, removed at the end. */
+const made: string[] = [];
 let base: string;
 const docker = new Docker();
 
@@ -66,7 +70,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.cleanup();
   await cp?.close();
-  if (envId) await removeEnvironmentObjects([envId]);
+  if (envId) await removeEnvironmentObjects([envId, ...made]);
   if (repoDir) await rm(repoDir, { recursive: true, force: true });
 });
 
@@ -122,3 +126,53 @@ it("a signed push deploys the pushed commit with the real agent", async () => {
   const containers = await docker.listContainers({ filters: { label: [`berth.environment_id=${envId}`] } });
   expect(containers.length).toBeGreaterThan(0);
 }, 240_000);
+
+/** A signed push of `branch` at its tip, as GitHub sends it. */
+async function pushBranch(secret: string, branch: string) {
+  const commit = await git("rev-parse", branch);
+  const body = JSON.stringify({ ref: `refs/heads/${branch}`, after: commit, repository: { full_name: "local/shop", clone_url: repoUrl, ssh_url: repoUrl }, head_commit: { id: commit, message: "Work" }, commits: [] });
+  const res = await fetch(`${base}/api/v1/webhooks/github`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": randomUUID(), "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(body).digest("hex")}` },
+    body,
+  });
+  expect(res.status).toBe(202);
+  return (await res.json()) as { created_environments: { environment_id: string; name: string }[]; deployments: { environment_id: string; deployment_id: string }[]; stopped: { environment_id: string; deployment_id: string }[] };
+}
+
+it("a push to a new branch makes a development environment the agent deploys; at the limit the idle one is stopped, its containers kept", async () => {
+  const admin = await addPerson(cp.app, "org_admin", { organizationId: d.organization_id });
+  const secret = (await admin.api.post(`/projects/${d.project_id}/git-hook-secret`)).body.secret as string;
+  expect((await admin.api.patch(`/projects/${d.project_id}`, { development_server_id: d.server_id, development_limit: 1 })).status).toBe(200);
+  const statusOf = async (id: string) => (await cp.database.pool.query("select status, kind from deployments where id = $1", [id])).rows[0]?.status as string;
+  const envOf = async (id: string) => (await cp.database.pool.query("select name, stage, status, is_active from environments where id = $1", [id])).rows[0];
+  const finished = (id: string, what: string) => until(what, async () => ["success", "failed", "cancelled"].includes(await statusOf(id)), 180_000);
+
+  await git("checkout", "-q", "-b", "feature/one");
+  await writeFile(path.join(repoDir, "README.md"), "one\n");
+  await git("commit", "-q", "-am", "One");
+  const one = await pushBranch(secret, "feature/one");
+  expect(one.created_environments).toEqual([expect.objectContaining({ name: "feature-one" })]);
+  const oneId = one.created_environments[0]!.environment_id;
+  made.push(oneId);
+  const oneDeploy = one.deployments.find((x) => x.environment_id === oneId)!.deployment_id;
+  await finished(oneDeploy, "feature-one's deploy");
+  expect(await statusOf(oneDeploy), agent.output.slice(-3000)).toBe("success");
+  expect(await envOf(oneId)).toMatchObject({ stage: "development", status: "running", is_active: true });
+
+  // The limit is 1: a second new branch stops feature-one (idle) for it.
+  await git("checkout", "-q", "-b", "feature/two");
+  await writeFile(path.join(repoDir, "README.md"), "two\n");
+  await git("commit", "-q", "-am", "Two");
+  const two = await pushBranch(secret, "feature/two");
+  expect(two.stopped).toEqual([expect.objectContaining({ environment_id: oneId })]);
+  const twoId = two.created_environments[0]!.environment_id;
+  made.push(twoId);
+  await finished(two.stopped[0]!.deployment_id, "feature-one's stop");
+  expect(await statusOf(two.stopped[0]!.deployment_id)).toBe("success");
+  expect(await envOf(oneId)).toMatchObject({ status: "stopped", is_active: true });
+  // Stopped, not destroyed: its containers are still there.
+  expect((await docker.listContainers({ all: true, filters: { label: [`berth.environment_id=${oneId}`] } })).length).toBeGreaterThan(0);
+  await finished(two.deployments.find((x) => x.environment_id === twoId)!.deployment_id, "feature-two's deploy");
+  expect(await envOf(twoId)).toMatchObject({ status: "running" });
+}, 420_000);
