@@ -12,6 +12,7 @@ import type { DemoOrganization } from "@berth/control-plane";
 import { environmentLayout } from "../../apps/agent/src/executor/environment/environment-layout.ts";
 import type { AgentProcess } from "../support/agent-process.ts";
 import type { TestControlPlane } from "../support/control-plane.ts";
+import { erpSql } from "../support/erp-versions.ts";
 import { publicClient } from "../support/http.ts";
 import { removeEnvironmentObjects, startShop } from "../support/real-agent.ts";
 import { waitForValue, waitUntil } from "../support/wait.ts";
@@ -87,6 +88,9 @@ describe("mail of non-production environments", () => {
     const gateway = (await docker.getNetwork(MAIL_NETWORK).inspect()).IPAM?.Config?.[0]?.Gateway as string;
     expect(confValue(conf, "smtp_server")).toBe(gateway);
     expect(confValue(conf, "smtp_user")).toBe(staging);
+    // Its deploy turned off the database's own outgoing server (Odoo would send through any active one, not odoo.conf); production's is on.
+    expect(await erpSql(staging, "select string_agg(smtp_host || ':' || active, ',' order by id) from ir_mail_server")).toBe("smtp.customer.example:false");
+    expect(await erpSql(production, "select string_agg(smtp_host || ':' || active, ',' order by id) from ir_mail_server")).toBe("smtp.customer.example:true");
 
     const sent = await sendFrom(staging, { subject: "Invoice INV/2026/0001", to: "customer@client.example", attach: ["INV_2026_0001.pdf", "terms.txt"] });
     expect(sent, JSON.stringify(sent.body)).toMatchObject({ status: 200, body: { sent: true } });
@@ -124,11 +128,12 @@ describe("mail of non-production environments", () => {
     expect(stagingBox.data.map((m) => m.subject)).toEqual(["Invoice INV/2026/0001"]);
   });
 
-  it("production is not wired to the catcher: odoo.conf names no mail server, its mail goes nowhere near it, its box stays empty", async () => {
+  it("production is not wired to the catcher: odoo.conf names no mail server, its mail goes to its own mail server (unreachable here), its box stays empty", async () => {
     expect(smtpLines(await odooConf(production))).toEqual([]);
     const sent = await sendFrom(production, { subject: "Production mail" });
     expect(sent.status).toBe(500);
-    expect(sent.body.error).toContain("localhost:25");
+    // The customer's outgoing server in its database (the stand-in's base data), as Odoo picks it: never turned off in production.
+    expect(sent.body.error).toContain("smtp.customer.example:587");
     const box = (await api.get(`/environments/${production}/mails`)).body as { data: unknown[] };
     expect(box.data).toEqual([]);
   });

@@ -202,11 +202,11 @@ it.concurrent.each(SERIES)("%s: deploy, upgrade, failed upgrade rolled back, bac
   expect(await running(prod)).toEqual({ crons: "Base: Auto-vacuum internal data,Base: Portal Users Deletion", mailServers: "smtp.customer.example" });
 
   // Staging: production's data and module, neutralised by the image's own odoo neutralize
-  // (only the autovacuum job runs; the only mail server on is Odoo's dummy one on an invalid
-  // host), and re-keyed: its own uuid and secret, its own address.
+  // (only the autovacuum job runs; no mail server on, not even Odoo's dummy one on an invalid
+  // host, so its mail goes to the catcher), and re-keyed: its own uuid and secret, its own address.
   expect(await notes(staging)).toEqual(restored);
   expect(await moduleVersion(staging)).toBe(`installed ${series}.2.0`);
-  expect(await running(staging)).toEqual({ crons: "Base: Auto-vacuum internal data", mailServers: "invalid" });
+  expect(await running(staging)).toEqual({ crons: "Base: Auto-vacuum internal data", mailServers: null });
   const copied = await params(staging);
   expect(copied).toMatchObject({ url: `https://${stagingDomain}`, neutralized: "true" });
   expect(copied.uuid).not.toBe(uuid);

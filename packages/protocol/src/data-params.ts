@@ -71,9 +71,14 @@ export const RestoreParams = Type.Object(
      * The restore makes a copy (a backup of another environment): before it serves, the
      * image's own `odoo neutralize` runs on it and it is re-keyed (new database.uuid and
      * database.secret, web.base.url = `base_url`, or Odoo's default when null). Absent: the
-     * environment's own data, restored as it was.
+     * environment's own data, restored as it was. `catch_mail`: the environment's outgoing
+     * mail goes to this server's mail catcher (odoo.conf, as its deploy wrote it), so every
+     * mail server of the copy is deactivated, the dummy one `odoo neutralize` adds included:
+     * with none active, Odoo sends through odoo.conf's smtp settings.
      */
-    copy: Type.Optional(Type.Object({ base_url: Nullable(Type.String({ pattern: "^https://[^\\s'\"\\\\]+$", maxLength: 300 })) }, strict)),
+    copy: Type.Optional(
+      Type.Object({ base_url: Nullable(Type.String({ pattern: "^https://[^\\s'\"\\\\]+$", maxLength: 300 })), catch_mail: Type.Optional(Type.Literal(true)) }, strict),
+    ),
     /**
      * A copy taken now of another environment on this server (copy-from, backup "fresh"):
      * instead of reading a backup, a consistent pg_dump of that environment's live database is

@@ -3,10 +3,11 @@
  * the way Odoo sends it, so tests see what a real ERP's mail does with odoo.conf's settings.
  *
  * Where to (odoo/addons/base/models/ir_mail_server.py, IrMailServer.connect / _connect__ in
- * 17.0+): with no active ir.mail_server record, `smtp_server = host or
- * tools.config.get('smtp_server')`, and the config's smtp_port, smtp_user, smtp_password and
- * smtp_ssl (odoo/tools/config.py defaults: localhost, 25, none, none, False). The stand-in
- * has no ir.mail_server records: odoo.conf decides, as after `odoo neutralize`.
+ * 17.0+): through the active ir.mail_server record _find_mail_server picks (odoo.c
+ * mail_server_record: any active record wins, even the dummy "invalid" one `odoo neutralize`
+ * adds); with none active, `smtp_server = host or tools.config.get('smtp_server')`, and the
+ * config's smtp_port, smtp_user, smtp_password and smtp_ssl (odoo/tools/config.py defaults:
+ * localhost, 25, none, none, False).
  *
  * How (Python's smtplib as Odoo drives it): connect, EHLO, then SMTP.login when smtp_user
  * is set (ehlo_or_helo_if_needed; the first of CRAM-MD5, PLAIN, LOGIN the server offers; the
@@ -125,21 +126,28 @@ static void json_escaped(char *out, size_t size, const char *prefix, const char 
   snprintf(out + o, size - o, "\"}");
 }
 
+/* odoo.c: the active ir.mail_server record Odoo sends FROM's mail through; 0 when none is active. */
+extern int mail_server_record(const char *from, char *host, size_t hs, char *port, size_t ps, char *user, size_t us, char *pass, size_t pws);
+
 /* Sends one message; fills `out` with JSON ({"sent": true, "reply": ...} or {"error": ...}), returns the HTTP status. */
 int mail_send(const char *query, const char *(*conf)(const char *), char *out, size_t size) {
-  const char *host = conf("smtp_server") ? conf("smtp_server") : "localhost";
-  const char *port = conf("smtp_port") ? conf("smtp_port") : "25";
   char user[256], password[256], to[256], subject[256], from[256], attach_size[32];
+  query_value(query, "from", 0, from, sizeof from);
+  if (!from[0]) snprintf(from, sizeof from, "\"My Company\" <noreply@example.com>");
+  char rec_host[256], rec_port[16], rec_user[256], rec_pass[256];
+  int record = mail_server_record(from, rec_host, sizeof rec_host, rec_port, sizeof rec_port, rec_user, sizeof rec_user, rec_pass, sizeof rec_pass);
+  const char *host = record ? rec_host : conf("smtp_server") ? conf("smtp_server") : "localhost";
+  const char *port = record ? rec_port : conf("smtp_port") ? conf("smtp_port") : "25";
   query_value(query, "user", 0, user, sizeof user);
   query_value(query, "password", 0, password, sizeof password);
-  if (!user[0] && conf("smtp_user")) snprintf(user, sizeof user, "%s", conf("smtp_user"));
-  if (!password[0] && conf("smtp_password")) snprintf(password, sizeof password, "%s", conf("smtp_password"));
+  const char *conf_user = record ? rec_user : conf("smtp_user");
+  const char *conf_password = record ? rec_pass : conf("smtp_password");
+  if (!user[0] && conf_user) snprintf(user, sizeof user, "%s", conf_user);
+  if (!password[0] && conf_password) snprintf(password, sizeof password, "%s", conf_password);
   query_value(query, "to", 0, to, sizeof to);
   if (!to[0]) snprintf(to, sizeof to, "customer@example.com");
   query_value(query, "subject", 0, subject, sizeof subject);
   if (!subject[0]) snprintf(subject, sizeof subject, "Test message");
-  query_value(query, "from", 0, from, sizeof from);
-  if (!from[0]) snprintf(from, sizeof from, "\"My Company\" <noreply@example.com>");
   query_value(query, "attach_size", 0, attach_size, sizeof attach_size);
   size_t each = attach_size[0] ? (size_t)strtoul(attach_size, NULL, 10) : 2048;
 

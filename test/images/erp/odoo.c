@@ -851,6 +851,41 @@ static int exec_params(PGconn *c, const char *sql, int n, const char *const *par
   return ok;
 }
 
+/* The mail server Odoo sends FROM's mail through (mail.c), as
+ * odoo/addons/base/models/ir_mail_server.py IrMailServer._find_mail_server picks it among the
+ * active records by sequence: one whose from_filter is the address, then its domain, then the
+ * first without from_filter, then the first of all (step 4: even one set for another domain).
+ * Only with no active record does Odoo use odoo.conf's smtp settings (step 5): returns 0 then.
+ * Fills host, port, user and password (smtp_pass) of the record; a database without the
+ * table (base not installed) has none. */
+int mail_server_record(const char *from, char *host, size_t hs, char *port, size_t ps, char *user, size_t us, char *pass, size_t pws) {
+  PGconn *c = db_connect(db_name, 5);
+  if (!c) return 0;
+  const char *addr = strrchr(from, '<') ? strrchr(from, '<') + 1 : from;
+  char email[256];
+  snprintf(email, sizeof email, "%s", addr);
+  char *gt = strchr(email, '>');
+  if (gt) *gt = 0;
+  const char *params[] = {email};
+  PGresult *r = PQexecParams(c,
+                             "SELECT smtp_host, smtp_port::text, coalesce(smtp_user, ''), coalesce(smtp_pass, '') FROM ir_mail_server "
+                             "WHERE active ORDER BY "
+                             "lower(coalesce(from_filter, '')) = lower($1) DESC, "
+                             "lower(coalesce(from_filter, '')) = lower(split_part($1, '@', 2)) DESC, "
+                             "coalesce(from_filter, '') = '' DESC, sequence, id LIMIT 1",
+                             1, NULL, params, NULL, NULL, 0);
+  int found = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+  if (found) {
+    snprintf(host, hs, "%s", PQgetvalue(r, 0, 0));
+    snprintf(port, ps, "%s", PQgetvalue(r, 0, 1));
+    snprintf(user, us, "%s", PQgetvalue(r, 0, 2));
+    snprintf(pass, pws, "%s", PQgetvalue(r, 0, 3));
+  }
+  PQclear(r);
+  PQfinish(c);
+  return found;
+}
+
 /* psycopg2.errors class of an SQLSTATE (the last line of a traceback names it). */
 static const char *psycopg2_class(const char *state) {
   static const struct { const char *code, *name; } map[] = {

@@ -74,7 +74,7 @@ describe("a copy of another environment of this server, taken now", () => {
   });
 
   const copy = (options: { onStep?: OnStep } = {}) => {
-    const params: RestoreParams = { deployment_id: randomUUID(), environment_id: target, backup_id: randomUUID(), live_source: { environment_id: source }, copy: { base_url: BASE_URL } };
+    const params: RestoreParams = { deployment_id: randomUUID(), environment_id: target, backup_id: randomUUID(), live_source: { environment_id: source }, copy: { base_url: BASE_URL, catch_mail: true } };
     return h.run("restore", params, options.onStep ? { onStep: options.onStep } : {});
   };
 
@@ -143,12 +143,14 @@ describe("a copy of another environment of this server, taken now", () => {
     expect(after.uuid).not.toBe(sourceBefore.uuid);
     expect(after.secret).not.toBe(sourceBefore.secret);
     expect(after.base_url).toBe(BASE_URL);
-    // Neutralised by the image's own odoo neutralize: only the autovacuum cron, no real mail server.
+    // Neutralised by the image's own odoo neutralize: only the autovacuum cron. Its mail is caught
+    // (catch_mail): no mail server on, not even the dummy one neutralize adds, so odoo.conf decides.
     expect(await psql(target, "SELECT string_agg(cron_name, ',' ORDER BY id) FROM ir_cron WHERE active")).toEqual(["Base: Auto-vacuum internal data"]);
-    expect(await psql(target, "SELECT string_agg(name || '@' || smtp_host, ',') FROM ir_mail_server WHERE active")).toEqual(["neutralization - disable emails@invalid"]);
+    expect(await psql(target, "SELECT count(*) FILTER (WHERE active) || ' ' || count(*) FILTER (WHERE name = 'neutralization - disable emails') FROM ir_mail_server")).toEqual(["0 1"]);
     expect(after.databases).toEqual(["odoo"]);
     expect(after.leftovers).toEqual([]);
     const messages = run.logs.map((l) => l.message);
+    expect(messages).toContainEqual(expect.stringMatching(/^Outgoing mail servers turned off: [1-9]\d*; its mail goes to this server's mail catcher$/));
     expect(messages).toContainEqual(expect.stringMatching(/^pg_dump of the source streamed into odoo_restore_[a-z0-9]+ by pg_restore without error/));
     // The ERP's own marker file is the ERP user's: linked; the agent's file: copied.
     expect(messages).toContainEqual(expect.stringMatching(/^File store copied into data-restore-[a-z0-9]+: 2 files, 1 hard-linked, 24 bytes copied/));

@@ -19,6 +19,7 @@ import { runErpOnce } from "../deploy/erp-run.ts";
 import { CommandError } from "../runner/handler-types.ts";
 import type { StepScope } from "../runner/step-runner.ts";
 import { rekeyCopy } from "./rekey-copy.ts";
+import { mailToCatcher } from "../environment/mail-to-catcher.ts";
 
 export interface CopyTarget {
   docker: DockerClient;
@@ -30,6 +31,8 @@ export interface CopyTarget {
   database: string;
   /** The copy's address (https://<domain>), null when it has none. */
   baseUrl: string | null;
+  /** Its mail goes to the server's catcher (a staging or development environment): mail-to-catcher.ts. */
+  catchMail: boolean;
   extraLabels: Record<string, string> | undefined;
   deadlineMs: number;
   signal: AbortSignal;
@@ -53,4 +56,5 @@ export async function neutralizeCopy(target: CopyTarget): Promise<void> {
   }
   target.log("info", `Neutralised by the image's own odoo neutralize (each installed module's data/neutralize.sql)`);
   target.log("info", await rekeyCopy(docker, target.dbContainerId, target.database, target.baseUrl));
+  if (target.catchMail) target.log("info", await mailToCatcher(docker, target.dbContainerId, target.database));
 }

@@ -210,6 +210,7 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
                   image,
                   database: n.incomingDb,
                   baseUrl: params.copy?.base_url ?? null,
+                  catchMail: params.copy?.catch_mail === true,
                   extraLabels: deps.extraLabels,
                   deadlineMs: timing.dataTransferMs,
                   signal: step.signal,

@@ -68,6 +68,8 @@ export function createMigrationRestore(
     image: string;
     /** The environment's address (https://<domain>), a copy's web.base.url; null without a domain. */
     baseUrl: string | null;
+    /** The environment's mail goes to the server's catcher (the deploy's catch_mail): a neutralised copy's mail servers are turned off. */
+    catchMail: boolean;
     previous: PreviousErp;
     dataTransferMs: number;
     stopGraceSeconds: number;
@@ -153,6 +155,7 @@ export function createMigrationRestore(
           image: deps.image,
           database: n.incomingDb,
           baseUrl: deps.baseUrl,
+          catchMail: deps.catchMail,
           extraLabels: deps.extraLabels,
           deadlineMs: deps.dataTransferMs,
           signal: step.signal,

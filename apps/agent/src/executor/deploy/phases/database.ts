@@ -3,6 +3,7 @@
 // initialised with -i base, then the modules are planned and run (modules.ts). The old ERP
 // keeps serving meanwhile, except while modules are upgraded after a snapshot
 // (previous-erp.ts). Step initializing_database then reports what was done.
+import { mailToCatcher } from "../../environment/mail-to-catcher.ts";
 import { ERP_DB_NAME } from "../../environment/environment-layout.ts";
 import { findErpContainer } from "../../environment/erp-container.ts";
 import { erpUserOfContainer, type ErpUser } from "../../environment/erp-image-user.ts";
@@ -60,6 +61,7 @@ export async function prepareDatabase(
             layout,
             image: params.image,
             baseUrl: params.domain === null ? null : `https://${params.domain}`,
+            catchMail: params.catch_mail === true,
             previous,
             dataTransferMs: timing.dataTransferMs,
             stopGraceSeconds: timing.stopGraceSeconds,
@@ -99,6 +101,8 @@ export async function prepareDatabase(
   // A development build installs the project repository's own modules (not the add-on repositories').
   const projectModules = params.tests ? (await scanAddonFolders(input.addonsFolders.filter(isProjectFolder), series)).filter((m) => m.installable).map((m) => m.name) : [];
   const ran = await runModules(c, { sizing, dbContainerId: dbId, addons, before, projectModules, snapshotWorthless, previous }, progress, step);
+  // A staging or development ERP's mail goes to the catcher: no mail server of its database may be on.
+  if (params.catch_mail === true) step.log("info", await mailToCatcher(docker, dbId, ERP_DB_NAME));
   return { previous, migration, addons, initialized, ...ran };
 }
 

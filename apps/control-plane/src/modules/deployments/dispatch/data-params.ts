@@ -8,6 +8,7 @@ import type { DeploymentRow } from "../operations/operations.repo.ts";
 import type { DispatchRepo } from "./dispatch.repo.ts";
 import { DispatchError } from "./dispatch-error.ts";
 import { storedOptions } from "./stored-options.ts";
+import { catchesMail } from "../../mails/mail-rules.ts";
 
 export interface DataParamsDeps {
   repo: Pick<DispatchRepo, "environmentWithProject">;
@@ -31,13 +32,14 @@ export function createDataParams(deps: DataParamsDeps) {
   /**
    * A restore of another environment's backup makes a copy: the agent neutralises it with the
    * image's own `odoo neutralize` and re-keys it (new uuid and secret, this environment's
-   * address as web.base.url) before it serves. The environment's own backup comes back as it was.
+   * address as web.base.url) before it serves; into a staging or development environment its
+   * mail servers are turned off so its mail goes to the server's catcher. The environment's own backup comes back as it was.
    */
   async function copyOf(d: DeploymentRow, extra: Record<string, unknown>): Promise<Pick<RestoreParams, "copy">> {
     if (typeof extra.source_environment_id !== "string" || extra.source_environment_id === d.environmentId) return {};
     const row = await deps.repo.environmentWithProject(d.environmentId);
     const host = row ? deps.addresses.hostname(row.env) : null;
-    return { copy: { base_url: host ? `https://${host}` : null } };
+    return { copy: { base_url: host ? `https://${host}` : null, ...(row && catchesMail(row.env.stage) ? { catch_mail: true as const } : {}) } };
   }
 
   return {
