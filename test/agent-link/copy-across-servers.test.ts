@@ -164,7 +164,7 @@ it("a copy that names a deploy after it (staging refreshed on push) deploys the 
   backupOutcome = "ok";
   const commit = randomUUID().replace(/-/g, "").slice(0, 40).padEnd(40, "0");
   const scope = { organizationId: d.organization_id, projectId: null };
-  const then = { then_deploy: { branch: "staging", commit, message: "Fix the invoice report" }, git_push: { host: "github", delivery_id: "d-1", branch: "staging", commit } };
+  const then = { trigger: "git_push", then_deploy: { branch: "staging", commit, message: "Fix the invoice report" }, git_push: { host: "github", delivery_id: "d-1", branch: "staging", commit } };
   const copy = await cp.app.services.copyFrom.copyFrom(scope, staging, { from_environment_id: production }, { userId: null, apiKeyId: null }, then);
   expect(await ended(copy.id)).toMatchObject({ status: "success" });
   const deploys = await waitForValue("the deploy after the copy", async () => {
@@ -172,7 +172,7 @@ it("a copy that names a deploy after it (staging refreshed on push) deploys the 
     return rows.length > 0 ? rows : undefined;
   });
   expect(deploys).toHaveLength(1);
-  expect(deploys[0]).toMatchObject({ trigger: "manual", git_commit: commit, git_branch: "staging" });
+  expect(deploys[0]).toMatchObject({ trigger: "git_push", git_commit: commit, git_branch: "staging" });
   expect(deploys[0].extra_data).toMatchObject({ after_copy_id: copy.id, git_push: { delivery_id: "d-1" } });
   // Woken again (another replica, the minute's maintenance): still one.
   await q("update deployments set status = 'success', completed_at = now() where id = $1", [deploys[0].id]);

@@ -2,7 +2,8 @@
 // that the real agent runs with Docker, checking out exactly the pushed commit of a local
 // Git repository (served over HTTPS on 127.0.0.1, so nothing outside this machine is reached);
 // with the project's development setting on, a push to a new branch makes a development
-// environment the agent deploys, and at the limit the agent stops (never destroys) the idle one.
+// environment the agent deploys, its module's tests run and their failures reported with their
+// tracebacks, and at the limit the agent stops (never destroys) the idle one.
 import { execFile } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
 import { mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
@@ -17,6 +18,7 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { addPerson } from "../support/people.ts";
 import { removeEnvironmentObjects, useTestImages } from "../support/real-agent.ts";
+import { EXPECTED_TESTS, writeTestedModule } from "../support/tested-module.ts";
 import { waitUntil } from "../support/wait.ts";
 import { sharedGitHttpsServer } from "../../apps/agent/src/executor/deploy/git-https-server.test-helpers.ts";
 
@@ -148,9 +150,12 @@ it("a push to a new branch makes a development environment the agent deploys; at
   const envOf = async (id: string) => (await cp.database.pool.query("select name, stage, status, is_active from environments where id = $1", [id])).rows[0];
   const finished = (id: string, what: string) => until(what, async () => ["success", "failed", "cancelled"].includes(await statusOf(id)), 180_000);
 
+  // The branch adds a module whose tests fail: the development build runs them and serves anyway.
   await git("checkout", "-q", "-b", "feature/one");
   await writeFile(path.join(repoDir, "README.md"), "one\n");
-  await git("commit", "-q", "-am", "One");
+  await writeTestedModule(repoDir);
+  await git("add", ".");
+  await git("commit", "-q", "-m", "One");
   const one = await pushBranch(secret, "feature/one");
   expect(one.created_environments).toEqual([expect.objectContaining({ name: "feature-one" })]);
   const oneId = one.created_environments[0]!.environment_id;
@@ -159,6 +164,8 @@ it("a push to a new branch makes a development environment the agent deploys; at
   await finished(oneDeploy, "feature-one's deploy");
   expect(await statusOf(oneDeploy), agent.output.slice(-3000)).toBe("success");
   expect(await envOf(oneId)).toMatchObject({ stage: "development", status: "running", is_active: true });
+  const built = (await publicClient(cp.app, d.api_keys.org_rw).get(`/deployments/${oneDeploy}`)).body;
+  expect(built.tests).toEqual(EXPECTED_TESTS);
 
   // The limit is 1: a second new branch stops feature-one (idle) for it.
   await git("checkout", "-q", "-b", "feature/two");

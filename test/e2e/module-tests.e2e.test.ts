@@ -8,7 +8,7 @@
 // previous release, its database as it was.
 import { execFile } from "node:child_process";
 import { createServer, type Server } from "node:http";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, symlink } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -19,6 +19,7 @@ import type { AgentProcess } from "../support/agent-process.ts";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { removeEnvironmentObjects, startEnrolledAgent, useTestImages } from "../support/real-agent.ts";
+import { EXPECTED_TESTS, writeTestedModule } from "../support/tested-module.ts";
 import { waitUntil } from "../support/wait.ts";
 import { sharedGitHttpsServer } from "../../apps/agent/src/executor/deploy/git-https-server.test-helpers.ts";
 
@@ -35,23 +36,6 @@ const hooks: { type: string; data: { deployment: Record<string, unknown> } }[] =
 let receiver: Server;
 /** Staging's first release (base alone), deployed while the development build runs: the second test refuses a commit on top of it. */
 let stagingFirst: Promise<string>;
-
-// One passing, one failing and one erroring test; the stand-in fails a test marked
-// `# stand-in: fail|error <exception line>` and prints Odoo's traceback for it.
-const TESTS = `from odoo.tests import TransactionCase
-
-
-class TestOrders(TransactionCase):
-
-    def test_passes(self):
-        self.assertTrue(True)
-
-    def test_fails(self):
-        self.assertEqual(1, 2)  # stand-in: fail AssertionError: 1 != 2
-
-    def test_errors(self):
-        raise ValueError("boom")  # stand-in: error ValueError: boom
-`;
 
 async function git(...args: string[]): Promise<string> {
   const { stdout } = await exec("git", ["-C", repoDir, "-c", "user.name=Test", "-c", "user.email=test@example.test", ...args]);
@@ -74,11 +58,7 @@ beforeAll(async () => {
 
   repoDir = await mkdtemp(path.join(os.tmpdir(), "berth-module-tests-"));
   await exec("git", ["init", "-q", "-b", "main", repoDir]);
-  await mkdir(path.join(repoDir, "shop_tests", "tests"), { recursive: true });
-  await writeFile(path.join(repoDir, "shop_tests", "__manifest__.py"), "{'name': 'Shop tests', 'version': '1.0', 'depends': ['base'], 'license': 'LGPL-3'}\n");
-  await writeFile(path.join(repoDir, "shop_tests", "__init__.py"), "");
-  await writeFile(path.join(repoDir, "shop_tests", "tests", "__init__.py"), "from . import test_orders\n");
-  await writeFile(path.join(repoDir, "shop_tests", "tests", "test_orders.py"), TESTS);
+  await writeTestedModule(repoDir);
   await git("add", ".");
   await git("commit", "-q", "-m", "A module with tests");
   const served = path.join(await mkdtemp(path.join(os.tmpdir(), "berth-module-tests-served-")), "shop.git");
@@ -141,26 +121,6 @@ async function erp(envId: string) {
   const modules = (await (await fetch(`http://127.0.0.1:${port}/berth/modules`)).json()) as { name: string; state: string; demo: boolean }[];
   return { containerId: c.Id, health: health.status, module: modules.find((m) => m.name === "shop_tests") ?? null, base: modules.find((m) => m.name === "base")! };
 }
-
-const EXPECTED_TESTS = {
-  run: 3,
-  failed: 1,
-  errors: 1,
-  failures: [
-    {
-      test: "TestOrders.test_errors",
-      module: "shop_tests",
-      kind: "error",
-      traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 13, in test_errors', '    raise ValueError("boom")', "ValueError: boom"],
-    },
-    {
-      test: "TestOrders.test_fails",
-      module: "shop_tests",
-      kind: "failure",
-      traceback: ["Traceback (most recent call last):", '  File "/mnt/extra-addons/shop_tests/tests/test_orders.py", line 10, in test_fails', "    self.assertEqual(1, 2)", "AssertionError: 1 != 2"],
-    },
-  ],
-};
 
 it("a development build installs the module with demo data, runs its tests, serves despite the failures and reports them", async () => {
   const id = await deploy(devId);
