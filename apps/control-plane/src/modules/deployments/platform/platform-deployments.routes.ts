@@ -27,7 +27,7 @@ export const DeploymentRecord = Type.Object(
     kind: Type.String({ description: "deploy, redeploy, rollback, restart, start, stop, destroy, backup or restore" }),
     version: Type.Integer({ description: "Per-environment sequence number" }),
     status: StringEnum(DEPLOYMENT_STATUSES),
-    trigger: Type.String({ description: "manual, git_push, webhook, scheduled (a scheduled backup), rollback, auto_deploy, destroy, config_update, migration (the deploy that runs a migration's steps 3 to 12)" }),
+    trigger: Type.String({ description: "manual, git_push, webhook, scheduled (a scheduled backup), rollback, auto_deploy, destroy, config_update, migration (the deploy that runs a migration's steps 3 to 12), development_limit (a development environment stopped to make room for one a push created)" }),
     triggered_by: Nullable(Uuid),
     git_branch: Nullable(Type.String()),
     git_commit: Nullable(Type.String()),
