@@ -416,7 +416,7 @@ export interface paths {
         put?: never;
         /**
          * Copy another environment into this one
-         * @description Replaces this staging or development environment's database and file store with a copy of another environment of the same project, in one operation (kind `copy`, followed like a restore). `backup`: `fresh` (default) copies the source now without stopping it, on their shared server (a consistent pg_dump streamed into a new database and the file store copied by name; nothing leaves the server); `latest` restores the source's most recent backup in the backup store (from the source's copy on the target's server when it has one). The copy is loaded into a new database, neutralised by the target image's own `odoo neutralize`, re-keyed (new database uuid and secret, this environment's address) and swapped in; a failure at any step leaves this environment as it was, and the source is only read. 409 copy_into_production for the production environment, copy_not_deployed when either was never deployed, copy_source_has_no_backup (latest) when the source has no backup in the store, copy_fresh_across_servers (fresh) when they run on different servers, task_in_progress while another operation runs here; 422 copy_source_is_target, copy_source_other_project. Here 409 deployment_in_progress instead of task_in_progress.
+         * @description Replaces this staging or development environment's database and file store with a copy of another environment of the same project, in one operation (kind `copy`, followed like a restore). `backup`: `fresh` (default) copies the source now without stopping it: on a shared server a consistent pg_dump streamed into a new database and the file store copied by name (nothing leaves the server); across servers a backup of the source to the backup store, taken now and listed with its backups, which the copy waits for (queued) and then restores (a copy whose backup fails fails with code copy_backup_failed, this environment as it was); `latest` restores the source's most recent backup in the backup store (from the source's copy on the target's server when it has one). The copy is loaded into a new database, neutralised by the target image's own `odoo neutralize`, re-keyed (new database uuid and secret, this environment's address) and swapped in; a failure at any step leaves this environment as it was, and the source is only read. 409 copy_into_production for the production environment, copy_not_deployed when either was never deployed, copy_source_has_no_backup (latest) when the source has no backup in the store, copy_source_busy (fresh, across servers) when the source runs another operation, task_in_progress while another operation runs here; 422 copy_source_is_target, copy_source_other_project. Here 409 deployment_in_progress instead of task_in_progress.
          */
         post: operations["copyEnvironmentFrom"];
         delete?: never;
@@ -1484,7 +1484,7 @@ export interface paths {
         head?: never;
         /**
          * Change a project
-         * @description Name, default branch or repository URL (null removes it). Needs org.projects.manage.
+         * @description Name, default branch, repository URL (null removes it), or the development settings: development_server_id (null: pushes create no development environment; a server of another organisation: 422 `development_server_invalid`) and development_limit. Needs org.projects.manage.
          */
         patch: operations["updateProject"];
         trace?: never;
@@ -1804,7 +1804,7 @@ export interface paths {
         put?: never;
         /**
          * Inbound git push hook
-         * @description Point your Git host's push webhook here (content type application/json) with the project's hook secret. GitHub: X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>. Gitea: X-Gitea-Signature: <hex>. GitLab: X-Gitlab-Token: <secret> (or X-Gitlab-Signature: sha256=<hex>). Also required: the event header (X-GitHub-Event / X-Gitlab-Event / X-Gitea-Event) and the delivery id (X-GitHub-Delivery / X-Gitlab-Event-UUID / X-Gitea-Delivery). Every active environment with auto_deploy on the pushed branch, and every environment with an active auto-deploy addon repository on it, gets a git_push deployment; a busy environment is listed under skipped. A delivery id is handled once. At most 30 deliveries per minute per project, and 600 requests per minute from one address (counted, like the signature header's presence, before the body is parsed).
+         * @description Point your Git host's push webhook here (content type application/json) with the project's hook secret. GitHub: X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>. Gitea: X-Gitea-Signature: <hex>. GitLab: X-Gitlab-Token: <secret> (or X-Gitlab-Signature: sha256=<hex>). Also required: the event header (X-GitHub-Event / X-Gitlab-Event / X-Gitea-Event) and the delivery id (X-GitHub-Delivery / X-Gitlab-Event-UUID / X-Gitea-Delivery). Every active environment with auto_deploy on the pushed branch, and every environment with an active auto-deploy addon repository on it, gets a git_push deployment; a busy environment is listed under skipped. A push of the project's own repository to a branch that has no environment in the project creates a development environment for it on the project's development_server_id, when set (created_environments), stopping the oldest idle development environment when the project runs its development_limit (stopped). A delivery id is handled once. At most 30 deliveries per minute per project, and 600 requests per minute from one address (counted, like the signature header's presence, before the body is parsed).
          */
         post: operations["receiveGitPush"];
         delete?: never;
@@ -2059,7 +2059,7 @@ export interface components {
                 /** @description Tests run */
                 run: number;
             } | null;
-            /** @description manual, git_push, webhook, scheduled (a scheduled backup), rollback, auto_deploy, destroy, config_update, migration (the deploy that runs a migration's steps 3 to 12) */
+            /** @description manual, git_push, webhook, scheduled (a scheduled backup), rollback, auto_deploy, destroy, config_update, migration (the deploy that runs a migration's steps 3 to 12), development_limit (a development environment stopped to make room for one a push created) */
             trigger: string;
             /** Format: uuid */
             triggered_by: string | null;
@@ -2152,6 +2152,8 @@ export interface components {
             /** Format: uuid */
             project_id: string;
             ram_mb: number;
+            /** @description A push to its branch first refreshes it from the project's production environment (copy-from, backup fresh: production's data, neutralised), then deploys the pushed commit; a refresh that fails deploys nothing. PATCH to change; applies while the environment is staging */
+            refresh_on_push: boolean;
             /** @description A staging environment's deploy runs the modules' tests and is refused when one fails (PATCH to change; applies while the environment is staging) */
             require_passing_tests: boolean;
             /** Format: uuid */
@@ -2272,7 +2274,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 409
              * @enum {string}
              */
-            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "copy_into_production" | "copy_source_has_no_backup" | "copy_not_deployed" | "copy_fresh_across_servers" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
+            error: "backup_not_ready" | "backup_not_restorable" | "backup_in_progress" | "backup_not_stored" | "backup_not_deletable" | "backup_upload_closed" | "deployment_in_progress" | "email_taken" | "environment_name_taken" | "production_exists" | "stage_change_refused" | "copy_into_production" | "copy_source_has_no_backup" | "copy_not_deployed" | "copy_source_busy" | "domain_taken" | "environment_not_running" | "environment_not_stopped" | "environments_running" | "idempotency_key_in_use" | "last_owner" | "task_in_progress" | "task_not_cancellable" | "api_key_limit_reached" | "already_member" | "invitation_exists" | "variable_limit_reached" | "addon_repository_limit_reached" | "migration_not_uploadable" | "upload_not_initialized" | "upload_incomplete" | "too_many_upload_parts" | "wrong_upload_tier" | "migration_not_analyzed" | "migration_not_configurable" | "migration_not_ready" | "migration_not_cancellable" | "migration_not_retryable" | "migration_in_progress" | "migration_not_linked" | "migration_backup_unavailable" | "enterprise_addons_required" | "database_image_too_old" | "dump_unsafe";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2367,7 +2369,7 @@ export interface components {
              * @description Stable machine-readable code: one of the codes answered with 422
              * @enum {string}
              */
-            error: "upload_checksum_mismatch" | "copy_source_is_target" | "copy_source_other_project";
+            error: "upload_checksum_mismatch" | "copy_source_is_target" | "copy_source_other_project" | "development_server_invalid";
             /** @description Human-readable explanation */
             message: string;
             /** @description The request's id, as in the X-Request-Id response header: quote it when reporting a problem */
@@ -2592,6 +2594,13 @@ export interface components {
             /** Format: date-time */
             created_at: string;
             default_branch: string | null;
+            /** @description At most this many of the project's development environments run at once (1 to 20, default 3). A push that would create one more stops the oldest idle one (running, no operation queued or in progress, least recently deployed) with a stop operation, never destroying it; when none is idle the new one is not created */
+            development_limit: number;
+            /**
+             * Format: uuid
+             * @description The server a push to a branch that has no environment in the project creates a development environment on (stage development, named after the branch, deploying on push, sized like production); null (the default): pushes create none. A server of another organisation, or none: 422 `development_server_invalid`
+             */
+            development_server_id: string | null;
             /** @description Number of active environments */
             environment_count: number;
             /** @example 17.0 */
@@ -4929,7 +4938,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description fresh (default): a copy taken now, same server only; latest: the source's most recent backup in the backup store
+                     * @description fresh (default): a copy taken now (across servers through a backup taken now); latest: the source's most recent backup in the backup store
                      * @enum {string}
                      */
                     backup?: "fresh" | "latest";
@@ -10352,6 +10361,13 @@ export interface operations {
                     "application/json": {
                         data: {
                             default_branch: string | null;
+                            /** @description At most this many of the project's development environments run at once (1 to 20, default 3). A push that would create one more stops the oldest idle one (running, no operation queued or in progress, least recently deployed) with a stop operation, never destroying it; when none is idle the new one is not created */
+                            development_limit: number;
+                            /**
+                             * Format: uuid
+                             * @description The server a push to a branch that has no environment in the project creates a development environment on (stage development, named after the branch, deploying on push, sized like production); null (the default): pushes create none. A server of another organisation, or none: 422 `development_server_invalid`
+                             */
+                            development_server_id: string | null;
                             environments: {
                                 /** @description More host names served like the domain (lowercase) */
                                 aliases: string[];
@@ -10526,6 +10542,13 @@ export interface operations {
                 "application/json": {
                     /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
+                    /** @description At most this many of the project's development environments run at once (1 to 20, default 3). A push that would create one more stops the oldest idle one (running, no operation queued or in progress, least recently deployed) with a stop operation, never destroying it; when none is idle the new one is not created */
+                    development_limit?: number;
+                    /**
+                     * Format: uuid
+                     * @description The server a push to a branch that has no environment in the project creates a development environment on (stage development, named after the branch, deploying on push, sized like production); null (the default): pushes create none. A server of another organisation, or none: 422 `development_server_invalid`
+                     */
+                    development_server_id?: string | null;
                     /** @example 17.0 */
                     erp_version?: string;
                     /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
@@ -10589,6 +10612,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description Default Response */
@@ -11973,6 +12005,13 @@ export interface operations {
                 "application/json": {
                     /** @description A Git branch name (git check-ref-format), never starting with -; else 400 `git_branch_invalid` */
                     default_branch?: string;
+                    /** @description At most this many of the project's development environments run at once (1 to 20, default 3). A push that would create one more stops the oldest idle one (running, no operation queued or in progress, least recently deployed) with a stop operation, never destroying it; when none is idle the new one is not created */
+                    development_limit?: number;
+                    /**
+                     * Format: uuid
+                     * @description The server a push to a branch that has no environment in the project creates a development environment on (stage development, named after the branch, deploying on push, sized like production); null (the default): pushes create none. A server of another organisation, or none: 422 `development_server_invalid`
+                     */
+                    development_server_id?: string | null;
                     /** @description Git repository URL: https (https://host/owner/repo.git) or ssh (ssh://git@host[:port]/owner/repo.git or git@host:owner/repo.git); anything else (file://, a local path, http://, git://, ext::, a leading -) is refused with 400 `git_url_invalid`. Credentials may be written into an https URL (https://user:token@host/…): they are stored sealed, used only to clone, and never shown again (responses carry the URL without them). Writing the URL again replaces them; a URL without credentials removes them. */
                     git_repo_url?: string | null;
                     name?: string;
@@ -12032,6 +12071,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description Default Response */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description Default Response */
@@ -12101,6 +12149,11 @@ export interface operations {
                      * @default 2048
                      */
                     ram_mb?: number;
+                    /**
+                     * Format: uuid
+                     * @description The server it runs on: any server of the organisation (a staging environment on another server than production, say; copies between them go through the backup store). Defaults to the project's server. Not a server of the organisation: 400 `server_not_found`
+                     */
+                    server_id?: string;
                     /**
                      * @description Defaults to production when the project has no production environment (a destroyed one counts: a deploy brings it back), else development. production while the project has one: 409 `production_exists`, naming it
                      * @enum {string}
@@ -12234,6 +12287,8 @@ export interface operations {
                     git_branch?: string;
                     /** @description Memory its containers may use, in MB */
                     ram_mb?: number;
+                    /** @description A push to its branch first refreshes it from the project's production environment, then deploys the pushed commit (as copy-from with backup fresh, then the push's deploy; a refresh that fails deploys nothing). Applies while the environment is staging. */
+                    refresh_on_push?: boolean;
                     /** @description From the next deploy on: a staging environment's deploy runs the tests of the modules it installs or upgrades and is refused (failed, rolled back, the previous release serving) when one fails. Development environments always run them and serve anyway; production never runs them. */
                     require_passing_tests?: boolean;
                     /**
@@ -14413,6 +14468,14 @@ export interface operations {
                         branch: string | null;
                         /** @description The pushed head commit */
                         commit: string | null;
+                        /** @description Development environments made for the pushed branch, which had no environment in the project (the project's development_server_id is set); each is also under deployments */
+                        created_environments: {
+                            /** Format: uuid */
+                            environment_id: string;
+                            name: string;
+                            /** Format: uuid */
+                            project_id: string;
+                        }[];
                         deliveries: {
                             /** @description This delivery id was handled before: nothing new was started; deployments lists what the first delivery started */
                             duplicate: boolean;
@@ -14443,13 +14506,30 @@ export interface operations {
                         /** @description Why nothing was deployed (not a push, not a branch, branch deleted); null otherwise */
                         ignored: string | null;
                         skipped: {
-                            /** Format: uuid */
-                            environment_id: string;
+                            /**
+                             * Format: uuid
+                             * @description null: the development environment the push would have made for its branch, which was not made
+                             */
+                            environment_id: string | null;
                             message: string;
                             /** Format: uuid */
                             project_id: string;
+                            /**
+                             * @description deployment_in_progress: the environment was busy; not_found: it is gone; development_limit: the project runs its development_limit of development environments and none is idle to stop; environment_not_created: the environment was refused (the message says why)
+                             * @enum {string}
+                             */
+                            reason: "deployment_in_progress" | "not_found" | "development_limit" | "environment_not_created";
+                        }[];
+                        /** @description Idle development environments stopped (a stop operation, trigger development_limit; never destroyed) to keep the project within its development_limit */
+                        stopped: {
+                            /** Format: uuid */
+                            deployment_id: string;
+                            /** Format: uuid */
+                            environment_id: string;
+                            /** Format: uuid */
+                            project_id: string;
                             /** @enum {string} */
-                            reason: "deployment_in_progress" | "not_found";
+                            reason: "development_limit";
                         }[];
                     };
                 };
@@ -14464,6 +14544,14 @@ export interface operations {
                         branch: string | null;
                         /** @description The pushed head commit */
                         commit: string | null;
+                        /** @description Development environments made for the pushed branch, which had no environment in the project (the project's development_server_id is set); each is also under deployments */
+                        created_environments: {
+                            /** Format: uuid */
+                            environment_id: string;
+                            name: string;
+                            /** Format: uuid */
+                            project_id: string;
+                        }[];
                         deliveries: {
                             /** @description This delivery id was handled before: nothing new was started; deployments lists what the first delivery started */
                             duplicate: boolean;
@@ -14494,13 +14582,30 @@ export interface operations {
                         /** @description Why nothing was deployed (not a push, not a branch, branch deleted); null otherwise */
                         ignored: string | null;
                         skipped: {
-                            /** Format: uuid */
-                            environment_id: string;
+                            /**
+                             * Format: uuid
+                             * @description null: the development environment the push would have made for its branch, which was not made
+                             */
+                            environment_id: string | null;
                             message: string;
                             /** Format: uuid */
                             project_id: string;
+                            /**
+                             * @description deployment_in_progress: the environment was busy; not_found: it is gone; development_limit: the project runs its development_limit of development environments and none is idle to stop; environment_not_created: the environment was refused (the message says why)
+                             * @enum {string}
+                             */
+                            reason: "deployment_in_progress" | "not_found" | "development_limit" | "environment_not_created";
+                        }[];
+                        /** @description Idle development environments stopped (a stop operation, trigger development_limit; never destroyed) to keep the project within its development_limit */
+                        stopped: {
+                            /** Format: uuid */
+                            deployment_id: string;
+                            /** Format: uuid */
+                            environment_id: string;
+                            /** Format: uuid */
+                            project_id: string;
                             /** @enum {string} */
-                            reason: "deployment_in_progress" | "not_found";
+                            reason: "development_limit";
                         }[];
                     };
                 };
