@@ -4,12 +4,13 @@
 // makes a development environment for a branch without one on that server and deploys it,
 // once per delivery, stopping (never destroying) the oldest idle one at the limit and
 // making none when none is idle.
-import { createHmac, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { createDemoOrganization, type DemoOrganization } from "@berth/control-plane";
 import { startControlPlane, type TestControlPlane } from "../support/control-plane.ts";
 import { publicClient } from "../support/http.ts";
 import { addPerson, type Person } from "../support/people.ts";
+import { signedPush } from "../support/signed-push.ts";
 
 let cp: TestControlPlane;
 let base: string;
@@ -23,8 +24,6 @@ beforeAll(async () => {
 afterAll(async () => cp?.close());
 
 const q = async (text: string, values: unknown[] = []) => (await cp.database.pool.query(text, values)).rows;
-const sha = () => createHmac("sha1", randomUUID()).digest("hex");
-const REPOSITORY = { full_name: "demo/erp-addons", clone_url: "https://git.example.com/demo/erp-addons.git", ssh_url: "git@git.example.com:demo/erp-addons.git" };
 
 interface Setup {
   demo: DemoOrganization;
@@ -51,21 +50,7 @@ async function project(): Promise<Setup> {
   return { demo, admin, secret: res.body.secret, devServer: await addServer(demo.organization_id, `dev-${randomUUID().slice(0, 8)}`) };
 }
 
-async function push(s: Setup, branch: string, delivery = randomUUID()) {
-  const commit = sha();
-  const body = JSON.stringify({ ref: `refs/heads/${branch}`, after: commit, repository: REPOSITORY, head_commit: { id: commit, message: "Work" }, commits: [{ id: commit, message: "Work" }] });
-  const res = await fetch(`${base}/api/v1/webhooks/github`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": "push",
-      "x-github-delivery": delivery,
-      "x-hub-signature-256": `sha256=${createHmac("sha256", s.secret).update(body).digest("hex")}`,
-    },
-    body,
-  });
-  return { status: res.status, body: await res.json(), delivery, commit };
-}
+const push = (s: Setup, branch: string, delivery: string = randomUUID()) => signedPush(base, s.secret, branch, { delivery });
 
 const environmentsOn = (projectId: string, branch: string) =>
   q("select id, name, stage, server_id, auto_deploy, is_active, status, cpu_cores, ram_mb, disk_gb, workers, variables from environments where project_id = $1 and git_branch = $2", [projectId, branch]);
