@@ -6,12 +6,14 @@
 // of rows in its database and BENCH_FILES_MB of 1 MiB files in its file store (named by their
 // SHA-1 and owned by the ERP's user, as Odoo writes them). Measured, in this order:
 //   plain      `docker exec pg_dump -Fc | docker exec -i pg_restore` of the source's database
-//              into a new database of the target's PostgreSQL, plus `cp -r` of the file store
-//              (twice: before and after the copy; the median is the baseline)
+//              into a new database of the target's PostgreSQL, plus `cp -r` of the file store,
+//              with pg_dump's default compression and with -Z0 (each twice: before and after
+//              the copy; the median is that way's baseline)
 //   copy-from  the restore handler with live_source: pg_dump streamed into pg_restore, odoo
 //              neutralize, re-key, the file store copied by name, swap, ERP started, until
 //              its health check passes (serving); then the previous database dropped
-// Goal: copy-from until serving <= 1.3 x plain. The last line is one JSON object, units in keys.
+// Goal: copy-from until serving <= 1.3 x the faster plain way. The last line is one JSON object,
+// units in keys.
 //
 // Environment: BENCH_DB_MB (1024), BENCH_FILES_MB (1024), BENCH_VERBOSE=1 (the agent's log
 // lines), BERTH_DOCKER_SOCKET. Needs `bash test/images/build.sh` first.
@@ -84,13 +86,13 @@ async function main(): Promise<void> {
     log(`data: database ${(dbBytes / 2 ** 20).toFixed(0)} MiB, file store ${FILES_MB} MiB, made in ${sec(fill.ms)} s`);
 
     // ---- the plain way: pg_dump | pg_restore, cp -r ----
-    const plain = async () => {
+    const plain = async (compress: "default" | "none") => {
       await psql(tgt.dbContainer, "DROP DATABASE IF EXISTS bench_plain", "postgres");
       await psql(tgt.dbContainer, "CREATE DATABASE bench_plain", "postgres");
       const copyDir = join(tgt.dir, "bench-plain-filestore");
       await rm(copyDir, { recursive: true, force: true });
       const db = await timed(() =>
-        sh("sh", ["-c", `docker exec ${src.dbContainer} pg_dump -U odoo -Fc odoo | docker exec -i ${tgt.dbContainer} pg_restore -U odoo --no-owner --single-transaction --exit-on-error -d bench_plain`], {
+        sh("sh", ["-c", `docker exec ${src.dbContainer} pg_dump -U odoo -Fc${compress === "none" ? " -Z0" : ""} odoo | docker exec -i ${tgt.dbContainer} pg_restore -U odoo --no-owner --single-transaction --exit-on-error -d bench_plain`], {
           maxBuffer: 2 ** 24,
         }),
       );
@@ -99,7 +101,8 @@ async function main(): Promise<void> {
       await rm(copyDir, { recursive: true, force: true });
       return { db: db.ms, files: files.ms, total: db.ms + files.ms };
     };
-    const plainBefore = await plain();
+    const plainBefore = await plain("default");
+    const plainZ0Before = await plain("none");
 
     // ---- copy-from ----
     const t0 = performance.now();
@@ -122,8 +125,12 @@ async function main(): Promise<void> {
     const copied = await psql(tgt.dbContainer, "SELECT count(*) FROM bench_data");
     if (copied !== (await psql(src.dbContainer, "SELECT count(*) FROM bench_data"))) throw new Error("the copy does not have the source's rows");
 
-    const plainAfter = await plain();
-    const baseline = median([plainBefore.total, plainAfter.total]);
+    const plainAfter = await plain("default");
+    const plainZ0After = await plain("none");
+    const baselineFc = median([plainBefore.total, plainAfter.total]);
+    const baselineZ0 = median([plainZ0Before.total, plainZ0After.total]);
+    // Held to the faster of the two plain ways.
+    const baseline = Math.min(baselineFc, baselineZ0);
     const ratio = serving / baseline;
     const phase = (from: StepId, to: StepId) => (steps[to] ?? 0) - (steps[from] ?? 0);
 
@@ -132,25 +139,32 @@ async function main(): Promise<void> {
     log(`${"measure".padEnd(52)} ${"seconds".padStart(9)}`);
     const row = (what: string, ms: number) => log(`${what.padEnd(52)} ${sec(ms).padStart(9)}`);
     row("plain: pg_dump -Fc | pg_restore (before, after)", median([plainBefore.db, plainAfter.db]));
-    row("plain: cp -r of the file store (before, after)", median([plainBefore.files, plainAfter.files]));
-    row("plain: both (median of 2: the baseline)", baseline);
+    row("plain: pg_dump -Fc -Z0 | pg_restore (before, after)", median([plainZ0Before.db, plainZ0After.db]));
+    row("plain: cp -r of the file store (4 runs)", median([plainBefore.files, plainAfter.files, plainZ0Before.files, plainZ0After.files]));
+    row("plain -Fc: both (median of 2)", baselineFc);
+    row("plain -Fc -Z0: both (median of 2)", baselineZ0);
     row("copy-from: dump | load, neutralize, file store", phase("initializing_database", "starting_container"));
     row("copy-from: swap and ERP start", phase("starting_container", "health_check"));
     row("copy-from: health check", phase("health_check", "completed"));
     row("copy-from: until the copy serves", serving);
     row("copy-from: ... and the previous database dropped", total);
     log("");
-    log(`copy-from until serving = ${ratio.toFixed(2)} x plain (goal <= ${GOAL}): ${ratio <= GOAL ? "met" : "NOT met"}`);
+    log(`copy-from until serving = ${(serving / baselineFc).toFixed(2)} x plain -Fc, ${(serving / baselineZ0).toFixed(2)} x plain -Fc -Z0`);
+    log(`against the faster plain way: ${ratio.toFixed(2)} x (goal <= ${GOAL}): ${ratio <= GOAL ? "met" : "NOT met"}`);
     log(
       JSON.stringify({
         db_mb: Math.round(dbBytes / 2 ** 20),
         files_mb: FILES_MB,
         plain_dump_restore_s: [plainBefore.db, plainAfter.db].map((ms) => +sec(ms)),
-        plain_cp_s: [plainBefore.files, plainAfter.files].map((ms) => +sec(ms)),
-        plain_s: +sec(baseline),
+        plain_z0_dump_restore_s: [plainZ0Before.db, plainZ0After.db].map((ms) => +sec(ms)),
+        plain_cp_s: [plainBefore.files, plainAfter.files, plainZ0Before.files, plainZ0After.files].map((ms) => +sec(ms)),
+        plain_fc_s: +sec(baselineFc),
+        plain_fc_z0_s: +sec(baselineZ0),
+        copy_over_plain_fc: +(serving / baselineFc).toFixed(3),
+        copy_over_plain_fc_z0: +(serving / baselineZ0).toFixed(3),
         copy_until_serving_s: +sec(serving),
         copy_total_s: +sec(total),
-        copy_over_plain: +ratio.toFixed(3),
+        copy_over_faster_plain: +ratio.toFixed(3),
         goal_met: ratio <= GOAL,
       }),
     );

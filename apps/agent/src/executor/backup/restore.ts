@@ -227,8 +227,8 @@ export function createRestoreHandler(deps: ExecutorDeps): CommandHandler<"restor
               }
               if (live !== null) {
                 let started = Date.now();
-                await streamDatabase(docker, { sourceDb: live.db, targetDb: db, incomingDb: n.incomingDb, deadlineMs: timing.dataTransferMs });
-                step.log("info", `pg_dump of the source streamed into ${n.incomingDb} by pg_restore without error (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+                const how = await streamDatabase(docker, { sourceDb: live.db, targetDb: db, incomingDb: n.incomingDb, deadlineMs: timing.dataTransferMs });
+                step.log("info", `pg_dump of the source streamed into ${n.incomingDb} by pg_restore without error, ${how} (${((Date.now() - started) / 1000).toFixed(1)} s)`);
                 await neutralizeIfCopy();
                 step.log("info", await verifyRestoredDatabase(docker, db, n.incomingDb));
                 started = Date.now();
