@@ -103,7 +103,7 @@ it("fresh: one copy operation on the target whose signed command dumps the sourc
   const command = await commandOf(res.body.task_id);
   expect(command).toEqual({
     type: "restore",
-    params: { deployment_id: res.body.task_id, environment_id: staging, backup_id: res.body.task_id, live_source: { environment_id: production }, copy: { base_url: null } },
+    params: { deployment_id: res.body.task_id, environment_id: staging, backup_id: res.body.task_id, live_source: { environment_id: production }, copy: { base_url: null, catch_mail: true } },
   });
 
   const again = await rw.post(`/environments/${staging}/copy-from`, { from_environment_id: production });

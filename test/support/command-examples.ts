@@ -65,7 +65,7 @@ export function commandExamples(environmentId: string): Record<CommandType, Reco
       backup_id: id(),
       source: { environment_id: id(), path: `/agent/v1/backups/download/${SECRET_MARK}-source-link`, expires_at: later(), files: [file] },
       archive: { path: `/agent/v1/migrations/download/mgd_${SECRET_MARK}-restore-link`, expires_at: later(), file, neutralize: false },
-      copy: { base_url: "https://shop.example.com" },
+      copy: { base_url: "https://shop.example.com", catch_mail: true },
       live_source: { environment_id: id() },
     },
     destroy: { ...lifecycle(), delete_data: true },
