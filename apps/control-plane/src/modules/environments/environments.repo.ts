@@ -16,6 +16,8 @@ export interface EnvironmentOverviewRow {
   name: string;
   status: string;
   stage: Stage;
+  require_passing_tests: boolean;
+  refresh_on_push: boolean;
   git_branch: string;
   domain: string | null;
   aliases: string[];
@@ -212,7 +214,7 @@ export function createEnvironmentsRepo(db: Database) {
     async overview(projectIds: string[]): Promise<EnvironmentOverviewRow[]> {
       if (projectIds.length === 0) return [];
       const { rows } = await db.$client.query<EnvironmentOverviewRow>(
-        `select e.id, e.project_id, e.name, e.status, e.stage, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
+        `select e.id, e.project_id, e.name, e.status, e.stage, e.require_passing_tests, e.refresh_on_push, e.git_branch, e.domain, e.aliases, e.routing, e.auto_deploy, s.id as server_id, s.name as server_name,
            e.cpu_cores, e.ram_mb, e.disk_gb, e.workers, d.id as last_id, d.kind as last_kind, d.status as last_status, d.version as last_version,
            d.created_at as last_created_at, e.last_backup
          from environments e

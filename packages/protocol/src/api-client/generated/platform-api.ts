@@ -10438,6 +10438,10 @@ export interface operations {
                                 } | null;
                                 name: string;
                                 ram_mb: number;
+                                /** @description A push to its branch first refreshes it from the project's production environment (copy-from, backup fresh: production's data, neutralised), then deploys the pushed commit; a refresh that fails deploys nothing. PATCH to change; applies while the environment is staging */
+                                refresh_on_push: boolean;
+                                /** @description A staging environment's deploy runs the modules' tests and is refused when one fails (PATCH to change; applies while the environment is staging) */
+                                require_passing_tests: boolean;
                                 /** Format: uuid */
                                 server_id: string | null;
                                 server_name: string | null;
