@@ -54,4 +54,29 @@ describe.each([
     const again = await json<{ environment: Environment; previous: unknown }>(run, ["environments", "promote", qa.id]);
     expect(again).toMatchObject({ environment: { id: qa.id, stage: "production" }, previous: null });
   });
+
+  it("creates staging on another server, sets refresh on push and passing tests, and shows them", { timeout: 60_000 }, async () => {
+    const run: Run = await as();
+    const scope = { organizationId: s.d.organization_id, projectId: null };
+    const project = (await s.cp.app.services.projects.create(scope, { name: `staging-${randomUUID().slice(0, 8)}`, server_id: s.d.server_id })).id;
+    const { rows } = await s.cp.database.pool.query<{ id: string }>(
+      "insert into servers (organization_id, name, provider, region, hostname, cpu_cores, ram_mb, disk_gb) values ($1, $2, 'hetzner', 'fsn1', 'staging.example.com', 2, 4096, 40) returning id",
+      [s.d.organization_id, `staging-${randomUUID().slice(0, 8)}`],
+    );
+    const staging = await json<Environment & { server_id: string; refresh_on_push: boolean; require_passing_tests: boolean }>(run, [
+      "environments", "create", "--project", project, "--name", "qa", "--stage", "staging", "--server", rows[0]!.id,
+    ]);
+    expect(staging).toMatchObject({ stage: "staging", server_id: rows[0]!.id, refresh_on_push: false });
+
+    const on = await json<{ refresh_on_push: boolean; require_passing_tests: boolean }>(run, ["environments", "update", staging.id, "--refresh-on-push", "--require-passing-tests"]);
+    expect(on).toMatchObject({ refresh_on_push: true, require_passing_tests: true });
+    const shown = await run(["environments", "show", staging.id]);
+    expect(shown.stdout).toMatch(/^Refresh on push:\s+on \(production's data before each pushed commit\)$/m);
+    expect(shown.stdout).toMatch(/^Require passing tests:\s+on$/m);
+    expect((await json<{ refresh_on_push: boolean }>(run, ["environments", "update", staging.id, "--no-refresh-on-push"])).refresh_on_push).toBe(false);
+
+    const elsewhere = await run(["environments", "create", "--project", project, "--name", "x", "--server", randomUUID()]);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.stderr).toContain("(server_not_found)");
+  });
 });

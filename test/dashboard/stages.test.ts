@@ -2,7 +2,8 @@
 // environment's stage badge on the Projects page, a new environment made with a stage, and
 // "Promote to production" on an environment's page, which asks what the current production
 // becomes; the production's own page offers no promotion and no stage select; the project
-// settings that make pushes create development environments (server and limit).
+// settings that make pushes create development environments (server and limit); a staging
+// environment made on another server and set to refresh from production on every push.
 import { expect, it } from "vitest";
 import { screenshot } from "./browser.ts";
 import { dashboardSuite } from "./dashboard-suite.ts";
@@ -99,4 +100,38 @@ it("sets where pushes make development environments and how many run, in the pro
   await reloaded.getByLabel("Development environments on push").selectOption("");
   await reloaded.getByRole("button", { name: "Save project" }).click();
   await expect.poll(settingsOf).toEqual({ development_server_id: null, development_limit: 4 });
+});
+
+it("creates a staging environment on another server and sets it to refresh from production on every push", { timeout: 90_000 }, async () => {
+  const { rows } = await s.cp.database.pool.query<{ id: string }>(
+    "insert into servers (organization_id, name, provider, region, hostname, cpu_cores, ram_mb, disk_gb) values ($1, 'staging-box', 'hetzner', 'fsn1', 'staging-box.example.com', 2, 4096, 40) returning id",
+    [s.d.organization_id],
+  );
+  const page = await s.pageFor(s.owner);
+  await page.goto(`${s.base}/#/projects`);
+  const card = page.locator("section.project", { has: page.getByRole("heading", { name: /^Demo ERP/ }) });
+  await card.getByText("New environment", { exact: true }).click();
+  const form = card.getByRole("form", { name: "New environment of Demo ERP" });
+  await form.getByLabel("Environment name").fill("qa");
+  await form.getByLabel("Stage").selectOption("staging");
+  await form.getByLabel("Server").locator(`option[value="${rows[0]!.id}"]`).waitFor({ state: "attached" });
+  await form.getByLabel("Server").selectOption(rows[0]!.id);
+  await form.getByRole("button", { name: "Create environment" }).click();
+  const qa = card.locator("tr", { has: page.getByRole("link", { name: "qa" }) });
+  await qa.waitFor();
+  const { rows: made } = await s.cp.database.pool.query<{ id: string; server_id: string; refresh_on_push: boolean }>(
+    "select id, server_id, refresh_on_push from environments where project_id = $1 and name = 'qa'",
+    [s.d.project_id],
+  );
+  expect(made[0]).toMatchObject({ server_id: rows[0]!.id, refresh_on_push: false });
+
+  await page.goto(`${s.base}/#/environments/${made[0]!.id}`);
+  const settings = page.getByRole("form", { name: "Settings of qa" });
+  await settings.waitFor();
+  await settings.getByLabel("Refresh from production on every push").check();
+  await settings.getByRole("button", { name: "Save settings" }).click();
+  const refreshOf = async () => (await s.cp.database.pool.query("select refresh_on_push from environments where id = $1", [made[0]!.id])).rows[0].refresh_on_push as boolean;
+  await expect.poll(refreshOf).toBe(true);
+  await page.reload();
+  await expect.poll(() => page.getByRole("form", { name: "Settings of qa" }).getByLabel("Refresh from production on every push").isChecked()).toBe(true);
 });

@@ -36,6 +36,9 @@ interface EnvironmentView {
   disk_gb: number;
   url: string | null;
   server_id: string | null;
+  /** Not in the platform API's project listing. */
+  refresh_on_push?: boolean;
+  require_passing_tests?: boolean;
 }
 
 const columns: Column<EnvironmentView>[] = [
@@ -56,6 +59,12 @@ function showEnvironment(ctx: Context, e: EnvironmentView): void {
       ["Project", e.project_id],
       ["Status", e.status],
       ["Stage", e.stage],
+      ...(e.stage === "staging"
+        ? ([
+            ["Refresh on push", e.refresh_on_push ? "on (production's data before each pushed commit)" : "off"],
+            ["Require passing tests", e.require_passing_tests ? "on" : "off"],
+          ] as [string, string][])
+        : []),
       ["Branch", e.git_branch],
       ["Auto-deploy", e.auto_deploy ? "on" : "off"],
       ["Domain", e.domain],
@@ -97,6 +106,7 @@ interface CreateOptions {
   domain?: string;
   alias?: string[];
   autoDeploy?: boolean;
+  server?: string;
 }
 
 interface Size {
@@ -128,6 +138,8 @@ interface UpdateOptions extends Size {
   alias?: string[];
   noAliases?: boolean;
   autoDeploy?: boolean;
+  requirePassingTests?: boolean;
+  refreshOnPush?: boolean;
   org?: string;
 }
 
@@ -181,11 +193,12 @@ export function registerEnvironments(program: Command, context: () => Context): 
     .option("--domain <name>", "the domain it is served at")
     .option("--alias <name>", "another host name served like the domain (repeatable)", repeated)
     .option("--auto-deploy", "deploy on every push to its branch")
+    .option("--server <server-id>", "another server of the organisation than the project's (staging apart from production, say)")
     .addOption(new Option("--stage <stage>", "production, staging or development (default: production when the project has none, else development)").choices(STAGES))
     .addHelpText(
       "after",
       `
-The sizes, the ERP version (the project's) and the server (the project's) are fixed at creation.
+The sizes, the ERP version (the project's) and the server (the project's unless --server) are fixed at creation.
 
 Examples:
   $ berth environments create --project <project-id> --name staging --branch staging --stage staging
@@ -201,6 +214,7 @@ Examples:
         ...(opts.domain !== undefined ? { domain: opts.domain } : {}),
         ...(opts.alias ? { aliases: opts.alias } : {}),
         ...(opts.autoDeploy ? { auto_deploy: true } : {}),
+        ...(opts.server !== undefined ? { server_id: opts.server } : {}),
       };
       const env =
         ctx.credentials().kind === "api_key"
@@ -219,13 +233,17 @@ Examples:
       .option("--no-aliases", "remove every alias")
       .option("--branch <branch>", "a new Git branch (signed in by e-mail only)")
       .option("--auto-deploy", "deploy on every push (signed in by e-mail only)")
-      .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)"),
+      .option("--no-auto-deploy", "stop deploying on push (signed in by e-mail only)")
+      .option("--require-passing-tests", "a staging environment refuses a commit whose module tests fail")
+      .option("--no-require-passing-tests", "a staging environment deploys whatever its tests say")
+      .option("--refresh-on-push", "a staging environment gets production's data (neutralised) before each pushed commit is deployed")
+      .option("--no-refresh-on-push", "a push just deploys the staging environment"),
     ", from the next deploy on",
   )
     .option(...ORG_OPTION)
     .addHelpText(
       "after",
-      "\nExamples:\n  $ berth environments update <environment-id> --domain erp.example.com --alias www.erp.example.com\n  $ berth environments update <environment-id> --branch release --no-auto-deploy\n  $ berth environments update <environment-id> --cpu 4 --ram 8192 && berth deploy <environment-id> --follow",
+      "\nExamples:\n  $ berth environments update <environment-id> --domain erp.example.com --alias www.erp.example.com\n  $ berth environments update <staging-id> --refresh-on-push --require-passing-tests\n  $ berth environments update <environment-id> --branch release --no-auto-deploy\n  $ berth environments update <environment-id> --cpu 4 --ram 8192 && berth deploy <environment-id> --follow",
     )
     .action(async (id: string, opts: UpdateOptions & { aliases?: boolean }) => {
       const ctx = context();
@@ -233,13 +251,15 @@ Examples:
         ...(opts.domain !== undefined ? { domain: opts.domain === false ? null : opts.domain } : {}),
         ...(opts.alias ? { aliases: opts.alias } : opts.aliases === false ? { aliases: [] } : {}),
         ...sizeBody(opts),
+        ...(opts.requirePassingTests !== undefined ? { require_passing_tests: opts.requirePassingTests } : {}),
+        ...(opts.refreshOnPush !== undefined ? { refresh_on_push: opts.refreshOnPush } : {}),
       };
       const sessionOnly = {
         ...(opts.branch !== undefined ? { git_branch: opts.branch } : {}),
         ...(opts.autoDeploy !== undefined ? { auto_deploy: opts.autoDeploy } : {}),
       };
       if (Object.keys(body).length + Object.keys(sessionOnly).length === 0) {
-        throw new CliError("Nothing to change: pass --domain, --no-domain, --alias, --no-aliases, --cpu, --ram, --disk, --workers, --branch or --(no-)auto-deploy.", EXIT.usage, "nothing_to_change");
+        throw new CliError("Nothing to change: pass --domain, --no-domain, --alias, --no-aliases, --cpu, --ram, --disk, --workers, --(no-)require-passing-tests, --(no-)refresh-on-push, --branch or --(no-)auto-deploy.", EXIT.usage, "nothing_to_change");
       }
       let env: EnvironmentView;
       if (ctx.credentials().kind === "api_key") {

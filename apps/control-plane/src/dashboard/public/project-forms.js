@@ -87,14 +87,14 @@ export function newProjectForm(ctx, done) {
 }
 
 /**
- * The development server select: "Off", then the organisation's servers, `current` chosen
- * (kept chosen while the list loads, so a save before it arrives changes nothing).
+ * A select of the organisation's servers after a first option `none` (value ""), `current`
+ * chosen (kept chosen while the list loads, so a save before it arrives changes nothing).
  */
-function developmentServerSelect(ctx, current) {
-  const off = () => h("option", { value: "" }, "Off: pushes create no environment");
-  const select = h("select", { name: "development_server_id" }, off(), current ? h("option", { value: current, selected: true }, "Loading servers…") : null);
+function serverSelect(ctx, name, none, current) {
+  const first = () => h("option", { value: "" }, none);
+  const select = h("select", { name }, first(), current ? h("option", { value: current, selected: true }, "Loading servers…") : null);
   void listServers(ctx.org.id).then(
-    (res) => select.replaceChildren(off(), ...res.data.map((s) => h("option", { value: s.id, selected: s.id === current }, s.name))),
+    (res) => select.replaceChildren(first(), ...res.data.map((s) => h("option", { value: s.id, selected: s.id === current }, s.name))),
     (err) => ctx.showError(err),
   );
   return select;
@@ -105,7 +105,7 @@ export function projectSettingsForm(ctx, project, done) {
   const name = text("name", { value: project.name });
   const branch = text("default_branch", { value: project.default_branch ?? "" });
   const repo = text("git_repo_url", { type: "url", value: project.git_repo_url ?? "", placeholder: "none" });
-  const devServer = developmentServerSelect(ctx, project.development_server_id ?? null);
+  const devServer = serverSelect(ctx, "development_server_id", "Off: pushes create no environment", project.development_server_id ?? null);
   const devLimit = number("development_limit", project.development_limit ?? 3);
   const save = h("button", { type: "submit" }, "Save project");
   const remove = h("button", { type: "button", class: "secondary danger" }, "Delete project");
@@ -158,6 +158,7 @@ export function newEnvironmentForm(ctx, project, done) {
   const domain = text("domain", { placeholder: "erp.example.com (optional)" });
   const aliases = text("aliases", { placeholder: "www.example.com (optional)" });
   const autoDeploy = checkbox("auto_deploy", false);
+  const server = serverSelect(ctx, "server_id", "The project's server", null);
   const cpu = number("cpu_cores", 1);
   const ram = number("ram_mb", 2048);
   const disk = number("disk_gb", 20);
@@ -177,6 +178,7 @@ export function newEnvironmentForm(ctx, project, done) {
           domain: domain.value.trim(),
           aliases: names(aliases).length ? names(aliases) : undefined,
           auto_deploy: autoDeploy.checked,
+          server_id: server.value || undefined,
           cpu_cores: int(cpu),
           ram_mb: int(ram),
           disk_gb: int(disk),
@@ -193,6 +195,7 @@ export function newEnvironmentForm(ctx, project, done) {
     field("Branch", branch, `Empty: ${project.default_branch ?? "the project's default branch"}`),
     field("Domain", domain),
     field("Aliases", aliases, ALIASES_HINT),
+    field("Server", server, "Another server of the organisation, e.g. staging apart from production"),
     field("CPU cores", cpu),
     field("Memory (MB)", ram),
     field("Disk (GB)", disk),
@@ -215,6 +218,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
   const autoDeploy = checkbox("auto_deploy", env.auto_deploy);
   // Only a staging environment's deploy can be refused for its tests (development ones serve anyway).
   const requireTests = env.stage === "staging" ? checkbox("require_passing_tests", env.require_passing_tests === true) : null;
+  const refresh = env.stage === "staging" ? checkbox("refresh_on_push", env.refresh_on_push === true) : null;
   const domain = text("domain", { value: env.domain ?? "", placeholder: "erp.example.com" });
   const aliases = text("aliases", { value: env.aliases.join(", "), placeholder: "www.example.com" });
   const cpu = number("cpu_cores", env.cpu_cores);
@@ -230,7 +234,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
       "aria-label": `Settings of ${env.name}`,
       onsubmit: onSubmit(submit, ctx.showError, async () => {
         const size = filled({ cpu_cores: int(cpu), ram_mb: int(ram), disk_gb: int(disk), workers: int(workers) });
-        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size, ...(stage ? { stage: stage.value } : {}), ...(requireTests ? { require_passing_tests: requireTests.checked } : {}) };
+        const body = { git_branch: branch.value.trim(), auto_deploy: autoDeploy.checked, domain: domain.value.trim() || null, aliases: names(aliases), ...size, ...(stage ? { stage: stage.value } : {}), ...(requireTests ? { require_passing_tests: requireTests.checked } : {}), ...(refresh ? { refresh_on_push: refresh.checked } : {}) };
         const updated = await ok(client.PATCH("/projects/{project_id}/environments/{env_id}", { params: { path: { project_id: project.id, env_id: env.id } }, body }));
         ctx.clearError();
         ctx.announce(`Saved. ${updated.url ? `${env.name} is served at ${updated.url}.` : ""}`);
@@ -242,6 +246,7 @@ export function environmentSettingsForm(ctx, project, env, done) {
     field("Branch", branch, "Deployed from the next deploy on"),
     checkField("Deploy on push", autoDeploy),
     requireTests ? checkField("Refuse a commit whose module tests fail", requireTests) : null,
+    refresh ? checkField("Refresh from production on every push", refresh) : null,
     field("Domain", domain, "Empty: the name Berth generates, if the installation has a base domain"),
     field("Aliases", aliases, ALIASES_HINT),
     field("CPU cores", cpu, "The size applies from the next deploy"),
