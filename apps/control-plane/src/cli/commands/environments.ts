@@ -36,9 +36,8 @@ interface EnvironmentView {
   disk_gb: number;
   url: string | null;
   server_id: string | null;
-  /** Not in the platform API's project listing. */
-  refresh_on_push?: boolean;
-  require_passing_tests?: boolean;
+  refresh_on_push: boolean;
+  require_passing_tests: boolean;
 }
 
 const columns: Column<EnvironmentView>[] = [

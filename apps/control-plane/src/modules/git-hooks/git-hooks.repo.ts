@@ -2,6 +2,7 @@
 // addon repositories a push may be for, the environments it deploys, and the claims of
 // (host, delivery id, project) that make a redelivery get the first outcome back.
 import { and, eq, inArray, isNull, sql } from "drizzle-orm";
+import type { Stage } from "../environments/stages.ts";
 import { deployments, environmentAddons, environments, gitHookDeliveries, projects, type Database } from "@berth/db";
 
 export type GitHookDeliveryRow = typeof gitHookDeliveries.$inferSelect;
@@ -63,7 +64,7 @@ export function createGitHooksRepo(db: Database) {
     },
 
     /** Active environments of the project that deploy automatically from `branch`, oldest first, with what their stage asks of a push. */
-    async autoDeployEnvironments(projectId: string, branch: string): Promise<{ id: string; stage: "production" | "staging" | "development"; refreshOnPush: boolean }[]> {
+    async autoDeployEnvironments(projectId: string, branch: string): Promise<{ id: string; stage: Stage; refreshOnPush: boolean }[]> {
       return db
         .select({ id: environments.id, stage: environments.stage, refreshOnPush: environments.refreshOnPush })
         .from(environments)
