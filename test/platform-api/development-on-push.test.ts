@@ -11,15 +11,14 @@ import { startControlPlane, type TestControlPlane } from "../support/control-pla
 import { publicClient } from "../support/http.ts";
 import { addPerson, type Person } from "../support/people.ts";
 import { signedPush } from "../support/signed-push.ts";
+import { urlOf } from "../support/sse.ts";
 
 let cp: TestControlPlane;
 let base: string;
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true });
-  const addr = cp.app.server.address();
-  if (!addr || typeof addr === "string") throw new Error("not listening");
-  base = `http://127.0.0.1:${addr.port}`;
+  base = urlOf(cp);
 });
 afterAll(async () => cp?.close());
 

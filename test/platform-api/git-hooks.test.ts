@@ -8,15 +8,14 @@ import { createDemoOrganization, type DemoOrganization } from "@berth/control-pl
 import { GIT_HOOK_ADDRESS_LIMIT } from "../../apps/control-plane/src/modules/git-hooks/git-hooks.routes.ts";
 import { startControlPlane, startOfRateWindow, type TestControlPlane } from "../support/control-plane.ts";
 import { addPerson } from "../support/people.ts";
+import { urlOf } from "../support/sse.ts";
 
 let cp: TestControlPlane;
 let base: string;
 
 beforeAll(async () => {
   cp = await startControlPlane({ listen: true });
-  const addr = cp.app.server.address();
-  if (!addr || typeof addr === "string") throw new Error("not listening");
-  base = `http://127.0.0.1:${addr.port}`;
+  base = urlOf(cp);
 });
 afterAll(async () => cp?.close());
 
